@@ -1,0 +1,465 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from workflowjobs.v1 import job_pb2 as _job_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PauseScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PAUSE_SCOPE_KIND_UNSPECIFIED: _ClassVar[PauseScopeKind]
+    PAUSE_SCOPE_KIND_TENANT: _ClassVar[PauseScopeKind]
+    PAUSE_SCOPE_KIND_DEFINITION: _ClassVar[PauseScopeKind]
+    PAUSE_SCOPE_KIND_INSTANCE: _ClassVar[PauseScopeKind]
+    PAUSE_SCOPE_KIND_JOB_TYPE: _ClassVar[PauseScopeKind]
+
+class LimitScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LIMIT_SCOPE_KIND_UNSPECIFIED: _ClassVar[LimitScopeKind]
+    LIMIT_SCOPE_KIND_TENANT: _ClassVar[LimitScopeKind]
+    LIMIT_SCOPE_KIND_JOB_TYPE: _ClassVar[LimitScopeKind]
+    LIMIT_SCOPE_KIND_DEFINITION: _ClassVar[LimitScopeKind]
+    LIMIT_SCOPE_KIND_CONCURRENCY_KEY: _ClassVar[LimitScopeKind]
+PAUSE_SCOPE_KIND_UNSPECIFIED: PauseScopeKind
+PAUSE_SCOPE_KIND_TENANT: PauseScopeKind
+PAUSE_SCOPE_KIND_DEFINITION: PauseScopeKind
+PAUSE_SCOPE_KIND_INSTANCE: PauseScopeKind
+PAUSE_SCOPE_KIND_JOB_TYPE: PauseScopeKind
+LIMIT_SCOPE_KIND_UNSPECIFIED: LimitScopeKind
+LIMIT_SCOPE_KIND_TENANT: LimitScopeKind
+LIMIT_SCOPE_KIND_JOB_TYPE: LimitScopeKind
+LIMIT_SCOPE_KIND_DEFINITION: LimitScopeKind
+LIMIT_SCOPE_KIND_CONCURRENCY_KEY: LimitScopeKind
+
+class AdminServiceGetJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class AdminServiceGetJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class JobFilter(_message.Message):
+    __slots__ = ("statuses", "tenant_id", "job_type", "definition_id", "instance_id", "correlation_id", "category", "created_after", "created_before", "due_after", "due_before")
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    DUE_AFTER_FIELD_NUMBER: _ClassVar[int]
+    DUE_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    statuses: _containers.RepeatedScalarFieldContainer[_job_pb2.JobStatus]
+    tenant_id: str
+    job_type: str
+    definition_id: str
+    instance_id: str
+    correlation_id: str
+    category: _job_pb2.JobCategory
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    due_after: _timestamp_pb2.Timestamp
+    due_before: _timestamp_pb2.Timestamp
+    def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ("filter", "page_size", "page_token")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    page_size: int
+    page_token: str
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs", "next_page_token")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
+    next_page_token: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetStatsRequest(_message.Message):
+    __slots__ = ("tenant_id", "window")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    window: _duration_pb2.Duration
+    def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class StatusCount(_message.Message):
+    __slots__ = ("tenant_id", "job_type", "status", "count")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    job_type: str
+    status: _job_pb2.JobStatus
+    count: int
+    def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class GetStatsResponse(_message.Message):
+    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers")
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    FAULTED_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_PENDING_AGE_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_IN_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_IN_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_IN_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_WORKERS_FIELD_NUMBER: _ClassVar[int]
+    counts: _containers.RepeatedCompositeFieldContainer[StatusCount]
+    pending: int
+    running: int
+    completed: int
+    faulted: int
+    cancelled: int
+    oldest_pending_age: _duration_pb2.Duration
+    retries_in_window: int
+    failures_in_window: int
+    completions_in_window: int
+    dead_letter: int
+    draining: bool
+    connected_workers: int
+    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ...) -> None: ...
+
+class WaitReason(_message.Message):
+    __slots__ = ("kind", "message", "until", "pause_id", "count", "limit")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[WaitReason.Kind]
+        KIND_NOT_DUE: _ClassVar[WaitReason.Kind]
+        KIND_PAUSED: _ClassVar[WaitReason.Kind]
+        KIND_TENANT_DISABLED: _ClassVar[WaitReason.Kind]
+        KIND_CONCURRENCY_LIMIT: _ClassVar[WaitReason.Kind]
+        KIND_NO_WORKER: _ClassVar[WaitReason.Kind]
+        KIND_QUEUED_BEHIND: _ClassVar[WaitReason.Kind]
+        KIND_LEASED: _ClassVar[WaitReason.Kind]
+        KIND_DRAINING: _ClassVar[WaitReason.Kind]
+        KIND_NOT_PENDING: _ClassVar[WaitReason.Kind]
+    KIND_UNSPECIFIED: WaitReason.Kind
+    KIND_NOT_DUE: WaitReason.Kind
+    KIND_PAUSED: WaitReason.Kind
+    KIND_TENANT_DISABLED: WaitReason.Kind
+    KIND_CONCURRENCY_LIMIT: WaitReason.Kind
+    KIND_NO_WORKER: WaitReason.Kind
+    KIND_QUEUED_BEHIND: WaitReason.Kind
+    KIND_LEASED: WaitReason.Kind
+    KIND_DRAINING: WaitReason.Kind
+    KIND_NOT_PENDING: WaitReason.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_ID_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    kind: WaitReason.Kind
+    message: str
+    until: _timestamp_pb2.Timestamp
+    pause_id: str
+    count: int
+    limit: int
+    def __init__(self, kind: _Optional[_Union[WaitReason.Kind, str]] = ..., message: _Optional[str] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pause_id: _Optional[str] = ..., count: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ExplainJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class ExplainJobResponse(_message.Message):
+    __slots__ = ("job", "reasons")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    reasons: _containers.RepeatedCompositeFieldContainer[WaitReason]
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., reasons: _Optional[_Iterable[_Union[WaitReason, _Mapping]]] = ...) -> None: ...
+
+class RetryJobRequest(_message.Message):
+    __slots__ = ("job_id", "keep_attempts")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    keep_attempts: bool
+    def __init__(self, job_id: _Optional[str] = ..., keep_attempts: _Optional[bool] = ...) -> None: ...
+
+class RetryJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class CancelJobRequest(_message.Message):
+    __slots__ = ("job_id", "reason")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class UnlockJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class UnlockJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class ReplayJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class ReplayJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class BulkRetryJobsRequest(_message.Message):
+    __slots__ = ("filter", "dry_run", "keep_attempts")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    KEEP_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    dry_run: bool
+    keep_attempts: bool
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., dry_run: _Optional[bool] = ..., keep_attempts: _Optional[bool] = ...) -> None: ...
+
+class BulkRetryJobsResponse(_message.Message):
+    __slots__ = ("matched", "changed")
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    matched: int
+    changed: int
+    def __init__(self, matched: _Optional[int] = ..., changed: _Optional[int] = ...) -> None: ...
+
+class BulkCancelJobsRequest(_message.Message):
+    __slots__ = ("filter", "dry_run", "reason")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    dry_run: bool
+    reason: str
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., dry_run: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class BulkCancelJobsResponse(_message.Message):
+    __slots__ = ("matched", "changed")
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    matched: int
+    changed: int
+    def __init__(self, matched: _Optional[int] = ..., changed: _Optional[int] = ...) -> None: ...
+
+class PauseScope(_message.Message):
+    __slots__ = ("kind", "tenant_id", "value")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    kind: PauseScopeKind
+    tenant_id: str
+    value: str
+    def __init__(self, kind: _Optional[_Union[PauseScopeKind, str]] = ..., tenant_id: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class PauseRecord(_message.Message):
+    __slots__ = ("id", "scope", "actor", "reason", "create_time", "expire_time", "lift_time", "lifted_by")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LIFT_TIME_FIELD_NUMBER: _ClassVar[int]
+    LIFTED_BY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    scope: PauseScope
+    actor: str
+    reason: str
+    create_time: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    lift_time: _timestamp_pb2.Timestamp
+    lifted_by: str
+    def __init__(self, id: _Optional[str] = ..., scope: _Optional[_Union[PauseScope, _Mapping]] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lift_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lifted_by: _Optional[str] = ...) -> None: ...
+
+class PauseRequest(_message.Message):
+    __slots__ = ("scope", "actor", "reason", "expire_time")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    scope: PauseScope
+    actor: str
+    reason: str
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, scope: _Optional[_Union[PauseScope, _Mapping]] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PauseResponse(_message.Message):
+    __slots__ = ("pause",)
+    PAUSE_FIELD_NUMBER: _ClassVar[int]
+    pause: PauseRecord
+    def __init__(self, pause: _Optional[_Union[PauseRecord, _Mapping]] = ...) -> None: ...
+
+class UnpauseRequest(_message.Message):
+    __slots__ = ("scope", "actor")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    scope: PauseScope
+    actor: str
+    def __init__(self, scope: _Optional[_Union[PauseScope, _Mapping]] = ..., actor: _Optional[str] = ...) -> None: ...
+
+class UnpauseResponse(_message.Message):
+    __slots__ = ("lifted",)
+    LIFTED_FIELD_NUMBER: _ClassVar[int]
+    lifted: _containers.RepeatedCompositeFieldContainer[PauseRecord]
+    def __init__(self, lifted: _Optional[_Iterable[_Union[PauseRecord, _Mapping]]] = ...) -> None: ...
+
+class ListPausesRequest(_message.Message):
+    __slots__ = ("include_lifted", "tenant_id")
+    INCLUDE_LIFTED_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    include_lifted: bool
+    tenant_id: str
+    def __init__(self, include_lifted: _Optional[bool] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListPausesResponse(_message.Message):
+    __slots__ = ("pauses",)
+    PAUSES_FIELD_NUMBER: _ClassVar[int]
+    pauses: _containers.RepeatedCompositeFieldContainer[PauseRecord]
+    def __init__(self, pauses: _Optional[_Iterable[_Union[PauseRecord, _Mapping]]] = ...) -> None: ...
+
+class SetTenantWeightRequest(_message.Message):
+    __slots__ = ("tenant_id", "weight")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    weight: int
+    def __init__(self, tenant_id: _Optional[str] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class SetTenantWeightResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConcurrencyLimit(_message.Message):
+    __slots__ = ("kind", "value", "max_running", "running")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    kind: LimitScopeKind
+    value: str
+    max_running: int
+    running: int
+    def __init__(self, kind: _Optional[_Union[LimitScopeKind, str]] = ..., value: _Optional[str] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+
+class SetConcurrencyLimitRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: ConcurrencyLimit
+    def __init__(self, limit: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ...) -> None: ...
+
+class SetConcurrencyLimitResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListConcurrencyLimitsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListConcurrencyLimitsResponse(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[ConcurrencyLimit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[ConcurrencyLimit, _Mapping]]] = ...) -> None: ...
+
+class DrainRequest(_message.Message):
+    __slots__ = ("cluster", "worker_id")
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    cluster: bool
+    worker_id: str
+    def __init__(self, cluster: _Optional[bool] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class DrainResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UndrainRequest(_message.Message):
+    __slots__ = ("cluster",)
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    cluster: bool
+    def __init__(self, cluster: _Optional[bool] = ...) -> None: ...
+
+class UndrainResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkerInfo(_message.Message):
+    __slots__ = ("worker_id", "hostname", "pid", "sdk_version", "job_types", "slots", "in_flight_job_ids", "connect_time", "last_heartbeat_time", "coordinator_id", "credits", "draining")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONNECT_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_TIME_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    hostname: str
+    pid: int
+    sdk_version: str
+    job_types: _containers.RepeatedScalarFieldContainer[str]
+    slots: int
+    in_flight_job_ids: _containers.RepeatedScalarFieldContainer[str]
+    connect_time: _timestamp_pb2.Timestamp
+    last_heartbeat_time: _timestamp_pb2.Timestamp
+    coordinator_id: str
+    credits: int
+    draining: bool
+    def __init__(self, worker_id: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., in_flight_job_ids: _Optional[_Iterable[str]] = ..., connect_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., coordinator_id: _Optional[str] = ..., credits: _Optional[int] = ..., draining: _Optional[bool] = ...) -> None: ...
+
+class ListWorkersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListWorkersResponse(_message.Message):
+    __slots__ = ("workers",)
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
+    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ...) -> None: ...
