@@ -1,0 +1,87 @@
+"""Sizes and knobs of every figure, full and `--quick`.
+
+The full sizes are SPEC §11's. Quick sizes keep every figure under ~20 s so a
+`--quick` run of all figures stays under about three minutes; they are a smoke
+check of the harness, not numbers to quote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.database import PostgresServer
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Workload sizes.
+
+    Attributes:
+        throughput_jobs: Jobs per end-to-end throughput run (ours and PgQueuer).
+        procrastinate_jobs: Jobs per Procrastinate run (it is ~40× slower; its rate is what counts).
+        enqueue_batch: Jobs per enqueue call.
+        worker_concurrency: Handler slots per workflow-jobs worker process.
+        latency_rate: Offered load of the latency figure, jobs/s.
+        latency_seconds: How long the load is offered.
+        paused_jobs: Paused jobs present in the "paused" acquisition figure.
+        backlog_large: Pending jobs in the large case of the backlog figure.
+        backlog_small: Pending jobs in the small case of the backlog figure.
+        acquisition_window: Completions timed in the acquisition figures (after a warm-up tenth).
+        fairness_big: Jobs of the one big tenant.
+        fairness_small: Jobs of each of the nine small tenants.
+        idle_seconds: Length of the idle-cost window.
+        memory_workers: Connected workers in the memory figure.
+        memory_backlog: Pending jobs in the memory figure.
+        memory_seconds: How long the memory figure runs its workers.
+    """
+
+    throughput_jobs: int = 50_000
+    procrastinate_jobs: int = 5_000
+    enqueue_batch: int = 1_000
+    worker_concurrency: int = 200
+    latency_rate: int = 500
+    latency_seconds: float = 20.0
+    paused_jobs: int = 1_000_000
+    backlog_large: int = 5_000_000
+    backlog_small: int = 10_000
+    acquisition_window: int = 8_000
+    fairness_big: int = 100_000
+    fairness_small: int = 2_000
+    idle_seconds: float = 30.0
+    memory_workers: int = 200
+    memory_backlog: int = 1_000_000
+    memory_seconds: float = 30.0
+
+
+QUICK_SIZES = Sizes(
+    throughput_jobs=5_000,
+    procrastinate_jobs=500,
+    latency_seconds=4.0,
+    paused_jobs=100_000,
+    backlog_large=200_000,
+    backlog_small=5_000,
+    acquisition_window=3_000,
+    fairness_big=10_000,
+    fairness_small=400,
+    idle_seconds=6.0,
+    memory_workers=200,
+    memory_backlog=50_000,
+    memory_seconds=6.0,
+)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What one `python -m bench` invocation runs.
+
+    Attributes:
+        runs: Runs per figure; the table shows the median.
+        quick: Reduced sizes (see QUICK_SIZES).
+        sizes: The sizes in force.
+        server: The PostgreSQL to use.
+    """
+
+    runs: int = 3
+    quick: bool = False
+    sizes: Sizes = field(default_factory=Sizes)
+    server: PostgresServer = field(default_factory=PostgresServer.from_environment)

@@ -1,0 +1,86 @@
+"""PostgreSQL administration for the bench: its own databases, counters, version.
+
+The bench never touches a database it did not create: every figure works in
+one of `BENCH_DATABASES`, dropped and re-created when the figure starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import psycopg
+
+BENCH_DATABASES = ("wfjobs_bench", "pgqueuer_bench", "procrastinate_bench")
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """Where the bench's PostgreSQL listens (loopback only).
+
+    Attributes:
+        host: Loopback address of the server.
+        port: Its port.
+        user: Role used for everything (trust authentication on the bench machine).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 5432
+    user: str = "root"
+
+    @classmethod
+    def from_environment(cls) -> PostgresServer:
+        return cls(
+            host=os.environ.get("BENCH_PGHOST", "127.0.0.1"),
+            port=int(os.environ.get("BENCH_PGPORT", "5432")),
+            user=os.environ.get("BENCH_PGUSER", "root"),
+        )
+
+    def dsn(self, database: str) -> str:
+        """A libpq URL (psycopg, asyncpg)."""
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{database}"
+
+    def sqlalchemy_url(self, database: str) -> str:
+        """The URL form the coordinator takes (`--database-url`)."""
+        return f"postgresql+psycopg://{self.user}@{self.host}:{self.port}/{database}"
+
+    def connect(self, database: str = "postgres") -> psycopg.Connection:
+        return psycopg.connect(self.dsn(database), autocommit=True)
+
+    def recreate_database(self, name: str) -> None:
+        """Drop `name` (ending its sessions) and create it empty."""
+        if name not in BENCH_DATABASES:
+            raise ValueError(f"{name!r} is not a bench database")
+        with self.connect() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop_database(self, name: str) -> None:
+        if name not in BENCH_DATABASES:
+            raise ValueError(f"{name!r} is not a bench database")
+        with self.connect() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def version(self) -> str:
+        with self.connect() as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+        return f"PostgreSQL {row[0].split()[0]}" if row else "PostgreSQL (unknown version)"
+
+    def transaction_count(self, database: str) -> int:
+        """Committed + rolled-back transactions of `database` so far.
+
+        Read from the `postgres` database so that reading does not count.
+        PostgreSQL 15 flushes these counters about once a second (idle
+        backends within ~10 s), so callers measure over long windows.
+        """
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
+                (database,),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def scalar(self, database: str, sql: str, params: tuple = ()) -> object:
+        with self.connect(database) as conn:
+            row = conn.execute(sql, params).fetchone()
+        return row[0] if row else None

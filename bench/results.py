@@ -1,0 +1,187 @@
+"""The result table: one row per measured quantity, rendered as Markdown.
+
+A figure module returns `Row`s. Each row holds the per-run samples of our
+value and, where there is one, of the comparison value (a peer queue such as
+PgQueuer, or the baseline of a ratio figure such as "with no paused jobs").
+The table shows the median of the samples, the ratio, the SPEC §11 target and
+whether the median meets it. A missed target is reported, never raised: the
+bench does not fail on a figure.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A SPEC §11 bar: a description for the table and the check behind it.
+
+    Attributes:
+        text: How the target reads in the table (e.g. "≤ 5 ms").
+        check: Given (ours, comparison, ratio), whether the target is met.
+            Any argument may be None when unmeasured; the check then returns None.
+    """
+
+    text: str
+    check: Callable[[float | None, float | None, float | None], bool | None]
+
+    @staticmethod
+    def at_most(limit: float, text: str) -> Target:
+        return Target(text, lambda ours, _c, _r: None if ours is None else ours <= limit)
+
+    @staticmethod
+    def at_least(limit: float, text: str) -> Target:
+        return Target(text, lambda ours, _c, _r: None if ours is None else ours >= limit)
+
+    @staticmethod
+    def ratio_at_least(limit: float, text: str) -> Target:
+        return Target(text, lambda _o, _c, ratio: None if ratio is None else ratio >= limit)
+
+
+@dataclass
+class Row:
+    """One line of the table.
+
+    Attributes:
+        figure: What is measured, e.g. "end-to-end throughput, 50k jobs, 2 worker processes".
+        unit: Unit of `ours` and `comparison` ("jobs/s", "ms", "MB", ...).
+        ours: workflow-jobs' value, one sample per run.
+        comparison: The peer's or baseline's value, one sample per run (empty if none).
+        comparison_name: Who `comparison` is ("PgQueuer batch 100", "no paused jobs", ...).
+        target: The SPEC §11 target, if this row carries one.
+        note: Anything a reader needs to interpret the row (sizes, caveats, errors).
+        higher_is_better: Direction used only for the ratio's wording.
+    """
+
+    figure: str
+    unit: str
+    ours: list[float] = field(default_factory=list)
+    comparison: list[float] = field(default_factory=list)
+    comparison_name: str = ""
+    target: Target | None = None
+    note: str = ""
+    higher_is_better: bool = True
+
+    @property
+    def ours_median(self) -> float | None:
+        return statistics.median(self.ours) if self.ours else None
+
+    @property
+    def comparison_median(self) -> float | None:
+        return statistics.median(self.comparison) if self.comparison else None
+
+    @property
+    def ratio(self) -> float | None:
+        ours, other = self.ours_median, self.comparison_median
+        if ours is None or other is None or other == 0:
+            return None
+        return ours / other
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return ""
+        met = self.target.check(self.ours_median, self.comparison_median, self.ratio)
+        if met is None:
+            return "not measured"
+        return "pass" if met else "**miss**"
+
+
+def format_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "":
+        return f"{value:.4f}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f} {unit}"
+    if abs(value) >= 100:
+        return f"{value:.0f} {unit}"
+    if abs(value) >= 10:
+        return f"{value:.1f} {unit}"
+    return f"{value:.2f} {unit}"
+
+
+def _samples(values: list[float], unit: str) -> str:
+    if len(values) <= 1:
+        return ""
+    return " (runs: " + ", ".join(format_value(v, "") if unit == "" else f"{v:.4g}" for v in values) + ")"
+
+
+def render_table(rows: list[Row]) -> str:
+    """The Markdown table of all rows (medians, ratio, target, verdict, notes)."""
+    lines = [
+        "| figure | workflow-jobs | peer / baseline | ratio | target (SPEC §11) | result | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        comparison = ""
+        if row.comparison_name:
+            comparison = f"{row.comparison_name}: {format_value(row.comparison_median, row.unit)}"
+            comparison += _samples(row.comparison, row.unit)
+        ratio = row.ratio
+        cells = [
+            row.figure,
+            format_value(row.ours_median, row.unit) + _samples(row.ours, row.unit),
+            comparison,
+            "" if ratio is None else f"{ratio:.2f}×",
+            row.target.text if row.target else "",
+            row.verdict,
+            row.note.replace("|", "/"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def machine_description(postgres_version: str) -> str:
+    """One line describing where the numbers were taken."""
+    try:
+        import psutil
+
+        memory = f"{psutil.virtual_memory().total / 2**30:.0f} GiB"
+    except ImportError:  # pragma: no cover - psutil is a bench requirement
+        memory = "unknown memory"
+    return (
+        f"{os.cpu_count()} cores, {memory}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, {postgres_version}"
+    )
+
+
+def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figures: list[str],
+                  elapsed_s: float) -> str:
+    """The whole Markdown document written to `bench/results/latest.md`."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    mode = "quick (reduced sizes, smoke check only)" if quick else "full"
+    return "\n".join(
+        [
+            "# workflow-jobs benchmark",
+            "",
+            f"- date: {now}",
+            f"- machine: {machine}",
+            f"- mode: {mode}; median of {runs} run(s) per figure; figures: {', '.join(figures)}",
+            f"- wall time: {elapsed_s:.0f} s",
+            "- all processes on one machine over loopback; no-op handlers; "
+            "workers are separate processes",
+            "",
+            render_table(rows),
+            "",
+            "Ratio = workflow-jobs ÷ peer (or ÷ baseline for the acquisition ratios). "
+            "A *miss* is reported, never fatal.",
+            "",
+        ]
+    )
+
+
+def write_report(text: str, name: str = "latest.md") -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / name
+    path.write_text(text)
+    return path

@@ -1,0 +1,219 @@
+"""Driving workflow-jobs from the bench: coordinator process, enqueue, workers, counters.
+
+The coordinator runs as its own process (`python -m coordinator serve`) on a
+fresh bench database; workers are `bench.worker_proc` processes using the
+real SDK `Worker`. Enqueueing uses the raw `JobSchedulerService.EnqueueBatch`
+so the bench controls batch sizes exactly. Completion is counted in
+PostgreSQL, not through the coordinator, so counting does not load the
+process under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+
+import grpc
+import psycopg
+
+from bench.database import PostgresServer
+from bench.processes import ManagedProcess, ProcessFailed
+from workflowjobs.v1 import (
+    admin_service_pb2,
+    admin_service_pb2_grpc,
+    job_pb2,
+    scheduler_service_pb2,
+    scheduler_service_pb2_grpc,
+)
+
+DATABASE = "wfjobs_bench"
+JOB_TYPE = "noop"
+JOBS_TABLE = "wfj_jobs"
+STATUS_PENDING = job_pb2.JOB_STATUS_PENDING
+STATUS_COMPLETED = job_pb2.JOB_STATUS_COMPLETED
+
+
+class Coordinator:
+    """A coordinator process serving one bench database on a loopback port.
+
+    Args:
+        server: The bench PostgreSQL.
+        database: Database name (must be a bench database).
+        deadline_s: Hard limit on the process's lifetime.
+        extra_args: Additional `serve` arguments.
+    """
+
+    def __init__(self, server: PostgresServer, database: str = DATABASE, *,
+                 deadline_s: float = 900.0, extra_args: Sequence[str] = ()) -> None:
+        self.server = server
+        self.database = database
+        self.deadline_s = deadline_s
+        self.extra_args = list(extra_args)
+        self.process: ManagedProcess | None = None
+        self.target = ""
+
+    def migrate(self) -> None:
+        """Bring the (fresh) database to the coordinator's schema."""
+        migrate = ManagedProcess(
+            "coordinator-migrate",
+            ["python", "-m", "coordinator", "migrate", "--database-url",
+             self.server.sqlalchemy_url(self.database)],
+            deadline_s=120,
+        )
+        try:
+            code = migrate.wait(120)
+        finally:
+            migrate.stop()
+        if code != 0:
+            raise ProcessFailed(f"coordinator migrate exited {code}:\n{migrate.log_tail()}")
+
+    def start(self) -> None:
+        self.process = ManagedProcess(
+            "coordinator",
+            ["python", "-m", "coordinator", "serve", "--listen", "127.0.0.1:0",
+             "--database-url", self.server.sqlalchemy_url(self.database), *self.extra_args],
+            deadline_s=self.deadline_s,
+        )
+        match = self.process.wait_for_log(r"listening on 127\.0\.0\.1:(\d+)", timeout_s=60)
+        self.target = f"127.0.0.1:{match.group(1)}"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(grace_s=10)
+
+    def check_alive(self) -> None:
+        if self.process is not None and not self.process.running():
+            raise ProcessFailed(f"coordinator exited:\n{self.process.log_tail()}")
+
+
+def start_workers(target: str, processes: int, *, concurrency: int, deadline_s: float,
+                  record: str | None = None, workers_per_process: int = 1,
+                  name: str = "wfjobs-worker") -> list[ManagedProcess]:
+    """Start `processes` worker processes (each with `workers_per_process` SDK Workers)."""
+    started = []
+    for i in range(processes):
+        argv = ["python", "-m", "bench.worker_proc", "--target", target,
+                "--concurrency", str(concurrency), "--workers", str(workers_per_process)]
+        if record:
+            argv += ["--record", f"{record}.{i}"]
+        started.append(ManagedProcess(f"{name}-{i}", argv, deadline_s=deadline_s))
+    return started
+
+
+async def wait_connected(target: str, expected: int, workers: Sequence[ManagedProcess],
+                         timeout_s: float = 60.0) -> None:
+    """Wait until the coordinator reports `expected` connected workers."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        admin = admin_service_pb2_grpc.AdminServiceStub(channel)
+        end = time.monotonic() + timeout_s
+        connected = 0
+        while time.monotonic() < end:
+            stats = await admin.GetStats(admin_service_pb2.GetStatsRequest(), timeout=10)
+            connected = stats.connected_workers
+            if connected >= expected:
+                return
+            for worker in workers:
+                if not worker.running():
+                    raise ProcessFailed(f"{worker.name} exited:\n{worker.log_tail()}")
+            await asyncio.sleep(0.1)
+    raise ProcessFailed(f"only {connected}/{expected} workers connected after {timeout_s:.0f} s")
+
+
+def job_spec(tenant: str = "bench", data: bytes = b"{}") -> job_pb2.JobSpec:
+    return job_pb2.JobSpec(
+        job_type=JOB_TYPE,
+        tenant_id=tenant,
+        payload=job_pb2.Payload(data=data, content_type="application/json"),
+    )
+
+
+async def enqueue_batches(target: str, specs_by_batch: Sequence[Sequence[job_pb2.JobSpec]]) -> None:
+    """Enqueue each batch with one EnqueueBatch call, in order."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        scheduler = scheduler_service_pb2_grpc.JobSchedulerServiceStub(channel)
+        for specs in specs_by_batch:
+            await scheduler.EnqueueBatch(
+                scheduler_service_pb2.EnqueueBatchRequest(jobs=list(specs)), timeout=60
+            )
+
+
+async def enqueue_noop(target: str, jobs: int, batch: int, tenant: str = "bench") -> None:
+    spec = job_spec(tenant)
+    batches = [[spec] * min(batch, jobs - start) for start in range(0, jobs, batch)]
+    await enqueue_batches(target, batches)
+
+
+def latency_payload(enqueued_ns: int) -> bytes:
+    return json.dumps({"enqueued_ns": enqueued_ns}).encode()
+
+
+class CompletionCounter:
+    """Counts COMPLETED jobs straight from the coordinator's jobs table."""
+
+    def __init__(self, conn: psycopg.AsyncConnection) -> None:
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, dsn: str) -> CompletionCounter:
+        return cls(await psycopg.AsyncConnection.connect(dsn, autocommit=True))
+
+    async def completed(self) -> int:
+        cur = await self._conn.execute(
+            f"SELECT count(*) FROM {JOBS_TABLE} WHERE status = %s", (STATUS_COMPLETED,)
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+
+class WorkflowJobsSystem:
+    """Drives workflow-jobs for the throughput figure (see `bench.throughput.QueueSystem`).
+
+    Args:
+        server: The bench PostgreSQL.
+        worker_concurrency: Handler slots per worker process.
+    """
+
+    name = "workflow-jobs"
+
+    def __init__(self, server: PostgresServer, worker_concurrency: int = 200) -> None:
+        self.server = server
+        self.worker_concurrency = worker_concurrency
+        self.coordinator: Coordinator | None = None
+
+    async def prepare(self) -> None:
+        self.server.recreate_database(DATABASE)
+        self.coordinator = Coordinator(self.server)
+        self.coordinator.migrate()
+        self.coordinator.start()
+
+    def start_workers(self, processes: int, deadline_s: float) -> list[ManagedProcess]:
+        assert self.coordinator is not None
+        return start_workers(self.coordinator.target, processes,
+                             concurrency=self.worker_concurrency, deadline_s=deadline_s)
+
+    async def wait_ready(self, workers: list[ManagedProcess], timeout_s: float) -> None:
+        assert self.coordinator is not None
+        await wait_connected(self.coordinator.target, len(workers), workers, timeout_s)
+
+    async def enqueue(self, jobs: int, batch: int) -> None:
+        assert self.coordinator is not None
+        await enqueue_noop(self.coordinator.target, jobs, batch)
+
+    async def open_counter(self) -> CompletionCounter:
+        return await CompletionCounter.open(self.server.dsn(DATABASE))
+
+    async def close(self) -> None:
+        if self.coordinator is not None:
+            self.coordinator.stop()
+            self.coordinator = None
+
