@@ -1,0 +1,101 @@
+"""AdminService: what operators see and steer.
+
+RPCs not overridden here answer UNIMPLEMENTED (the generated base class).
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from coordinator.api import convert
+from coordinator.engine import Engine
+from coordinator.model import JobStatus
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
+
+_DEFAULT_WINDOW_US = 300 * 1_000_000
+
+
+class AdminServicer(apb_grpc.AdminServiceServicer):
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def GetJob(
+        self, request: apb.AdminServiceGetJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.AdminServiceGetJobResponse:
+        row, attempts = await self._engine.get_job(request.job_id, with_attempts=True)
+        return apb.AdminServiceGetJobResponse(job=convert.job_to_proto(row, attempts))
+
+    async def ListJobs(
+        self, request: apb.ListJobsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListJobsResponse:
+        page = await self._engine.list_jobs(
+            convert.filter_from_proto(request.filter), request.page_size, request.page_token
+        )
+        return apb.ListJobsResponse(
+            jobs=[convert.job_to_proto(r) for r in page.jobs],
+            next_page_token=page.next_page_token,
+        )
+
+    async def GetStats(
+        self, request: apb.GetStatsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.GetStatsResponse:
+        window = (
+            convert.duration_ms(request.window, "window") * 1000
+            if request.HasField("window")
+            else _DEFAULT_WINDOW_US
+        )
+        s = await self._engine.stats(request.tenant_id, window)
+        totals = s["totals"]
+        age_us = s["oldest_pending_age_us"]
+        return apb.GetStatsResponse(
+            counts=[
+                apb.StatusCount(
+                    tenant_id=r.tenant_id, job_type=r.job_type, status=r.status, count=r.n
+                )
+                for r in s["counts"]
+            ],
+            pending=totals[JobStatus.PENDING],
+            running=totals[JobStatus.RUNNING],
+            completed=totals[JobStatus.COMPLETED],
+            faulted=totals[JobStatus.FAULTED],
+            cancelled=totals[JobStatus.CANCELLED],
+            oldest_pending_age=convert.ms_to_duration(age_us // 1000),
+            retries_in_window=s["failures"],
+            failures_in_window=s["failures"],
+            completions_in_window=s["completions"],
+            dead_letter=totals[JobStatus.FAULTED],
+            draining=s["draining"],
+            connected_workers=s["connected_workers"],
+        )
+
+    async def Pause(
+        self, request: apb.PauseRequest, context: grpc.aio.ServicerContext
+    ) -> apb.PauseResponse:
+        expires = (
+            convert.ts_to_us(request.expire_time, "expire_time")
+            if request.HasField("expire_time")
+            else None
+        )
+        record = await self._engine.pause(
+            convert.scope_from_proto(request.scope), request.actor, request.reason, expires
+        )
+        return apb.PauseResponse(pause=convert.pause_to_proto(record))
+
+    async def Unpause(
+        self, request: apb.UnpauseRequest, context: grpc.aio.ServicerContext
+    ) -> apb.UnpauseResponse:
+        lifted = await self._engine.unpause(convert.scope_from_proto(request.scope), request.actor)
+        return apb.UnpauseResponse(lifted=[convert.pause_to_proto(r) for r in lifted])
+
+    async def ListPauses(
+        self, request: apb.ListPausesRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListPausesResponse:
+        records = await self._engine.list_pauses(request.include_lifted, request.tenant_id)
+        return apb.ListPausesResponse(pauses=[convert.pause_to_proto(r) for r in records])
+
+    async def SetTenantWeight(
+        self, request: apb.SetTenantWeightRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetTenantWeightResponse:
+        await self._engine.set_tenant_weight(request.tenant_id, request.weight)
+        return apb.SetTenantWeightResponse()

@@ -1,0 +1,94 @@
+"""One interceptor maps domain errors to gRPC status codes.
+
+Only genuinely unexpected exceptions become INTERNAL; everything the engine
+raises on purpose carries a code and a message a person can act on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from coordinator import errors
+
+log = logging.getLogger(__name__)
+
+_CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (errors.InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.NotFound, grpc.StatusCode.NOT_FOUND),
+    (errors.FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.SchemaMismatch, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+
+def status_for(exc: BaseException) -> grpc.StatusCode | None:
+    for cls, code in _CODES:
+        if isinstance(exc, cls):
+            return code
+    return None
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> None:
+    code = status_for(exc)
+    if code is None:
+        log.exception("unexpected error in %s", method)
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}; see server log")
+    await context.abort(code, str(exc))
+
+
+class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    """Wraps every unary and streaming handler with the domain-error mapping."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    return await inner(request, context)
+                except errors.WorkflowJobsError as e:
+                    await _abort(context, e, method)
+                except (grpc.aio.AbortError, grpc.aio.UsageError):
+                    raise
+                except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
+                    await _abort(context, e, method)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None:
+            inner_stream = handler.stream_stream
+
+            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    async for item in inner_stream(request_iter, context):
+                        yield item
+                except errors.WorkflowJobsError as e:
+                    await _abort(context, e, method)
+                except (grpc.aio.AbortError, grpc.aio.UsageError):
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    await _abort(context, e, method)
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler

@@ -1,0 +1,48 @@
+"""JobSchedulerService: enqueue work and read it back."""
+
+from __future__ import annotations
+
+import grpc
+
+from coordinator.api import convert
+from coordinator.engine import Engine
+from workflowjobs.v1 import scheduler_service_pb2 as spb
+from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+
+
+class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
+    def __init__(self, engine: Engine, default_max_attempts: int = 3) -> None:
+        self._engine = engine
+        self._default_max_attempts = default_max_attempts
+
+    async def Enqueue(
+        self, request: spb.EnqueueRequest, context: grpc.aio.ServicerContext
+    ) -> spb.EnqueueResponse:
+        job = convert.new_job_from_spec(request.job, self._default_max_attempts)
+        ((job_id, dedup, _status),) = await self._engine.enqueue([job])
+        row, _ = await self._engine.get_job(job_id)
+        return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=dedup)
+
+    async def EnqueueBatch(
+        self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
+    ) -> spb.EnqueueBatchResponse:
+        jobs = [convert.new_job_from_spec(s, self._default_max_attempts) for s in request.jobs]
+        results = await self._engine.enqueue(jobs)
+        return spb.EnqueueBatchResponse(
+            results=[
+                spb.EnqueueResult(job_id=i, deduplicated=d, status=s)  # type: ignore[arg-type]
+                for i, d, s in results
+            ]
+        )
+
+    async def GetJob(
+        self, request: spb.GetJobRequest, context: grpc.aio.ServicerContext
+    ) -> spb.GetJobResponse:
+        row, attempts = await self._engine.get_job(request.job_id, request.include_attempts)
+        return spb.GetJobResponse(job=convert.job_to_proto(row, attempts))
+
+    async def WaitForJob(
+        self, request: spb.WaitForJobRequest, context: grpc.aio.ServicerContext
+    ) -> spb.WaitForJobResponse:
+        row = await self._engine.wait_for_finish(request.job_id)
+        return spb.WaitForJobResponse(job=convert.job_to_proto(row))

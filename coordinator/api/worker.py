@@ -1,0 +1,189 @@
+"""WorkerService: the AcquireJobs stream, heartbeats and outcomes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+
+from coordinator.api import convert
+from coordinator.engine import DrainSignal, Engine, LeaseBatch, WorkerSession
+from coordinator.errors import InvalidArgument
+from coordinator.model import Completion, Failure, Release
+from workflowjobs.v1 import worker_service_pb2 as wpb
+from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+log = logging.getLogger(__name__)
+
+_LEASE_STATES = {
+    "extended": wpb.LEASE_STATE_EXTENDED,
+    "lost": wpb.LEASE_STATE_LOST,
+    "cancel_requested": wpb.LEASE_STATE_CANCEL_REQUESTED,
+}
+
+
+class WorkerServicer(wpb_grpc.WorkerServiceServicer):
+    def __init__(self, engine: Engine, heartbeat_interval_ms: int = 10_000) -> None:
+        self._engine = engine
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+
+    async def AcquireJobs(
+        self,
+        request_iterator: AsyncIterator[wpb.AcquireJobsRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[wpb.AcquireJobsResponse]:
+        first = await anext(aiter(request_iterator), None)
+        if first is None or first.WhichOneof("kind") != "hello":
+            raise InvalidArgument("the first AcquireJobs message must be a WorkerHello")
+        hello = first.hello
+        if not hello.worker_id:
+            raise InvalidArgument("hello.worker_id is required")
+        if hello.max_batch_size < 0:
+            raise InvalidArgument("hello.max_batch_size must be >= 0")
+        session = WorkerSession(
+            worker_id=hello.worker_id,
+            job_types=frozenset(hello.job_types),
+            slots=hello.slots,
+            hostname=hello.hostname,
+            pid=hello.pid,
+            sdk_version=hello.sdk_version,
+            max_batch_size=hello.max_batch_size or 100,
+        )
+        self._engine.open_session(session)
+        reader = asyncio.get_running_loop().create_task(
+            self._read_credits(request_iterator, session)
+        )
+        try:
+            yield wpb.AcquireJobsResponse(
+                accepted=wpb.WorkerAccepted(
+                    coordinator_id=self._engine.coordinator_id,
+                    heartbeat_interval_ms=self._heartbeat_interval_ms,
+                )
+            )
+            while True:
+                item = await session.outbox.get()
+                if item is None:
+                    break
+                if isinstance(item, DrainSignal):
+                    yield wpb.AcquireJobsResponse(drain=wpb.DrainRequested(reason=item.reason))
+                    continue
+                yield _batch_message(item)
+        finally:
+            reader.cancel()
+            self._engine.close_session(session)
+        if reader.done() and not reader.cancelled() and reader.exception() is not None:
+            raise reader.exception()  # type: ignore[misc]
+
+    async def _read_credits(
+        self, request_iterator: AsyncIterator[wpb.AcquireJobsRequest], session: WorkerSession
+    ) -> None:
+        try:
+            async for message in request_iterator:
+                kind = message.WhichOneof("kind")
+                if kind == "credit":
+                    if message.credit.credits < 0:
+                        raise InvalidArgument(f"credits must be >= 0, got {message.credit.credits}")
+                    self._engine.grant(session, message.credit.credits)
+                elif kind == "hello":
+                    raise InvalidArgument("WorkerHello may only be sent once per stream")
+        finally:
+            # The worker closed its side (drain) or the stream broke.
+            self._engine.close_session(session)
+
+    async def Heartbeat(
+        self, request: wpb.HeartbeatRequest, context: grpc.aio.ServicerContext
+    ) -> wpb.HeartbeatResponse:
+        refs = [(lease.job_id, lease.lease_token) for lease in request.leases]
+        answers = await self._engine.heartbeat(request.worker_id, refs)
+        return wpb.HeartbeatResponse(
+            leases=[
+                wpb.LeaseStatus(
+                    job_id=a.job_id,
+                    state=_LEASE_STATES[a.state],
+                    lease_expire_time=convert.us_to_ts(a.lease_expires_at),
+                )
+                for a in answers
+            ]
+        )
+
+    async def CompleteJob(
+        self, request: wpb.CompleteJobRequest, context: grpc.aio.ServicerContext
+    ) -> wpb.CompleteJobResponse:
+        await self._engine.report_one(
+            Completion(
+                request.job_id,
+                request.lease_token,
+                request.result.data,
+                request.result.content_type,
+            )
+        )
+        return wpb.CompleteJobResponse()
+
+    async def FailJob(
+        self, request: wpb.FailJobRequest, context: grpc.aio.ServicerContext
+    ) -> wpb.FailJobResponse:
+        result = await self._engine.report_one(
+            _failure(request.job_id, request.lease_token, request)
+        )
+        row, _ = await self._engine.get_job(request.job_id)
+        return wpb.FailJobResponse(
+            status=row.status,  # type: ignore[arg-type]
+            next_attempt_time=convert.us_to_ts(row.due_at) if result.status == 1 else None,
+        )
+
+    async def ReportOutcomes(
+        self, request: wpb.ReportOutcomesRequest, context: grpc.aio.ServicerContext
+    ) -> wpb.ReportOutcomesResponse:
+        outcomes: list[Completion | Failure | Release] = []
+        for o in request.outcomes:
+            kind = o.WhichOneof("outcome")
+            if kind == "completed":
+                outcomes.append(
+                    Completion(
+                        o.job_id,
+                        o.lease_token,
+                        o.completed.result.data,
+                        o.completed.result.content_type,
+                    )
+                )
+            elif kind == "failed":
+                outcomes.append(_failure(o.job_id, o.lease_token, o.failed))
+            elif kind == "released":
+                payload = o.released.payload if o.released.HasField("payload") else None
+                outcomes.append(
+                    Release(
+                        o.job_id,
+                        o.lease_token,
+                        o.released.reason,
+                        payload.data if payload else None,
+                        payload.content_type if payload else None,
+                    )
+                )
+            else:
+                raise InvalidArgument(f"outcome for job {o.job_id} has no kind set")
+        results = await self._engine.report(outcomes)
+        return wpb.ReportOutcomesResponse(
+            results=[
+                wpb.OutcomeResult(
+                    job_id=r.job_id,
+                    accepted=r.accepted,
+                    error_code="" if r.accepted else "FAILED_PRECONDITION",
+                    error_message="" if r.accepted else str(r.error),
+                    status=int(r.status) if r.status is not None else 0,  # type: ignore[arg-type]
+                )
+                for r in results
+            ]
+        )
+
+
+def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:
+    retry_at = convert.ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
+    return Failure(job_id, token, f.error, f.error_kind, f.non_retryable, retry_at)
+
+
+def _batch_message(batch: LeaseBatch) -> wpb.AcquireJobsResponse:
+    return wpb.AcquireJobsResponse(
+        jobs=wpb.JobBatch(jobs=[convert.leased_job(row, batch.lease_token) for row in batch.jobs])
+    )

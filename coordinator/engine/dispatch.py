@@ -1,0 +1,204 @@
+"""The dispatcher: pushes leased jobs to workers that have credit.
+
+Design note. One loop per coordinator. It sleeps until something can change
+what is eligible (a local enqueue, a NOTIFY from another replica, new credit,
+a retry or delayed job falling due, an unpause), then makes passes: for each
+set of job types served by sessions with credit it reads candidates from the
+ready lanes, lets the fair scheduler pick across tenants, leases the picks in
+one guarded statement and queues them on the sessions' outboxes. When a pass
+leases fewer jobs than wanted, nothing more is eligible and the loop sleeps
+again. While idle with credit outstanding it re-checks only every
+``idle_poll_s`` as a safety net; with no credit outstanding it never queries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from coordinator.clock import US_PER_SECOND, Clock
+from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.sessions import LeaseBatch, WorkerSession
+from coordinator.ids import new_token
+from coordinator.model import Candidate, Claim, JobRow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AcquisitionResult:
+    wanted: int
+    leased: int
+
+
+class Dispatcher:
+    """Matches eligible jobs to worker credit."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        fair: FairScheduler,
+        candidates: Callable[[Sequence[str], int, int], Awaitable[list[Candidate]]],
+        claim: Callable[[Sequence[Claim], str, int], Awaitable[list[JobRow]]],
+        release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
+        acquire_batch_max: int = 500,
+        idle_poll_s: float = 5.0,
+    ) -> None:
+        self._clock = clock
+        self._fair = fair
+        self._candidates = candidates
+        self._claim = claim
+        self._release = release
+        self._acquire_batch_max = acquire_batch_max
+        self._idle_poll_s = idle_poll_s
+        self.sessions: dict[str, WorkerSession] = {}
+        self._wake = asyncio.Event()
+        self._due: list[int] = []
+        self._task: asyncio.Task[None] | None = None
+        self.paused = False  # drain: no new acquisitions
+        self.passes = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="dispatcher")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
+
+    # -- signals -----------------------------------------------------------------
+
+    def wake(self, due_at: int = 0) -> None:
+        """Something may have become eligible at ``due_at`` (0 = now)."""
+        if due_at and due_at > self._clock.now_us():
+            heapq.heappush(self._due, due_at)
+        self._wake.set()
+
+    def add_session(self, session: WorkerSession) -> None:
+        old = self.sessions.get(session.worker_id)
+        if old is not None and old is not session:
+            old.close()
+        self.sessions[session.worker_id] = session
+
+    def remove_session(self, session: WorkerSession) -> None:
+        if self.sessions.get(session.worker_id) is session:
+            del self.sessions[session.worker_id]
+        session.close()
+
+    def grant(self, session: WorkerSession, credits: int) -> None:
+        if session.closed or credits <= 0:
+            return
+        session.credits += credits
+        self._wake.set()
+
+    # -- the loop ----------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                more = await self.run_pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("acquisition pass failed; retrying shortly")
+                more = False
+                await asyncio.sleep(0.5)
+            if more:
+                await asyncio.sleep(0)
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._sleep_for())
+            except TimeoutError:
+                pass
+
+    def _sleep_for(self) -> float | None:
+        now = self._clock.now_us()
+        while self._due and self._due[0] <= now:
+            heapq.heappop(self._due)
+        waiting = any(s.credits > 0 for s in self.sessions.values())
+        if not waiting:
+            return None
+        timeout = self._idle_poll_s
+        if self._due:
+            timeout = min(timeout, (self._due[0] - now) / US_PER_SECOND + 0.001)
+        return max(timeout, 0.001)
+
+    async def run_pass(self) -> bool:
+        """One round over every group of sessions with credit; True if more may wait."""
+        if self.paused:
+            return False
+        self.passes += 1
+        groups: dict[frozenset[str], list[WorkerSession]] = {}
+        for session in self.sessions.values():
+            if session.credits > 0 and not session.draining and not session.closed:
+                groups.setdefault(session.job_types, []).append(session)
+        more = False
+        for job_types, sessions in groups.items():
+            result = await self._acquire(job_types, sessions)
+            if result.leased and result.leased >= result.wanted:
+                more = True
+        return more
+
+    async def _acquire(
+        self, job_types: frozenset[str], sessions: list[WorkerSession]
+    ) -> AcquisitionResult:
+        wanted = min(sum(s.credits for s in sessions), self._acquire_batch_max)
+        now = self._clock.now_us()
+        candidates = await self._candidates(sorted(job_types), wanted, now)
+        picks = self._fair.pick(candidates, wanted)
+        if not picks:
+            return AcquisitionResult(wanted, 0)
+        claims = _assign(picks, sessions)
+        token = new_token()
+        rows = await self._claim(claims, token, now)
+        self._fair.charge([r.tenant_id for r in rows])
+        by_owner: dict[str, list[JobRow]] = {}
+        for row in rows:
+            by_owner.setdefault(row.lease_owner or "", []).append(row)
+        orphans: list[tuple[str, str]] = []
+        for owner, owned in by_owner.items():
+            session = self.sessions.get(owner)
+            if session is None or session.closed:
+                orphans.extend((r.id, token) for r in owned)
+                continue
+            session.credits = max(0, session.credits - len(owned))
+            session.in_flight.update(r.id for r in owned)
+            step = max(1, session.max_batch_size)
+            for i in range(0, len(owned), step):
+                session.outbox.put_nowait(LeaseBatch(owned[i : i + step], token))
+        if orphans:
+            # The worker left while we were leasing: hand the jobs straight back.
+            await self._release(orphans)
+        return AcquisitionResult(wanted, len(rows))
+
+
+def _assign(picks: list[Candidate], sessions: list[WorkerSession]) -> list[Claim]:
+    """Spread picks over sessions, each up to its credit, round robin."""
+    remaining = {s.worker_id: s.credits for s in sessions}
+    order = [s.worker_id for s in sessions]
+    claims: list[Claim] = []
+    i = 0
+    for pick in picks:
+        for _ in range(len(order)):
+            owner = order[i % len(order)]
+            i += 1
+            if remaining[owner] > 0:
+                remaining[owner] -= 1
+                claims.append(Claim(pick.id, owner))
+                break
+    return claims

@@ -1,0 +1,563 @@
+"""The engine: the rules of enqueue, acquisition, leases, retries and pauses.
+
+The API layer calls these coroutines with domain values; the engine validates,
+decides and calls the store's named queries in a thread pool so the event
+loop never blocks on the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import logging
+import random
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from coordinator.clock import Clock, SystemClock
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
+from coordinator.engine.retries import decide_failure
+from coordinator.engine.sessions import WorkerSession
+from coordinator.errors import (
+    InvalidArgument,
+    LeaseLost,
+    NotFound,
+)
+from coordinator.ids import is_valid_id, new_id
+from coordinator.model import (
+    FINISHED_STATUSES,
+    AttemptEnd,
+    AttemptOutcome,
+    AttemptRow,
+    Candidate,
+    Claim,
+    Completion,
+    Failure,
+    JobFilter,
+    JobRow,
+    JobStatus,
+    LeasedForFailure,
+    NewJob,
+    PauseKind,
+    PauseScope,
+    Release,
+)
+from coordinator.store import Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Outcome = Completion | Failure | Release
+
+
+@dataclass
+class EngineConfig:
+    """Engine settings; every field has a production default."""
+
+    # Lease length when a job sets no heartbeat timeout.
+    default_lease_ms: int = 30_000
+    # Largest payload accepted at enqueue.
+    max_payload_bytes: int = 1024 * 1024
+    # Largest EnqueueBatch / ReportOutcomes / Heartbeat.
+    max_batch_size: int = 5_000
+    # Longest accepted identifier or job type.
+    max_string_length: int = 512
+    # Most jobs leased by one acquisition statement.
+    acquire_batch_max: int = 500
+    # Re-check for eligible work this often while workers wait with credit.
+    idle_poll_s: float = 5.0
+    reaper: ReaperConfig = field(default_factory=ReaperConfig)
+    # Threads running store calls (the SQLite store uses one).
+    store_threads: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeResult:
+    job_id: str
+    accepted: bool
+    status: JobStatus | None = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseAnswer:
+    job_id: str
+    state: str  # "extended" | "lost" | "cancel_requested"
+    lease_expires_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    jobs: list[JobRow]
+    next_page_token: str
+
+
+class Engine:
+    """Owns the store, the dispatcher and the background chores."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+        coordinator_id: str | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config or EngineConfig()
+        self.clock = clock or SystemClock()
+        self.coordinator_id = coordinator_id or new_id()
+        self._rng = rng or random.Random()
+        threads = 1 if store.is_sqlite else self.config.store_threads
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wfj-store")
+        self.fair = FairScheduler()
+        self.dispatcher = Dispatcher(
+            clock=self.clock,
+            fair=self.fair,
+            candidates=self._candidates,
+            claim=self._claim,
+            release=self._release_orphans,
+            acquire_batch_max=self.config.acquire_batch_max,
+            idle_poll_s=self.config.idle_poll_s,
+        )
+        self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
+        self._listener: Any = None
+        self._finish_waiters: dict[str, asyncio.Event] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the schema, load tenant weights, start the chores. Idempotent."""
+        if self._started:
+            return
+        self._loop = asyncio.get_running_loop()
+        await self._call(self.store.check_schema)
+        self.fair.set_weights(await self._call(self.store.tenant_weights))
+        if self.store.is_postgres:
+            from coordinator.store.notify import WakeListener
+
+            self._listener = WakeListener(self.store.url, self._on_remote_wake)
+            self._listener.start()
+        self.dispatcher.start()
+        self.reaper.start()
+        self._started = True
+
+    async def stop(self) -> None:
+        """Stop chores, then the dispatcher, then release the store. Idempotent."""
+        if not self._started:
+            self._executor.shutdown(wait=False)
+            return
+        self._started = False
+        await self.reaper.stop()
+        await self.dispatcher.stop()
+        if self._listener is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
+            self._listener = None
+        self._executor.shutdown(wait=True)
+        self.store.dispose()
+
+    def _on_remote_wake(self, due_at: int) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.dispatcher.wake, due_at)
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    # -- enqueue -----------------------------------------------------------------
+
+    def prepare(self, job: NewJob, now: int) -> NewJob:
+        """Validate a job from a caller and fill in id, times and defaults."""
+        limit = self.config.max_string_length
+        if not job.job_type:
+            raise InvalidArgument("job_type is required (e.g. 'send-email')")
+        if not job.tenant_id:
+            raise InvalidArgument("tenant_id is required (use 'default' for single-tenant use)")
+        for name in (
+            "job_type",
+            "tenant_id",
+            "definition_id",
+            "instance_id",
+            "activity_id",
+            "activity_node_id",
+            "bookmark_id",
+            "correlation_id",
+            "content_type",
+            "traceparent",
+            "idempotency_key",
+            "concurrency_key",
+        ):
+            value = getattr(job, name) or ""
+            if len(value) > limit:
+                raise InvalidArgument(
+                    f"{name} is {len(value)} characters long; the limit is {limit}"
+                )
+        if len(job.payload) > self.config.max_payload_bytes:
+            raise InvalidArgument(
+                f"payload is {len(job.payload)} bytes; the limit is "
+                f"{self.config.max_payload_bytes} bytes (store large data elsewhere and pass a reference)"
+            )
+        if job.max_attempts < 1:
+            raise InvalidArgument("max_attempts must be at least 1")
+        for name in ("execution_timeout_ms", "heartbeat_timeout_ms"):
+            value = getattr(job, name)
+            if value is not None and value < 0:
+                raise InvalidArgument(f"{name.removesuffix('_ms')} must not be negative")
+        job.id = new_id()
+        job.created_at = now
+        job.due_at = max(job.due_at, now) if job.due_at else now
+        return job
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+        """Store jobs atomically; returns (id, deduplicated, status) per job."""
+        if not jobs:
+            raise InvalidArgument("no jobs given; send at least one JobSpec")
+        if len(jobs) > self.config.max_batch_size:
+            raise InvalidArgument(
+                f"batch of {len(jobs)} jobs exceeds the limit of {self.config.max_batch_size}"
+            )
+        now = self.clock.now_us()
+        prepared = [self.prepare(j, now) for j in jobs]
+        result = await self._call(self.store.job_insert_many, prepared)
+        self.dispatcher.wake(min(j.due_at for j in prepared))
+        return result
+
+    # -- reads -------------------------------------------------------------------
+
+    async def get_job(
+        self, job_id: str, with_attempts: bool = False
+    ) -> tuple[JobRow, list[AttemptRow]]:
+        _check_id(job_id)
+        row = await self._call(self.store.job_get, job_id)
+        if row is None:
+            raise NotFound(f"job {job_id} not found")
+        attempts = await self._call(self.store.job_attempts, job_id) if with_attempts else []
+        return row, attempts
+
+    async def list_jobs(self, flt: JobFilter, page_size: int, page_token: str) -> ListPage:
+        if page_size < 0 or page_size > 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000 (0 means 100)")
+        size = page_size or 100
+        after = _decode_page_token(page_token) if page_token else None
+        rows = await self._call(self.store.job_list, flt, after, size + 1)
+        next_token = _encode_page_token(rows[size - 1].id) if len(rows) > size else ""
+        return ListPage(rows[:size], next_token)
+
+    async def wait_for_finish(self, job_id: str) -> JobRow:
+        """Return the job once it is COMPLETED, FAULTED or CANCELLED.
+
+        Wakes at once for outcomes recorded by this coordinator and re-reads
+        every second for those recorded elsewhere; the caller's deadline bounds it.
+        """
+        while True:
+            row, _ = await self.get_job(job_id)
+            if row.status in FINISHED_STATUSES:
+                return row
+            event = self._finish_waiters.setdefault(job_id, asyncio.Event())
+            try:
+                await asyncio.wait_for(event.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
+            finally:
+                if event.is_set() or self._finish_waiters.get(job_id) is not event:
+                    self._finish_waiters.pop(job_id, None)
+
+    def _notify_finished(self, job_ids: Any) -> None:
+        if not self._finish_waiters:
+            return
+        for job_id in job_ids:
+            event = self._finish_waiters.pop(job_id, None)
+            if event is not None:
+                event.set()
+
+    # -- acquisition (called by the dispatcher) ------------------------------------
+
+    async def _candidates(
+        self, job_types: Sequence[str], per_lane: int, now: int
+    ) -> list[Candidate]:
+        return await self._call(self.store.job_candidates, job_types, per_lane, now)
+
+    async def _claim(self, claims: Sequence[Claim], token: str, now: int) -> list[JobRow]:
+        rows = await self._call(
+            self.store.job_claim, claims, token, now, self.config.default_lease_ms
+        )
+        if rows:
+            self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+        return rows
+
+    async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
+        now = self.clock.now_us()
+        releases = [Release(job_id, token, "worker disconnected") for job_id, token in refs]
+        await self._call(
+            self.store.job_end_attempts, refs, functools.partial(_decide_release, releases), now
+        )
+        self.dispatcher.wake()
+
+    def open_session(self, session: WorkerSession) -> None:
+        if not session.job_types:
+            raise InvalidArgument("the worker must serve at least one job type")
+        session.connected_at = session.last_heartbeat_at = self.clock.now_us()
+        self.dispatcher.add_session(session)
+
+    def close_session(self, session: WorkerSession) -> None:
+        self.dispatcher.remove_session(session)
+
+    def grant(self, session: WorkerSession, credits: int) -> None:
+        if credits < 0:
+            raise InvalidArgument(f"credits must be >= 0, got {credits}")
+        self.dispatcher.grant(session, credits)
+
+    # -- leases and outcomes ---------------------------------------------------------
+
+    async def heartbeat(self, worker_id: str, refs: Sequence[tuple[str, str]]) -> list[LeaseAnswer]:
+        self._check_refs(refs)
+        now = self.clock.now_us()
+        session = self.dispatcher.sessions.get(worker_id)
+        if session is not None:
+            session.last_heartbeat_at = now
+        rows = await self._call(
+            self.store.lease_extend_many, refs, now, self.config.default_lease_ms
+        )
+        got = {job_id: (exp, cancel) for job_id, exp, cancel in rows}
+        answers = []
+        for job_id, _token in refs:
+            if job_id not in got:
+                answers.append(LeaseAnswer(job_id, "lost"))
+                continue
+            expires, cancel = got[job_id]
+            answers.append(
+                LeaseAnswer(job_id, "cancel_requested" if cancel else "extended", expires)
+            )
+        return answers
+
+    async def report(self, outcomes: Sequence[Outcome]) -> list[OutcomeResult]:
+        """Record outcomes; each is applied at most once, guarded by its lease token."""
+        self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
+        now = self.clock.now_us()
+        completions = [o for o in outcomes if isinstance(o, Completion)]
+        others = [o for o in outcomes if not isinstance(o, Completion)]
+        done: set[str] = set()
+        ends: dict[str, AttemptEnd] = {}
+        if completions:
+            done = await self._call(self.store.job_complete_many, completions, now)
+        if others:
+            decide = functools.partial(self._decide_other, {o.job_id: o for o in others}, now)
+            refs = [(o.job_id, o.lease_token) for o in others]
+            ends = await self._call(self.store.job_end_attempts, refs, decide, now)
+            if any(e.new_status == JobStatus.PENDING for e in ends.values()):
+                self.dispatcher.wake(min(e.due_at or now for e in ends.values()))
+        self._forget_in_flight(o.job_id for o in outcomes)
+        self._notify_finished(
+            [*done, *(j for j, e in ends.items() if e.new_status != JobStatus.PENDING)]
+        )
+        results = []
+        for o in outcomes:
+            if o.job_id in done:
+                results.append(OutcomeResult(o.job_id, True, JobStatus.COMPLETED))
+            elif o.job_id in ends:
+                results.append(OutcomeResult(o.job_id, True, ends[o.job_id].new_status))
+            else:
+                results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+        return results
+
+    async def report_one(self, outcome: Outcome) -> OutcomeResult:
+        """Like ``report`` for one outcome, telling a lost lease from an unknown job."""
+        (result,) = await self.report([outcome])
+        if not result.accepted:
+            row = await self._call(self.store.job_get, outcome.job_id)
+            if row is None:
+                raise NotFound(f"job {outcome.job_id} not found")
+            state = JobStatus(row.status).name
+            raise LeaseLost(
+                outcome.job_id,
+                f"the job is {state} and the lease token is no longer current "
+                "(the lease expired, or the job was unlocked or already finished)",
+            )
+        return result
+
+    def _decide_other(
+        self, by_id: dict[str, Failure | Release], now: int, row: LeasedForFailure
+    ) -> AttemptEnd:
+        outcome = by_id[row.id]
+        if isinstance(outcome, Release):
+            return _release_end(outcome)
+        return decide_failure(
+            row,
+            now=now,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            non_retryable=outcome.non_retryable,
+            retry_at=outcome.retry_at,
+            outcome=AttemptOutcome.FAILED,
+            rng=self._rng,
+        )
+
+    def _forget_in_flight(self, job_ids: Any) -> None:
+        sessions = self.dispatcher.sessions.values()
+        for job_id in job_ids:
+            for session in sessions:
+                session.in_flight.discard(job_id)
+
+    def _check_refs(self, refs: Sequence[tuple[str, str]]) -> None:
+        if len(refs) > self.config.max_batch_size:
+            raise InvalidArgument(
+                f"{len(refs)} entries exceed the batch limit of {self.config.max_batch_size}"
+            )
+        for job_id, token in refs:
+            _check_id(job_id)
+            if not token:
+                raise InvalidArgument(f"lease_token is required for job {job_id}")
+
+    async def _reap_once(self, now: int) -> ReaperResult:
+        decide = functools.partial(self._decide_expired, now)
+        ends = await self._call(
+            self.store.lease_reclaim_expired, decide, now, self.config.reaper.batch_size
+        )
+        if any(e.new_status == JobStatus.PENDING for e in ends):
+            self.dispatcher.wake(min(e.due_at or now for e in ends))
+        self._forget_in_flight(e.job_id for e in ends)
+        self._notify_finished([e.job_id for e in ends if e.new_status != JobStatus.PENDING])
+        next_expiry = await self._call(self.store.lease_next_expiry)
+        return ReaperResult(len(ends), next_expiry)
+
+    def _decide_expired(self, now: int, row: LeasedForFailure) -> AttemptEnd:
+        return decide_failure(
+            row,
+            now=now,
+            error="lease expired",
+            error_kind="LeaseExpired",
+            non_retryable=False,
+            retry_at=now,
+            outcome=AttemptOutcome.LEASE_EXPIRED,
+            rng=self._rng,
+        )
+
+    # -- pauses and weights ---------------------------------------------------------
+
+    async def pause(
+        self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
+    ) -> Any:
+        _check_scope(scope)
+        now = self.clock.now_us()
+        if expires_at is not None and expires_at <= now:
+            raise InvalidArgument("expire_time must be in the future")
+        record = await self._call(
+            self.store.pause_create, new_id(), scope, actor, reason, expires_at, now
+        )
+        if expires_at is not None:
+            self.dispatcher.wake(expires_at)
+        return record
+
+    async def unpause(self, scope: PauseScope, actor: str) -> list[Any]:
+        _check_scope(scope)
+        lifted = await self._call(self.store.pause_lift, scope, actor, self.clock.now_us())
+        if not lifted:
+            raise NotFound(f"no active pause on {scope.kind.name.lower()} {_scope_text(scope)}")
+        self.dispatcher.wake()
+        return lifted
+
+    async def list_pauses(self, include_lifted: bool, tenant_id: str) -> list[Any]:
+        return await self._call(
+            self.store.pause_list,
+            self.clock.now_us(),
+            include_lifted=include_lifted,
+            tenant_id=tenant_id,
+        )
+
+    async def set_tenant_weight(self, tenant_id: str, weight: int) -> None:
+        if not tenant_id:
+            raise InvalidArgument("tenant_id is required")
+        if weight < 1 or weight > 10_000:
+            raise InvalidArgument("weight must be between 1 and 10000")
+        await self._call(self.store.tenant_set_weight, tenant_id, weight)
+        self.fair.set_weights({tenant_id: weight})
+
+    # -- stats -------------------------------------------------------------------------
+
+    async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
+        now = self.clock.now_us()
+        counts = await self._call(self.store.job_count_by_status, tenant_id)
+        oldest = await self._call(self.store.job_oldest_pending_due, now, tenant_id)
+        recent = await self._call(self.store.attempt_outcome_counts, now - window_us)
+        totals = dict.fromkeys(JobStatus, 0)
+        for row in counts:
+            totals[JobStatus(row.status)] += row.n
+        return {
+            "counts": counts,
+            "totals": totals,
+            "oldest_pending_age_us": (now - oldest) if oldest is not None else 0,
+            "completions": recent.get(int(AttemptOutcome.COMPLETED), 0),
+            "failures": sum(n for o, n in recent.items() if o != int(AttemptOutcome.COMPLETED)),
+            "connected_workers": len(self.dispatcher.sessions),
+            "draining": self.dispatcher.paused,
+        }
+
+
+def _decide_release(releases: Sequence[Release], row: LeasedForFailure) -> AttemptEnd:
+    by_id = {r.job_id: r for r in releases}
+    return _release_end(by_id[row.id])
+
+
+def _release_end(release: Release) -> AttemptEnd:
+    return AttemptEnd(
+        job_id=release.job_id,
+        outcome=AttemptOutcome.RELEASED,
+        new_status=JobStatus.PENDING,
+        error=release.reason or "released by worker",
+        payload=release.payload,
+        payload_content_type=release.content_type,
+        refund_attempt=True,
+    )
+
+
+def _check_id(job_id: str) -> None:
+    if not job_id:
+        raise InvalidArgument("job_id is required")
+    if not is_valid_id(job_id):
+        raise InvalidArgument(
+            f"job_id {job_id[:80]!r} is malformed; job ids are lower-case UUIDs "
+            "like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
+        )
+
+
+def _check_scope(scope: PauseScope) -> None:
+    if scope.kind == PauseKind.TENANT:
+        if not scope.tenant_id:
+            raise InvalidArgument("a tenant pause needs tenant_id")
+        if scope.value:
+            raise InvalidArgument("a tenant pause takes no value; put the tenant in tenant_id")
+    elif not scope.value:
+        raise InvalidArgument(f"a {scope.kind.name.lower()} pause needs value (the id to pause)")
+
+
+def _scope_text(scope: PauseScope) -> str:
+    parts = [scope.value] if scope.value else []
+    if scope.tenant_id:
+        parts.append(f"(tenant {scope.tenant_id})")
+    return " ".join(parts)
+
+
+def _encode_page_token(last_id: str) -> str:
+    return base64.urlsafe_b64encode(f"v1:{last_id}".encode()).decode()
+
+
+def _decode_page_token(token: str) -> str:
+    try:
+        text = base64.urlsafe_b64decode(token.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        text = ""
+    if not text.startswith("v1:") or not is_valid_id(text[3:]):
+        raise InvalidArgument("page_token is not one this server issued; start without it")
+    return text[3:]
+
+
+__all__ = ["Engine", "EngineConfig", "LeaseAnswer", "ListPage", "OutcomeResult"]

@@ -1,0 +1,92 @@
+"""Lease reaper: ends attempts whose lease expired.
+
+An expired attempt counts as failed ("lease expired") and the job is retried
+or faulted by its policy. On PostgreSQL each run takes a transaction-level
+advisory lock, so one replica at a time does the work. The reaper sleeps until
+the earliest known lease expiry, capped at ``max_interval_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from coordinator.clock import US_PER_SECOND, Clock
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReaperConfig:
+    # Longest sleep between runs, also the delay for leases granted by other replicas.
+    max_interval_s: float = 5.0
+    # Attempts ended per run; a full batch triggers another run at once.
+    batch_size: int = 500
+
+
+@dataclass
+class ReaperResult:
+    reclaimed: int
+    next_expiry: int | None
+
+
+class LeaseReaper:
+    """Start/stop loop around ``run_once``."""
+
+    def __init__(
+        self,
+        config: ReaperConfig,
+        clock: Clock,
+        run_once: Callable[[int], Awaitable[ReaperResult]],
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._run_once = run_once
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._next_known: int | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="lease-reaper")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    def note_expiry(self, expires_at: int) -> None:
+        """A lease was granted that expires at ``expires_at``."""
+        if self._next_known is None or expires_at < self._next_known:
+            self._next_known = expires_at
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            now = self._clock.now_us()
+            try:
+                result = await self._run_once(now)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease reaper run failed")
+                result = ReaperResult(0, None)
+            if result.reclaimed:
+                log.info("lease reaper reclaimed %d expired lease(s)", result.reclaimed)
+            if result.reclaimed >= self.config.batch_size:
+                continue
+            self._next_known = result.next_expiry
+            delay = self.config.max_interval_s
+            if result.next_expiry is not None:
+                delay = min(delay, (result.next_expiry - now) / US_PER_SECOND + 0.01)
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=max(delay, 0.01))
+            except TimeoutError:
+                pass

@@ -1,0 +1,50 @@
+"""Domain errors.
+
+The store and the engine raise these; one interceptor in ``coordinator.api``
+maps them to gRPC status codes. Each carries a message a person can act on.
+"""
+
+from __future__ import annotations
+
+
+class WorkflowJobsError(Exception):
+    """Root of every error the coordinator raises on purpose."""
+
+
+class InvalidArgument(WorkflowJobsError):
+    """The caller sent something malformed or out of range."""
+
+
+class NotFound(WorkflowJobsError):
+    """The named job, pause or worker does not exist."""
+
+
+class FailedPrecondition(WorkflowJobsError):
+    """The request is valid but the job is not in a state that allows it."""
+
+
+class LeaseLost(FailedPrecondition):
+    """The lease token no longer owns the job (expired, unlocked or finished)."""
+
+    def __init__(self, job_id: str, detail: str = "") -> None:
+        message = f"lease lost for job {job_id}"
+        if detail:
+            message = f"{message}: {detail}"
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class AlreadyExists(WorkflowJobsError):
+    """Something with the same identity already exists."""
+
+
+class ResourceExhausted(WorkflowJobsError):
+    """A configured limit was reached."""
+
+
+class StoreUnavailable(WorkflowJobsError):
+    """The database cannot be reached right now; retrying later may work."""
+
+
+class SchemaMismatch(WorkflowJobsError):
+    """The database schema is not the one this coordinator was built for."""

@@ -1,0 +1,310 @@
+"""The vocabulary shared by the engine and the store.
+
+Enum values equal the protobuf enum numbers of ``workflowjobs.v1`` so rows,
+domain values and wire values convert without tables.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class JobStatus(enum.IntEnum):
+    PENDING = 1
+    RUNNING = 2
+    COMPLETED = 3
+    FAULTED = 4
+    CANCELLED = 5
+
+
+FINISHED_STATUSES = (JobStatus.COMPLETED, JobStatus.FAULTED, JobStatus.CANCELLED)
+
+
+class AttemptOutcome(enum.IntEnum):
+    COMPLETED = 1
+    FAILED = 2
+    LEASE_EXPIRED = 3
+    CANCELLED = 4
+    RELEASED = 5
+    UNLOCKED = 6
+    TIMED_OUT = 7
+
+
+class PauseKind(enum.IntEnum):
+    TENANT = 1
+    DEFINITION = 2
+    INSTANCE = 3
+    JOB_TYPE = 4
+
+
+class LimitKind(enum.IntEnum):
+    TENANT = 1
+    JOB_TYPE = 2
+    DEFINITION = 3
+    CONCURRENCY_KEY = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failed attempt is retried. ``None`` fields fall back to defaults."""
+
+    max_attempts: int | None = None
+    initial_backoff_ms: int | None = None
+    backoff_multiplier: float | None = None
+    max_backoff_ms: int | None = None
+    jitter: float | None = None
+    non_retryable_error_kinds: tuple[str, ...] = ()
+
+    def is_empty(self) -> bool:
+        return self == RetryPolicy()
+
+    def merged_over(self, base: RetryPolicy) -> RetryPolicy:
+        """This policy with unset fields taken from ``base``."""
+        return RetryPolicy(
+            max_attempts=self.max_attempts if self.max_attempts is not None else base.max_attempts,
+            initial_backoff_ms=(
+                self.initial_backoff_ms
+                if self.initial_backoff_ms is not None
+                else base.initial_backoff_ms
+            ),
+            backoff_multiplier=(
+                self.backoff_multiplier
+                if self.backoff_multiplier is not None
+                else base.backoff_multiplier
+            ),
+            max_backoff_ms=(
+                self.max_backoff_ms if self.max_backoff_ms is not None else base.max_backoff_ms
+            ),
+            jitter=self.jitter if self.jitter is not None else base.jitter,
+            non_retryable_error_kinds=self.non_retryable_error_kinds
+            or base.non_retryable_error_kinds,
+        )
+
+    def to_json(self) -> str | None:
+        if self.is_empty():
+            return None
+        data: dict[str, Any] = {
+            k: v
+            for k, v in (
+                ("max_attempts", self.max_attempts),
+                ("initial_backoff_ms", self.initial_backoff_ms),
+                ("backoff_multiplier", self.backoff_multiplier),
+                ("max_backoff_ms", self.max_backoff_ms),
+                ("jitter", self.jitter),
+            )
+            if v is not None
+        }
+        if self.non_retryable_error_kinds:
+            data["non_retryable_error_kinds"] = list(self.non_retryable_error_kinds)
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RetryPolicy:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        data["non_retryable_error_kinds"] = tuple(data.get("non_retryable_error_kinds", ()))
+        return cls(**data)
+
+
+DEFAULT_RETRY_POLICY = RetryPolicy(
+    max_attempts=3,
+    initial_backoff_ms=1_000,
+    backoff_multiplier=2.0,
+    max_backoff_ms=300_000,
+    jitter=0.2,
+)
+
+
+@dataclass(slots=True)
+class NewJob:
+    """A validated job about to be stored."""
+
+    id: str
+    job_type: str
+    tenant_id: str
+    definition_id: str = ""
+    definition_version: int = 0
+    instance_id: str = ""
+    activity_id: str = ""
+    activity_node_id: str = ""
+    bookmark_id: str = ""
+    correlation_id: str = ""
+    payload: bytes = b""
+    content_type: str = ""
+    category: int = 0
+    priority: int = 0
+    created_at: int = 0
+    due_at: int = 0
+    max_attempts: int = 3
+    retry_policy: str | None = None
+    execution_timeout_ms: int | None = None
+    heartbeat_timeout_ms: int | None = None
+    idempotency_key: str | None = None
+    traceparent: str = ""
+    tracestate: str = ""
+    concurrency_key: str | None = None
+    replay_of: str | None = None
+
+
+class JobRow(Protocol):
+    """A stored job as the store returns it (a SQLAlchemy row)."""
+
+    id: str
+    job_type: str
+    tenant_id: str
+    definition_id: str
+    definition_version: int
+    instance_id: str
+    activity_id: str
+    activity_node_id: str
+    bookmark_id: str
+    correlation_id: str
+    payload: bytes
+    content_type: str
+    category: int
+    priority: int
+    status: int
+    attempt: int
+    max_attempts: int
+    retry_policy: str | None
+    execution_timeout_ms: int | None
+    heartbeat_timeout_ms: int | None
+    created_at: int
+    due_at: int
+    started_at: int | None
+    finished_at: int | None
+    lease_owner: str | None
+    lease_token: str | None
+    lease_expires_at: int | None
+    last_error: str | None
+    last_error_kind: str | None
+    result: bytes | None
+    result_content_type: str | None
+    idempotency_key: str | None
+    traceparent: str
+    tracestate: str
+    concurrency_key: str | None
+    cancel_requested: bool
+    replay_of: str | None
+
+
+class AttemptRow(Protocol):
+    job_id: str
+    number: int
+    worker_id: str | None
+    started_at: int | None
+    ended_at: int | None
+    outcome: int
+    error: str | None
+    error_kind: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A pending job that acquisition may pick, with what ranking needs."""
+
+    id: str
+    tenant_id: str
+    priority: int
+    due_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One job to lease to one worker."""
+
+    job_id: str
+    owner: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    job_id: str
+    lease_token: str
+    result: bytes = b""
+    content_type: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    job_id: str
+    lease_token: str
+    error: str = ""
+    error_kind: str = ""
+    non_retryable: bool = False
+    retry_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    job_id: str
+    lease_token: str
+    reason: str = ""
+    payload: bytes | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedForFailure:
+    """What the engine needs to decide a failed attempt's fate."""
+
+    id: str
+    job_type: str
+    attempt: int
+    max_attempts: int
+    retry_policy: str | None
+    lease_owner: str | None
+    started_at: int | None
+    cancel_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """The engine's decision for one ended attempt, applied by the store."""
+
+    job_id: str
+    outcome: AttemptOutcome
+    new_status: JobStatus
+    due_at: int | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    result: bytes | None = None
+    result_content_type: str | None = None
+    payload: bytes | None = None
+    payload_content_type: str | None = None
+    # Released attempts do not count against max attempts.
+    refund_attempt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    job_id: str
+    lease_expires_at: int
+    cancel_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PauseScope:
+    kind: PauseKind
+    tenant_id: str = ""
+    value: str = ""
+
+
+@dataclass(slots=True)
+class JobFilter:
+    statuses: tuple[int, ...] = ()
+    tenant_id: str = ""
+    job_type: str = ""
+    definition_id: str = ""
+    instance_id: str = ""
+    correlation_id: str = ""
+    category: int = 0
+    created_after: int | None = None
+    created_before: int | None = None
+    due_after: int | None = None
+    due_before: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,25 @@
+"""The durable job store: every SQL statement of the coordinator lives here.
+
+``open_store(url)`` returns a ``Store`` for SQLite (``sqlite:///file.db``) or
+PostgreSQL (``postgresql+psycopg://…``). Both dialects implement the same
+named queries with the same semantics; dialect differences (SKIP LOCKED,
+LISTEN/NOTIFY, advisory locks) stay inside this package.
+"""
+
+from __future__ import annotations
+
+from coordinator.store.jobs import JobQueries
+from coordinator.store.pauses import PauseQueries
+from coordinator.store.stats import StatsQueries
+
+
+class Store(JobQueries, PauseQueries, StatsQueries):
+    """Every named query, over one SQLAlchemy engine."""
+
+
+def open_store(url: str, *, pool_size: int = 8) -> Store:
+    """Open the store at ``url`` (no schema check; see ``Store.check_schema``)."""
+    return Store(url, pool_size=pool_size)
+
+
+__all__ = ["Store", "open_store"]

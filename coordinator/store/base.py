@@ -1,0 +1,142 @@
+"""Connection handling shared by every query module.
+
+The store is synchronous SQLAlchemy Core; the engine calls it from a thread
+pool so the gRPC event loop never blocks on the database. Database errors are
+turned into ``coordinator.errors`` exceptions here, at the edge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+
+from coordinator.errors import SchemaMismatch, StoreUnavailable
+from coordinator.store.schema import SCHEMA_REVISION
+
+log = logging.getLogger(__name__)
+
+# Parameter binding for the pause rule, shared by every query that filters on it.
+ACTIVE_PAUSE = "p.lifted_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > :now)"
+
+
+def pause_blocks(alias: str, *, with_instance: bool) -> str:
+    """SQL that is true when an active pause covers the job or lane ``alias``."""
+    kinds = [
+        "p.kind = 1",
+        f"(p.kind = 2 AND p.value = {alias}.definition_id)",
+        f"(p.kind = 4 AND p.value = {alias}.job_type)",
+    ]
+    if with_instance:
+        kinds.append(f"(p.kind = 3 AND p.value = {alias}.instance_id)")
+    return (
+        f"EXISTS (SELECT 1 FROM wfj_pauses p WHERE {ACTIVE_PAUSE} "
+        f"AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id) "
+        f"AND ({' OR '.join(kinds)}))"
+    )
+
+
+def instance_paused(alias: str) -> str:
+    """SQL that is true when an active pause covers the job's workflow instance."""
+    return (
+        f"EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
+        f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id))"
+    )
+
+
+def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
+    """An SQLAlchemy engine configured for the dialect in ``url``."""
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=1,
+            max_overflow=0,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy's begin() emit BEGIN IMMEDIATE itself: a writer
+            # takes the write lock up front instead of failing to upgrade.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: sa.Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return sa.create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+    )
+
+
+class StoreBase:
+    """Owns the SQLAlchemy engine and the transaction helper."""
+
+    def __init__(self, url: str, *, pool_size: int = 8) -> None:
+        self.url = url
+        self.engine = create_sa_engine(url, pool_size=pool_size)
+        self.is_postgres = self.engine.dialect.name == "postgresql"
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+
+    @contextlib.contextmanager
+    def tx(self) -> Iterator[sa.Connection]:
+        """One transaction; database errors become domain errors."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except exc.OperationalError as e:
+            raise StoreUnavailable(f"database unavailable: {e.orig or e}") from e
+        except exc.InterfaceError as e:
+            raise StoreUnavailable(f"database connection lost: {e.orig or e}") from e
+
+    def _notify_wake(self, conn: sa.Connection, due_at: int) -> None:
+        """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at ``due_at``.
+
+        Sent inside the writing transaction, so it is delivered only on commit.
+        SQLite has one coordinator per file; the engine wakes itself.
+        """
+        if self.is_postgres:
+            conn.execute(sa.text("SELECT pg_notify('wfj_wake', :due)"), {"due": str(due_at)})
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    def schema_revision(self) -> str | None:
+        """The applied migration revision, or None on an empty database."""
+        with self.tx() as conn:
+            if not sa.inspect(conn).has_table("wfj_alembic_version"):
+                return None
+            return conn.execute(sa.text("SELECT version_num FROM wfj_alembic_version")).scalar()
+
+    def check_schema(self) -> None:
+        """Refuse to run on a schema this build does not know."""
+        revision = self.schema_revision()
+        if revision == SCHEMA_REVISION:
+            return
+        hint = f"run: python -m coordinator migrate --database-url '{self.url}'"
+        if revision is None:
+            raise SchemaMismatch(f"the database has no workflow-jobs schema; {hint}")
+        raise SchemaMismatch(
+            f"the database schema is at revision {revision}, this coordinator needs "
+            f"{SCHEMA_REVISION}; {hint} (or upgrade the coordinator if the database is newer)"
+        )
+
+    def ping(self) -> None:
+        with self.tx() as conn:
+            conn.execute(sa.text("SELECT 1"))

@@ -1,0 +1,539 @@
+"""Named queries over jobs and their attempt history.
+
+Writes that end an attempt are guarded: they touch only rows still RUNNING
+under the caller's lease token, and report which rows they changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from coordinator.model import (
+    AttemptEnd,
+    AttemptRow,
+    Candidate,
+    Claim,
+    Completion,
+    JobFilter,
+    JobRow,
+    JobStatus,
+    LeasedForFailure,
+    NewJob,
+)
+from coordinator.store.base import StoreBase, instance_paused, pause_blocks
+from coordinator.store.schema import job_attempts, jobs, lanes
+
+_LEASED_FOR_FAILURE = (
+    "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, cancel_requested"
+)
+
+
+class JobQueries(StoreBase):
+    """Queries over ``wfj_jobs``, ``wfj_job_attempts`` and ``wfj_lanes``."""
+
+    def __init__(self, url: str, *, pool_size: int = 8) -> None:
+        super().__init__(url, pool_size=pool_size)
+        self._known_lanes: set[tuple[str, str, str]] = set()
+
+    # -- enqueue ---------------------------------------------------------------
+
+    def job_insert_many(self, new_jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+        """Insert jobs atomically, deduplicating on (tenant, idempotency key).
+
+        Returns ``(job_id, deduplicated, status)`` in input order.
+        """
+        rows = [dataclasses.asdict(j) for j in new_jobs]
+        for row in rows:
+            row["status"] = int(JobStatus.PENDING)
+        new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
+        new_lanes -= self._known_lanes
+        keyed = [j for j in new_jobs if j.idempotency_key]
+        with self.tx() as conn:
+            if new_lanes:
+                self._lane_upsert(conn, new_lanes)
+            if not keyed:
+                conn.execute(jobs.insert(), rows)
+                result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
+            else:
+                result = self._insert_deduplicated(conn, new_jobs, rows)
+            if new_jobs:
+                self._notify_wake(conn, min(j.due_at for j in new_jobs))
+        self._known_lanes |= new_lanes
+        return result
+
+    def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
+        values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        conn.execute(insert(lanes).on_conflict_do_nothing(), values)
+
+    def _insert_deduplicated(
+        self, conn: sa.Connection, new_jobs: Sequence[NewJob], rows: list[dict[str, Any]]
+    ) -> list[tuple[str, bool, int]]:
+        # Resolve keys already stored, and repeats inside the batch, before
+        # inserting; the unique index still guards against concurrent enqueues.
+        keys = {(j.tenant_id, j.idempotency_key) for j in new_jobs if j.idempotency_key}
+        existing: dict[tuple[str, str], tuple[str, int]] = {}
+        for tenant, key_group in _group_keys(keys).items():
+            found = conn.execute(
+                sa.select(jobs.c.idempotency_key, jobs.c.id, jobs.c.status).where(
+                    jobs.c.tenant_id == tenant, jobs.c.idempotency_key.in_(key_group)
+                )
+            )
+            for key, job_id, status in found:
+                existing[(tenant, key)] = (job_id, status)
+        result: list[tuple[str, bool, int]] = []
+        to_insert: list[dict[str, Any]] = []
+        for job, row in zip(new_jobs, rows, strict=True):
+            ident = (job.tenant_id, job.idempotency_key or "")
+            if job.idempotency_key and ident in existing:
+                job_id, status = existing[ident]
+                result.append((job_id, True, status))
+                continue
+            if job.idempotency_key:
+                existing[ident] = (job.id, int(JobStatus.PENDING))
+            to_insert.append(row)
+            result.append((job.id, False, int(JobStatus.PENDING)))
+        if to_insert:
+            conn.execute(jobs.insert(), to_insert)
+        return result
+
+    # -- reads -----------------------------------------------------------------
+
+    def job_get(self, job_id: str) -> JobRow | None:
+        with self.tx() as conn:
+            return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()  # type: ignore[return-value]
+
+    def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]:
+        with self.tx() as conn:
+            return list(conn.execute(sa.select(jobs).where(jobs.c.id.in_(job_ids))))  # type: ignore[arg-type]
+
+    def job_attempts(self, job_id: str) -> list[AttemptRow]:
+        with self.tx() as conn:
+            return list(
+                conn.execute(  # type: ignore[arg-type]
+                    sa.select(job_attempts)
+                    .where(job_attempts.c.job_id == job_id)
+                    .order_by(job_attempts.c.number)
+                )
+            )
+
+    def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]:
+        """Jobs matching ``flt`` in id order, starting after ``after_id``."""
+        query = sa.select(jobs).where(*_filter_clauses(flt)).order_by(jobs.c.id).limit(limit)
+        if after_id:
+            query = query.where(jobs.c.id > after_id)
+        with self.tx() as conn:
+            return list(conn.execute(query))  # type: ignore[arg-type]
+
+    # -- acquisition -----------------------------------------------------------
+
+    def job_candidates(self, job_types: Sequence[str], per_lane: int, now: int) -> list[Candidate]:
+        """Up to ``per_lane`` eligible jobs from each unpaused lane serving ``job_types``.
+
+        Reads without locking; ``job_claim`` re-checks every rule atomically.
+        """
+        if self.is_postgres:
+            sql = sa.text(
+                f"""
+                SELECT j.id, j.tenant_id, j.priority, j.due_at
+                FROM wfj_lanes l
+                CROSS JOIN LATERAL (
+                    SELECT id, tenant_id, priority, due_at FROM wfj_jobs x
+                    WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
+                      AND x.definition_id = l.definition_id
+                      AND x.status = 1 AND x.due_at <= :now
+                      AND NOT {instance_paused("x")}
+                    ORDER BY x.priority DESC, x.due_at, x.id
+                    LIMIT :per_lane
+                ) j
+                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+                """
+            )
+            with self.tx() as conn:
+                rows = conn.execute(
+                    sql, {"now": now, "per_lane": per_lane, "types": list(job_types)}
+                )
+                return [Candidate(*r) for r in rows]
+        lane_sql = sa.text(
+            f"SELECT tenant_id, job_type, definition_id FROM wfj_lanes l "
+            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', with_instance=False)}"
+        ).bindparams(sa.bindparam("types", expanding=True))
+        job_sql = sa.text(
+            f"""
+            SELECT id, tenant_id, priority, due_at FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
+            WHERE x.tenant_id = :tenant AND x.job_type = :job_type
+              AND x.definition_id = :definition AND x.status = 1 AND x.due_at <= :now
+              AND NOT {instance_paused("x")}
+            ORDER BY x.priority DESC, x.due_at, x.id
+            LIMIT :per_lane
+            """
+        )
+        out: list[Candidate] = []
+        with self.tx() as conn:
+            for tenant, job_type, definition in conn.execute(
+                lane_sql, {"types": list(job_types), "now": now}
+            ).all():
+                rows = conn.execute(
+                    job_sql,
+                    {
+                        "tenant": tenant,
+                        "job_type": job_type,
+                        "definition": definition,
+                        "now": now,
+                        "per_lane": per_lane,
+                    },
+                )
+                out.extend(Candidate(*r) for r in rows)
+        return out
+
+    def job_claim(
+        self, claims: Sequence[Claim], lease_token: str, now: int, default_lease_ms: int
+    ) -> list[JobRow]:
+        """Lease the claimed jobs that are still eligible; skip the rest.
+
+        Eligibility (pending, due, unpaused) is re-checked in the same
+        statement that leases, so a pause committed before this call began is
+        always honoured. Rows locked by a concurrent claimer are skipped.
+        """
+        if not claims:
+            return []
+        lease_expr = f"(:now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000)"
+        if self.is_postgres:
+            sql = sa.text(
+                f"""
+                UPDATE wfj_jobs AS j
+                SET status = 2, attempt = j.attempt + 1, lease_owner = c.owner,
+                    lease_token = :token, started_at = :now,
+                    lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+                FROM (
+                    SELECT x.id, i.owner FROM wfj_jobs x
+                    JOIN unnest(CAST(:ids AS text[]), CAST(:owners AS text[])) AS i(id, owner)
+                      ON x.id = i.id
+                    WHERE x.status = 1 AND x.due_at <= :now AND NOT {pause_blocks("x", with_instance=True)}
+                    FOR UPDATE OF x SKIP LOCKED
+                ) c
+                WHERE j.id = c.id
+                RETURNING j.*
+                """
+            )
+            params = {
+                "ids": [c.job_id for c in claims],
+                "owners": [c.owner for c in claims],
+                "token": lease_token,
+                "now": now,
+            }
+            with self.tx() as conn:
+                return list(conn.execute(sql, params))  # type: ignore[arg-type]
+        sql = sa.text(
+            f"""
+            UPDATE wfj_jobs AS x
+            SET status = 2, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
+                started_at = :now, lease_expires_at = {lease_expr}
+            WHERE id = :id AND status = 1 AND due_at <= :now
+              AND NOT {pause_blocks("x", with_instance=True)}
+            RETURNING *
+            """
+        )
+        out: list[JobRow] = []
+        with self.tx() as conn:
+            for c in claims:
+                row = conn.execute(
+                    sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
+                ).first()
+                if row is not None:
+                    out.append(row)  # type: ignore[arg-type]
+        return out
+
+    # -- outcomes --------------------------------------------------------------
+
+    def job_complete_many(self, completions: Sequence[Completion], now: int) -> set[str]:
+        """Record successful outcomes; returns ids whose lease was still valid."""
+        if not completions:
+            return set()
+        if self.is_postgres:
+            sql = sa.text(
+                """
+                WITH input AS (
+                    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
+                                         CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
+                        AS t(id, token, result, ctype)
+                ), done AS (
+                    UPDATE wfj_jobs j
+                    SET status = 3, result = i.result, result_content_type = i.ctype,
+                        finished_at = :now, lease_token = NULL, lease_expires_at = NULL
+                    FROM input i
+                    WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 2
+                    RETURNING j.id, j.attempt, j.lease_owner, j.started_at
+                )
+                INSERT INTO wfj_job_attempts (job_id, number, worker_id, started_at, ended_at, outcome)
+                SELECT id, attempt, lease_owner, started_at, :now, 1 FROM done
+                RETURNING job_id
+                """
+            )
+            params = {
+                "ids": [c.job_id for c in completions],
+                "tokens": [c.lease_token for c in completions],
+                "results": [c.result for c in completions],
+                "ctypes": [c.content_type for c in completions],
+                "now": now,
+            }
+            with self.tx() as conn:
+                return set(conn.execute(sql, params).scalars())
+        update = sa.text(
+            """
+            UPDATE wfj_jobs SET status = 3, result = :result, result_content_type = :ctype,
+                finished_at = :now, lease_token = NULL, lease_expires_at = NULL
+            WHERE id = :id AND lease_token = :token AND status = 2
+            RETURNING id, attempt, lease_owner, started_at
+            """
+        )
+        applied: set[str] = set()
+        with self.tx() as conn:
+            for c in completions:
+                row = conn.execute(
+                    update,
+                    {
+                        "id": c.job_id,
+                        "token": c.lease_token,
+                        "result": c.result,
+                        "ctype": c.content_type,
+                        "now": now,
+                    },
+                ).first()
+                if row is None:
+                    continue
+                conn.execute(
+                    job_attempts.insert(),
+                    {
+                        "job_id": row.id,
+                        "number": row.attempt,
+                        "worker_id": row.lease_owner,
+                        "started_at": row.started_at,
+                        "ended_at": now,
+                        "outcome": 1,
+                    },
+                )
+                applied.add(row.id)
+        return applied
+
+    def job_end_attempts(
+        self,
+        refs: Sequence[tuple[str, str]],
+        decide: Callable[[LeasedForFailure], AttemptEnd],
+        now: int,
+    ) -> dict[str, AttemptEnd]:
+        """End running attempts named by (job id, lease token) as ``decide`` rules.
+
+        Rows are locked first, so the decision and the write are atomic.
+        Returns the applied decisions by job id; missing ids lost their lease.
+        """
+        if not refs:
+            return {}
+        with self.tx() as conn:
+            leased = self._lock_leased(conn, refs)
+            ends = [decide(row) for row in leased]
+            self._apply_ends(conn, leased, ends, now)
+        return {e.job_id: e for e in ends}
+
+    def lease_reclaim_expired(
+        self, decide: Callable[[LeasedForFailure], AttemptEnd], now: int, limit: int
+    ) -> list[AttemptEnd]:
+        """End up to ``limit`` attempts whose lease expired before ``now``."""
+        lock = "FOR UPDATE SKIP LOCKED" if self.is_postgres else ""
+        sql = sa.text(
+            f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
+            f"WHERE status = 2 AND lease_expires_at < :now "
+            f"ORDER BY lease_expires_at LIMIT :limit {lock}"
+        )
+        with self.tx() as conn:
+            if self.is_postgres:
+                got_lock = conn.execute(
+                    sa.text("SELECT pg_try_advisory_xact_lock(hashtext('wfj_lease_reaper'))")
+                ).scalar()
+                if not got_lock:
+                    return []
+            leased = [LeasedForFailure(*r) for r in conn.execute(sql, {"now": now, "limit": limit})]
+            ends = [decide(row) for row in leased]
+            self._apply_ends(conn, leased, ends, now)
+        return ends
+
+    def lease_next_expiry(self) -> int | None:
+        """Earliest lease expiry among running jobs."""
+        with self.tx() as conn:
+            return conn.execute(
+                sa.text("SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = 2")
+            ).scalar()
+
+    def _lock_leased(
+        self, conn: sa.Connection, refs: Sequence[tuple[str, str]]
+    ) -> list[LeasedForFailure]:
+        if self.is_postgres:
+            sql = sa.text(
+                f"""
+                SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs
+                WHERE (id, lease_token) IN (
+                    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])))
+                  AND status = 2
+                ORDER BY id
+                FOR UPDATE
+                """
+            )
+            rows = conn.execute(sql, {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs]})
+            return [LeasedForFailure(*r) for r in rows]
+        sql = sa.text(
+            f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
+            "WHERE id = :id AND lease_token = :token AND status = 2"
+        )
+        out = []
+        for job_id, token in refs:
+            row = conn.execute(sql, {"id": job_id, "token": token}).first()
+            if row is not None:
+                out.append(LeasedForFailure(*row))
+        return out
+
+    def _apply_ends(
+        self,
+        conn: sa.Connection,
+        leased: Sequence[LeasedForFailure],
+        ends: Sequence[AttemptEnd],
+        now: int,
+    ) -> None:
+        if not ends:
+            return
+        by_id = {row.id: row for row in leased}
+        updates = []
+        attempts = []
+        for end in ends:
+            row = by_id[end.job_id]
+            finished = end.new_status != JobStatus.PENDING
+            updates.append(
+                {
+                    "b_id": end.job_id,
+                    "b_status": int(end.new_status),
+                    "b_due": end.due_at,
+                    "b_error": end.error,
+                    "b_kind": end.error_kind,
+                    "b_result": end.result,
+                    "b_rctype": end.result_content_type,
+                    "b_payload": end.payload,
+                    "b_pctype": end.payload_content_type,
+                    "b_refund": 1 if end.refund_attempt else 0,
+                    "b_finished": now if finished else None,
+                }
+            )
+            attempts.append(
+                {
+                    "job_id": end.job_id,
+                    "number": row.attempt,
+                    "worker_id": row.lease_owner,
+                    "started_at": row.started_at,
+                    "ended_at": now,
+                    "outcome": int(end.outcome),
+                    "error": end.error,
+                    "error_kind": end.error_kind,
+                }
+            )
+        conn.execute(
+            sa.text(
+                """
+                UPDATE wfj_jobs SET
+                    status = :b_status,
+                    due_at = COALESCE(:b_due, due_at),
+                    last_error = COALESCE(:b_error, last_error),
+                    last_error_kind = COALESCE(:b_kind, last_error_kind),
+                    result = COALESCE(:b_result, result),
+                    result_content_type = COALESCE(:b_rctype, result_content_type),
+                    payload = COALESCE(:b_payload, payload),
+                    content_type = COALESCE(:b_pctype, content_type),
+                    attempt = attempt - :b_refund,
+                    finished_at = :b_finished,
+                    lease_token = NULL,
+                    lease_expires_at = NULL
+                WHERE id = :b_id
+                """
+            ),
+            updates,
+        )
+        conn.execute(job_attempts.insert(), attempts)
+        retry_due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
+        if retry_due:
+            self._notify_wake(conn, min(retry_due))
+
+    # -- heartbeats ------------------------------------------------------------
+
+    def lease_extend_many(
+        self, refs: Sequence[tuple[str, str]], now: int, default_lease_ms: int
+    ) -> list[tuple[str, int, bool]]:
+        """Extend still-valid leases; returns (job id, new expiry, cancel requested)."""
+        if not refs:
+            return []
+        if self.is_postgres:
+            sql = sa.text(
+                f"""
+                UPDATE wfj_jobs j
+                SET lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+                FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])) AS i(id, token)
+                WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 2
+                RETURNING j.id, j.lease_expires_at, j.cancel_requested
+                """
+            )
+            params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
+            with self.tx() as conn:
+                return [tuple(r) for r in conn.execute(sql, params)]  # type: ignore[misc]
+        sql = sa.text(
+            f"""
+            UPDATE wfj_jobs
+            SET lease_expires_at = :now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+            WHERE id = :id AND lease_token = :token AND status = 2
+            RETURNING id, lease_expires_at, cancel_requested
+            """
+        )
+        out = []
+        with self.tx() as conn:
+            for job_id, token in refs:
+                row = conn.execute(sql, {"id": job_id, "token": token, "now": now}).first()
+                if row is not None:
+                    out.append((row[0], row[1], bool(row[2])))
+        return out
+
+
+def _group_keys(keys: set[tuple[str, str | None]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for tenant, key in keys:
+        if key:
+            grouped.setdefault(tenant, []).append(key)
+    return grouped
+
+
+def _filter_clauses(flt: JobFilter) -> list[Any]:
+    c = jobs.c
+    clauses: list[Any] = []
+    if flt.statuses:
+        clauses.append(c.status.in_([int(s) for s in flt.statuses]))
+    for column, value in (
+        (c.tenant_id, flt.tenant_id),
+        (c.job_type, flt.job_type),
+        (c.definition_id, flt.definition_id),
+        (c.instance_id, flt.instance_id),
+        (c.correlation_id, flt.correlation_id),
+    ):
+        if value:
+            clauses.append(column == value)
+    if flt.category:
+        clauses.append(c.category == flt.category)
+    if flt.created_after is not None:
+        clauses.append(c.created_at >= flt.created_after)
+    if flt.created_before is not None:
+        clauses.append(c.created_at < flt.created_before)
+    if flt.due_after is not None:
+        clauses.append(c.due_at >= flt.due_after)
+    if flt.due_before is not None:
+        clauses.append(c.due_at < flt.due_before)
+    return clauses

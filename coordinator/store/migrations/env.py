@@ -1,0 +1,32 @@
+"""Alembic environment: runs the store's migrations on the connection given in
+``config.attributes["connection"]`` (set by ``coordinator.store.migrate``), or
+on ``sqlalchemy.url`` when run from the alembic command line."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import context
+
+from coordinator.store.schema import metadata
+
+config = context.config
+
+
+def _run(connection: sa.Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        version_table="wfj_alembic_version",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+connection = config.attributes.get("connection")
+if connection is not None:
+    _run(connection)
+else:
+    engine = sa.create_engine(config.get_main_option("sqlalchemy.url"))
+    with engine.connect() as conn:
+        _run(conn)

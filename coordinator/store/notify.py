@@ -1,0 +1,84 @@
+"""Cross-replica wake-ups: PostgreSQL LISTEN on channel ``wfj_wake``.
+
+A daemon thread holds one dedicated connection and calls ``on_wake(due_at)``
+for every notification; it reconnects with backoff when the connection drops.
+SQLite has a single coordinator per file, so nothing listens there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+
+class WakeListener:
+    """Listens for ``wfj_wake`` notifications on its own connection."""
+
+    def __init__(self, url: str, on_wake: Callable[[int], None]) -> None:
+        self._dsn = _libpq_dsn(url)
+        self._on_wake = on_wake
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: psycopg.Connection | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="wfj-listen", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn.cancel_safe()
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        delay = 0.1
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._dsn, autocommit=True) as conn:
+                    self._conn = conn
+                    conn.execute("LISTEN wfj_wake")
+                    delay = 0.1
+                    # Something may have happened while we were not listening.
+                    self._on_wake(0)
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=1.0):
+                            self._on_wake(_parse_due(note.payload))
+            except psycopg.Error as e:
+                if self._stop.is_set():
+                    return
+                log.warning("wake listener lost its connection (%s); retrying in %.1fs", e, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+            finally:
+                self._conn = None
+
+
+def _parse_due(payload: str) -> int:
+    try:
+        return int(payload)
+    except ValueError:
+        return 0
+
+
+def _libpq_dsn(url: str) -> str:
+    """The SQLAlchemy URL turned into a libpq connection string."""
+    for prefix in ("postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url[len(prefix) :]
+    return url
+
+
+__all__ = ["WakeListener"]

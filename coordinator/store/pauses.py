@@ -1,0 +1,108 @@
+"""Named queries over pauses, tenants (weights) and concurrency limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from coordinator.model import PauseScope
+from coordinator.store.base import StoreBase
+from coordinator.store.schema import concurrency_limits, pauses, tenants
+
+
+def _active(now: int) -> Any:
+    return sa.and_(
+        pauses.c.lifted_at.is_(None),
+        sa.or_(pauses.c.expires_at.is_(None), pauses.c.expires_at > now),
+    )
+
+
+class PauseQueries(StoreBase):
+    """Queries over ``wfj_pauses``, ``wfj_tenants`` and ``wfj_concurrency_limits``."""
+
+    def pause_create(
+        self,
+        pause_id: str,
+        scope: PauseScope,
+        actor: str,
+        reason: str,
+        expires_at: int | None,
+        now: int,
+    ) -> Any:
+        """Record a pause.
+
+        On PostgreSQL the transaction also takes a SHARE lock on the jobs
+        table: it waits for acquisitions already in flight and holds new ones
+        back until commit, so once this returns no acquisition can lease a job
+        the pause covers.
+        """
+        with self.tx() as conn:
+            if self.is_postgres:
+                conn.execute(sa.text("LOCK TABLE wfj_jobs IN SHARE MODE"))
+            conn.execute(
+                pauses.insert().values(
+                    id=pause_id,
+                    kind=int(scope.kind),
+                    tenant_id=scope.tenant_id,
+                    value=scope.value,
+                    actor=actor,
+                    reason=reason,
+                    created_at=now,
+                    expires_at=expires_at,
+                )
+            )
+            return conn.execute(sa.select(pauses).where(pauses.c.id == pause_id)).one()
+
+    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]:
+        """Lift every active pause on exactly ``scope``; returns the lifted records."""
+        where = sa.and_(
+            _active(now),
+            pauses.c.kind == int(scope.kind),
+            pauses.c.tenant_id == scope.tenant_id,
+            pauses.c.value == scope.value,
+        )
+        with self.tx() as conn:
+            ids = list(conn.execute(sa.select(pauses.c.id).where(where)).scalars())
+            if not ids:
+                return []
+            conn.execute(
+                pauses.update().where(pauses.c.id.in_(ids)).values(lifted_at=now, lifted_by=actor)
+            )
+            return list(conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids))))
+
+    def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]:
+        query = sa.select(pauses).order_by(pauses.c.created_at, pauses.c.id)
+        if not include_lifted:
+            query = query.where(_active(now))
+        if tenant_id:
+            query = query.where(pauses.c.tenant_id.in_([tenant_id, ""]))
+        with self.tx() as conn:
+            return list(conn.execute(query))
+
+    def pause_next_expiry(self, now: int) -> int | None:
+        """Earliest future expiry among active pauses (a wake-up time)."""
+        with self.tx() as conn:
+            return conn.execute(
+                sa.select(sa.func.min(pauses.c.expires_at)).where(
+                    pauses.c.lifted_at.is_(None), pauses.c.expires_at > now
+                )
+            ).scalar()
+
+    def tenant_weights(self) -> dict[str, int]:
+        with self.tx() as conn:
+            return {t: w for t, w in conn.execute(sa.select(tenants.c.tenant_id, tenants.c.weight))}
+
+    def tenant_set_weight(self, tenant_id: str, weight: int) -> None:
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        stmt = insert(tenants).values(tenant_id=tenant_id, weight=weight)
+        stmt = stmt.on_conflict_do_update(index_elements=["tenant_id"], set_={"weight": weight})
+        with self.tx() as conn:
+            conn.execute(stmt)
+
+    def limit_list(self) -> list[Any]:
+        with self.tx() as conn:
+            return list(conn.execute(sa.select(concurrency_limits)))

@@ -1,0 +1,162 @@
+"""Table definitions used by the store's queries.
+
+Times are integer microseconds since the Unix epoch (UTC) on every dialect, so
+SQLite and PostgreSQL compare and order them identically. Status and other
+enums are small integers equal to the protobuf enum numbers.
+
+Acquisition reads jobs through ``ix_jobs_ready``: a partial index over
+PENDING rows keyed by *lane* (tenant, job type, definition) and then by the
+in-tenant order (priority, due time, id). Acquisition walks lanes, never the
+whole table, so a paused definition's jobs are skipped with one index probe
+however many there are, and nothing ever rewrites a paused row.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+SCHEMA_REVISION = "0001"
+
+metadata = sa.MetaData()
+
+jobs = sa.Table(
+    "wfj_jobs",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("job_type", sa.Text, nullable=False),
+    sa.Column("tenant_id", sa.Text, nullable=False),
+    sa.Column("definition_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("definition_version", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("instance_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("activity_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("activity_node_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("bookmark_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("correlation_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+    sa.Column("content_type", sa.Text, nullable=False, server_default=""),
+    sa.Column("category", sa.SmallInteger, nullable=False, server_default="0"),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("max_attempts", sa.Integer, nullable=False),
+    sa.Column("retry_policy", sa.Text),
+    sa.Column("execution_timeout_ms", sa.BigInteger),
+    sa.Column("heartbeat_timeout_ms", sa.BigInteger),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("due_at", sa.BigInteger, nullable=False),
+    sa.Column("started_at", sa.BigInteger),
+    sa.Column("finished_at", sa.BigInteger),
+    sa.Column("lease_owner", sa.Text),
+    sa.Column("lease_token", sa.Text),
+    sa.Column("lease_expires_at", sa.BigInteger),
+    sa.Column("last_error", sa.Text),
+    sa.Column("last_error_kind", sa.Text),
+    sa.Column("result", sa.LargeBinary),
+    sa.Column("result_content_type", sa.Text),
+    sa.Column("idempotency_key", sa.Text),
+    sa.Column("traceparent", sa.Text, nullable=False, server_default=""),
+    sa.Column("tracestate", sa.Text, nullable=False, server_default=""),
+    sa.Column("concurrency_key", sa.Text),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("replay_of", sa.Text),
+)
+
+job_attempts = sa.Table(
+    "wfj_job_attempts",
+    metadata,
+    sa.Column("job_id", sa.Text, primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("worker_id", sa.Text),
+    sa.Column("started_at", sa.BigInteger),
+    sa.Column("ended_at", sa.BigInteger),
+    sa.Column("outcome", sa.SmallInteger, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("error_kind", sa.Text),
+)
+
+lanes = sa.Table(
+    "wfj_lanes",
+    metadata,
+    sa.Column("tenant_id", sa.Text, primary_key=True),
+    sa.Column("job_type", sa.Text, primary_key=True),
+    sa.Column("definition_id", sa.Text, primary_key=True),
+)
+
+pauses = sa.Table(
+    "wfj_pauses",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("kind", sa.SmallInteger, nullable=False),
+    sa.Column("tenant_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("value", sa.Text, nullable=False, server_default=""),
+    sa.Column("actor", sa.Text, nullable=False, server_default=""),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger),
+    sa.Column("lifted_at", sa.BigInteger),
+    sa.Column("lifted_by", sa.Text),
+)
+
+tenants = sa.Table(
+    "wfj_tenants",
+    metadata,
+    sa.Column("tenant_id", sa.Text, primary_key=True),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="1"),
+)
+
+concurrency_limits = sa.Table(
+    "wfj_concurrency_limits",
+    metadata,
+    sa.Column("kind", sa.SmallInteger, primary_key=True),
+    sa.Column("value", sa.Text, primary_key=True),
+    sa.Column("max_running", sa.Integer, nullable=False),
+)
+
+workers = sa.Table(
+    "wfj_workers",
+    metadata,
+    sa.Column("worker_id", sa.Text, primary_key=True),
+    sa.Column("coordinator_id", sa.Text, nullable=False),
+    sa.Column("hostname", sa.Text, nullable=False, server_default=""),
+    sa.Column("pid", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("sdk_version", sa.Text, nullable=False, server_default=""),
+    sa.Column("job_types", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("slots", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("connected_at", sa.BigInteger, nullable=False),
+    sa.Column("last_seen_at", sa.BigInteger, nullable=False),
+)
+
+cluster_flags = sa.Table(
+    "wfj_cluster_flags",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+)
+
+sa.Index(
+    "ix_wfj_jobs_ready",
+    jobs.c.tenant_id,
+    jobs.c.job_type,
+    jobs.c.definition_id,
+    jobs.c.priority.desc(),
+    jobs.c.due_at,
+    jobs.c.id,
+    postgresql_where=jobs.c.status == 1,
+    sqlite_where=jobs.c.status == 1,
+)
+sa.Index(
+    "ix_wfj_jobs_leases",
+    jobs.c.lease_expires_at,
+    postgresql_where=jobs.c.status == 2,
+    sqlite_where=jobs.c.status == 2,
+)
+sa.Index(
+    "ux_wfj_jobs_idempotency",
+    jobs.c.tenant_id,
+    jobs.c.idempotency_key,
+    unique=True,
+    postgresql_where=jobs.c.idempotency_key.isnot(None),
+    sqlite_where=jobs.c.idempotency_key.isnot(None),
+)
+sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)

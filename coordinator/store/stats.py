@@ -1,0 +1,44 @@
+"""Named queries for operator views: backlog counts and recent activity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from coordinator.store.base import StoreBase
+from coordinator.store.schema import job_attempts, jobs
+
+
+class StatsQueries(StoreBase):
+    """Aggregates over ``wfj_jobs`` and ``wfj_job_attempts``."""
+
+    def job_count_by_status(self, tenant_id: str = "") -> list[Any]:
+        """(tenant, job type, status, count) rows."""
+        query = sa.select(
+            jobs.c.tenant_id, jobs.c.job_type, jobs.c.status, sa.func.count().label("n")
+        ).group_by(jobs.c.tenant_id, jobs.c.job_type, jobs.c.status)
+        if tenant_id:
+            query = query.where(jobs.c.tenant_id == tenant_id)
+        with self.tx() as conn:
+            return list(conn.execute(query))
+
+    def job_oldest_pending_due(self, now: int, tenant_id: str = "") -> int | None:
+        """Due time of the oldest job that is due and still PENDING."""
+        query = sa.select(sa.func.min(jobs.c.due_at)).where(
+            jobs.c.status == 1, jobs.c.due_at <= now
+        )
+        if tenant_id:
+            query = query.where(jobs.c.tenant_id == tenant_id)
+        with self.tx() as conn:
+            return conn.execute(query).scalar()
+
+    def attempt_outcome_counts(self, since: int) -> dict[int, int]:
+        """Attempts ended since ``since``, counted by outcome."""
+        query = (
+            sa.select(job_attempts.c.outcome, sa.func.count())
+            .where(job_attempts.c.ended_at >= since)
+            .group_by(job_attempts.c.outcome)
+        )
+        with self.tx() as conn:
+            return {o: n for o, n in conn.execute(query)}
