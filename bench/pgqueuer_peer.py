@@ -20,6 +20,7 @@ from pgqueuer.models import Job
 
 from bench.database import PostgresServer
 from bench.processes import ManagedProcess
+from bench.recording import StartRecorder
 
 DATABASE = "pgqueuer_bench"
 ENTRYPOINT = "noop"
@@ -48,16 +49,16 @@ class PgQueuerSystem:
         finally:
             await conn.close()
 
-    def start_workers(self, processes: int, deadline_s: float) -> list[ManagedProcess]:
-        return [
-            ManagedProcess(
-                f"pgqueuer-worker-{i}",
-                ["python", "-m", "bench.pgqueuer_peer", "--dsn", self.dsn,
-                 "--batch-size", str(self.batch_size)],
-                deadline_s=deadline_s,
-            )
-            for i in range(processes)
-        ]
+    def start_workers(self, processes: int, deadline_s: float,
+                      record: str | None = None) -> list[ManagedProcess]:
+        started = []
+        for i in range(processes):
+            argv = ["python", "-m", "bench.pgqueuer_peer", "--dsn", self.dsn,
+                    "--batch-size", str(self.batch_size)]
+            if record:
+                argv += ["--record", f"{record}.{i}"]
+            started.append(ManagedProcess(f"pgqueuer-worker-{i}", argv, deadline_s=deadline_s))
+        return started
 
     async def wait_ready(self, workers: list[ManagedProcess], timeout_s: float) -> None:
         for worker in workers:
@@ -96,13 +97,19 @@ class CompletionCounter:
         await self._conn.close()
 
 
-async def _run_worker(dsn: str, batch_size: int) -> None:
+async def _run_worker(dsn: str, batch_size: int, record: str | None) -> None:
     conn = await asyncpg.connect(dsn)
     queue_manager = QueueManager(Queries(AsyncpgDriver(conn)))
+    recorder = StartRecorder(record) if record else None
 
-    @queue_manager.entrypoint(ENTRYPOINT)
-    async def noop(job: Job) -> None:  # noqa: ARG001 - the no-op handler under test
-        return None
+    if recorder is None:
+        @queue_manager.entrypoint(ENTRYPOINT)
+        async def noop(job: Job) -> None:  # noqa: ARG001 - the no-op handler under test
+            return None
+    else:
+        @queue_manager.entrypoint(ENTRYPOINT)
+        async def noop(job: Job) -> None:
+            recorder.record("-", job.payload or b"")
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -111,6 +118,8 @@ async def _run_worker(dsn: str, batch_size: int) -> None:
     try:
         await queue_manager.run(batch_size=batch_size)
     finally:
+        if recorder is not None:
+            recorder.close()
         await conn.close()
 
 
@@ -118,8 +127,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="PgQueuer no-op worker for the bench")
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument("--record", default=None, help="record handler starts to this file")
     args = parser.parse_args()
-    asyncio.run(_run_worker(args.dsn, args.batch_size))
+    asyncio.run(_run_worker(args.dsn, args.batch_size, args.record))
 
 
 if __name__ == "__main__":

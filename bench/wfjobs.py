@@ -11,7 +11,7 @@ process under test.
 from __future__ import annotations
 
 import asyncio
-import json
+import os
 import time
 from collections.abc import Sequence
 
@@ -93,14 +93,20 @@ class Coordinator:
             raise ProcessFailed(f"coordinator exited:\n{self.process.log_tail()}")
 
 
+def worker_impl() -> str:
+    """`sdk` (the real Worker; every reported figure) or `stream` (bare stream, probes only)."""
+    return os.environ.get("BENCH_WORKER_IMPL", "sdk")
+
+
 def start_workers(target: str, processes: int, *, concurrency: int, deadline_s: float,
                   record: str | None = None, workers_per_process: int = 1,
-                  name: str = "wfjobs-worker") -> list[ManagedProcess]:
-    """Start `processes` worker processes (each with `workers_per_process` SDK Workers)."""
+                  impl: str | None = None, name: str = "wfjobs-worker") -> list[ManagedProcess]:
+    """Start `processes` worker processes (each with `workers_per_process` workers)."""
     started = []
     for i in range(processes):
         argv = ["python", "-m", "bench.worker_proc", "--target", target,
-                "--concurrency", str(concurrency), "--workers", str(workers_per_process)]
+                "--concurrency", str(concurrency), "--workers", str(workers_per_process),
+                "--impl", impl or worker_impl()]
         if record:
             argv += ["--record", f"{record}.{i}"]
         started.append(ManagedProcess(f"{name}-{i}", argv, deadline_s=deadline_s))
@@ -148,10 +154,6 @@ async def enqueue_noop(target: str, jobs: int, batch: int, tenant: str = "bench"
     spec = job_spec(tenant)
     batches = [[spec] * min(batch, jobs - start) for start in range(0, jobs, batch)]
     await enqueue_batches(target, batches)
-
-
-def latency_payload(enqueued_ns: int) -> bytes:
-    return json.dumps({"enqueued_ns": enqueued_ns}).encode()
 
 
 class CompletionCounter:

@@ -1,0 +1,116 @@
+"""`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
+
+Figures (in table order): throughput, latency, paused, backlog, fairness,
+idle, memory. With no figure named, all run. Output:
+
+- all figures, full sizes → `bench/results/latest.md` (the committed table);
+- `--quick` → `bench/results/quick.md` (a smoke check; numbers not quotable);
+- a subset → `bench/results/partial.md`;
+- `--output PATH` overrides the destination.
+
+A figure that fails is reported as a row with the error; the exit status is 0
+whatever the figures show (CI never fails on a figure), and 2 only for bad
+command-line usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+from bench.config import QUICK_SIZES, BenchConfig, Sizes
+from bench.processes import LOG_DIR
+from bench.results import (
+    Row,
+    machine_description,
+    render_report,
+    render_table,
+    write_report,
+)
+
+FIGURES = {
+    "throughput": "bench.throughput",
+    "latency": "bench.latency",
+    "paused": "bench.paused",
+    "backlog": "bench.backlog",
+    "fairness": "bench.fairness",
+    "idle": "bench.idle",
+    "memory": "bench.memory",
+}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("figures", nargs="*", metavar="figure",
+                        help=f"figures to run (default: all): {', '.join(FIGURES)}")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs per figure; the table shows the median (default 3, quick 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="reduced sizes: every figure in about three minutes in all")
+    parser.add_argument("--output", type=Path, default=None, help="where to write the table")
+    args = parser.parse_args(argv)
+    unknown = [f for f in args.figures if f not in FIGURES]
+    if unknown:
+        parser.error(f"unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+    if args.runs is not None and args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
+
+
+def run_figure(name: str, config: BenchConfig) -> list[Row]:
+    """Run one figure; a failure becomes a row carrying the error."""
+    try:
+        module = importlib.import_module(FIGURES[name])
+        return module.run(config)
+    except Exception as exc:  # reported in the table, never fatal
+        traceback.print_exc()
+        first_line = (str(exc).splitlines() or [""])[0][:200]
+        return [Row(figure=name, unit="", note=f"failed: {type(exc).__name__}: {first_line}")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    figures = args.figures or list(FIGURES)
+    sizes: Sizes = QUICK_SIZES if args.quick else Sizes()
+    runs = args.runs or (1 if args.quick else 3)
+    config = replace(BenchConfig(), runs=runs, quick=args.quick, sizes=sizes)
+
+    machine = machine_description(config.server.version())
+    print(f"bench: {', '.join(figures)}; {runs} run(s) each; "
+          f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}", flush=True)
+    print(f"machine: {machine}", flush=True)
+    started = time.monotonic()
+    rows: list[Row] = []
+    for name in figures:
+        figure_started = time.monotonic()
+        print(f"== {name}", flush=True)
+        rows.extend(run_figure(name, config))
+        print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
+
+    report = render_report(rows, machine=machine, runs=runs, quick=args.quick,
+                           figures=figures, elapsed_s=time.monotonic() - started)
+    if args.output is not None:
+        destination = args.output
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_text(report)
+    elif args.quick:
+        destination = write_report(report, "quick.md")
+    elif set(figures) == set(FIGURES):
+        destination = write_report(report, "latest.md")
+    else:
+        destination = write_report(report, "partial.md")
+    print()
+    print(render_table(rows))
+    print()
+    print(f"written to {destination}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Figure 2: enqueue→handler-start latency at a steady offered load.
+
+Open-loop load: job k is sent at t0 + k / rate whatever happened to earlier
+sends (each send is its own task), one job per call (`Enqueue` for
+workflow-jobs, a single-row `enqueue` for PgQueuer), so slow answers cannot
+lower the offered rate. Each payload carries the wall-clock time just before
+its send; the handler records its own start time (`bench.recording`). Latency
+= start − stamp, so it includes the enqueue call itself, the commit, the
+wake-up, acquisition, delivery to the worker and dispatch to the handler.
+Both systems run two worker processes; PgQueuer with its default batch size (10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import asyncpg
+import grpc
+from pgqueuer import AsyncpgPoolDriver, Queries
+
+from bench import wfjobs
+from bench.config import BenchConfig
+from bench.database import PostgresServer
+from bench.pgqueuer_peer import ENTRYPOINT, PgQueuerSystem
+from bench.processes import LOG_DIR, ManagedProcess, ProcessFailed, stop_all
+from bench.recording import count_records, payload_with_stamp, read_records
+from bench.results import Row, Target
+from workflowjobs.v1 import scheduler_service_pb2, scheduler_service_pb2_grpc
+
+WORKER_PROCESSES = 2
+DRAIN_TIMEOUT_S = 30.0
+
+
+async def offer_load(send: Callable[[bytes], Awaitable[object]], rate: int,
+                     seconds: float) -> tuple[int, float, int]:
+    """Send `rate × seconds` jobs on an open-loop schedule.
+
+    Returns (jobs sent, achieved send rate, failed sends).
+    """
+    total = int(rate * seconds)
+    interval = 1.0 / rate
+    pending: set[asyncio.Task[object]] = set()
+    failures = 0
+    started = time.perf_counter()
+    for k in range(total):
+        delay = started + k * interval - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(send(payload_with_stamp()))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    finished_sending = time.perf_counter()
+    results = await asyncio.gather(*pending, return_exceptions=True)
+    failures = sum(1 for r in results if isinstance(r, BaseException))
+    return total, total / max(finished_sending - started, 1e-9), failures
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_values:
+        raise ValueError("no samples")
+    rank = max(1, min(len(sorted_values), round(fraction * len(sorted_values) + 0.5)))
+    return sorted_values[rank - 1]
+
+
+async def wait_for_records(paths: list[Path], expected: int, workers: list[ManagedProcess],
+                           timeout_s: float) -> int:
+    end = time.monotonic() + timeout_s
+    seen = 0
+    while time.monotonic() < end:
+        seen = count_records(paths)
+        if seen >= expected:
+            return seen
+        for worker in workers:
+            if not worker.running():
+                raise ProcessFailed(f"{worker.name} exited:\n{worker.log_tail()}")
+        await asyncio.sleep(0.1)
+    return seen
+
+
+def latencies_ms(paths: list[Path]) -> list[float]:
+    return sorted((r.start_ns - r.enqueued_ns) / 1e6 for r in read_records(paths) if r.enqueued_ns)
+
+
+async def measure_ours(server: PostgresServer, rate: int, seconds: float,
+                       concurrency: int) -> tuple[list[float], str]:
+    server.recreate_database(wfjobs.DATABASE)
+    coordinator = wfjobs.Coordinator(server)
+    coordinator.migrate()
+    coordinator.start()
+    record = LOG_DIR / f"latency-ours-{time.monotonic_ns()}"
+    paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
+    workers: list[ManagedProcess] = []
+    try:
+        workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
+                                       concurrency=concurrency, deadline_s=seconds + 180,
+                                       record=str(record))
+        await wfjobs.wait_connected(coordinator.target, WORKER_PROCESSES, workers)
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            scheduler = scheduler_service_pb2_grpc.JobSchedulerServiceStub(channel)
+
+            async def send(payload: bytes) -> object:
+                spec = wfjobs.job_spec(data=payload)
+                return await scheduler.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec),
+                                               timeout=30)
+
+            total, achieved, failed = await offer_load(send, rate, seconds)
+        seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+    finally:
+        stop_all(workers)
+        coordinator.stop()
+    return latencies_ms(paths), _note(total, achieved, failed, seen)
+
+
+async def measure_pgqueuer(server: PostgresServer, rate: int, seconds: float) -> tuple[list[float], str]:
+    system = PgQueuerSystem(server, batch_size=10)
+    await system.prepare()
+    record = LOG_DIR / f"latency-pgqueuer-{time.monotonic_ns()}"
+    paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
+    workers: list[ManagedProcess] = []
+    try:
+        workers = system.start_workers(WORKER_PROCESSES, seconds + 180, record=str(record))
+        await system.wait_ready(workers, 60)
+        await asyncio.sleep(1.0)  # READY is printed just before the dequeue loop starts
+        pool = await asyncpg.create_pool(system.dsn, min_size=4, max_size=8)
+        try:
+            queries = Queries(AsyncpgPoolDriver(pool))
+
+            async def send(payload: bytes) -> object:
+                return await queries.enqueue(ENTRYPOINT, payload)
+
+            total, achieved, failed = await offer_load(send, rate, seconds)
+        finally:
+            await pool.close()
+        seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+    finally:
+        stop_all(workers)
+    return latencies_ms(paths), _note(total, achieved, failed, seen)
+
+
+def _note(total: int, achieved: float, failed: int, seen: int) -> str:
+    note = f"sent {total} at {achieved:.0f}/s"
+    if failed:
+        note += f", {failed} sends failed"
+    if seen < total - failed:
+        note += f", only {seen} started within {DRAIN_TIMEOUT_S:.0f} s"
+    return note
+
+
+def run(config: BenchConfig) -> list[Row]:
+    return asyncio.run(_run(config))
+
+
+async def _run(config: BenchConfig) -> list[Row]:
+    sizes = config.sizes
+    ours: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
+    peer: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
+    notes: dict[str, str] = {}
+    for run_index in range(config.runs):
+        for who, measure, into in (
+            ("ours", lambda: measure_ours(config.server, sizes.latency_rate, sizes.latency_seconds,
+                                          sizes.worker_concurrency), ours),
+            ("PgQueuer", lambda: measure_pgqueuer(config.server, sizes.latency_rate,
+                                                  sizes.latency_seconds), peer),
+        ):
+            try:
+                samples, note = await measure()
+            except Exception as exc:  # reported in the table
+                notes[who] = f"{who} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                print(f"  latency {notes[who]}", flush=True)
+                continue
+            notes.setdefault(who, note)
+            if not samples:
+                continue
+            for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+                into[name].append(percentile(samples, fraction))
+            print(f"  latency run {run_index + 1} {who}: p50 {percentile(samples, 0.5):.1f} ms, "
+                  f"p99 {percentile(samples, 0.99):.1f} ms ({note})", flush=True)
+
+    label = f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s for {sizes.latency_seconds:.0f} s"
+    targets = {"p50": Target.at_most(5.0, "≤ 5 ms"), "p95": None,
+               "p99": Target.at_most(25.0, "≤ 25 ms")}
+    note = "; ".join(f"{k}: {v}" for k, v in notes.items())
+    return [
+        Row(figure=f"{label}, {name}", unit="ms", ours=ours[name], comparison=peer[name],
+            comparison_name="PgQueuer batch 10", target=targets[name],
+            note=note if name == "p50" else "", higher_is_better=False)
+        for name in ("p50", "p95", "p99")
+    ]
