@@ -1,0 +1,110 @@
+"""workflow-jobs worker SDK: run handlers for jobs, enqueue jobs, operate the engine.
+
+A worker in about ten lines::
+
+    from dataclasses import dataclass
+    from worker_sdk import JobContext, Worker
+
+    @dataclass
+    class Invoice:
+        id: str
+        amount_cents: int
+
+    worker = Worker("127.0.0.1:50051", concurrency=50)
+
+    @worker.handler("invoice.charge")
+    async def charge(invoice: Invoice, ctx: JobContext) -> dict:
+        ctx.logger.info("charging %s", invoice.id)
+        return {"charged": invoice.amount_cents}
+
+    worker.run()
+
+Enqueue with :class:`SchedulerClient` (or :class:`AsyncSchedulerClient`),
+operate with :class:`AdminClient`, and unit-test handlers with
+:func:`worker_sdk.testing.run_handler`.
+"""
+
+from ._admin import AdminClient, BulkResult, JobExplanation, JobFilter, JobPage
+from ._codec import (
+    BYTES_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    PROTOBUF_CONTENT_TYPE,
+    decode_payload,
+    encode_payload,
+)
+from ._context import CancelReason, CancelSignal, JobContext, current_job
+from ._convert import (
+    JobAttemptView,
+    JobCategory,
+    JobRequest,
+    JobStatus,
+    JobView,
+    RetryPolicy,
+    WorkflowRef,
+)
+from ._errors import (
+    AlreadyExistsError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    JobNotFoundError,
+    LeaseLostError,
+    NonRetryableError,
+    PayloadDecodeError,
+    PayloadEncodeError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    RetryAfter,
+    UnauthenticatedError,
+    UnavailableError,
+    WorkflowJobsError,
+    error_from_rpc,
+)
+from ._scheduler import AsyncSchedulerClient, EnqueueResult, SchedulerClient
+from ._version import __version__
+from ._worker import Worker
+
+__all__ = [
+    "BYTES_CONTENT_TYPE",
+    "JSON_CONTENT_TYPE",
+    "PROTOBUF_CONTENT_TYPE",
+    "AdminClient",
+    "AlreadyExistsError",
+    "AsyncSchedulerClient",
+    "BulkResult",
+    "CancelReason",
+    "CancelSignal",
+    "DeadlineExceededError",
+    "EnqueueResult",
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "JobAttemptView",
+    "JobCategory",
+    "JobContext",
+    "JobExplanation",
+    "JobFilter",
+    "JobNotFoundError",
+    "JobPage",
+    "JobRequest",
+    "JobStatus",
+    "JobView",
+    "LeaseLostError",
+    "NonRetryableError",
+    "PayloadDecodeError",
+    "PayloadEncodeError",
+    "PermissionDeniedError",
+    "ResourceExhaustedError",
+    "RetryAfter",
+    "RetryPolicy",
+    "SchedulerClient",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "Worker",
+    "WorkflowJobsError",
+    "WorkflowRef",
+    "__version__",
+    "current_job",
+    "decode_payload",
+    "encode_payload",
+    "error_from_rpc",
+]

@@ -1,0 +1,424 @@
+"""Operator client: one typed method per ``AdminService`` RPC.
+
+Jobs come back as :class:`JobView`; everything else (pause records, workers,
+stats, limits, wait reasons) as the contract's protobuf messages, which already
+carry names a person can read. Scope kinds are accepted as short names
+(``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
+``"concurrency_key"``), full enum names, or enum numbers, so a CLI can pass its
+arguments straight through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import grpc
+
+from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
+
+from ._convert import JobCategory, JobStatus, JobView, category_to_proto, to_duration, to_timestamp
+from ._errors import error_from_rpc
+from ._transport import ChannelConfig
+
+__all__ = ["AdminClient", "BulkResult", "JobExplanation", "JobFilter", "JobPage"]
+
+
+def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> int:
+    if isinstance(value, int):
+        return value
+    name = value.strip().upper().replace("-", "_")
+    if not name.startswith(prefix):
+        name = prefix + name
+    try:
+        return int(enum_type.Value(name))
+    except ValueError:
+        choices = ", ".join(
+            n.removeprefix(prefix).lower()
+            for n in enum_type.keys()
+            if not n.endswith("UNSPECIFIED")
+        )
+        raise ValueError(f"unknown {what} {value!r}; expected one of: {choices}") from None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Which jobs an admin listing or bulk action applies to. Unset fields match all.
+
+    Attributes:
+        statuses: Job statuses to include.
+        tenant_id: Tenant.
+        job_type: Job type.
+        definition_id: Workflow definition id.
+        instance_id: Workflow instance id.
+        correlation_id: Correlation id.
+        category: Job category.
+        created_after: Created at or after.
+        created_before: Created before.
+        due_after: Due at or after.
+        due_before: Due before.
+    """
+
+    statuses: Sequence[JobStatus | str] = ()
+    tenant_id: str = ""
+    job_type: str = ""
+    definition_id: str = ""
+    instance_id: str = ""
+    correlation_id: str = ""
+    category: JobCategory | str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    due_after: datetime | None = None
+    due_before: datetime | None = None
+
+    def to_proto(self) -> admin_service_pb2.JobFilter:
+        """Build the ``workflowjobs.v1.JobFilter`` message."""
+        message = admin_service_pb2.JobFilter(
+            statuses=[JobStatus(str(s).upper()).to_proto() for s in self.statuses],
+            tenant_id=self.tenant_id,
+            job_type=self.job_type,
+            definition_id=self.definition_id,
+            instance_id=self.instance_id,
+            correlation_id=self.correlation_id,
+            category=category_to_proto(self.category),  # type: ignore[arg-type]
+        )
+        for field in ("created_after", "created_before", "due_after", "due_before"):
+            value = getattr(self, field)
+            if value is not None:
+                getattr(message, field).CopyFrom(to_timestamp(value))
+        return message
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of :meth:`AdminClient.list_jobs`.
+
+    Attributes:
+        jobs: The jobs, in creation order.
+        next_page_token: Pass to the next call; empty on the last page.
+    """
+
+    jobs: list[JobView]
+    next_page_token: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobExplanation:
+    """Why a job is not running right now.
+
+    Attributes:
+        job: The job.
+        reasons: Every reason (``workflowjobs.v1.WaitReason``); empty when it is eligible now.
+    """
+
+    job: JobView
+    reasons: list[admin_service_pb2.WaitReason]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BulkResult:
+    """Outcome of a bulk retry or cancel.
+
+    Attributes:
+        matched: Jobs the filter matched.
+        changed: Jobs actually changed (0 on a dry run).
+    """
+
+    matched: int
+    changed: int
+
+
+def _filter(value: JobFilter | admin_service_pb2.JobFilter | None) -> admin_service_pb2.JobFilter:
+    if value is None:
+        return admin_service_pb2.JobFilter()
+    if isinstance(value, JobFilter):
+        return value.to_proto()
+    return value
+
+
+def _pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:
+    return admin_service_pb2.PauseScope(
+        kind=_enum_value(
+            admin_service_pb2.PauseScopeKind, "PAUSE_SCOPE_KIND_", kind, "pause scope"
+        ),
+        tenant_id=tenant_id,
+        value=value,
+    )
+
+
+class AdminClient:
+    """Blocking client of ``AdminService``. Use as a context manager or call :meth:`close`.
+
+    Args:
+        target: ``host:port`` of the coordinator.
+        credentials: TLS/mTLS channel credentials; None for plaintext.
+        token: Bearer token (needs the admin role).
+        metadata: Extra metadata sent with every call.
+        timeout: Deadline of each call, in seconds (None: no deadline).
+        channel_options: Extra gRPC channel options.
+        channel: Use this channel instead of opening one (it is not closed by :meth:`close`).
+
+    Every method raises a :class:`WorkflowJobsError` subclass when the call fails.
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float | None = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        config = ChannelConfig(
+            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+        )
+        self._metadata = config.metadata
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else config.sync_channel()
+        self._stub = admin_service_pb2_grpc.AdminServiceStub(self._channel)
+        self._timeout = timeout
+
+    def close(self) -> None:
+        """Close the channel (when this client opened it)."""
+        if self._owns_channel:
+            self._channel.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self._timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from exc
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def get_job(self, job_id: str) -> JobView:
+        """Read a job with its attempt history.
+
+        Raises:
+            JobNotFoundError: No such job.
+        """
+        request = admin_service_pb2.AdminServiceGetJobRequest(job_id=job_id)
+        return JobView.from_proto(self._call(self._stub.GetJob, request).job)
+
+    def list_jobs(
+        self,
+        filter: JobFilter | admin_service_pb2.JobFilter | None = None,
+        *,
+        page_size: int = 100,
+        page_token: str = "",
+    ) -> JobPage:
+        """List jobs matching ``filter``, one page at a time, in creation order.
+
+        Args:
+            filter: Which jobs; None lists all.
+            page_size: 1..1000.
+            page_token: ``next_page_token`` of the previous page.
+        """
+        request = admin_service_pb2.ListJobsRequest(
+            filter=_filter(filter), page_size=page_size, page_token=page_token
+        )
+        response = self._call(self._stub.ListJobs, request)
+        return JobPage(
+            jobs=[JobView.from_proto(j) for j in response.jobs],
+            next_page_token=response.next_page_token,
+        )
+
+    def iter_jobs(
+        self,
+        filter: JobFilter | admin_service_pb2.JobFilter | None = None,
+        *,
+        page_size: int = 100,
+    ) -> Iterator[JobView]:
+        """Iterate over every job matching ``filter``, fetching pages as needed."""
+        token = ""
+        while True:
+            page = self.list_jobs(filter, page_size=page_size, page_token=token)
+            yield from page.jobs
+            token = page.next_page_token
+            if not token:
+                return
+
+    def explain_job(self, job_id: str) -> JobExplanation:
+        """Every reason a pending job is not running right now."""
+        response = self._call(
+            self._stub.ExplainJob, admin_service_pb2.ExplainJobRequest(job_id=job_id)
+        )
+        return JobExplanation(job=JobView.from_proto(response.job), reasons=list(response.reasons))
+
+    def retry_job(self, job_id: str, *, keep_attempts: bool = False) -> JobView:
+        """Make a faulted or cancelled job pending again.
+
+        Args:
+            job_id: The job.
+            keep_attempts: Keep the attempt count instead of resetting it.
+        """
+        request = admin_service_pb2.RetryJobRequest(job_id=job_id, keep_attempts=keep_attempts)
+        return JobView.from_proto(self._call(self._stub.RetryJob, request).job)
+
+    def cancel_job(self, job_id: str, *, reason: str = "") -> JobView:
+        """Cancel a job; a running job's handler is signalled."""
+        request = admin_service_pb2.CancelJobRequest(job_id=job_id, reason=reason)
+        return JobView.from_proto(self._call(self._stub.CancelJob, request).job)
+
+    def unlock_job(self, job_id: str) -> JobView:
+        """Break a running job's lease and make it pending again."""
+        request = admin_service_pb2.UnlockJobRequest(job_id=job_id)
+        return JobView.from_proto(self._call(self._stub.UnlockJob, request).job)
+
+    def replay_job(self, job_id: str) -> JobView:
+        """Enqueue a new job with the same spec; returns the new job."""
+        request = admin_service_pb2.ReplayJobRequest(job_id=job_id)
+        return JobView.from_proto(self._call(self._stub.ReplayJob, request).job)
+
+    def bulk_retry_jobs(
+        self,
+        filter: JobFilter | admin_service_pb2.JobFilter | None,
+        *,
+        dry_run: bool = False,
+        keep_attempts: bool = False,
+    ) -> BulkResult:
+        """Retry every job matching ``filter`` (``dry_run`` only counts)."""
+        request = admin_service_pb2.BulkRetryJobsRequest(
+            filter=_filter(filter), dry_run=dry_run, keep_attempts=keep_attempts
+        )
+        response = self._call(self._stub.BulkRetryJobs, request)
+        return BulkResult(matched=response.matched, changed=response.changed)
+
+    def bulk_cancel_jobs(
+        self,
+        filter: JobFilter | admin_service_pb2.JobFilter | None,
+        *,
+        dry_run: bool = False,
+        reason: str = "",
+    ) -> BulkResult:
+        """Cancel every job matching ``filter`` (``dry_run`` only counts)."""
+        request = admin_service_pb2.BulkCancelJobsRequest(
+            filter=_filter(filter), dry_run=dry_run, reason=reason
+        )
+        response = self._call(self._stub.BulkCancelJobs, request)
+        return BulkResult(matched=response.matched, changed=response.changed)
+
+    # -- stats and workers --------------------------------------------------------------------
+
+    def get_stats(
+        self, *, tenant_id: str = "", window: timedelta | float | None = None
+    ) -> admin_service_pb2.GetStatsResponse:
+        """Backlog per tenant/type/status, oldest pending age, recent retries and failures.
+
+        Args:
+            tenant_id: Limit to one tenant.
+            window: Window for the recent counts (server default: 5 minutes).
+        """
+        request = admin_service_pb2.GetStatsRequest(tenant_id=tenant_id)
+        if window is not None:
+            request.window.CopyFrom(to_duration(window))
+        return self._call(self._stub.GetStats, request)
+
+    def list_workers(self) -> list[admin_service_pb2.WorkerInfo]:
+        """Connected workers with their slots, in-flight jobs and last heartbeat."""
+        return list(
+            self._call(self._stub.ListWorkers, admin_service_pb2.ListWorkersRequest()).workers
+        )
+
+    # -- pauses -------------------------------------------------------------------------------
+
+    def pause(
+        self,
+        kind: str | int,
+        value: str = "",
+        *,
+        tenant_id: str = "",
+        actor: str = "",
+        reason: str = "",
+        expire_time: datetime | None = None,
+    ) -> admin_service_pb2.PauseRecord:
+        """Pause a tenant, definition, instance or job type.
+
+        Args:
+            kind: ``"tenant"``, ``"definition"``, ``"instance"`` or ``"job_type"``.
+            value: Definition id, instance id or job type; empty for a tenant.
+            tenant_id: The tenant (the paused one for ``"tenant"``).
+            actor: Who pauses (kept in the audit history).
+            reason: Why.
+            expire_time: The pause lifts by itself at this time.
+        """
+        request = admin_service_pb2.PauseRequest(
+            scope=_pause_scope(kind, value, tenant_id), actor=actor, reason=reason
+        )
+        if expire_time is not None:
+            request.expire_time.CopyFrom(to_timestamp(expire_time))
+        return self._call(self._stub.Pause, request).pause
+
+    def unpause(
+        self, kind: str | int, value: str = "", *, tenant_id: str = "", actor: str = ""
+    ) -> list[admin_service_pb2.PauseRecord]:
+        """Lift the pauses of a scope (arguments as for :meth:`pause`); returns those lifted."""
+        request = admin_service_pb2.UnpauseRequest(
+            scope=_pause_scope(kind, value, tenant_id), actor=actor
+        )
+        return list(self._call(self._stub.Unpause, request).lifted)
+
+    def list_pauses(
+        self, *, include_lifted: bool = False, tenant_id: str = ""
+    ) -> list[admin_service_pb2.PauseRecord]:
+        """Active pauses; with ``include_lifted``, the whole audit history."""
+        request = admin_service_pb2.ListPausesRequest(
+            include_lifted=include_lifted, tenant_id=tenant_id
+        )
+        return list(self._call(self._stub.ListPauses, request).pauses)
+
+    # -- tenants, limits, drain ---------------------------------------------------------------
+
+    def set_tenant_weight(self, tenant_id: str, weight: int) -> None:
+        """Set a tenant's fair-share weight (> 0; default 1)."""
+        request = admin_service_pb2.SetTenantWeightRequest(tenant_id=tenant_id, weight=weight)
+        self._call(self._stub.SetTenantWeight, request)
+
+    def set_concurrency_limit(self, kind: str | int, value: str, max_running: int) -> None:
+        """Limit running jobs cluster-wide for a scope; ``max_running=0`` removes the limit.
+
+        Args:
+            kind: ``"tenant"``, ``"job_type"``, ``"definition"`` or ``"concurrency_key"``.
+            value: The tenant id, job type, definition id or key.
+            max_running: Most jobs of the scope running at once.
+        """
+        limit = admin_service_pb2.ConcurrencyLimit(
+            kind=_enum_value(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_", kind, "limit"),
+            value=value,
+            max_running=max_running,
+        )
+        self._call(
+            self._stub.SetConcurrencyLimit,
+            admin_service_pb2.SetConcurrencyLimitRequest(limit=limit),
+        )
+
+    def list_concurrency_limits(self) -> list[admin_service_pb2.ConcurrencyLimit]:
+        """Every concurrency limit with its current running count."""
+        request = admin_service_pb2.ListConcurrencyLimitsRequest()
+        return list(self._call(self._stub.ListConcurrencyLimits, request).limits)
+
+    def drain(self, *, cluster: bool = False, worker_id: str = "") -> None:
+        """Stop new acquisitions on this coordinator, the whole cluster, or one worker.
+
+        Args:
+            cluster: Drain every coordinator sharing the store.
+            worker_id: Drain only this worker.
+        """
+        self._call(
+            self._stub.Drain, admin_service_pb2.DrainRequest(cluster=cluster, worker_id=worker_id)
+        )
+
+    def undrain(self, *, cluster: bool = False) -> None:
+        """Lift a drain (``cluster`` for the whole cluster)."""
+        self._call(self._stub.Undrain, admin_service_pb2.UndrainRequest(cluster=cluster))

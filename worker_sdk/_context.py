@@ -1,0 +1,328 @@
+"""The context a handler runs in: job identity, workflow refs, lease and cancellation.
+
+Handler code reaches it either by declaring a parameter annotated
+:class:`JobContext` or by calling :func:`current_job` anywhere below the handler
+(the worker copies the context variable into the thread pool for blocking
+handlers).
+
+Cancellation is a one-way signal with a reason: the coordinator asked to cancel
+the job, the lease was lost, the execution deadline passed, or the worker is
+shutting down. Setting it happens on the worker's event loop; reading and
+waiting work from the loop (``await ctx.cancelled.wait()``) and from a thread
+(``ctx.cancelled.wait_blocking(timeout)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+from workflowjobs.v1 import job_pb2
+
+from ._convert import WorkflowRef, from_duration, from_timestamp
+
+__all__ = ["CancelReason", "CancelSignal", "JobContext", "current_job"]
+
+_current_job: contextvars.ContextVar[JobContext] = contextvars.ContextVar("worker_sdk_current_job")
+
+
+class CancelReason:
+    """Why a job's cancel signal was set."""
+
+    CANCEL_REQUESTED = "cancel requested"
+    LEASE_LOST = "lease lost"
+    DEADLINE_EXCEEDED = "execution deadline exceeded"
+    WORKER_SHUTDOWN = "worker shutting down"
+
+
+class CancelSignal:
+    """A one-shot, thread-safe cancellation flag with an asyncio face.
+
+    Usable like an ``asyncio.Event`` from async handlers (``is_set()``,
+    ``await wait()``) and from blocking handlers (``wait_blocking()``).
+    """
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._flag = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.reason: str | None = None
+
+    def is_set(self) -> bool:
+        """True once the job should stop."""
+        return self._flag.is_set()
+
+    async def wait(self) -> bool:
+        """Wait until the signal is set (from a coroutine). Returns True."""
+        if self._flag.is_set():
+            return True
+        self._loop = asyncio.get_running_loop()
+        if self._flag.is_set():
+            return True
+        await self._event.wait()
+        return True
+
+    def wait_blocking(self, timeout: float | None = None) -> bool:
+        """Block the calling thread until the signal is set or ``timeout`` passes.
+
+        Args:
+            timeout: Seconds to wait; None waits forever.
+
+        Returns:
+            True when the signal is set.
+        """
+        return self._flag.wait(timeout)
+
+    def set(self, reason: str) -> None:
+        """Set the signal. Thread-safe; the first reason wins.
+
+        Args:
+            reason: One of the :class:`CancelReason` values, or free text.
+        """
+        if self._flag.is_set():
+            return
+        self.reason = reason
+        self._flag.set()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._event.set()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._event.set()
+        else:
+            loop.call_soon_threadsafe(self._event.set)
+
+
+class _JobLoggerAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Adds the job's identity to every record, keeping extras given per call."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
+        return msg, kwargs
+
+
+HeartbeatCallback = Callable[["JobContext", Any], None]
+
+
+class JobContext:
+    """What a handler knows about the job it is running.
+
+    Built by the worker (or :func:`worker_sdk.testing.run_handler`); handlers
+    never construct it.
+    """
+
+    def __init__(
+        self,
+        *,
+        job: job_pb2.Job,
+        lease_token: str = "",
+        lease_expire_time: datetime | None = None,
+        worker_id: str = "",
+        heartbeat_callback: HeartbeatCallback | None = None,
+        logger: logging.Logger | None = None,
+        start_time: datetime | None = None,
+    ) -> None:
+        self._job = job
+        self._lease_token = lease_token
+        self._worker_id = worker_id
+        self._heartbeat_callback = heartbeat_callback
+        self._cancelled = CancelSignal()
+        self.lease_expire_time: datetime | None = lease_expire_time
+        """When the current lease expires; refreshed by every heartbeat."""
+        self.start_time: datetime = start_time or datetime.now(UTC)
+        """When this attempt started on this worker."""
+        self.heartbeat_details: Any = None
+        """The details passed to the latest :meth:`heartbeat` call."""
+        timeout = from_duration(job.execution_timeout)
+        self.deadline: datetime | None = self.start_time + timeout if timeout else None
+        """When this attempt must be done (from the job's execution timeout), or None."""
+        self.workflow: WorkflowRef = WorkflowRef.from_proto(job.workflow)
+        """The workflow context of the job."""
+        self.logger: logging.LoggerAdapter = _JobLoggerAdapter(  # type: ignore[type-arg]
+            logger or logging.getLogger("worker_sdk.job"),
+            {
+                "job_id": job.id,
+                "job_type": job.job_type,
+                "tenant_id": job.tenant_id,
+                "attempt": job.attempt,
+            },
+        )
+        """A logger adapter whose records carry job_id, job_type, tenant_id and attempt."""
+
+    @property
+    def job(self) -> job_pb2.Job:
+        """The raw ``workflowjobs.v1.Job`` message as leased."""
+        return self._job
+
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+        return self._job.id
+
+    @property
+    def job_type(self) -> str:
+        """The job's type."""
+        return self._job.job_type
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number (1-based)."""
+        return self._job.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts allowed before the job is faulted."""
+        return self._job.max_attempts
+
+    @property
+    def is_last_attempt(self) -> bool:
+        """True when a failure of this attempt faults the job."""
+        return 0 < self._job.max_attempts <= self._job.attempt
+
+    @property
+    def tenant_id(self) -> str:
+        """The owning tenant."""
+        return self._job.tenant_id
+
+    @property
+    def definition_id(self) -> str:
+        """Workflow definition id."""
+        return self._job.workflow.definition_id
+
+    @property
+    def definition_version(self) -> int:
+        """Workflow definition version."""
+        return self._job.workflow.definition_version
+
+    @property
+    def instance_id(self) -> str:
+        """Workflow instance id."""
+        return self._job.workflow.instance_id
+
+    @property
+    def activity_id(self) -> str:
+        """Activity id."""
+        return self._job.workflow.activity_id
+
+    @property
+    def activity_node_id(self) -> str:
+        """Activity node id."""
+        return self._job.workflow.activity_node_id
+
+    @property
+    def bookmark_id(self) -> str:
+        """Bookmark id."""
+        return self._job.workflow.bookmark_id
+
+    @property
+    def correlation_id(self) -> str:
+        """Correlation id."""
+        return self._job.workflow.correlation_id
+
+    @property
+    def payload(self) -> bytes:
+        """The raw payload bytes."""
+        return self._job.payload.data
+
+    @property
+    def content_type(self) -> str:
+        """The payload's content type."""
+        return self._job.payload.content_type
+
+    @property
+    def traceparent(self) -> str:
+        """W3C traceparent of the enqueuer (may be empty)."""
+        return self._job.traceparent
+
+    @property
+    def lease_token(self) -> str:
+        """The lease token of this attempt."""
+        return self._lease_token
+
+    @property
+    def worker_id(self) -> str:
+        """Id of the worker running this attempt."""
+        return self._worker_id
+
+    @property
+    def created_at(self) -> datetime | None:
+        """When the job was enqueued."""
+        return from_timestamp(self._job.create_time)
+
+    @property
+    def cancelled(self) -> CancelSignal:
+        """The cancel signal: ``is_set()``, ``await wait()``, ``wait_blocking()``."""
+        return self._cancelled
+
+    @property
+    def cancel_reason(self) -> str | None:
+        """Why the job was cancelled (a :class:`CancelReason` value), or None."""
+        return self._cancelled.reason
+
+    @property
+    def lease_lost(self) -> bool:
+        """True when the coordinator reported this attempt's lease as lost."""
+        return self._cancelled.reason == CancelReason.LEASE_LOST
+
+    def is_cancelled(self) -> bool:
+        """True when the handler should stop: cancel requested, lease lost,
+        deadline passed or worker shutting down."""
+        return self._cancelled.is_set()
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Ask for an early heartbeat of this job's lease.
+
+        Leases are heartbeated automatically; call this to renew sooner, e.g.
+        after a long blocking step. Safe from coroutines and threads; it never
+        blocks.
+
+        Args:
+            details: Progress information kept on the context as
+                :attr:`heartbeat_details` (not sent to the coordinator).
+        """
+        self.heartbeat_details = details
+        if self._heartbeat_callback is not None:
+            self._heartbeat_callback(self, details)
+
+    def _cancel(self, reason: str) -> None:
+        self._cancelled.set(reason)
+
+    def __repr__(self) -> str:
+        return (
+            f"JobContext(job_id={self.job_id!r}, job_type={self.job_type!r}, "
+            f"attempt={self.attempt}, tenant_id={self.tenant_id!r})"
+        )
+
+
+def current_job() -> JobContext:
+    """The :class:`JobContext` of the handler running in the current context.
+
+    Works in async handlers, in blocking handlers run in the thread pool, and
+    in code they call.
+
+    Raises:
+        RuntimeError: Called outside a job handler.
+    """
+    try:
+        return _current_job.get()
+    except LookupError:
+        raise RuntimeError("current_job() called outside a job handler") from None
+
+
+def set_current_job(ctx: JobContext) -> contextvars.Token[JobContext]:
+    """Bind ``ctx`` as the current job in this context (worker internals)."""
+    return _current_job.set(ctx)
+
+
+def reset_current_job(token: contextvars.Token[JobContext]) -> None:
+    """Undo :func:`set_current_job`."""
+    _current_job.reset(token)

@@ -1,0 +1,456 @@
+"""Conversion between the protobuf contract and the SDK's Python values.
+
+Every translation between ``workflowjobs.v1`` messages and SDK types lives here:
+timestamps and durations, the workflow reference, retry policies, job specs for
+enqueueing and the read-only :class:`JobView`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from workflowjobs.v1 import job_pb2
+
+from ._codec import decode_payload, encode_payload
+
+__all__ = [
+    "JobAttemptView",
+    "JobCategory",
+    "JobRequest",
+    "JobStatus",
+    "JobView",
+    "RetryPolicy",
+    "WorkflowRef",
+]
+
+
+def to_timestamp(value: datetime) -> timestamp_pb2.Timestamp:
+    """Convert a datetime (naive means UTC) to a protobuf Timestamp."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(value.astimezone(UTC))
+    return ts
+
+
+def from_timestamp(value: timestamp_pb2.Timestamp) -> datetime | None:
+    """Convert a protobuf Timestamp to an aware UTC datetime; unset gives None."""
+    if value.seconds == 0 and value.nanos == 0:
+        return None
+    return value.ToDatetime(tzinfo=UTC)
+
+
+def to_duration(value: timedelta | float) -> duration_pb2.Duration:
+    """Convert a timedelta or a number of seconds to a protobuf Duration."""
+    if not isinstance(value, timedelta):
+        value = timedelta(seconds=value)
+    duration = duration_pb2.Duration()
+    duration.FromTimedelta(value)
+    return duration
+
+
+def from_duration(value: duration_pb2.Duration) -> timedelta | None:
+    """Convert a protobuf Duration to a timedelta; zero gives None."""
+    if value.seconds == 0 and value.nanos == 0:
+        return None
+    return value.ToTimedelta()
+
+
+class JobStatus(enum.StrEnum):
+    """Lifecycle of a job. Paused jobs stay ``PENDING``."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAULTED = "FAULTED"
+    CANCELLED = "CANCELLED"
+
+    @classmethod
+    def from_proto(cls, value: int) -> JobStatus:
+        """Map a ``workflowjobs.v1.JobStatus`` number to the enum."""
+        name = job_pb2.JobStatus.Name(value) if value in job_pb2.JobStatus.values() else ""
+        return cls(name.removeprefix("JOB_STATUS_") or "UNSPECIFIED")
+
+    def to_proto(self) -> int:
+        """Map to the ``workflowjobs.v1.JobStatus`` number."""
+        return job_pb2.JobStatus.Value(f"JOB_STATUS_{self.value}")
+
+    @property
+    def is_terminal(self) -> bool:
+        """True for ``COMPLETED``, ``FAULTED`` and ``CANCELLED``."""
+        return self in (JobStatus.COMPLETED, JobStatus.FAULTED, JobStatus.CANCELLED)
+
+
+class JobCategory(enum.StrEnum):
+    """Classification of a job, used for monitoring and throttling."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    CONTINUATION = "CONTINUATION"
+    ACTIVITY_WORK = "ACTIVITY_WORK"
+    INTEGRATION = "INTEGRATION"
+    MAINTENANCE = "MAINTENANCE"
+    CUSTOM = "CUSTOM"
+
+    @classmethod
+    def from_proto(cls, value: int) -> JobCategory:
+        """Map a ``workflowjobs.v1.JobCategory`` number to the enum."""
+        name = job_pb2.JobCategory.Name(value) if value in job_pb2.JobCategory.values() else ""
+        return cls(name.removeprefix("JOB_CATEGORY_") or "UNSPECIFIED")
+
+    def to_proto(self) -> int:
+        """Map to the ``workflowjobs.v1.JobCategory`` number."""
+        return job_pb2.JobCategory.Value(f"JOB_CATEGORY_{self.value}")
+
+
+def category_to_proto(value: JobCategory | str | int | None) -> int:
+    """Accept a :class:`JobCategory`, its name (any case) or the proto number."""
+    if value is None:
+        return job_pb2.JOB_CATEGORY_UNSPECIFIED
+    if isinstance(value, int):
+        return value
+    return JobCategory(str(value).upper().removeprefix("JOB_CATEGORY_")).to_proto()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkflowRef:
+    """The workflow runtime context a job carries. Every field is optional.
+
+    Attributes:
+        definition_id: Workflow definition id.
+        definition_version: Workflow definition version.
+        instance_id: Workflow instance id.
+        activity_id: Activity id inside the definition.
+        activity_node_id: Activity node id inside the instance.
+        bookmark_id: Bookmark the job resumes.
+        correlation_id: Correlation id shared by related work.
+    """
+
+    definition_id: str = ""
+    definition_version: int = 0
+    instance_id: str = ""
+    activity_id: str = ""
+    activity_node_id: str = ""
+    bookmark_id: str = ""
+    correlation_id: str = ""
+
+    def to_proto(self) -> job_pb2.WorkflowRef:
+        """Build the ``workflowjobs.v1.WorkflowRef`` message."""
+        return job_pb2.WorkflowRef(**dataclasses.asdict(self))
+
+    @classmethod
+    def from_proto(cls, ref: job_pb2.WorkflowRef) -> WorkflowRef:
+        """Read a ``workflowjobs.v1.WorkflowRef`` message."""
+        return cls(**{f.name: getattr(ref, f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Retry behaviour of a job. Unset fields fall back to the job type's default.
+
+    Attributes:
+        max_attempts: Attempts before the job is faulted (0 = default).
+        initial_backoff: Delay before the second attempt.
+        backoff_multiplier: Growth factor of the delay per attempt.
+        max_backoff: Cap on the delay.
+        jitter: Fraction (0..1) of each delay that is randomised.
+        non_retryable_error_kinds: Error kinds that fault the job at once.
+    """
+
+    max_attempts: int = 0
+    initial_backoff: timedelta | None = None
+    backoff_multiplier: float = 0.0
+    max_backoff: timedelta | None = None
+    jitter: float = 0.0
+    non_retryable_error_kinds: tuple[str, ...] = ()
+
+    def to_proto(self) -> job_pb2.RetryPolicy:
+        """Build the ``workflowjobs.v1.RetryPolicy`` message."""
+        policy = job_pb2.RetryPolicy(
+            max_attempts=self.max_attempts,
+            backoff_multiplier=self.backoff_multiplier,
+            jitter=self.jitter,
+            non_retryable_error_kinds=list(self.non_retryable_error_kinds),
+        )
+        if self.initial_backoff is not None:
+            policy.initial_backoff.CopyFrom(to_duration(self.initial_backoff))
+        if self.max_backoff is not None:
+            policy.max_backoff.CopyFrom(to_duration(self.max_backoff))
+        return policy
+
+    @classmethod
+    def from_proto(cls, policy: job_pb2.RetryPolicy) -> RetryPolicy:
+        """Read a ``workflowjobs.v1.RetryPolicy`` message."""
+        return cls(
+            max_attempts=policy.max_attempts,
+            initial_backoff=from_duration(policy.initial_backoff),
+            backoff_multiplier=policy.backoff_multiplier,
+            max_backoff=from_duration(policy.max_backoff),
+            jitter=policy.jitter,
+            non_retryable_error_kinds=tuple(policy.non_retryable_error_kinds),
+        )
+
+    def backoff(self, attempt: int) -> timedelta | None:
+        """The delay after failed attempt number ``attempt`` (1-based), without jitter.
+
+        Returns:
+            None when the policy sets no initial backoff.
+        """
+        if self.initial_backoff is None:
+            return None
+        multiplier = self.backoff_multiplier or 2.0
+        delay = self.initial_backoff * (multiplier ** max(0, attempt - 1))
+        if self.max_backoff is not None:
+            delay = min(delay, self.max_backoff)
+        return delay
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobRequest:
+    """Everything needed to enqueue one job; used by ``enqueue_batch``.
+
+    Attributes:
+        job_type: The handler's job type. Required.
+        payload: The job's input: ``bytes``, a protobuf message, a dataclass, a
+            pydantic model or a JSON-compatible value.
+        tenant_id: Owning tenant.
+        workflow: Workflow context of the job.
+        category: Job category.
+        priority: Higher runs first within the tenant's share.
+        due: When the job becomes eligible (a naive datetime is UTC).
+        delay: Alternative to ``due``: eligible after this long.
+        max_attempts: Shortcut for ``retry_policy.max_attempts``.
+        retry_policy: Per-job retry policy.
+        execution_timeout: Longest a single attempt may run.
+        heartbeat_timeout: Longest a lease may go without a heartbeat.
+        idempotency_key: Enqueue dedupe key within the tenant.
+        concurrency_key: Key limiting concurrency across jobs sharing it.
+        content_type: Content type to record with raw ``bytes`` payloads.
+        traceparent: W3C traceparent of the enqueuer.
+        tracestate: W3C tracestate of the enqueuer.
+    """
+
+    job_type: str
+    payload: Any = None
+    tenant_id: str = "default"
+    workflow: WorkflowRef | job_pb2.WorkflowRef | None = None
+    category: JobCategory | str | int | None = None
+    priority: int = 0
+    due: datetime | None = None
+    delay: timedelta | float | None = None
+    max_attempts: int | None = None
+    retry_policy: RetryPolicy | job_pb2.RetryPolicy | None = None
+    execution_timeout: timedelta | float | None = None
+    heartbeat_timeout: timedelta | float | None = None
+    idempotency_key: str | None = None
+    concurrency_key: str | None = None
+    content_type: str | None = None
+    traceparent: str | None = None
+    tracestate: str | None = None
+
+    def to_proto(self) -> job_pb2.JobSpec:
+        """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
+
+        Raises:
+            ValueError: Both ``due`` and ``delay`` are set, or ``job_type`` is empty.
+        """
+        if not self.job_type:
+            raise ValueError("job_type must not be empty")
+        spec = job_pb2.JobSpec(
+            job_type=self.job_type,
+            tenant_id=self.tenant_id,
+            category=category_to_proto(self.category),  # type: ignore[arg-type]
+            priority=self.priority,
+            idempotency_key=self.idempotency_key or "",
+            concurrency_key=self.concurrency_key or "",
+            traceparent=self.traceparent or "",
+            tracestate=self.tracestate or "",
+        )
+        if self.payload is not None:
+            spec.payload.CopyFrom(encode_payload(self.payload, self.content_type))
+        if isinstance(self.workflow, WorkflowRef):
+            spec.workflow.CopyFrom(self.workflow.to_proto())
+        elif self.workflow is not None:
+            spec.workflow.CopyFrom(self.workflow)
+        if self.due is not None and self.delay is not None:
+            raise ValueError("give either 'due' or 'delay', not both")
+        if self.due is not None:
+            spec.due_time.CopyFrom(to_timestamp(self.due))
+        elif self.delay is not None:
+            delay = self.delay
+            if not isinstance(delay, timedelta):
+                delay = timedelta(seconds=delay)
+            spec.due_time.CopyFrom(to_timestamp(datetime.now(UTC) + delay))
+        if isinstance(self.retry_policy, RetryPolicy):
+            spec.retry_policy.CopyFrom(self.retry_policy.to_proto())
+        elif self.retry_policy is not None:
+            spec.retry_policy.CopyFrom(self.retry_policy)
+        if self.max_attempts is not None:
+            spec.retry_policy.max_attempts = self.max_attempts
+        if self.execution_timeout is not None:
+            spec.execution_timeout.CopyFrom(to_duration(self.execution_timeout))
+        if self.heartbeat_timeout is not None:
+            spec.heartbeat_timeout.CopyFrom(to_duration(self.heartbeat_timeout))
+        return spec
+
+
+def job_specs(jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[job_pb2.JobSpec]:
+    """Convert a mix of :class:`JobRequest` and ``JobSpec`` into ``JobSpec`` messages."""
+    return [job if isinstance(job, job_pb2.JobSpec) else job.to_proto() for job in jobs]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobAttemptView:
+    """One execution attempt in a job's history.
+
+    Attributes:
+        number: Attempt number (1-based).
+        worker_id: Worker that ran it.
+        start_time: When it started.
+        end_time: When it ended (None while running).
+        outcome: Outcome name, e.g. ``"COMPLETED"``, ``"FAILED"``, ``"LEASE_EXPIRED"``.
+        error: Error text of a failed attempt.
+        error_kind: Error kind of a failed attempt.
+    """
+
+    number: int
+    worker_id: str
+    start_time: datetime | None
+    end_time: datetime | None
+    outcome: str
+    error: str
+    error_kind: str
+
+    @classmethod
+    def from_proto(cls, attempt: job_pb2.JobAttempt) -> JobAttemptView:
+        """Read a ``workflowjobs.v1.JobAttempt`` message."""
+        outcome = job_pb2.AttemptOutcome.Name(attempt.outcome).removeprefix("ATTEMPT_OUTCOME_")
+        return cls(
+            number=attempt.number,
+            worker_id=attempt.worker_id,
+            start_time=from_timestamp(attempt.start_time),
+            end_time=from_timestamp(attempt.end_time),
+            outcome=outcome,
+            error=attempt.error,
+            error_kind=attempt.error_kind,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobView:
+    """A read-only snapshot of a job, as returned by the scheduler and admin clients.
+
+    Attributes:
+        id: Job id (time-ordered).
+        job_type: Job type.
+        tenant_id: Owning tenant.
+        status: Lifecycle status.
+        attempt: Attempts started so far (the running one included).
+        max_attempts: Attempts allowed.
+        priority: Priority within the tenant's share.
+        category: Job category.
+        workflow: Workflow context.
+        payload: Payload bytes.
+        payload_content_type: Content type of ``payload``.
+        result: Result bytes of a completed job (empty otherwise).
+        result_content_type: Content type of ``result``.
+        last_error: Error text of the latest failed attempt.
+        create_time: When the job was enqueued.
+        due_time: When the job is (or was) eligible.
+        finish_time: When the job reached a terminal status.
+        lease_owner: Worker holding the lease while running.
+        lease_expire_time: When the current lease expires.
+        cancel_requested: A cancel was requested while running.
+        idempotency_key: Enqueue dedupe key.
+        concurrency_key: Concurrency key.
+        replay_of: Id of the job this one replays.
+        attempts: Attempt history, when it was asked for.
+        deduplicated: True when ``enqueue`` returned an existing job.
+        raw: The underlying ``workflowjobs.v1.Job`` message.
+    """
+
+    id: str
+    job_type: str
+    tenant_id: str
+    status: JobStatus
+    attempt: int
+    max_attempts: int
+    priority: int
+    category: JobCategory
+    workflow: WorkflowRef
+    payload: bytes
+    payload_content_type: str
+    result: bytes
+    result_content_type: str
+    last_error: str
+    create_time: datetime | None
+    due_time: datetime | None
+    finish_time: datetime | None
+    lease_owner: str
+    lease_expire_time: datetime | None
+    cancel_requested: bool
+    idempotency_key: str
+    concurrency_key: str
+    replay_of: str
+    attempts: tuple[JobAttemptView, ...]
+    raw: job_pb2.Job = dataclasses.field(repr=False, compare=False)
+    deduplicated: bool = False
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the job is ``COMPLETED``, ``FAULTED`` or ``CANCELLED``."""
+        return self.status.is_terminal
+
+    def result_value(self, type_hint: Any = Any) -> Any:
+        """Decode the job's result with the payload codec.
+
+        Args:
+            type_hint: Expected type (dataclass, pydantic model, protobuf
+                class, ``bytes``…); ``Any`` gives the natural decoding.
+
+        Returns:
+            The decoded result, ``None`` when the job has none.
+        """
+        return decode_payload(self.result, self.result_content_type, type_hint)
+
+    def payload_value(self, type_hint: Any = Any) -> Any:
+        """Decode the job's payload with the payload codec (see :meth:`result_value`)."""
+        return decode_payload(self.payload, self.payload_content_type, type_hint)
+
+    @classmethod
+    def from_proto(cls, job: job_pb2.Job, *, deduplicated: bool = False) -> JobView:
+        """Read a ``workflowjobs.v1.Job`` message."""
+        return cls(
+            id=job.id,
+            job_type=job.job_type,
+            tenant_id=job.tenant_id,
+            status=JobStatus.from_proto(job.status),
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            priority=job.priority,
+            category=JobCategory.from_proto(job.category),
+            workflow=WorkflowRef.from_proto(job.workflow),
+            payload=job.payload.data,
+            payload_content_type=job.payload.content_type,
+            result=job.result.data,
+            result_content_type=job.result.content_type,
+            last_error=job.last_error,
+            create_time=from_timestamp(job.create_time),
+            due_time=from_timestamp(job.due_time),
+            finish_time=from_timestamp(job.finish_time),
+            lease_owner=job.lease_owner,
+            lease_expire_time=from_timestamp(job.lease_expire_time),
+            cancel_requested=job.cancel_requested,
+            idempotency_key=job.idempotency_key,
+            concurrency_key=job.concurrency_key,
+            replay_of=job.replay_of,
+            attempts=tuple(JobAttemptView.from_proto(a) for a in job.attempts),
+            raw=job,
+            deduplicated=deduplicated,
+        )

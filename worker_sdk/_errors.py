@@ -1,0 +1,199 @@
+"""Typed errors raised by the SDK, and exceptions handlers raise to steer retries.
+
+Two families live here:
+
+* :class:`WorkflowJobsError` and its subclasses: what a caller of the coordinator
+  sees when an RPC fails. Each carries the gRPC status code.
+* :class:`NonRetryableError` and :class:`RetryAfter`: what a handler raises to
+  fail its attempt permanently or to ask for the next attempt at a given time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import grpc
+
+__all__ = [
+    "AlreadyExistsError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "JobNotFoundError",
+    "LeaseLostError",
+    "NonRetryableError",
+    "PayloadDecodeError",
+    "PayloadEncodeError",
+    "PermissionDeniedError",
+    "ResourceExhaustedError",
+    "RetryAfter",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "WorkflowJobsError",
+    "error_from_rpc",
+]
+
+
+class WorkflowJobsError(Exception):
+    """Root of every error the coordinator reports to the SDK.
+
+    Args:
+        code: The gRPC status code the coordinator answered with.
+        message: The coordinator's explanation, meant for a person.
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code.name}, message={self.message!r})"
+
+
+class InvalidArgumentError(WorkflowJobsError):
+    """The request was malformed (``INVALID_ARGUMENT``)."""
+
+
+class JobNotFoundError(WorkflowJobsError):
+    """The job (or other entity) does not exist (``NOT_FOUND``)."""
+
+
+class FailedPreconditionError(WorkflowJobsError):
+    """The request does not fit the current state (``FAILED_PRECONDITION``)."""
+
+
+class LeaseLostError(FailedPreconditionError):
+    """The lease token is stale: another attempt owns the job, or it ended."""
+
+
+class AlreadyExistsError(WorkflowJobsError):
+    """The entity already exists (``ALREADY_EXISTS``)."""
+
+
+class PermissionDeniedError(WorkflowJobsError):
+    """The credential lacks the role or tenant scope (``PERMISSION_DENIED``)."""
+
+
+class UnauthenticatedError(WorkflowJobsError):
+    """No valid credential was presented (``UNAUTHENTICATED``)."""
+
+
+class ResourceExhaustedError(WorkflowJobsError):
+    """A limit was hit, such as payload size or stream count (``RESOURCE_EXHAUSTED``)."""
+
+
+class UnavailableError(WorkflowJobsError):
+    """The coordinator could not be reached (``UNAVAILABLE``)."""
+
+
+class DeadlineExceededError(WorkflowJobsError, TimeoutError):
+    """The call's deadline passed before an answer (``DEADLINE_EXCEEDED``)."""
+
+
+_ERROR_BY_CODE: dict[grpc.StatusCode, type[WorkflowJobsError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
+    grpc.StatusCode.NOT_FOUND: JobNotFoundError,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExistsError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    grpc.StatusCode.UNAVAILABLE: UnavailableError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
+}
+
+
+def error_for_status(code: grpc.StatusCode, message: str) -> WorkflowJobsError:
+    """Build the typed error for a status code and message.
+
+    Args:
+        code: The gRPC status code.
+        message: The status message.
+
+    Returns:
+        The most specific :class:`WorkflowJobsError` subclass for ``code``.
+    """
+    if code == grpc.StatusCode.FAILED_PRECONDITION and "lease lost" in message.lower():
+        return LeaseLostError(code, message)
+    return _ERROR_BY_CODE.get(code, WorkflowJobsError)(code, message)
+
+
+def error_from_rpc(error: grpc.RpcError) -> WorkflowJobsError:
+    """Map a failed gRPC call to the SDK's typed error.
+
+    Works for both ``grpc.RpcError`` raised by blocking stubs and
+    ``grpc.aio.AioRpcError`` raised by asyncio stubs.
+
+    Args:
+        error: The exception the stub raised.
+
+    Returns:
+        The typed error; raise it ``from error`` to keep the original.
+    """
+    code_fn = getattr(error, "code", None)
+    details_fn = getattr(error, "details", None)
+    code = code_fn() if callable(code_fn) else None
+    details = details_fn() if callable(details_fn) else None
+    if not isinstance(code, grpc.StatusCode):
+        code = grpc.StatusCode.UNKNOWN
+    return error_for_status(code, details or str(error))
+
+
+class NonRetryableError(Exception):
+    """Raised by a handler to fail its attempt permanently: the job is faulted.
+
+    Args:
+        message: Why the job cannot succeed; recorded as the job's last error.
+        kind: The error kind recorded with the failure. Defaults to the
+            exception's class name.
+    """
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind or type(self).__name__
+
+
+class PayloadDecodeError(NonRetryableError):
+    """The job's payload could not be decoded into the handler's parameter type."""
+
+
+class PayloadEncodeError(TypeError):
+    """A value could not be encoded into a payload."""
+
+
+class RetryAfter(Exception):
+    """Raised by a handler to fail this attempt and ask for the next one at a time.
+
+    Give exactly one of ``at`` or ``delay``. The attempt still counts against
+    the job's max attempts.
+
+    Args:
+        at: When the next attempt should start (a naive datetime is taken as UTC).
+        delay: How long from now the next attempt should start.
+        message: Recorded as the attempt's error.
+    """
+
+    def __init__(
+        self,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        message: str = "",
+    ) -> None:
+        if (at is None) == (delay is None):
+            raise ValueError("RetryAfter needs exactly one of 'at' or 'delay'")
+        if delay is not None:
+            if not isinstance(delay, timedelta):
+                delay = timedelta(seconds=delay)
+            at = datetime.now(UTC) + delay
+        assert at is not None
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        self.at: datetime = at
+        self.message = message or f"retry requested at {at.isoformat()}"
+        super().__init__(self.message)

@@ -1,0 +1,391 @@
+"""Enqueue jobs and read them back: ``JobSchedulerService`` for Python callers.
+
+:class:`SchedulerClient` blocks; :class:`AsyncSchedulerClient` is the asyncio
+twin with the same methods. Both return :class:`JobView` snapshots (the raw
+``workflowjobs.v1.Job`` is on ``JobView.raw``) and raise typed
+:class:`WorkflowJobsError` subclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import grpc
+
+from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb2_grpc
+
+from ._convert import (
+    JobCategory,
+    JobRequest,
+    JobStatus,
+    JobView,
+    RetryPolicy,
+    WorkflowRef,
+    job_specs,
+)
+from ._errors import DeadlineExceededError, error_from_rpc
+from ._transport import ChannelConfig
+
+__all__ = ["AsyncSchedulerClient", "EnqueueResult", "SchedulerClient"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """One job of an ``enqueue_batch`` call.
+
+    Attributes:
+        job_id: Id of the job (the existing one when deduplicated).
+        deduplicated: True when an existing job with the same idempotency key was returned.
+        status: The job's status.
+    """
+
+    job_id: str
+    deduplicated: bool
+    status: JobStatus
+
+
+def _enqueue_request(
+    job_type: str,
+    payload: Any,
+    **options: Any,
+) -> scheduler_service_pb2.EnqueueRequest:
+    return scheduler_service_pb2.EnqueueRequest(
+        job=JobRequest(job_type=job_type, payload=payload, **options).to_proto()
+    )
+
+
+def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list[EnqueueResult]:
+    return [
+        EnqueueResult(
+            job_id=r.job_id, deduplicated=r.deduplicated, status=JobStatus.from_proto(r.status)
+        )
+        for r in response.results
+    ]
+
+
+class SchedulerClient:
+    """Blocking client of ``JobSchedulerService``. Use as a context manager or call :meth:`close`.
+
+    Args:
+        target: ``host:port`` of the coordinator.
+        credentials: TLS/mTLS channel credentials; None for plaintext.
+        token: Bearer token.
+        metadata: Extra metadata sent with every call.
+        timeout: Default deadline of each call, in seconds (None: no deadline).
+        channel_options: Extra gRPC channel options.
+        channel: Use this channel instead of opening one (it is not closed by :meth:`close`).
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float | None = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        config = ChannelConfig(
+            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+        )
+        self._metadata = config.metadata
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else config.sync_channel()
+        self._stub = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self._channel)
+        self._timeout = timeout
+
+    def close(self) -> None:
+        """Close the channel (when this client opened it)."""
+        if self._owns_channel:
+            self._channel.close()
+
+    def __enter__(self) -> SchedulerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return method(
+                request,
+                timeout=timeout if timeout is not None else self._timeout,
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from exc
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: Any = None,
+        *,
+        tenant_id: str = "default",
+        workflow: WorkflowRef | job_pb2.WorkflowRef | None = None,
+        category: JobCategory | str | int | None = None,
+        priority: int = 0,
+        due: datetime | None = None,
+        delay: timedelta | float | None = None,
+        max_attempts: int | None = None,
+        retry_policy: RetryPolicy | job_pb2.RetryPolicy | None = None,
+        execution_timeout: timedelta | float | None = None,
+        heartbeat_timeout: timedelta | float | None = None,
+        idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
+        content_type: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> JobView:
+        """Enqueue one job.
+
+        Args:
+            job_type: Job type; a worker with a handler for it runs the job.
+            payload: ``bytes``, a protobuf message, a dataclass, a pydantic
+                model or a JSON-compatible value.
+            tenant_id: Owning tenant.
+            workflow: Workflow context of the job.
+            category: Job category.
+            priority: Higher runs first within the tenant's share.
+            due: When the job becomes eligible (naive means UTC).
+            delay: Alternative to ``due``: eligible after this long (seconds or timedelta).
+            max_attempts: Attempts before the job is faulted.
+            retry_policy: Per-job retry policy.
+            execution_timeout: Longest one attempt may run.
+            heartbeat_timeout: Longest a lease may go without a heartbeat.
+            idempotency_key: The same key within the tenant returns the same job.
+            concurrency_key: Key limiting concurrency across jobs sharing it.
+            content_type: Content type for raw ``bytes`` payloads.
+            traceparent: W3C traceparent to link the job's traces to.
+            tracestate: W3C tracestate.
+
+        Returns:
+            The job; ``deduplicated`` tells whether it already existed.
+
+        Raises:
+            InvalidArgumentError: The coordinator rejected the job.
+            WorkflowJobsError: Any other RPC failure.
+        """
+        request = _enqueue_request(
+            job_type,
+            payload,
+            tenant_id=tenant_id,
+            workflow=workflow,
+            category=category,
+            priority=priority,
+            due=due,
+            delay=delay,
+            max_attempts=max_attempts,
+            retry_policy=retry_policy,
+            execution_timeout=execution_timeout,
+            heartbeat_timeout=heartbeat_timeout,
+            idempotency_key=idempotency_key,
+            concurrency_key=concurrency_key,
+            content_type=content_type,
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
+        response = self._call(self._stub.Enqueue, request)
+        return JobView.from_proto(response.job, deduplicated=response.deduplicated)
+
+    def enqueue_batch(self, jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[EnqueueResult]:
+        """Enqueue several jobs atomically: all or none.
+
+        Args:
+            jobs: :class:`JobRequest` values (or ready ``JobSpec`` messages).
+
+        Returns:
+            One result per job, in order.
+        """
+        request = scheduler_service_pb2.EnqueueBatchRequest(jobs=job_specs(jobs))
+        return _batch_results(self._call(self._stub.EnqueueBatch, request))
+
+    def get_job(self, job_id: str, *, include_attempts: bool = False) -> JobView:
+        """Read one job.
+
+        Args:
+            job_id: The job's id.
+            include_attempts: Also return the attempt history.
+
+        Raises:
+            JobNotFoundError: No such job.
+        """
+        request = scheduler_service_pb2.GetJobRequest(
+            job_id=job_id, include_attempts=include_attempts
+        )
+        return JobView.from_proto(self._call(self._stub.GetJob, request).job)
+
+    def wait_for_job(self, job_id: str, timeout: float | None = None) -> JobView:
+        """Wait until the job is ``COMPLETED``, ``FAULTED`` or ``CANCELLED``.
+
+        Args:
+            job_id: The job's id.
+            timeout: Seconds to wait; None waits as long as it takes.
+
+        Returns:
+            The job in its terminal status; decode the result with
+            :meth:`JobView.result_value`.
+
+        Raises:
+            DeadlineExceededError: The timeout passed first (also a ``TimeoutError``).
+            JobNotFoundError: No such job.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        request = scheduler_service_pb2.WaitForJobRequest(job_id=job_id)
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise DeadlineExceededError(
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    f"job {job_id} did not finish within {timeout:g}s",
+                )
+            try:
+                response = self._stub.WaitForJob(
+                    request, timeout=remaining, metadata=self._metadata
+                )
+            except grpc.RpcError as exc:
+                raise error_from_rpc(exc) from exc
+            view = JobView.from_proto(response.job)
+            if view.is_terminal:
+                return view
+
+
+class AsyncSchedulerClient:
+    """asyncio client of ``JobSchedulerService``; the same methods as :class:`SchedulerClient`.
+
+    Create it inside the event loop; use ``async with`` or await :meth:`close`.
+
+    Args:
+        target: ``host:port`` of the coordinator.
+        credentials: TLS/mTLS channel credentials; None for plaintext.
+        token: Bearer token.
+        metadata: Extra metadata sent with every call.
+        timeout: Default deadline of each call, in seconds (None: no deadline).
+        channel_options: Extra gRPC channel options.
+        channel: Use this channel instead of opening one (it is not closed by :meth:`close`).
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float | None = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        config = ChannelConfig(
+            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+        )
+        self._metadata = config.metadata
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else config.aio_channel()
+        self._stub = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self._channel)
+        self._timeout = timeout
+
+    async def close(self) -> None:
+        """Close the channel (when this client opened it)."""
+        if self._owns_channel:
+            await self._channel.close()
+
+    async def __aenter__(self) -> AsyncSchedulerClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return await method(
+                request,
+                timeout=timeout if timeout is not None else self._timeout,
+                metadata=self._metadata,
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
+
+    async def enqueue(
+        self,
+        job_type: str,
+        payload: Any = None,
+        *,
+        tenant_id: str = "default",
+        workflow: WorkflowRef | job_pb2.WorkflowRef | None = None,
+        category: JobCategory | str | int | None = None,
+        priority: int = 0,
+        due: datetime | None = None,
+        delay: timedelta | float | None = None,
+        max_attempts: int | None = None,
+        retry_policy: RetryPolicy | job_pb2.RetryPolicy | None = None,
+        execution_timeout: timedelta | float | None = None,
+        heartbeat_timeout: timedelta | float | None = None,
+        idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
+        content_type: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> JobView:
+        """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
+        request = _enqueue_request(
+            job_type,
+            payload,
+            tenant_id=tenant_id,
+            workflow=workflow,
+            category=category,
+            priority=priority,
+            due=due,
+            delay=delay,
+            max_attempts=max_attempts,
+            retry_policy=retry_policy,
+            execution_timeout=execution_timeout,
+            heartbeat_timeout=heartbeat_timeout,
+            idempotency_key=idempotency_key,
+            concurrency_key=concurrency_key,
+            content_type=content_type,
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
+        response = await self._call(self._stub.Enqueue, request)
+        return JobView.from_proto(response.job, deduplicated=response.deduplicated)
+
+    async def enqueue_batch(
+        self, jobs: Sequence[JobRequest | job_pb2.JobSpec]
+    ) -> list[EnqueueResult]:
+        """Enqueue several jobs atomically. See :meth:`SchedulerClient.enqueue_batch`."""
+        request = scheduler_service_pb2.EnqueueBatchRequest(jobs=job_specs(jobs))
+        return _batch_results(await self._call(self._stub.EnqueueBatch, request))
+
+    async def get_job(self, job_id: str, *, include_attempts: bool = False) -> JobView:
+        """Read one job. See :meth:`SchedulerClient.get_job`."""
+        request = scheduler_service_pb2.GetJobRequest(
+            job_id=job_id, include_attempts=include_attempts
+        )
+        return JobView.from_proto((await self._call(self._stub.GetJob, request)).job)
+
+    async def wait_for_job(self, job_id: str, timeout: float | None = None) -> JobView:
+        """Wait for a terminal status. See :meth:`SchedulerClient.wait_for_job`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        request = scheduler_service_pb2.WaitForJobRequest(job_id=job_id)
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise DeadlineExceededError(
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    f"job {job_id} did not finish within {timeout:g}s",
+                )
+            try:
+                response = await self._stub.WaitForJob(
+                    request, timeout=remaining, metadata=self._metadata
+                )
+            except grpc.aio.AioRpcError as exc:
+                raise error_from_rpc(exc) from exc
+            view = JobView.from_proto(response.job)
+            if view.is_terminal:
+                return view

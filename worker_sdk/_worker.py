@@ -1,0 +1,831 @@
+"""The worker: pulls leased jobs over one stream and runs their handlers.
+
+Design note
+-----------
+Flow control is by credit, and credits are slots: the worker grants the
+coordinator one credit per free handler slot, the coordinator never pushes more
+jobs than the credit outstanding, and every received job starts at once. There
+is no local queue, so a job never waits on a worker that is busy.
+
+Invariant, per connection: ``running + outstanding credit <= concurrency``. The
+grant is recomputed from that invariant each time (``concurrency - running -
+outstanding``), so it corrects itself after reconnects (outstanding credit
+starts again at zero on a new stream) and if a coordinator over-delivers. Grants
+are coalesced: sent at once when at least ``max(1, concurrency // 10)`` slots
+are free, otherwise after about a millisecond of quiet, never left unsent.
+
+Tasks on the event loop:
+
+* the stream loop: connect, ``WorkerHello``, grant credit, start pushed jobs;
+  reconnect with capped, jittered exponential backoff when the stream breaks
+  (running jobs carry on; they do not depend on the stream);
+* the heartbeater (:mod:`worker_sdk._heartbeat`): renews every held lease and
+  turns ``LOST`` / ``CANCEL_REQUESTED`` answers into the job's cancel signal;
+* the outcome reporter (:mod:`worker_sdk._outcomes`): batches outcomes into
+  ``ReportOutcomes`` calls;
+* one task per running job; blocking handlers run in a thread pool, with the
+  context variables (and so :func:`current_job`) copied in.
+
+Connection states::
+
+    (new) --arun--> connecting --accepted--> streaming --broken--> backoff --> connecting
+                         |                       |
+                         +------ stop -----------+--> draining --> stopped
+
+Shutdown order (``shutdown()``, SIGTERM/SIGINT under ``run()``):
+
+1. stop acquiring: no more credit, close the request side of the stream;
+2. wait for running handlers, up to ``shutdown_grace`` seconds (heartbeats go on);
+3. cancel handlers still running and report a ``Release`` for each, handing the
+   job back unfinished (jobs pushed after step 1 are released at once too);
+4. flush queued outcomes;
+5. stop the heartbeater and the stream, close the channel;
+6. re-raise the first fatal error, if any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import logging
+import os
+import random
+import signal
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import grpc
+
+from workflowjobs.v1 import job_pb2, worker_service_pb2, worker_service_pb2_grpc
+
+from ._codec import encode_payload
+from ._context import CancelReason, JobContext, reset_current_job, set_current_job
+from ._convert import RetryPolicy, from_timestamp, to_timestamp
+from ._errors import (
+    NonRetryableError,
+    PayloadDecodeError,
+    PayloadEncodeError,
+    RetryAfter,
+    error_from_rpc,
+)
+from ._handler import HandlerSpec
+from ._heartbeat import Heartbeater
+from ._outcomes import OutcomeReporter, ReporterConfig
+from ._transport import ChannelConfig
+from ._version import __version__
+
+__all__ = ["Worker"]
+
+logger = logging.getLogger("worker_sdk.worker")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_FATAL_STREAM_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.UNIMPLEMENTED,
+    }
+)
+
+
+@dataclasses.dataclass(eq=False)
+class _RunningJob:
+    leased: worker_service_pb2.LeasedJob
+    ctx: JobContext
+    handler: HandlerSpec | None
+    lease_duration: float | None
+    task: asyncio.Task[None] | None = None
+    cancel_reason: str | None = None
+    handed_back: bool = False
+    timers: list[asyncio.TimerHandle] = dataclasses.field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.leased.job.id, self.leased.lease_token)
+
+
+def _failure(
+    error: str, kind: str, *, non_retryable: bool = False, retry_time: datetime | None = None
+) -> worker_service_pb2.Failure:
+    failure = worker_service_pb2.Failure(error=error, error_kind=kind, non_retryable=non_retryable)
+    if retry_time is not None:
+        failure.retry_time.CopyFrom(to_timestamp(retry_time))
+    return failure
+
+
+class Worker:
+    """Runs handlers for jobs pulled from a coordinator.
+
+    A worker in a few lines::
+
+        worker = Worker("coordinator:50051")
+
+        @worker.handler("send_email")
+        async def send_email(message: EmailMessage) -> dict:
+            ...
+
+        worker.run()
+
+    Args:
+        target: ``host:port`` of the coordinator.
+        concurrency: Handler slots: the most jobs running at once.
+        worker_id: Stable id of this worker process; generated when None.
+        job_types: Job types to ask for; defaults to every registered handler.
+        max_batch_size: Most jobs the coordinator may push in one message.
+        heartbeat_interval: Seconds between lease heartbeats; defaults to the
+            coordinator's recommendation, else a third of the shortest lease.
+        shutdown_grace: Seconds running handlers get to finish on shutdown
+            before they are cancelled and their jobs handed back.
+        credentials: TLS/mTLS channel credentials; None for plaintext.
+        token: Bearer token for the coordinator.
+        metadata: Extra metadata sent with every call.
+        thread_pool_size: Threads for blocking handlers; defaults to ``concurrency``.
+        cancel_grace: Seconds an async handler may keep running after a cancel
+            request (its ``ctx.cancelled`` is set at once) before its task is
+            cancelled.
+        reconnect_initial_backoff: First delay before reconnecting, in seconds.
+        reconnect_max_backoff: Cap on the reconnect delay, in seconds.
+        channel_options: Extra gRPC channel options.
+        outcome_flush_timeout: Seconds to keep trying to report outcomes at
+            shutdown; defaults to ``shutdown_grace``.
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        concurrency: int = 100,
+        worker_id: str | None = None,
+        job_types: Sequence[str] | None = None,
+        max_batch_size: int = 100,
+        heartbeat_interval: float | None = None,
+        shutdown_grace: float = 30.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        thread_pool_size: int | None = None,
+        cancel_grace: float = 5.0,
+        reconnect_initial_backoff: float = 0.1,
+        reconnect_max_backoff: float = 10.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        outcome_flush_timeout: float | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if max_batch_size < 1:
+            raise ValueError("max_batch_size must be at least 1")
+        self._channel_config = ChannelConfig(
+            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+        )
+        self._concurrency = concurrency
+        self._worker_id = (
+            worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        )
+        self._job_types = list(job_types) if job_types is not None else None
+        self._max_batch_size = max_batch_size
+        self._heartbeat_interval = heartbeat_interval
+        self._shutdown_grace = shutdown_grace
+        self._thread_pool_size = thread_pool_size or concurrency
+        self._cancel_grace = cancel_grace
+        self._reconnect_initial_backoff = reconnect_initial_backoff
+        self._reconnect_max_backoff = reconnect_max_backoff
+        self._outcome_flush_timeout = (
+            outcome_flush_timeout if outcome_flush_timeout is not None else max(shutdown_grace, 1.0)
+        )
+        self._credit_threshold = max(1, concurrency // 10)
+        self._handlers: dict[str, HandlerSpec] = {}
+
+        self._state = "new"
+        self._stop_requested = asyncio.Event()
+        self._force_stop = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._fatal_error: BaseException | None = None
+        self._running: dict[tuple[str, str], _RunningJob] = {}
+        self._outstanding_credit = 0
+        self._requests: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] | None = None
+        self._credit_timer: asyncio.TimerHandle | None = None
+        self._coordinator_draining = False
+        self._accepted_heartbeat_ms = 0
+        self._coordinator_id = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: worker_service_pb2_grpc.WorkerServiceStub | None = None
+        self._reporter: OutcomeReporter | None = None
+        self._heartbeater: Heartbeater | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._stream_call: Any = None
+
+    # -- registration -------------------------------------------------------------------------
+
+    def handler(
+        self,
+        job_type: str,
+        *,
+        retry_policy: RetryPolicy | job_pb2.RetryPolicy | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as the handler of ``job_type``.
+
+        The function may be ``async`` (run on the event loop) or plain (run in
+        the thread pool). It takes at most one payload parameter, decoded by its
+        annotation (dataclass, pydantic model, protobuf message, ``bytes``, or
+        JSON for ``dict``/``Any``/none), and may take parameters annotated
+        :class:`JobContext`. Its return value becomes the job's result.
+
+        Args:
+            job_type: The job type to serve.
+            retry_policy: Applied by the worker to this handler's failures:
+                error kinds listed as non-retryable and the last of
+                ``max_attempts`` fault the job; the backoff sets the retry time.
+                Jobs' own policies on the coordinator still apply.
+
+        Returns:
+            A decorator returning the function unchanged.
+        """
+
+        def decorator(func: F) -> F:
+            self.register(job_type, func, retry_policy=retry_policy)
+            return func
+
+        return decorator
+
+    def register(
+        self,
+        job_type: str,
+        func: Callable[..., Any],
+        *,
+        retry_policy: RetryPolicy | job_pb2.RetryPolicy | None = None,
+    ) -> None:
+        """Register ``func`` as the handler of ``job_type`` (see :meth:`handler`).
+
+        Raises:
+            ValueError: A handler for ``job_type`` already exists.
+            RuntimeError: The worker has started.
+            TypeError: The function's signature cannot be served.
+        """
+        if self._state != "new":
+            raise RuntimeError("handlers must be registered before the worker starts")
+        if job_type in self._handlers:
+            raise ValueError(f"a handler for job type {job_type!r} is already registered")
+        self._handlers[job_type] = HandlerSpec.build(job_type, func, retry_policy=retry_policy)
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's id, as sent to the coordinator."""
+        return self._worker_id
+
+    @property
+    def job_types(self) -> list[str]:
+        """The job types this worker asks for."""
+        return list(self._job_types if self._job_types is not None else self._handlers)
+
+    @property
+    def in_flight(self) -> int:
+        """Handlers running now."""
+        return len(self._running)
+
+    @property
+    def is_running(self) -> bool:
+        """True between start and the end of shutdown."""
+        return self._state in ("running", "stopping")
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run until SIGTERM/SIGINT (or :meth:`shutdown`), blocking the caller.
+
+        A first signal drains gracefully (see the module's shutdown order); a
+        second one skips the rest of the grace period.
+
+        Raises:
+            WorkflowJobsError: A fatal error, such as a rejected credential.
+        """
+        asyncio.run(self._run_with_signals())
+
+    async def _run_with_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            await self.arun()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if self._stop_requested.is_set():
+            logger.warning("%s again: skipping the rest of the shutdown grace", sig.name)
+            self._force_stop.set()
+            return
+        logger.info("%s received: draining", sig.name)
+        self._stop_requested.set()
+
+    async def arun(self) -> None:
+        """Run on the current event loop until :meth:`shutdown` is called.
+
+        Returns right away if :meth:`shutdown` was called before start.
+
+        Raises:
+            RuntimeError: The worker already ran.
+            ValueError: No handler is registered, or a requested job type has none.
+            WorkflowJobsError: A fatal error, re-raised after shutdown.
+        """
+        if self._state == "stopped":
+            return
+        if self._state != "new":
+            raise RuntimeError("a Worker runs once; create a new one")
+        if not self._handlers:
+            raise ValueError("register at least one handler before starting the worker")
+        missing = [t for t in self.job_types if t not in self._handlers]
+        if missing:
+            raise ValueError(f"no handler registered for job type(s): {', '.join(missing)}")
+        self._state = "running"
+        self._loop = asyncio.get_running_loop()
+        self._channel = self._channel_config.aio_channel()
+        self._stub = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
+        metadata = self._channel_config.metadata
+        self._reporter = OutcomeReporter(
+            self._stub,
+            metadata=metadata,
+            config=ReporterConfig(batch_size=max(100, min(self._max_batch_size, 500))),
+        )
+        self._heartbeater = Heartbeater(
+            self._stub,
+            worker_id=self._worker_id,
+            leases=self._held_leases,
+            on_status=self._on_lease_status,
+            interval=self._current_heartbeat_interval,
+            metadata=metadata,
+        )
+        self._executor = ThreadPoolExecutor(
+            max_workers=self._thread_pool_size, thread_name_prefix="worker-sdk-handler"
+        )
+        self._reporter.start()
+        self._background = [
+            self._supervise(self._heartbeater.run(), "heartbeater"),
+            self._supervise(self._stream_loop(), "stream"),
+        ]
+        logger.info(
+            "worker %s started: %d slot(s), job types %s, coordinator %s",
+            self._worker_id,
+            self._concurrency,
+            ", ".join(self.job_types),
+            self._channel_config.target,
+        )
+        try:
+            await self._stop_requested.wait()
+        finally:
+            await self._shutdown_sequence()
+        if self._fatal_error is not None:
+            raise self._fatal_error
+
+    async def shutdown(self) -> None:
+        """Drain and stop; returns when the worker has stopped.
+
+        Idempotent: may be called twice, concurrently, or before the worker
+        started (then :meth:`arun` returns at once). Do not await it from inside
+        a handler of this worker: it waits for handlers to finish.
+        """
+        if self._state == "new":
+            self._state = "stopped"
+            self._stopped.set()
+            return
+        self._stop_requested.set()
+        await self._stopped.wait()
+
+    def _supervise(self, coro: Any, name: str) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.create_task(coro, name=f"worker-sdk-{name}")
+
+        def done(t: asyncio.Task[None]) -> None:
+            if t.cancelled():
+                return
+            exc = t.exception()
+            if exc is not None:
+                self._set_fatal(exc, f"{name} task failed")
+
+        task.add_done_callback(done)
+        return task
+
+    def _set_fatal(self, exc: BaseException, what: str) -> None:
+        if self._fatal_error is None:
+            self._fatal_error = exc
+            logger.error("%s: %s; stopping the worker", what, exc, exc_info=exc)
+        self._stop_requested.set()
+
+    async def _shutdown_sequence(self) -> None:
+        self._state = "stopping"
+        assert self._reporter is not None and self._executor is not None
+        # 1. Stop acquiring.
+        self._close_request_side()
+        # 2. Wait for running handlers, up to the grace period.
+        tasks = [r.task for r in self._running.values() if r.task is not None]
+        if tasks and not self._force_stop.is_set():
+            logger.info(
+                "waiting up to %.1fs for %d running job(s)", self._shutdown_grace, len(tasks)
+            )
+            all_done = asyncio.ensure_future(asyncio.wait(tasks))
+            forced = asyncio.ensure_future(self._force_stop.wait())
+            try:
+                await asyncio.wait(
+                    [all_done, forced],
+                    timeout=self._shutdown_grace,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                all_done.cancel()
+                forced.cancel()
+        # 3. Hand back what is still running.
+        await self._hand_back_running()
+        # 4. Flush outcomes.
+        await self._reporter.flush(self._outcome_flush_timeout)
+        # 5. Stop background work and close the channel.
+        for task in self._background:
+            task.cancel()
+        if self._stream_call is not None:
+            self._stream_call.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._reporter.close()
+        if self._channel is not None:
+            await self._channel.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._state = "stopped"
+        self._stopped.set()
+        logger.info("worker %s stopped", self._worker_id)
+
+    async def _hand_back_running(self) -> None:
+        still_running = list(self._running.values())
+        if not still_running:
+            return
+        logger.warning(
+            "handing back %d job(s) still running after the shutdown grace", len(still_running)
+        )
+        for running in still_running:
+            running.cancel_reason = CancelReason.WORKER_SHUTDOWN
+            running.ctx._cancel(CancelReason.WORKER_SHUTDOWN)
+            if running.task is not None:
+                running.task.cancel()
+        tasks = [r.task for r in still_running if r.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
+        for running in still_running:
+            if running.key in self._running:
+                # The handler ignored cancellation; hand the job back regardless.
+                self._release(running, "worker shutting down; handler did not stop")
+
+    # -- the stream ---------------------------------------------------------------------------
+
+    def _hello(self) -> worker_service_pb2.AcquireJobsRequest:
+        return worker_service_pb2.AcquireJobsRequest(
+            hello=worker_service_pb2.WorkerHello(
+                worker_id=self._worker_id,
+                job_types=self.job_types,
+                slots=self._concurrency,
+                hostname=socket.gethostname(),
+                pid=os.getpid(),
+                sdk_version=__version__,
+                max_batch_size=self._max_batch_size,
+            )
+        )
+
+    async def _request_stream(
+        self, queue: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None]
+    ) -> Any:
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            yield item
+
+    async def _stream_loop(self) -> None:
+        assert self._stub is not None
+        backoff = self._reconnect_initial_backoff
+        while not self._stop_requested.is_set():
+            queue: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] = asyncio.Queue()
+            queue.put_nowait(self._hello())
+            self._requests = queue
+            self._outstanding_credit = 0
+            self._coordinator_draining = False
+            self._grant_credit()
+            call = self._stub.AcquireJobs(
+                self._request_stream(queue), metadata=self._channel_config.metadata
+            )
+            self._stream_call = call
+            try:
+                async for response in call:
+                    kind = response.WhichOneof("kind")
+                    if kind == "jobs":
+                        self._on_jobs(response.jobs)
+                    elif kind == "accepted":
+                        backoff = self._reconnect_initial_backoff
+                        self._on_accepted(response.accepted)
+                    elif kind == "drain":
+                        self._on_drain(response.drain)
+                if self._stop_requested.is_set():
+                    return
+                logger.info("coordinator closed the job stream; reconnecting")
+            except grpc.aio.AioRpcError as exc:
+                if self._stop_requested.is_set():
+                    return
+                if exc.code() in _FATAL_STREAM_CODES:
+                    raise error_from_rpc(exc) from exc
+                logger.warning(
+                    "job stream to %s broke (%s: %s); reconnecting in ~%.2fs",
+                    self._channel_config.target,
+                    exc.code().name,
+                    exc.details(),
+                    backoff,
+                )
+            finally:
+                if self._requests is queue:
+                    self._requests = None
+                queue.put_nowait(None)
+                self._stream_call = None
+            delay = backoff * (0.5 + random.random() / 2)
+            backoff = min(backoff * 2, self._reconnect_max_backoff)
+            try:
+                await asyncio.wait_for(self._stop_requested.wait(), delay)
+            except TimeoutError:
+                pass
+
+    def _on_accepted(self, accepted: worker_service_pb2.WorkerAccepted) -> None:
+        self._coordinator_id = accepted.coordinator_id
+        self._accepted_heartbeat_ms = accepted.heartbeat_interval_ms
+        logger.info(
+            "connected to coordinator %s as %s",
+            accepted.coordinator_id or self._channel_config.target,
+            self._worker_id,
+        )
+        self._grant_credit()
+
+    def _on_drain(self, drain: worker_service_pb2.DrainRequested) -> None:
+        # A drained coordinator stops pushing; the worker stops granting on this
+        # stream and finishes what it runs. A new stream (after the coordinator
+        # closes this one) starts granting again.
+        logger.info("coordinator requested drain: %s", drain.reason or "(no reason)")
+        self._coordinator_draining = True
+        self._cancel_credit_timer()
+
+    def _close_request_side(self) -> None:
+        self._cancel_credit_timer()
+        if self._requests is not None:
+            self._requests.put_nowait(None)
+            self._requests = None
+
+    # -- credit -------------------------------------------------------------------------------
+
+    def _free_credit(self) -> int:
+        return self._concurrency - len(self._running) - self._outstanding_credit
+
+    def _can_grant(self) -> bool:
+        return (
+            self._requests is not None
+            and not self._stop_requested.is_set()
+            and not self._coordinator_draining
+        )
+
+    def _grant_credit(self) -> None:
+        """Grant every free slot now."""
+        self._cancel_credit_timer()
+        credits = self._free_credit()
+        if credits > 0 and self._can_grant():
+            assert self._requests is not None
+            self._requests.put_nowait(
+                worker_service_pb2.AcquireJobsRequest(
+                    credit=worker_service_pb2.CreditGrant(credits=credits)
+                )
+            )
+            self._outstanding_credit += credits
+
+    def _slot_freed(self) -> None:
+        """Coalesce grants: send now when enough slots are free, else after ~1 ms."""
+        if not self._can_grant():
+            return
+        if self._free_credit() >= self._credit_threshold:
+            self._grant_credit()
+        elif self._credit_timer is None and self._loop is not None:
+            self._credit_timer = self._loop.call_later(0.001, self._grant_credit)
+
+    def _cancel_credit_timer(self) -> None:
+        if self._credit_timer is not None:
+            self._credit_timer.cancel()
+            self._credit_timer = None
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def _on_jobs(self, batch: worker_service_pb2.JobBatch) -> None:
+        now = datetime.now(UTC)
+        for leased in batch.jobs:
+            self._outstanding_credit = max(0, self._outstanding_credit - 1)
+            expire = from_timestamp(leased.lease_expire_time)
+            ctx = JobContext(
+                job=leased.job,
+                lease_token=leased.lease_token,
+                lease_expire_time=expire,
+                worker_id=self._worker_id,
+                heartbeat_callback=self._on_context_heartbeat,
+                start_time=now,
+            )
+            running = _RunningJob(
+                leased=leased,
+                ctx=ctx,
+                handler=self._handlers.get(leased.job.job_type),
+                lease_duration=(expire - now).total_seconds() if expire else None,
+            )
+            if self._stop_requested.is_set():
+                self._release(running, "worker shutting down", track=False)
+                continue
+            if running.key in self._running:
+                logger.warning("job %s pushed twice with the same lease; ignored", leased.job.id)
+                continue
+            self._running[running.key] = running
+            running.task = asyncio.create_task(self._execute(running), name=f"job-{leased.job.id}")
+        if len(self._running) > self._concurrency:
+            logger.warning(
+                "coordinator pushed more jobs than granted credit: %d running, %d slots",
+                len(self._running),
+                self._concurrency,
+            )
+
+    async def _execute(self, running: _RunningJob) -> None:
+        ctx = running.ctx
+        token = set_current_job(ctx)
+        try:
+            outcome = await self._invoke(running)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            outcome = self._outcome_after_cancel(running)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
+            logger.exception("internal error running job %s", ctx.job_id)
+            outcome = _failure(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        finally:
+            reset_current_job(token)
+            for timer in running.timers:
+                timer.cancel()
+        self._finish(running, outcome)
+
+    async def _invoke(self, running: _RunningJob) -> Any:
+        ctx = running.ctx
+        handler = running.handler
+        if handler is None:
+            return _failure(
+                f"UnknownJobType: worker {self._worker_id} has no handler for {ctx.job_type!r}",
+                "UnknownJobType",
+            )
+        try:
+            kwargs = handler.arguments(ctx)
+        except PayloadDecodeError as exc:
+            return _failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True)
+        loop = asyncio.get_running_loop()
+        deadline_in = (
+            (ctx.deadline - datetime.now(UTC)).total_seconds() if ctx.deadline is not None else None
+        )
+        if deadline_in is not None:
+            running.timers.append(
+                loop.call_later(max(0.0, deadline_in), ctx._cancel, CancelReason.DEADLINE_EXCEEDED)
+            )
+        try:
+            if handler.is_async:
+                async with asyncio.timeout(deadline_in) as scope:
+                    result = await handler.func(**kwargs)
+            else:
+                scope = None
+                call = functools.partial(contextvars.copy_context().run, handler.func, **kwargs)
+                result = await loop.run_in_executor(self._executor, call)
+        except TimeoutError as exc:
+            if scope is not None and scope.expired():
+                timeout = ctx.job.execution_timeout.ToTimedelta().total_seconds()
+                return _failure(
+                    f"TimeoutError: execution timeout of {timeout:g}s exceeded", "TimeoutError"
+                )
+            return self._failure_from_exception(handler, ctx, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every handler error becomes a Failure
+            return self._failure_from_exception(handler, ctx, exc)
+        try:
+            payload = encode_payload(result)
+        except PayloadEncodeError as exc:
+            return _failure(f"PayloadEncodeError: {exc}", "PayloadEncodeError", non_retryable=True)
+        return worker_service_pb2.Completion(result=payload)
+
+    def _failure_from_exception(
+        self, handler: HandlerSpec, ctx: JobContext, exc: Exception
+    ) -> worker_service_pb2.Failure:
+        error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, NonRetryableError):
+            return _failure(error, exc.kind, non_retryable=True)
+        if isinstance(exc, RetryAfter):
+            return _failure(error, type(exc).__name__, retry_time=exc.at)
+        kind = type(exc).__name__
+        non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
+        ctx.logger.warning("job attempt %d failed: %s", ctx.attempt, error)
+        return _failure(error, kind, non_retryable=non_retryable, retry_time=retry_time)
+
+    def _outcome_after_cancel(self, running: _RunningJob) -> Any:
+        reason = running.cancel_reason or CancelReason.WORKER_SHUTDOWN
+        if reason == CancelReason.CANCEL_REQUESTED:
+            return _failure(
+                "JobCancelledError: cancel requested", "JobCancelledError", non_retryable=True
+            )
+        return worker_service_pb2.Release(reason=reason)
+
+    def _finish(self, running: _RunningJob, outcome: Any) -> None:
+        self._running.pop(running.key, None)
+        if running.handed_back:
+            return
+        if running.ctx.lease_lost:
+            running.ctx.logger.warning(
+                "job %s finished after its lease was lost; outcome not reported", running.ctx.job_id
+            )
+        else:
+            self._submit(running, outcome)
+        self._slot_freed()
+
+    def _release(self, running: _RunningJob, reason: str, *, track: bool = True) -> None:
+        running.handed_back = True
+        if track:
+            self._running.pop(running.key, None)
+        self._submit(running, worker_service_pb2.Release(reason=reason))
+
+    def _submit(self, running: _RunningJob, outcome: Any) -> None:
+        assert self._reporter is not None
+        job_outcome = worker_service_pb2.JobOutcome(
+            job_id=running.leased.job.id, lease_token=running.leased.lease_token
+        )
+        if isinstance(outcome, worker_service_pb2.Completion):
+            job_outcome.completed.CopyFrom(outcome)
+        elif isinstance(outcome, worker_service_pb2.Failure):
+            job_outcome.failed.CopyFrom(outcome)
+        else:
+            job_outcome.released.CopyFrom(outcome)
+        self._reporter.submit(job_outcome)
+
+    # -- heartbeats ---------------------------------------------------------------------------
+
+    def _held_leases(self) -> list[worker_service_pb2.LeaseRef]:
+        assert self._reporter is not None
+        leases = [
+            worker_service_pb2.LeaseRef(job_id=job_id, lease_token=token)
+            for (job_id, token), running in self._running.items()
+            if not running.ctx.lease_lost
+        ]
+        leases.extend(self._reporter.unreported())
+        return leases
+
+    def _current_heartbeat_interval(self) -> float:
+        if self._heartbeat_interval:
+            return self._heartbeat_interval
+        if self._accepted_heartbeat_ms > 0:
+            return self._accepted_heartbeat_ms / 1000
+        durations = [r.lease_duration for r in self._running.values() if r.lease_duration]
+        if durations:
+            return max(0.25, min(durations) / 3)
+        return 10.0
+
+    def _on_context_heartbeat(self, ctx: JobContext, details: Any) -> None:
+        loop, heartbeater = self._loop, self._heartbeater
+        if loop is not None and heartbeater is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(heartbeater.trigger)
+
+    def _on_lease_status(
+        self, ref: worker_service_pb2.LeaseRef, status: worker_service_pb2.LeaseStatus
+    ) -> None:
+        running = self._running.get((ref.job_id, ref.lease_token))
+        if running is None:
+            return
+        ctx = running.ctx
+        if status.state == worker_service_pb2.LEASE_STATE_EXTENDED:
+            expire = from_timestamp(status.lease_expire_time)
+            if expire is not None:
+                ctx.lease_expire_time = expire
+        elif status.state == worker_service_pb2.LEASE_STATE_LOST:
+            if not ctx.is_cancelled():
+                ctx.logger.warning("lease of job %s lost", ctx.job_id)
+            ctx._cancel(CancelReason.LEASE_LOST)
+        elif status.state == worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED:
+            if running.cancel_reason is None:
+                ctx.logger.info("cancel requested for job %s", ctx.job_id)
+                running.cancel_reason = CancelReason.CANCEL_REQUESTED
+                ctx._cancel(CancelReason.CANCEL_REQUESTED)
+                if running.handler is not None and running.handler.is_async and running.task:
+                    assert self._loop is not None
+                    running.timers.append(
+                        self._loop.call_later(self._cancel_grace, running.task.cancel)
+                    )
