@@ -1,0 +1,42 @@
+# The verbs people type. Everything installs itself into .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROTOS := $(wildcard protos/workflowjobs/v1/*.proto)
+
+.PHONY: install run test test-faults proto proto-check lint bench bench-quick clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Run a coordinator on the embedded SQLite store (./wfjobs.db) at 127.0.0.1:50051.
+run: install
+	$(PY) -m coordinator serve --migrate
+
+## Run the whole test suite (needs PostgreSQL on 127.0.0.1:5432 for the PostgreSQL half).
+test: install
+	$(PY) -m pytest
+
+## Regenerate the protobuf/gRPC code in workflowjobs/ from protos/.
+proto: install
+	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --pyi_out=. $(PROTOS)
+
+## Fail if the generated code is not what protos/ produces.
+proto-check: proto
+	git diff --exit-code -- workflowjobs/
+
+lint: install node_modules/.installed
+	$(VENV)/bin/ruff check .
+	npx buf lint
+
+clean:
+	rm -rf $(VENV) node_modules wfjobs.db*
