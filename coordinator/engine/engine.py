@@ -153,7 +153,8 @@ class Engine:
     async def stop(self) -> None:
         """Stop chores, then the dispatcher, then release the store. Idempotent."""
         if not self._started:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=True)
+            self.store.dispose()
             return
         self._started = False
         await self.reaper.stop()
