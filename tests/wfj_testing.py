@@ -48,7 +48,9 @@ REPO = Path(__file__).resolve().parent.parent
 _LISTEN_RE = re.compile(r"listening on [^:]+:(\d+)")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
+) -> Any:
     """Poll ``predicate`` until truthy; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -72,8 +74,18 @@ class Coordinator:
     def __init__(self, database_url: str, log_path: Path, *, migrate: bool = True) -> None:
         self.database_url = database_url
         self.log_path = log_path
-        args = [sys.executable, "-m", "coordinator", "serve", "--listen", "127.0.0.1:0",
-                "--database-url", database_url, "--drain-timeout", "5"]
+        args = [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            database_url,
+            "--drain-timeout",
+            "5",
+        ]
         if migrate:
             args.append("--migrate")
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
@@ -110,9 +122,18 @@ class WorkerProcess:
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.log_path = log_path
         self.proc = subprocess.Popen(
-            [sys.executable, str(REPO / "tests" / "e2e" / "worker_app.py"),
-             "--target", target, "--record", str(record), *args],
-            stdout=self._log, stderr=subprocess.STDOUT, env=_env(),
+            [
+                sys.executable,
+                str(REPO / "tests" / "e2e" / "worker_app.py"),
+                "--target",
+                target,
+                "--record",
+                str(record),
+                *args,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=_env(),
         )
 
     def kill(self) -> None:

@@ -42,8 +42,12 @@ def processes(tmp_path: Path) -> Iterator[dict[str, Callable[..., object]]]:
         counter["n"] += 1
         n = counter["n"]
         w = WorkerProcess(
-            target, tmp_path / f"record-{n}.txt", tmp_path / f"worker-{n}.log",
-            "--worker-id", f"worker-{n}", *args,
+            target,
+            tmp_path / f"record-{n}.txt",
+            tmp_path / f"worker-{n}.log",
+            "--worker-id",
+            f"worker-{n}",
+            *args,
         )
         started.append(w)
         return w

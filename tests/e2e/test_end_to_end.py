@@ -24,7 +24,9 @@ def test_two_workers_complete_2000_jobs_exactly_once(e2e_database, processes) ->
             ids.extend(r.job_id for r in scheduler.enqueue_batch(batch))
         wait_until(lambda: admin.get_stats().completed == total, 120, "all jobs to complete")
         elapsed = time.monotonic() - started
-        print(f"\n2000 jobs end to end on {e2e_database.split(':')[0]}: {total / elapsed:.0f} jobs/s")
+        print(
+            f"\n2000 jobs end to end on {e2e_database.split(':')[0]}: {total / elapsed:.0f} jobs/s"
+        )
         stats = admin.get_stats()
         assert (stats.pending, stats.running, stats.faulted) == (0, 0, 0)
         sample = [admin.get_job(job_id) for job_id in ids[::97]]

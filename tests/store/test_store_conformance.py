@@ -208,9 +208,7 @@ def test_instance_and_job_type_pauses(store: Store) -> None:
 def test_pause_expiry_lifts_by_itself(store: Store) -> None:
     job = make_job(tenant_id="tenant-e")
     store.job_insert_many([job])
-    store.pause_create(
-        "p1", PauseScope(PauseKind.TENANT, "tenant-e"), "", "", T0 + 5 * SECOND, T0
-    )
+    store.pause_create("p1", PauseScope(PauseKind.TENANT, "tenant-e"), "", "", T0 + 5 * SECOND, T0)
     assert store.job_candidates(["noop"], 10, T0 + 4 * SECOND) == []
     assert len(store.job_candidates(["noop"], 10, T0 + 6 * SECOND)) == 1
     history = store.pause_list(T0 + 6 * SECOND, include_lifted=True)

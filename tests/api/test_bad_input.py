@@ -1,0 +1,166 @@
+"""Bad input over real gRPC gets a deliberate status and a message that says
+what to fix, and the coordinator keeps serving."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from wfj_testing import Coordinator
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
+from workflowjobs.v1 import job_pb2 as jpb
+from workflowjobs.v1 import scheduler_service_pb2 as spb
+from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+from workflowjobs.v1 import worker_service_pb2 as wpb
+from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+UNKNOWN_ID = "0190b6e2-5c1a-7d3e-8f00-123456789abc"
+
+
+@pytest.fixture(scope="module")
+def channel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[grpc.Channel]:
+    tmp: Path = tmp_path_factory.mktemp("api")
+    coordinator = Coordinator(f"sqlite:///{tmp / 'api.db'}", tmp / "coordinator.log")
+    ch = grpc.insecure_channel(coordinator.target)
+    try:
+        yield ch
+    finally:
+        ch.close()
+        coordinator.stop()
+
+
+def code_of(call, *args) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as info:
+        call(*args, timeout=10)
+    return info.value.code(), info.value.details()
+
+
+def spec(**fields) -> jpb.JobSpec:
+    base = {"job_type": "noop", "tenant_id": "t", "payload": jpb.Payload(data=b"{}")}
+    base.update(fields)
+    return jpb.JobSpec(**base)
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (spec(job_type=""), "job_type is required"),
+        (spec(tenant_id=""), "tenant_id is required"),
+        (spec(payload=jpb.Payload(data=b"x" * (1024 * 1024 + 1))), "payload is 1048577 bytes"),
+        (spec(category=99), "category 99 is not a known JobCategory"),
+        (spec(job_type="x" * 600), "job_type is 600 characters long"),
+        (spec(retry_policy=jpb.RetryPolicy(max_attempts=-1)), "max_attempts must not be negative"),
+        (spec(retry_policy=jpb.RetryPolicy(jitter=2)), "jitter must be between 0 and 1"),
+    ],
+)
+def test_enqueue_rejects_bad_specs(channel: grpc.Channel, job, expected: str) -> None:
+    stub = spb_grpc.JobSchedulerServiceStub(channel)
+    code, details = code_of(stub.Enqueue, spb.EnqueueRequest(job=job))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert expected in details
+
+
+def test_batch_with_one_bad_job_stores_nothing(channel: grpc.Channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    admin = apb_grpc.AdminServiceStub(channel)
+    before = admin.GetStats(apb.GetStatsRequest(tenant_id="atomic")).pending
+    request = spb.EnqueueBatchRequest(jobs=[spec(tenant_id="atomic"), spec(job_type="")])
+    code, _ = code_of(scheduler.EnqueueBatch, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert admin.GetStats(apb.GetStatsRequest(tenant_id="atomic")).pending == before
+
+
+def test_unknown_and_malformed_job_ids(channel: grpc.Channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    code, details = code_of(scheduler.GetJob, spb.GetJobRequest(job_id=UNKNOWN_ID))
+    assert (code, details) == (grpc.StatusCode.NOT_FOUND, f"job {UNKNOWN_ID} not found")
+    code, details = code_of(scheduler.GetJob, spb.GetJobRequest(job_id="12; drop table"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed" in details
+    code, _ = code_of(scheduler.GetJob, spb.GetJobRequest(job_id=""))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_stale_lease_token_is_rejected_and_changes_nothing(channel: grpc.Channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    worker = wpb_grpc.WorkerServiceStub(channel)
+    job = scheduler.Enqueue(spb.EnqueueRequest(job=spec(job_type="stale-test"))).job
+    received = threading.Event()
+
+    def requests():
+        yield wpb.AcquireJobsRequest(
+            hello=wpb.WorkerHello(worker_id="w-stale", job_types=["stale-test"])
+        )
+        yield wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1))
+        # Closing the request side means "drain": keep it open until the job arrives.
+        received.wait(10)
+
+    stream = worker.AcquireJobs(requests(), timeout=10)
+    leased = None
+    for message in stream:
+        if message.WhichOneof("kind") == "jobs":
+            leased = message.jobs.jobs[0]
+            break
+    received.set()
+    stream.cancel()
+    assert leased is not None and leased.job.id == job.id
+    before = scheduler.GetJob(spb.GetJobRequest(job_id=job.id, include_attempts=True)).job
+    code, details = code_of(
+        worker.CompleteJob, wpb.CompleteJobRequest(job_id=job.id, lease_token="stale")
+    )
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "lease lost" in details
+    code, _ = code_of(worker.FailJob, wpb.FailJobRequest(job_id=job.id, lease_token="stale"))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    [status] = worker.Heartbeat(
+        wpb.HeartbeatRequest(
+            worker_id="w", leases=[wpb.LeaseRef(job_id=job.id, lease_token="stale")]
+        )
+    ).leases
+    assert status.state == wpb.LEASE_STATE_LOST
+    after = scheduler.GetJob(spb.GetJobRequest(job_id=job.id, include_attempts=True)).job
+    assert after == before
+    # The real token still works.
+    worker.CompleteJob(wpb.CompleteJobRequest(job_id=job.id, lease_token=leased.lease_token))
+    done = scheduler.GetJob(spb.GetJobRequest(job_id=job.id)).job
+    assert done.status == jpb.JOB_STATUS_COMPLETED
+
+
+def test_negative_credits_and_missing_hello(channel: grpc.Channel) -> None:
+    worker = wpb_grpc.WorkerServiceStub(channel)
+    hello = wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w-neg", job_types=["noop"]))
+    bad_credit = wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=-5))
+    with pytest.raises(grpc.RpcError) as info:
+        list(worker.AcquireJobs(iter([hello, bad_credit]), timeout=10))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "credits must be >= 0" in info.value.details()
+    with pytest.raises(grpc.RpcError) as info:
+        list(worker.AcquireJobs(iter([bad_credit]), timeout=10))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "WorkerHello" in info.value.details()
+
+
+def test_bad_page_token_and_pause_scope(channel: grpc.Channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    code, details = code_of(admin.ListJobs, apb.ListJobsRequest(page_token="garbage"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in details
+    code, details = code_of(admin.Pause, apb.PauseRequest(scope=apb.PauseScope(kind=42)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "scope.kind" in details
+    code, _ = code_of(
+        admin.Unpause,
+        apb.UnpauseRequest(
+            scope=apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_TENANT, tenant_id="nope")
+        ),
+    )
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
+def test_still_serving_after_bad_input(channel: grpc.Channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    job = scheduler.Enqueue(spb.EnqueueRequest(job=spec()), timeout=10).job
+    assert job.status == jpb.JOB_STATUS_PENDING
