@@ -69,24 +69,38 @@ class Heartbeater:
         self._metadata = tuple(metadata)
         self._rpc_timeout = rpc_timeout
         self._logger = logger or logging.getLogger("worker_sdk.heartbeat")
-        self._early = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._send_now = False
         self._failing = False
 
     def trigger(self) -> None:
         """Ask for a tick now (call on the event loop)."""
-        self._early.set()
+        self._send_now = True
+        self._wake.set()
+
+    def reschedule(self) -> None:
+        """Re-read the interval now, e.g. after the coordinator recommended one."""
+        self._wake.set()
 
     async def run(self) -> None:
         """Tick until cancelled."""
+        loop = asyncio.get_running_loop()
+        last_tick = loop.time()
         while True:
-            wait = self._interval()
+            interval = self._interval()
             if self._failing:
-                wait = min(wait, 1.0)
-            try:
-                await asyncio.wait_for(self._early.wait(), wait)
-            except TimeoutError:
-                pass
-            self._early.clear()
+                interval = min(interval, 1.0)
+            wait = last_tick + interval - loop.time()
+            if wait > 0 and not self._send_now:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                except TimeoutError:
+                    pass
+                else:
+                    continue
+            self._send_now = False
+            last_tick = loop.time()
             await self.run_once()
 
     async def run_once(self) -> HeartbeatResult:

@@ -570,6 +570,8 @@ class Worker:
             accepted.coordinator_id or self._channel_config.target,
             self._worker_id,
         )
+        if self._heartbeater is not None:
+            self._heartbeater.reschedule()
         self._grant_credit()
 
     def _on_drain(self, drain: worker_service_pb2.DrainRequested) -> None:
@@ -654,6 +656,9 @@ class Worker:
                 continue
             self._running[running.key] = running
             running.task = asyncio.create_task(self._execute(running), name=f"job-{leased.job.id}")
+        if self._heartbeater is not None and self._heartbeat_interval is None:
+            # The fallback interval depends on the shortest lease held.
+            self._heartbeater.reschedule()
         if len(self._running) > self._concurrency:
             logger.warning(
                 "coordinator pushed more jobs than granted credit: %d running, %d slots",

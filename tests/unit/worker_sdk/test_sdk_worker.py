@@ -362,9 +362,7 @@ def test_shutdown_releases_jobs_still_running_after_grace() -> None:
             ids = coordinator.push(leased("stuck_async"), leased("stuck_sync"))
             await asyncio.wait_for(started.wait(), WAIT)
             await coordinator.wait_for(lambda: worker.in_flight == 2)
-            await asyncio.wait_for(
-                asyncio.gather(worker.shutdown(), worker.shutdown()), WAIT
-            )
+            await asyncio.wait_for(asyncio.gather(worker.shutdown(), worker.shutdown()), WAIT)
             await asyncio.wait_for(task, WAIT)
             await worker.shutdown()
         finally:
@@ -447,7 +445,9 @@ def test_heartbeats_carry_leases_and_deliver_cancel_and_lost() -> None:
                 beat = next(h for h in coordinator.heartbeats if len(h.leases) == 3)
                 assert beat.worker_id == worker.worker_id
                 assert {lease.job_id for lease in beat.leases} == {cancel_id, blocking_id, lost_id}
-                coordinator.lease_states[cancel_id] = worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED
+                coordinator.lease_states[cancel_id] = (
+                    worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED
+                )
                 coordinator.lease_states[blocking_id] = (
                     worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED
                 )
@@ -659,8 +659,12 @@ def test_registration_errors() -> None:
         worker.register("a", a)
     with pytest.raises(TypeError, match="has no default"):
         worker.register("b", lambda x, y: None)
-    with pytest.raises(ValueError, match="no handler registered for job type"):
-        asyncio.run(Worker(job_types=["missing"]).arun())
+    with pytest.raises(ValueError, match="register at least one handler"):
+        asyncio.run(Worker().arun())
+    partial = Worker(job_types=["a", "missing"])
+    partial.register("a", a)
+    with pytest.raises(ValueError, match="no handler registered for job type.*missing"):
+        asyncio.run(partial.arun())
 
 
 @pytest.mark.skipif(
