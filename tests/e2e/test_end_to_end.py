@@ -5,8 +5,9 @@ from __future__ import annotations
 import collections
 import time
 
-from worker_sdk import AdminClient, JobRequest, SchedulerClient
 from wfj_testing import read_records, wait_until
+
+from worker_sdk import AdminClient, JobRequest, SchedulerClient
 
 
 def test_two_workers_complete_2000_jobs_exactly_once(e2e_database, processes) -> None:

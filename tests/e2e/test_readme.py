@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from wfj_testing import REPO, Coordinator
 
 

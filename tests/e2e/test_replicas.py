@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 
 import pytest
+from wfj_testing import read_records, wait_until
 
 from worker_sdk import AdminClient, JobRequest, SchedulerClient
-from wfj_testing import read_records, wait_until
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ import random
 from collections import Counter
 
 import pytest
+from wfj_testing import SECOND, T0, make_job
 
 from coordinator.clock import ManualClock
 from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.errors import InvalidArgument, LeaseLost, NotFound
 from coordinator.model import Completion, Failure, JobStatus, RetryPolicy
 from coordinator.store import open_store
-from wfj_testing import SECOND, T0, make_job
 
 
 class Harness:
