@@ -211,6 +211,35 @@ class Candidate:
     tenant_id: str
     priority: int
     due_at: int
+    job_type: str = ""
+    definition_id: str = ""
+    concurrency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyLimit:
+    """At most ``max_running`` RUNNING jobs in a scope, cluster-wide.
+
+    ``value`` names one tenant, job type, definition or concurrency key;
+    ``"*"`` applies the limit to each value of that kind separately.
+    """
+
+    kind: LimitKind
+    value: str
+    max_running: int
+
+
+@dataclass(slots=True)
+class Exclusions:
+    """Scopes acquisition should not even read candidates from (limits full)."""
+
+    tenants: set[str] = field(default_factory=set)
+    job_types: set[str] = field(default_factory=set)
+    definitions: set[str] = field(default_factory=set)
+    concurrency_keys: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.tenants or self.job_types or self.definitions or self.concurrency_keys)
 
 
 @dataclass(frozen=True, slots=True)

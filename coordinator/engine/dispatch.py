@@ -32,6 +32,13 @@ log = logging.getLogger(__name__)
 class AcquisitionResult:
     wanted: int
     leased: int
+    # Picks the claim did not lease (taken elsewhere, or over a concurrency limit).
+    dropped: int = 0
+
+    @property
+    def more_may_wait(self) -> bool:
+        """A full batch, or limits turned picks away: the next pass may find more."""
+        return self.leased > 0 and (self.leased >= self.wanted or self.dropped > 0)
 
 
 class Dispatcher:
@@ -43,7 +50,7 @@ class Dispatcher:
         clock: Clock,
         fair: FairScheduler,
         candidates: Callable[[Sequence[str], int, int], Awaitable[list[Candidate]]],
-        claim: Callable[[Sequence[Claim], str, int], Awaitable[list[JobRow]]],
+        claim: Callable[[Sequence[Claim], Sequence[Candidate], str, int], Awaitable[list[JobRow]]],
         release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
         acquire_batch_max: int = 500,
         idle_poll_s: float = 5.0,
@@ -150,8 +157,7 @@ class Dispatcher:
         more = False
         for job_types, sessions in groups.items():
             result = await self._acquire(job_types, sessions)
-            if result.leased and result.leased >= result.wanted:
-                more = True
+            more = more or result.more_may_wait
         return more
 
     async def _acquire(
@@ -165,7 +171,7 @@ class Dispatcher:
             return AcquisitionResult(wanted, 0)
         claims = _assign(picks, sessions)
         token = new_token()
-        rows = await self._claim(claims, token, now)
+        rows = await self._claim(claims, picks, token, now)
         self._fair.charge([r.tenant_id for r in rows])
         by_owner: dict[str, list[JobRow]] = {}
         for row in rows:
@@ -184,7 +190,7 @@ class Dispatcher:
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.
             await self._release(orphans)
-        return AcquisitionResult(wanted, len(rows))
+        return AcquisitionResult(wanted, len(rows), len(claims) - len(rows))
 
 
 def _assign(picks: list[Candidate], sessions: list[WorkerSession]) -> list[Claim]:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from coordinator.clock import Clock, SystemClock
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.sessions import WorkerSession
@@ -37,11 +38,13 @@ from coordinator.model import (
     Candidate,
     Claim,
     Completion,
+    ConcurrencyLimit,
     Failure,
     JobFilter,
     JobRow,
     JobStatus,
     LeasedForFailure,
+    LimitKind,
     NewJob,
     PauseKind,
     PauseScope,
@@ -129,6 +132,7 @@ class Engine:
         self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
+        self.limits = LimitBook()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
 
@@ -141,6 +145,7 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         await self._call(self.store.check_schema)
         self.fair.set_weights(await self._call(self.store.tenant_weights))
+        await self.reload_limits()
         if self.store.is_postgres:
             from coordinator.store.notify import WakeListener
 
@@ -167,8 +172,44 @@ class Engine:
 
     def _on_remote_wake(self, due_at: int) -> None:
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None or loop.is_closed():
+            return
+        if due_at < 0:
+            asyncio.run_coroutine_threadsafe(self.reload_limits(), loop)
+        else:
             loop.call_soon_threadsafe(self.dispatcher.wake, due_at)
+
+    async def reload_limits(self) -> None:
+        """Re-read the concurrency limits (after a change here or on another replica)."""
+        rows = await self._call(self.store.limit_list)
+        self.limits = LimitBook(
+            ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows
+        )
+        self.dispatcher.wake()
+
+    async def set_limit(self, limit: ConcurrencyLimit) -> None:
+        if limit.max_running < 0:
+            raise InvalidArgument("max_running must be >= 0 (0 removes the limit)")
+        if not limit.value:
+            raise InvalidArgument("value is required: a tenant, job type, definition, key or '*'")
+        await self._call(self.store.limit_set, int(limit.kind), limit.value, limit.max_running)
+        await self.reload_limits()
+
+    async def list_limits(self) -> list[tuple[ConcurrencyLimit, int]]:
+        """Every limit with its RUNNING count (for '*' limits: the fullest value)."""
+        rows = await self._call(self.store.limit_list)
+        limits = [ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows]
+        running = await self._call(
+            self.store.job_running_counts, sorted({int(x.kind) for x in limits})
+        )
+        out = []
+        for limit in limits:
+            if limit.value == "*":
+                count = max((n for (k, _), n in running.items() if k == int(limit.kind)), default=0)
+            else:
+                count = running.get((int(limit.kind), limit.value), 0)
+            out.append((limit, count))
+        return out
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -285,11 +326,18 @@ class Engine:
     async def _candidates(
         self, job_types: Sequence[str], per_lane: int, now: int
     ) -> list[Candidate]:
-        return await self._call(self.store.job_candidates, job_types, per_lane, now)
+        exclude = None
+        if self.limits:
+            running = await self._call(self.store.job_running_counts, self.limits.kinds)
+            exclude = self.limits.exclusions(running)
+        return await self._call(self.store.job_candidates, job_types, per_lane, now, exclude)
 
-    async def _claim(self, claims: Sequence[Claim], token: str, now: int) -> list[JobRow]:
+    async def _claim(
+        self, claims: Sequence[Claim], picks: Sequence[Candidate], token: str, now: int
+    ) -> list[JobRow]:
+        admission = Admission(self.limits, claims, picks) if self.limits else None
         rows = await self._call(
-            self.store.job_claim, claims, token, now, self.config.default_lease_ms
+            self.store.job_claim, claims, token, now, self.config.default_lease_ms, admission
         )
         if rows:
             self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))

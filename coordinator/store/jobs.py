@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -18,6 +18,7 @@ from coordinator.model import (
     Candidate,
     Claim,
     Completion,
+    Exclusions,
     JobFilter,
     JobRow,
     JobStatus,
@@ -26,6 +27,18 @@ from coordinator.model import (
 )
 from coordinator.store.base import StoreBase, instance_paused, pause_blocks
 from coordinator.store.schema import job_attempts, jobs, lanes
+
+
+class LimitAdmission(Protocol):
+    """What ``job_claim`` needs to honour concurrency limits."""
+
+    lock_keys: Sequence[str]
+    kinds: Sequence[int]
+
+    def admit(self, running: dict[tuple[int, str], int]) -> Sequence[Claim]:
+        """The claims that fit, given RUNNING counts per limited scope."""
+        ...
+
 
 _LEASED_FOR_FAILURE = (
     "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, cancel_requested"
@@ -134,52 +147,76 @@ class JobQueries(StoreBase):
 
     # -- acquisition -----------------------------------------------------------
 
-    def job_candidates(self, job_types: Sequence[str], per_lane: int, now: int) -> list[Candidate]:
+    def job_candidates(
+        self,
+        job_types: Sequence[str],
+        per_lane: int,
+        now: int,
+        exclude: Exclusions | None = None,
+    ) -> list[Candidate]:
         """Up to ``per_lane`` eligible jobs from each unpaused lane serving ``job_types``.
 
         Reads without locking; ``job_claim`` re-checks every rule atomically.
+        ``exclude`` names scopes whose concurrency limit is full.
         """
+        ex = exclude or Exclusions()
+        params: dict[str, Any] = {
+            "now": now,
+            "per_lane": per_lane,
+            "types": [t for t in job_types if t not in ex.job_types],
+            "x_tenants": sorted(ex.tenants),
+            "x_definitions": sorted(ex.definitions),
+            "x_keys": sorted(ex.concurrency_keys),
+        }
+        if not params["types"]:
+            return []
         if self.is_postgres:
             sql = sa.text(
                 f"""
-                SELECT j.id, j.tenant_id, j.priority, j.due_at
+                SELECT j.id, j.tenant_id, j.priority, j.due_at, j.job_type, j.definition_id,
+                       j.concurrency_key
                 FROM wfj_lanes l
                 CROSS JOIN LATERAL (
-                    SELECT id, tenant_id, priority, due_at FROM wfj_jobs x
+                    SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
+                    FROM wfj_jobs x
                     WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                       AND x.definition_id = l.definition_id
                       AND x.status = 1 AND x.due_at <= :now
                       AND NOT {instance_paused("x")}
+                      AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
                 WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+                  AND NOT l.tenant_id = ANY(:x_tenants) AND NOT l.definition_id = ANY(:x_definitions)
                 """
             )
             with self.tx() as conn:
-                rows = conn.execute(
-                    sql, {"now": now, "per_lane": per_lane, "types": list(job_types)}
-                )
-                return [Candidate(*r) for r in rows]
+                return [Candidate(*r) for r in conn.execute(sql, params)]
         lane_sql = sa.text(
             f"SELECT tenant_id, job_type, definition_id FROM wfj_lanes l "
-            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', with_instance=False)}"
-        ).bindparams(sa.bindparam("types", expanding=True))
+            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', with_instance=False)} "
+            f"AND l.tenant_id NOT IN :x_tenants AND l.definition_id NOT IN :x_definitions"
+        ).bindparams(
+            sa.bindparam("types", expanding=True),
+            sa.bindparam("x_tenants", expanding=True),
+            sa.bindparam("x_definitions", expanding=True),
+        )
         job_sql = sa.text(
             f"""
-            SELECT id, tenant_id, priority, due_at FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
+            SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
+            FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
             WHERE x.tenant_id = :tenant AND x.job_type = :job_type
               AND x.definition_id = :definition AND x.status = 1 AND x.due_at <= :now
               AND NOT {instance_paused("x")}
+              AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
             """
-        )
+        ).bindparams(sa.bindparam("x_keys", expanding=True))
         out: list[Candidate] = []
         with self.tx() as conn:
-            for tenant, job_type, definition in conn.execute(
-                lane_sql, {"types": list(job_types), "now": now}
-            ).all():
+            for tenant, job_type, definition in conn.execute(lane_sql, params).all():
                 rows = conn.execute(
                     job_sql,
                     {
@@ -188,20 +225,73 @@ class JobQueries(StoreBase):
                         "definition": definition,
                         "now": now,
                         "per_lane": per_lane,
+                        "x_keys": params["x_keys"],
                     },
                 )
                 out.extend(Candidate(*r) for r in rows)
         return out
 
+    def job_running_counts(
+        self, kinds: Sequence[int], conn: sa.Connection | None = None
+    ) -> dict[tuple[int, str], int]:
+        """RUNNING jobs per (limit kind, scope value) for the given kinds."""
+        columns = {1: "tenant_id", 2: "job_type", 3: "definition_id", 4: "concurrency_key"}
+        parts = [
+            f"SELECT {int(k)} AS kind, {columns[int(k)]} AS value, count(*) AS n FROM wfj_jobs "
+            f"WHERE status = 2 AND {columns[int(k)]} IS NOT NULL GROUP BY {columns[int(k)]}"
+            for k in kinds
+        ]
+        if not parts:
+            return {}
+        sql = sa.text(" UNION ALL ".join(parts))
+        if conn is not None:
+            return {(k, v): n for k, v, n in conn.execute(sql)}
+        with self.tx() as c:
+            return {(k, v): n for k, v, n in c.execute(sql)}
+
     def job_claim(
-        self, claims: Sequence[Claim], lease_token: str, now: int, default_lease_ms: int
+        self,
+        claims: Sequence[Claim],
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+        limits: LimitAdmission | None = None,
     ) -> list[JobRow]:
         """Lease the claimed jobs that are still eligible; skip the rest.
 
         Eligibility (pending, due, unpaused) is re-checked in the same
         statement that leases, so a pause committed before this call began is
         always honoured. Rows locked by a concurrent claimer are skipped.
+        With ``limits``, the transaction first takes the advisory locks of the
+        limited scopes, counts what runs in them and leases only what
+        ``limits.admit`` lets through.
         """
+        if not claims:
+            return []
+        if limits is not None:
+            with self.tx() as conn:
+                if self.is_postgres:
+                    conn.execute(
+                        sa.text(
+                            "SELECT pg_advisory_xact_lock(hashtext(k)) "
+                            "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
+                        ),
+                        {"keys": list(limits.lock_keys)},
+                    )
+                running = self.job_running_counts(limits.kinds, conn)
+                admitted = limits.admit(running)
+                return self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
+        with self.tx() as conn:
+            return self._claim_in(conn, claims, lease_token, now, default_lease_ms)
+
+    def _claim_in(
+        self,
+        conn: sa.Connection,
+        claims: Sequence[Claim],
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+    ) -> list[JobRow]:
         if not claims:
             return []
         lease_expr = f"(:now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000)"
@@ -229,8 +319,7 @@ class JobQueries(StoreBase):
                 "token": lease_token,
                 "now": now,
             }
-            with self.tx() as conn:
-                return list(conn.execute(sql, params))  # type: ignore[arg-type]
+            return list(conn.execute(sql, params))  # type: ignore[arg-type]
         sql = sa.text(
             f"""
             UPDATE wfj_jobs AS x
@@ -242,13 +331,12 @@ class JobQueries(StoreBase):
             """
         )
         out: list[JobRow] = []
-        with self.tx() as conn:
-            for c in claims:
-                row = conn.execute(
-                    sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
-                ).first()
-                if row is not None:
-                    out.append(row)  # type: ignore[arg-type]
+        for c in claims:
+            row = conn.execute(
+                sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
+            ).first()
+            if row is not None:
+                out.append(row)  # type: ignore[arg-type]
         return out
 
     # -- outcomes --------------------------------------------------------------

@@ -67,6 +67,9 @@ class WakeListener:
 
 
 def _parse_due(payload: str) -> int:
+    """A due time, or -1 when the concurrency limits changed."""
+    if payload == "limits":
+        return -1
     try:
         return int(payload)
     except ValueError:

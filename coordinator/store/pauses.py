@@ -103,6 +103,40 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             conn.execute(stmt)
 
+    def limit_set(self, kind: int, value: str, max_running: int) -> None:
+        """Set a concurrency limit; ``max_running == 0`` removes it."""
+        with self.tx() as conn:
+            conn.execute(
+                concurrency_limits.delete().where(
+                    concurrency_limits.c.kind == kind, concurrency_limits.c.value == value
+                )
+            )
+            if max_running > 0:
+                conn.execute(
+                    concurrency_limits.insert().values(
+                        kind=kind, value=value, max_running=max_running
+                    )
+                )
+            if self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
+
+    def pauses_covering(
+        self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
+    ) -> list[Any]:
+        """Active pauses that hold back a job with these attributes."""
+        where = sa.and_(
+            _active(now),
+            pauses.c.tenant_id.in_(["", tenant_id]),
+            sa.or_(
+                pauses.c.kind == 1,
+                sa.and_(pauses.c.kind == 2, pauses.c.value == definition_id),
+                sa.and_(pauses.c.kind == 3, pauses.c.value == instance_id),
+                sa.and_(pauses.c.kind == 4, pauses.c.value == job_type),
+            ),
+        )
+        with self.tx() as conn:
+            return list(conn.execute(sa.select(pauses).where(where).order_by(pauses.c.created_at)))
+
     def limit_list(self) -> list[Any]:
         with self.tx() as conn:
             return list(conn.execute(sa.select(concurrency_limits)))

@@ -1,0 +1,53 @@
+"""An engine over a real store with a manual clock, driven pass by pass."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from wfj_testing import T0, make_job
+
+from coordinator.clock import ManualClock
+from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
+from coordinator.store import open_store
+
+
+class Harness:
+    def __init__(self, url: str) -> None:
+        self.clock = ManualClock(T0)
+        self.engine = Engine(
+            open_store(url), EngineConfig(), clock=self.clock, rng=random.Random(7)
+        )
+
+    async def enqueue(self, **fields) -> str:
+        job = make_job(**fields)
+        [(job_id, _, _)] = await self.engine.enqueue([job])
+        return job_id
+
+    async def lease(self, n: int = 10, types=("noop",), worker="w1") -> list[tuple[object, str]]:
+        session = WorkerSession(worker, frozenset(types), max_batch_size=1000)
+        self.engine.open_session(session)
+        self.engine.grant(session, n)
+        while await self.engine.dispatcher.run_pass():
+            pass
+        self.engine.close_session(session)
+        out = []
+        while not session.outbox.empty():
+            item = session.outbox.get_nowait()
+            if isinstance(item, LeaseBatch):
+                out.extend((row, item.lease_token) for row in item.jobs)
+        return out
+
+    async def job(self, job_id: str):
+        return await self.engine.get_job(job_id, with_attempts=True)
+
+
+def run(url: str, scenario) -> None:
+    async def main() -> None:
+        h = Harness(url)
+        try:
+            await scenario(h)
+        finally:
+            await h.engine.stop()
+
+    asyncio.run(main())
