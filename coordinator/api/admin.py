@@ -9,6 +9,7 @@ import grpc
 
 from coordinator.api import convert
 from coordinator.engine import Engine
+from coordinator.engine.explain import explain
 from coordinator.model import JobStatus
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
@@ -99,3 +100,26 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.SetTenantWeightResponse:
         await self._engine.set_tenant_weight(request.tenant_id, request.weight)
         return apb.SetTenantWeightResponse()
+
+    async def SetConcurrencyLimit(
+        self, request: apb.SetConcurrencyLimitRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetConcurrencyLimitResponse:
+        await self._engine.set_limit(convert.limit_from_proto(request.limit))
+        return apb.SetConcurrencyLimitResponse()
+
+    async def ListConcurrencyLimits(
+        self, request: apb.ListConcurrencyLimitsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListConcurrencyLimitsResponse:
+        limits = await self._engine.list_limits()
+        return apb.ListConcurrencyLimitsResponse(
+            limits=[convert.limit_to_proto(limit, running) for limit, running in limits]
+        )
+
+    async def ExplainJob(
+        self, request: apb.ExplainJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ExplainJobResponse:
+        row, reasons = await explain(self._engine, request.job_id)
+        return apb.ExplainJobResponse(
+            job=convert.job_to_proto(row),
+            reasons=[convert.wait_reason_to_proto(r) for r in reasons],
+        )

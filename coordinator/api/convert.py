@@ -11,12 +11,15 @@ from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from coordinator.engine.explain import WaitReason
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     AttemptRow,
+    ConcurrencyLimit,
     JobFilter,
     JobRow,
     JobStatus,
+    LimitKind,
     NewJob,
     PauseKind,
     PauseScope,
@@ -243,4 +246,34 @@ def pause_to_proto(r: Any) -> apb.PauseRecord:
         expire_time=us_to_ts(r.expires_at),
         lift_time=us_to_ts(r.lifted_at),
         lifted_by=r.lifted_by or "",
+    )
+
+
+def limit_from_proto(limit: apb.ConcurrencyLimit) -> ConcurrencyLimit:
+    try:
+        kind = LimitKind(limit.kind)
+    except ValueError:
+        raise InvalidArgument(
+            "limit.kind must be TENANT, JOB_TYPE, DEFINITION or CONCURRENCY_KEY"
+        ) from None
+    return ConcurrencyLimit(kind, limit.value, limit.max_running)
+
+
+def limit_to_proto(limit: ConcurrencyLimit, running: int) -> apb.ConcurrencyLimit:
+    return apb.ConcurrencyLimit(
+        kind=int(limit.kind),  # type: ignore[arg-type]
+        value=limit.value,
+        max_running=limit.max_running,
+        running=running,
+    )
+
+
+def wait_reason_to_proto(reason: WaitReason) -> apb.WaitReason:
+    return apb.WaitReason(
+        kind=apb.WaitReason.Kind.Value(f"KIND_{reason.kind}"),
+        message=reason.message,
+        until=us_to_ts(reason.until),
+        pause_id=reason.pause_id,
+        count=reason.count,
+        limit=reason.limit,
     )

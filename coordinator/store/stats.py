@@ -33,6 +33,28 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             return conn.execute(query).scalar()
 
+    def job_count_ahead(
+        self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
+    ) -> int:
+        """Due PENDING jobs of the tenant that acquisition orders before this one."""
+        sql = sa.text(
+            """
+            SELECT count(*) FROM wfj_jobs
+            WHERE tenant_id = :tenant AND status = 1 AND due_at <= :now
+              AND (priority > :priority
+                   OR (priority = :priority AND (due_at < :due OR (due_at = :due AND id < :id))))
+            """
+        )
+        params = {
+            "tenant": tenant_id,
+            "now": now,
+            "priority": priority,
+            "due": due_at,
+            "id": job_id,
+        }
+        with self.tx() as conn:
+            return int(conn.execute(sql, params).scalar() or 0)
+
     def attempt_outcome_counts(self, since: int) -> dict[int, int]:
         """Attempts ended since ``since``, counted by outcome."""
         query = (

@@ -1,0 +1,132 @@
+"""Why is this job still waiting? Every reason a job is not running right now.
+
+The answer is assembled from the same rules acquisition applies (due time,
+pauses, concurrency limits, drain, who serves the job type) plus the job's
+place in its tenant's queue, so it cannot disagree with what acquisition does
+except for races with changes made while it is being computed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coordinator.model import Candidate, JobRow, JobStatus, LimitKind, PauseKind
+
+if TYPE_CHECKING:
+    from coordinator.engine.engine import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReason:
+    """One reason; ``kind`` names a ``WaitReason.Kind`` of the API without its prefix."""
+
+    kind: str
+    message: str
+    until: int | None = None
+    pause_id: str = ""
+    count: int = 0
+    limit: int = 0
+
+
+def _when(us: int) -> str:
+    return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat(timespec="seconds")
+
+
+_SCOPE_NAMES = {
+    LimitKind.TENANT: "tenant",
+    LimitKind.JOB_TYPE: "job type",
+    LimitKind.DEFINITION: "definition",
+    LimitKind.CONCURRENCY_KEY: "concurrency key",
+}
+
+
+async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]]:
+    """The job and every reason it is not running now (empty: it is eligible)."""
+    row, _ = await engine.get_job(job_id)
+    now = engine.clock.now_us()
+    status = JobStatus(row.status)
+    if status == JobStatus.RUNNING:
+        return row, [
+            WaitReason(
+                "LEASED",
+                f"running: leased by worker {row.lease_owner} until {_when(row.lease_expires_at or now)}",
+                until=row.lease_expires_at,
+            )
+        ]
+    if status != JobStatus.PENDING:
+        return row, [WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")]
+    reasons: list[WaitReason] = []
+    if engine.dispatcher.paused:
+        reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
+    if row.due_at > now:
+        reasons.append(
+            WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
+        )
+    pauses = await engine._call(
+        engine.store.pauses_covering,
+        row.tenant_id,
+        row.job_type,
+        row.definition_id,
+        row.instance_id,
+        now,
+    )
+    for p in pauses:
+        kind = PauseKind(p.kind)
+        who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
+        why = f": {p.reason}" if p.reason else ""
+        until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
+        if kind == PauseKind.TENANT:
+            text = f"tenant {row.tenant_id} is disabled {who}{why}{until}"
+            reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
+        else:
+            scope = {
+                PauseKind.DEFINITION: f"definition {p.value}",
+                PauseKind.INSTANCE: f"instance {p.value}",
+                PauseKind.JOB_TYPE: f"job type {p.value}",
+            }[kind]
+            text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
+            reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
+    if engine.limits:
+        job = Candidate(
+            row.id,
+            row.tenant_id,
+            row.priority,
+            row.due_at,
+            row.job_type,
+            row.definition_id,
+            row.concurrency_key,
+        )
+        running = await engine._call(engine.store.job_running_counts, engine.limits.kinds)
+        for (kind, value), limit in engine.limits.scopes_of(job):
+            count = running.get((kind, value), 0)
+            if count >= limit:
+                name = _SCOPE_NAMES[LimitKind(kind)]
+                reasons.append(
+                    WaitReason(
+                        "CONCURRENCY_LIMIT",
+                        f"concurrency limit of {name} {value} is full: {count}/{limit} running",
+                        count=count,
+                        limit=limit,
+                    )
+                )
+    if not engine.serves(row.job_type):
+        reasons.append(
+            WaitReason(
+                "NO_WORKER",
+                f"no connected worker serves job type {row.job_type!r}; start one with a handler for it",
+            )
+        )
+    ahead = await engine._call(
+        engine.store.job_count_ahead, row.tenant_id, row.priority, row.due_at, row.id, now
+    )
+    if ahead:
+        reasons.append(
+            WaitReason(
+                "QUEUED_BEHIND",
+                f"{ahead} eligible job(s) of tenant {row.tenant_id} are ahead of it in its share",
+                count=ahead,
+            )
+        )
+    return row, reasons
