@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import random
 
-from wfj_testing import T0, make_job
-
 from coordinator.clock import ManualClock
 from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.store import open_store
+from wfj_testing import T0, make_job
 
 
 class Harness:

@@ -135,7 +135,8 @@ class PauseQueries(StoreBase):
             ),
         )
         with self.tx() as conn:
-            return list(conn.execute(sa.select(pauses).where(where).order_by(pauses.c.created_at)))
+            query = sa.select(pauses).where(where).order_by(pauses.c.created_at, pauses.c.id)
+            return list(conn.execute(query))
 
     def limit_list(self) -> list[Any]:
         with self.tx() as conn:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from wfj_testing import Coordinator
 
+from wfj_testing import Coordinator
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 from workflowjobs.v1 import job_pb2 as jpb

@@ -6,7 +6,6 @@ import collections
 import time
 
 from wfj_testing import read_records, wait_until
-
 from worker_sdk import AdminClient, JobRequest, SchedulerClient
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from wfj_testing import REPO, Coordinator
 
 

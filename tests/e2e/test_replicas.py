@@ -5,8 +5,8 @@ from __future__ import annotations
 import collections
 
 import pytest
-from wfj_testing import read_records, wait_until
 
+from wfj_testing import read_records, wait_until
 from worker_sdk import AdminClient, JobRequest, SchedulerClient
 
 

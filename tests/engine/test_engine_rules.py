@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from wfj_engine import Harness, run
-from wfj_testing import SECOND, T0, make_job
 
 from coordinator.errors import InvalidArgument, LeaseLost, NotFound
 from coordinator.model import Completion, Failure, JobStatus, RetryPolicy
+from wfj_engine import Harness, run
+from wfj_testing import SECOND, T0, make_job
 
 NO_JITTER = RetryPolicy(initial_backoff_ms=10_000, backoff_multiplier=2.0, jitter=0.0).to_json()
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from wfj_engine import Harness, run
-from wfj_testing import make_job
-
 from coordinator.engine.limits import LimitBook
 from coordinator.model import (
     Candidate,
@@ -16,6 +13,8 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
 )
+from wfj_engine import Harness, run
+from wfj_testing import make_job
 
 
 def test_limit_book_fit_and_exclusions() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from wfj_testing import SECOND, T0, make_job
-
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -15,6 +13,7 @@ from coordinator.model import (
     PauseScope,
 )
 from coordinator.store import Store
+from wfj_testing import SECOND, T0, make_job
 
 LEASE_MS = 30_000
 
