@@ -52,6 +52,8 @@ class PauseQueries(StoreBase):
                     expires_at=expires_at,
                 )
             )
+            if expires_at is not None:
+                self._notify_wake(conn, expires_at)
             return conn.execute(sa.select(pauses).where(pauses.c.id == pause_id)).one()
 
     def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]:
@@ -69,6 +71,7 @@ class PauseQueries(StoreBase):
             conn.execute(
                 pauses.update().where(pauses.c.id.in_(ids)).values(lifted_at=now, lifted_by=actor)
             )
+            self._notify_wake(conn, 0)
             return list(conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids))))
 
     def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]:
