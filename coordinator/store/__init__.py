@@ -9,11 +9,12 @@ LISTEN/NOTIFY, advisory locks) stay inside this package.
 from __future__ import annotations
 
 from coordinator.store.jobs import JobQueries
+from coordinator.store.operations import OperationQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.stats import StatsQueries
 
 
-class Store(JobQueries, PauseQueries, StatsQueries):
+class Store(JobQueries, PauseQueries, StatsQueries, OperationQueries):
     """Every named query, over one SQLAlchemy engine."""
 
 
