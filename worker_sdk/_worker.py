@@ -143,7 +143,10 @@ class Worker:
         heartbeat_interval: Seconds between lease heartbeats; defaults to the
             coordinator's recommendation, else a third of the shortest lease.
         shutdown_grace: Seconds running handlers get to finish on shutdown
-            before they are cancelled and their jobs handed back.
+            before they are cancelled and their jobs handed back. A blocking
+            handler cannot be interrupted: its job is handed back all the same
+            and its result ignored, but the interpreter exits only once its
+            thread returns.
         credentials: TLS/mTLS channel credentials; None for plaintext.
         token: Bearer token for the coordinator.
         metadata: Extra metadata sent with every call.
@@ -656,7 +659,8 @@ class Worker:
                 continue
             self._running[running.key] = running
             running.task = asyncio.create_task(self._execute(running), name=f"job-{leased.job.id}")
-        if self._heartbeater is not None and self._heartbeat_interval is None:
+        derived_interval = self._heartbeat_interval is None and self._accepted_heartbeat_ms <= 0
+        if self._heartbeater is not None and derived_interval:
             # The fallback interval depends on the shortest lease held.
             self._heartbeater.reschedule()
         if len(self._running) > self._concurrency:
