@@ -46,7 +46,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             if request.HasField("window")
             else _DEFAULT_WINDOW_US
         )
-        s = await self._engine.stats(request.tenant_id, window)
+        s = await self._engine.ops.stats(request.tenant_id, window)
         totals = s["totals"]
         age_us = s["oldest_pending_age_us"]
         return apb.GetStatsResponse(
@@ -62,7 +62,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             faulted=totals[JobStatus.FAULTED],
             cancelled=totals[JobStatus.CANCELLED],
             oldest_pending_age=convert.ms_to_duration(age_us // 1000),
-            retries_in_window=s["failures"],
+            retries_in_window=s["retries"],
             failures_in_window=s["failures"],
             completions_in_window=s["completions"],
             dead_letter=totals[JobStatus.FAULTED],
@@ -123,3 +123,63 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             job=convert.job_to_proto(row),
             reasons=[convert.wait_reason_to_proto(r) for r in reasons],
         )
+
+    # -- operator actions (engine/operations.py) ------------------------------------
+
+    async def RetryJob(
+        self, request: apb.RetryJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RetryJobResponse:
+        row = await self._engine.ops.retry_job(request.job_id, request.keep_attempts)
+        return apb.RetryJobResponse(job=convert.job_to_proto(row))
+
+    async def CancelJob(
+        self, request: apb.CancelJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CancelJobResponse:
+        row = await self._engine.ops.cancel_job(request.job_id, request.reason)
+        return apb.CancelJobResponse(job=convert.job_to_proto(row))
+
+    async def UnlockJob(
+        self, request: apb.UnlockJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.UnlockJobResponse:
+        row = await self._engine.ops.unlock_job(request.job_id)
+        return apb.UnlockJobResponse(job=convert.job_to_proto(row))
+
+    async def ReplayJob(
+        self, request: apb.ReplayJobRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ReplayJobResponse:
+        row = await self._engine.ops.replay_job(request.job_id)
+        return apb.ReplayJobResponse(job=convert.job_to_proto(row))
+
+    async def BulkRetryJobs(
+        self, request: apb.BulkRetryJobsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.BulkRetryJobsResponse:
+        result = await self._engine.ops.bulk_retry(
+            convert.filter_from_proto(request.filter), request.dry_run, request.keep_attempts
+        )
+        return apb.BulkRetryJobsResponse(matched=result.matched, changed=result.changed)
+
+    async def BulkCancelJobs(
+        self, request: apb.BulkCancelJobsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.BulkCancelJobsResponse:
+        result = await self._engine.ops.bulk_cancel(
+            convert.filter_from_proto(request.filter), request.dry_run, request.reason
+        )
+        return apb.BulkCancelJobsResponse(matched=result.matched, changed=result.changed)
+
+    async def Drain(
+        self, request: apb.DrainRequest, context: grpc.aio.ServicerContext
+    ) -> apb.DrainResponse:
+        await self._engine.ops.drain(request.cluster, request.worker_id)
+        return apb.DrainResponse()
+
+    async def Undrain(
+        self, request: apb.UndrainRequest, context: grpc.aio.ServicerContext
+    ) -> apb.UndrainResponse:
+        await self._engine.ops.undrain(request.cluster)
+        return apb.UndrainResponse()
+
+    async def ListWorkers(
+        self, request: apb.ListWorkersRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListWorkersResponse:
+        workers = await self._engine.ops.list_workers()
+        return apb.ListWorkersResponse(workers=[convert.worker_to_proto(w) for w in workers])

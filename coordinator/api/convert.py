@@ -277,3 +277,21 @@ def wait_reason_to_proto(reason: WaitReason) -> apb.WaitReason:
         count=reason.count,
         limit=reason.limit,
     )
+
+
+def worker_to_proto(w: Any) -> apb.WorkerInfo:
+    """A ``coordinator.engine.operations.WorkerView`` on the wire."""
+    return apb.WorkerInfo(
+        worker_id=w.worker_id,
+        hostname=w.hostname,
+        pid=w.pid,
+        sdk_version=w.sdk_version,
+        job_types=list(w.job_types),
+        slots=w.slots,
+        in_flight_job_ids=list(w.in_flight),
+        connect_time=us_to_ts(w.connected_at or None),
+        last_heartbeat_time=us_to_ts(w.last_heartbeat_at or None),
+        coordinator_id=w.coordinator_id,
+        credits=w.credits,
+        draining=w.draining,
+    )

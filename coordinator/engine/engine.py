@@ -21,6 +21,7 @@ from coordinator.clock import Clock, SystemClock
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.limits import Admission, LimitBook
+from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.sessions import WorkerSession
@@ -76,6 +77,8 @@ class EngineConfig:
     # Re-check for eligible work this often while workers wait with credit.
     idle_poll_s: float = 5.0
     reaper: ReaperConfig = field(default_factory=ReaperConfig)
+    # Operator chores: worker registry, cluster flags, execution timeouts, retention.
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Threads running store calls (the SQLite store uses one).
     store_threads: int = 8
 
@@ -133,6 +136,7 @@ class Engine:
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
         self.limits = LimitBook()
+        self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
 
@@ -151,6 +155,7 @@ class Engine:
 
             self._listener = WakeListener(self.store.url, self._on_remote_wake)
             self._listener.start()
+        await self.ops.start()
         self.dispatcher.start()
         self.reaper.start()
         self._started = True
@@ -162,6 +167,7 @@ class Engine:
             self.store.dispose()
             return
         self._started = False
+        await self.ops.stop()
         await self.reaper.stop()
         await self.dispatcher.stop()
         if self._listener is not None:
@@ -360,9 +366,16 @@ class Engine:
             raise InvalidArgument("the worker must serve at least one job type")
         session.connected_at = session.last_heartbeat_at = self.clock.now_us()
         self.dispatcher.add_session(session)
+        self.ops.session_opened(session)
 
     def close_session(self, session: WorkerSession) -> None:
         self.dispatcher.remove_session(session)
+        self.ops.session_closed(session)
+
+    @property
+    def draining(self) -> bool:
+        """True while this coordinator (or the whole cluster) is drained."""
+        return self.ops.draining
 
     def grant(self, session: WorkerSession, credits: int) -> None:
         if credits < 0:
@@ -442,7 +455,7 @@ class Engine:
     ) -> AttemptEnd:
         outcome = by_id[row.id]
         if isinstance(outcome, Release):
-            return _release_end(outcome)
+            return _release_end(outcome, row)
         return decide_failure(
             row,
             now=now,
@@ -557,10 +570,18 @@ class Engine:
 
 def _decide_release(releases: Sequence[Release], row: LeasedForFailure) -> AttemptEnd:
     by_id = {r.job_id: r for r in releases}
-    return _release_end(by_id[row.id])
+    return _release_end(by_id[row.id], row)
 
 
-def _release_end(release: Release) -> AttemptEnd:
+def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
+    if row.cancel_requested:
+        # A cancel was requested: the handed-back attempt ends the job.
+        return AttemptEnd(
+            job_id=release.job_id,
+            outcome=AttemptOutcome.CANCELLED,
+            new_status=JobStatus.CANCELLED,
+            error=release.reason or "cancelled",
+        )
     return AttemptEnd(
         job_id=release.job_id,
         outcome=AttemptOutcome.RELEASED,

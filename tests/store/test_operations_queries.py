@@ -94,7 +94,11 @@ def test_unlock_fences_the_old_lease_and_records_the_attempt(store: Store) -> No
     assert (change.row.status, change.row.lease_token) == (JobStatus.PENDING, None)
     assert change.row.due_at == T0 + 5 * SECOND
     [attempt] = store.job_attempts(job.id)
-    assert (attempt.outcome, attempt.number, attempt.worker_id) == (AttemptOutcome.UNLOCKED, 1, "w1")
+    assert (attempt.outcome, attempt.number, attempt.worker_id) == (
+        AttemptOutcome.UNLOCKED,
+        1,
+        "w1",
+    )
     assert store.lease_extend_many([(job.id, "old")], T0, LEASE_MS) == []
     assert store.job_end_attempts([(job.id, "old")], lambda r: None, T0) == {}  # type: ignore[arg-type,return-value]
     assert not store.job_unlock(job.id, T0).changed

@@ -1,0 +1,473 @@
+"""Operator actions: retry, cancel, unlock, replay, bulk actions, drain,
+worker listing and stats, plus the chores that serve them.
+
+Design note: drain. A coordinator is *draining* when it was drained itself
+(in memory; a restart forgets it) or the cluster is (the ``drain`` row in
+``wfj_cluster_flags``, read at start and by the cluster-sync chore). While
+draining, the dispatcher leases nothing, running jobs go on heartbeating and
+reporting, and every worker stream receives a ``DrainRequested`` so the
+worker stops granting credit. On undrain those streams are closed; the SDK
+reconnects at once and grants credit on the new stream. A worker drained by
+id keeps its drained stream until it reconnects (there is no per-worker
+undrain: restart or reconnect the worker). Health stays SERVING: only SIGTERM
+takes a coordinator out of the load balancer.
+
+::
+
+    serving --Drain / cluster flag set--> draining --Undrain / flag cleared--> serving
+                                    (DrainRequested to every stream)   (drained streams closed)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from coordinator.engine.registry import ClusterSync, RegistryConfig, SyncResult
+from coordinator.engine.retention import RetentionCleaner, RetentionConfig
+from coordinator.engine.retries import decide_failure
+from coordinator.engine.sessions import DrainSignal, WorkerSession
+from coordinator.engine.timeouts import ExecutionTimeouts, TimeoutConfig
+from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
+from coordinator.ids import is_valid_id, new_id
+from coordinator.model import (
+    AttemptEnd,
+    AttemptOutcome,
+    JobFilter,
+    JobRow,
+    JobStatus,
+    LeasedForFailure,
+)
+from coordinator.store.operations import (
+    CANCELLABLE_STATUSES,
+    RETRYABLE_STATUSES,
+    BulkCount,
+    RunningDeadline,
+    StateChange,
+    WorkerRecord,
+)
+
+if TYPE_CHECKING:
+    from coordinator.engine.engine import Engine
+
+log = logging.getLogger(__name__)
+
+CLUSTER_DRAIN_FLAG = "drain"
+WORKER_DRAIN_FLAG_PREFIX = "drain-worker:"
+
+
+@dataclass
+class OperationsConfig:
+    """Settings of the operator-facing chores; every field has a default."""
+
+    # Worker registry refresh and cluster flag polling.
+    registry: RegistryConfig = field(default_factory=RegistryConfig)
+    # Backstop for attempts running past their execution timeout.
+    timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
+    # Purge of old finished jobs (off by default).
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    """A connected worker as ``ListWorkers`` shows it."""
+
+    worker_id: str
+    coordinator_id: str
+    hostname: str
+    pid: int
+    sdk_version: str
+    job_types: tuple[str, ...]
+    slots: int
+    in_flight: tuple[str, ...]
+    connected_at: int
+    last_heartbeat_at: int
+    credits: int
+    draining: bool
+
+
+class Operations:
+    """Operator actions over one engine; owns the drain state and three chores."""
+
+    def __init__(self, engine: Engine, config: OperationsConfig | None = None) -> None:
+        self._engine = engine
+        self.config = config or OperationsConfig()
+        self.local_drain = False
+        self.cluster_drain = False
+        # Sessions that received a DrainRequested because this coordinator drains.
+        self._signalled: set[WorkerSession] = set()
+        # Streams drained by worker id: they stay drained until the worker reconnects.
+        self._drained_sessions: set[WorkerSession] = set()
+        clock = engine.clock
+        self.cluster_sync = ClusterSync(self.config.registry, clock, self._sync)
+        self.timeouts = ExecutionTimeouts(
+            self.config.timeouts, clock, self._running_deadlines, self._end_timed_out
+        )
+        self.retention = RetentionCleaner(self.config.retention, clock, self._purge)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Read the cluster drain flag (before any acquisition), start the chores."""
+        flag = await self._call(self._store.cluster_flag_get, CLUSTER_DRAIN_FLAG)
+        self.cluster_drain = flag is not None
+        self._apply_drain()
+        self.cluster_sync.start()
+        self.timeouts.start()
+        self.retention.start()
+
+    async def stop(self) -> None:
+        """Stop the chores and remove this coordinator's worker rows (best effort)."""
+        await self.retention.stop()
+        await self.timeouts.stop()
+        was_running = self.cluster_sync.running
+        await self.cluster_sync.stop()
+        if was_running:
+            try:
+                await self._call(
+                    self._store.worker_sync, self._engine.coordinator_id, [], self._now()
+                )
+            except Exception:  # noqa: BLE001 - rows expire as stale anyway
+                log.warning("could not remove this coordinator's worker rows", exc_info=True)
+
+    def session_opened(self, session: WorkerSession) -> None:
+        if self.draining:
+            self._signal(session, self._drain_reason())
+        self.cluster_sync.mark_dirty()
+
+    def session_closed(self, session: WorkerSession) -> None:
+        self._signalled.discard(session)
+        self._drained_sessions.discard(session)
+        self.cluster_sync.mark_dirty()
+
+    # -- single jobs ---------------------------------------------------------------
+
+    async def retry_job(self, job_id: str, keep_attempts: bool) -> JobRow:
+        _check_id(job_id)
+        change = await self._call(self._store.job_retry, job_id, keep_attempts, self._now())
+        row = _applied(change, job_id, "retried", RETRYABLE_STATUSES)
+        self._engine.dispatcher.wake()
+        return row
+
+    async def cancel_job(self, job_id: str, reason: str) -> JobRow:
+        _check_id(job_id)
+        change = await self._call(self._store.job_cancel, job_id, reason, self._now())
+        row = _applied(change, job_id, "cancelled", CANCELLABLE_STATUSES)
+        if row.status == JobStatus.CANCELLED:
+            self._engine._notify_finished([job_id])
+        return row
+
+    async def unlock_job(self, job_id: str) -> JobRow:
+        _check_id(job_id)
+        change = await self._call(self._store.job_unlock, job_id, self._now())
+        row = _applied(change, job_id, "unlocked", (JobStatus.RUNNING,))
+        self._engine._forget_in_flight([job_id])
+        if row.status == JobStatus.PENDING:
+            self._engine.dispatcher.wake()
+        else:
+            self._engine._notify_finished([job_id])
+        return row
+
+    async def replay_job(self, job_id: str) -> JobRow:
+        _check_id(job_id)
+        row = await self._call(self._store.job_replay, job_id, new_id(), self._now())
+        if row is None:
+            raise NotFound(f"job {job_id} not found")
+        self._engine.dispatcher.wake()
+        return row
+
+    # -- bulk ----------------------------------------------------------------------
+
+    async def bulk_retry(self, flt: JobFilter, dry_run: bool, keep_attempts: bool) -> BulkCount:
+        statuses = _bulk_statuses(flt, RETRYABLE_STATUSES, "retried")
+        if dry_run:
+            return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
+        result = await self._call(
+            self._store.job_bulk_retry, flt, statuses, keep_attempts, self._now()
+        )
+        if result.changed:
+            self._engine.dispatcher.wake()
+        return result
+
+    async def bulk_cancel(self, flt: JobFilter, dry_run: bool, reason: str) -> BulkCount:
+        statuses = _bulk_statuses(flt, CANCELLABLE_STATUSES, "cancelled")
+        if dry_run:
+            return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
+        return await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
+
+    # -- drain ---------------------------------------------------------------------
+
+    @property
+    def draining(self) -> bool:
+        return self.local_drain or self.cluster_drain
+
+    async def drain(self, cluster: bool, worker_id: str) -> None:
+        if cluster and worker_id:
+            raise InvalidArgument("give either cluster or worker_id, not both")
+        if worker_id:
+            await self._drain_worker(worker_id)
+            return
+        if cluster:
+            await self._call(self._store.cluster_flag_set, CLUSTER_DRAIN_FLAG, "1", self._now())
+            self.cluster_drain = True
+        else:
+            self.local_drain = True
+        self._apply_drain()
+
+    async def undrain(self, cluster: bool) -> None:
+        if cluster:
+            await self._call(self._store.cluster_flag_set, CLUSTER_DRAIN_FLAG, None, self._now())
+            self.cluster_drain = False
+        else:
+            self.local_drain = False
+        self._apply_drain()
+
+    async def _drain_worker(self, worker_id: str) -> None:
+        session = self._engine.dispatcher.sessions.get(worker_id)
+        if session is not None:
+            self._drain_session(session)
+            return
+        # Connected to another replica? Leave a request its cluster sync applies.
+        now = self._now()
+        rows = await self._call(self._store.worker_list, now - self._stale_us())
+        if not any(r.worker_id == worker_id for r in rows):
+            raise NotFound(
+                f"worker {worker_id!r} is not connected to any coordinator (see ListWorkers)"
+            )
+        owner = next(r.coordinator_id for r in rows if r.worker_id == worker_id)
+        await self._call(
+            self._store.cluster_flag_set, WORKER_DRAIN_FLAG_PREFIX + worker_id, owner, now
+        )
+
+    def _drain_session(self, session: WorkerSession) -> None:
+        self._drained_sessions.add(session)
+        session.draining = True
+        if session not in self._signalled:
+            session.outbox.put_nowait(DrainSignal("worker drained by an operator"))
+            self._signalled.add(session)
+
+    def _apply_drain(self) -> None:
+        dispatcher = self._engine.dispatcher
+        if self.draining:
+            dispatcher.paused = True
+            reason = self._drain_reason()
+            for session in list(dispatcher.sessions.values()):
+                self._signal(session, reason)
+            return
+        if not dispatcher.paused:
+            return
+        dispatcher.paused = False
+        for session in list(self._signalled):
+            if session not in self._drained_sessions:
+                # The worker stopped granting credit on this stream; closing
+                # it makes the SDK reconnect and grant again.
+                self._signalled.discard(session)
+                session.close()
+        dispatcher.wake()
+
+    def _signal(self, session: WorkerSession, reason: str) -> None:
+        if session in self._signalled or session.closed:
+            return
+        self._signalled.add(session)
+        session.outbox.put_nowait(DrainSignal(reason))
+
+    def _drain_reason(self) -> str:
+        return (
+            "cluster drained by an operator"
+            if self.cluster_drain
+            else ("coordinator drained by an operator")
+        )
+
+    # -- workers and stats -----------------------------------------------------------
+
+    async def list_workers(self) -> list[WorkerView]:
+        """Workers of this coordinator (live) and of the others (as last registered)."""
+        me = self._engine.coordinator_id
+        local = [_session_view(s, me) for s in self._engine.dispatcher.sessions.values()]
+        rows = await self._call(self._store.worker_list, self._now() - self._stale_us())
+        seen = {w.worker_id for w in local}
+        remote = [_row_view(r) for r in rows if r.coordinator_id != me and r.worker_id not in seen]
+        return sorted(local + remote, key=lambda w: w.worker_id)
+
+    async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
+        """``Engine.stats`` with honest failure/retry counts, drain state, cluster workers.
+
+        ``failures``: attempts that ended FAILED, LEASE_EXPIRED or TIMED_OUT in
+        the window. ``retries``: those of them after which the job was tried
+        again or is waiting to be (not its final attempt).
+        """
+        stats = await self._engine.stats(tenant_id, window_us)
+        since = self._now() - window_us
+        failed, retried = await self._call(self._store.attempt_failure_counts, since, tenant_id)
+        stats["failures"] = failed
+        stats["retries"] = retried
+        stats["draining"] = self.draining
+        stats["connected_workers"] = len(await self.list_workers())
+        return stats
+
+    # -- chores' work -------------------------------------------------------------------
+
+    async def _sync(self, now: int, write: bool) -> SyncResult:
+        written = removed = 0
+        store = self._store
+        if write:
+            records = [_record(s) for s in self._engine.dispatcher.sessions.values()]
+            await self._call(store.worker_sync, self._engine.coordinator_id, records, now)
+            removed = await self._call(store.worker_delete_stale, now - self._stale_us())
+            written = len(records)
+        flags = await self._call(store.cluster_flag_list)
+        cluster = CLUSTER_DRAIN_FLAG in flags
+        if cluster != self.cluster_drain:
+            self.cluster_drain = cluster
+            self._apply_drain()
+        # A worker drain request names the replica that held the worker; it
+        # applies to that connection only, so the flag goes once handled.
+        me = self._engine.coordinator_id
+        for name, owner in flags.items():
+            if name.startswith(WORKER_DRAIN_FLAG_PREFIX) and owner == me:
+                session = self._engine.dispatcher.sessions.get(
+                    name.removeprefix(WORKER_DRAIN_FLAG_PREFIX)
+                )
+                if session is not None:
+                    self._drain_session(session)
+                await self._call(store.cluster_flag_set, name, None, now)
+        return SyncResult(written, removed)
+
+    async def _running_deadlines(self, limit: int) -> list[RunningDeadline]:
+        return await self._call(self._store.job_running_deadlines, limit)
+
+    async def _end_timed_out(self, expired: Sequence[RunningDeadline], now: int) -> int:
+        by_id = {r.job_id: r for r in expired}
+        decide = functools.partial(self._decide_timed_out, by_id, now)
+        refs = [(r.job_id, r.lease_token) for r in expired]
+        ends: dict[str, AttemptEnd] = await self._call(
+            self._store.job_end_attempts, refs, decide, now
+        )
+        engine = self._engine
+        if any(e.new_status == JobStatus.PENDING for e in ends.values()):
+            engine.dispatcher.wake(min(e.due_at or now for e in ends.values()))
+        engine._forget_in_flight(ends)
+        engine._notify_finished([j for j, e in ends.items() if e.new_status != JobStatus.PENDING])
+        return len(ends)
+
+    def _decide_timed_out(
+        self, by_id: dict[str, RunningDeadline], now: int, row: LeasedForFailure
+    ) -> AttemptEnd:
+        overrun_s = (now - by_id[row.id].deadline) / 1_000_000
+        return decide_failure(
+            row,
+            now=now,
+            error=f"execution timeout exceeded (still running {overrun_s:.1f}s past it)",
+            error_kind="ExecutionTimeout",
+            non_retryable=False,
+            retry_at=None,
+            outcome=AttemptOutcome.TIMED_OUT,
+            rng=self._engine._rng,
+        )
+
+    async def _purge(self, before: int, limit: int) -> int:
+        return await self._call(self._store.job_purge_finished, before, limit)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @property
+    def _store(self) -> Any:
+        return self._engine.store
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        return await self._engine._call(fn, *args)
+
+    def _now(self) -> int:
+        return self._engine.clock.now_us()
+
+    def _stale_us(self) -> int:
+        return int(self.config.registry.stale_after_s * 1_000_000)
+
+
+def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:
+    if change.row is None:
+        raise NotFound(f"job {job_id} not found")
+    if not change.changed:
+        state = JobStatus(change.row.status).name
+        names = " or ".join(s.name for s in allowed)
+        raise FailedPrecondition(f"job {job_id} is {state}; only {names} jobs can be {verb}")
+    return change.row
+
+
+def _bulk_statuses(
+    flt: JobFilter, allowed: Sequence[JobStatus], verb: str
+) -> tuple[JobStatus, ...]:
+    if not flt.statuses:
+        return tuple(allowed)
+    wrong = [JobStatus(s).name for s in flt.statuses if s not in allowed]
+    if wrong:
+        names = " or ".join(s.name for s in allowed)
+        raise InvalidArgument(
+            f"filter.statuses has {', '.join(wrong)}; only {names} jobs can be {verb}"
+        )
+    return tuple(JobStatus(s) for s in flt.statuses)
+
+
+def _check_id(job_id: str) -> None:
+    if not job_id:
+        raise InvalidArgument("job_id is required")
+    if not is_valid_id(job_id):
+        raise InvalidArgument(
+            f"job_id {job_id[:80]!r} is malformed; job ids are lower-case UUIDs "
+            "like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
+        )
+
+
+def _record(s: WorkerSession) -> WorkerRecord:
+    return WorkerRecord(
+        worker_id=s.worker_id,
+        hostname=s.hostname,
+        pid=s.pid,
+        sdk_version=s.sdk_version,
+        job_types=sorted(s.job_types),
+        slots=s.slots,
+        connected_at=s.connected_at,
+    )
+
+
+def _session_view(s: WorkerSession, coordinator_id: str) -> WorkerView:
+    return WorkerView(
+        worker_id=s.worker_id,
+        coordinator_id=coordinator_id,
+        hostname=s.hostname,
+        pid=s.pid,
+        sdk_version=s.sdk_version,
+        job_types=tuple(sorted(s.job_types)),
+        slots=s.slots,
+        in_flight=tuple(sorted(s.in_flight)),
+        connected_at=s.connected_at,
+        last_heartbeat_at=s.last_heartbeat_at,
+        credits=s.credits,
+        draining=s.draining,
+    )
+
+
+def _row_view(r: Any) -> WorkerView:
+    # Another replica's worker: in-flight jobs and credits live in that
+    # replica's memory; last_seen_at is when it last vouched for the stream.
+    return WorkerView(
+        worker_id=r.worker_id,
+        coordinator_id=r.coordinator_id,
+        hostname=r.hostname,
+        pid=r.pid,
+        sdk_version=r.sdk_version,
+        job_types=tuple(json.loads(r.job_types or "[]")),
+        slots=r.slots,
+        in_flight=(),
+        connected_at=r.connected_at,
+        last_heartbeat_at=r.last_seen_at,
+        credits=0,
+        draining=False,
+    )
+
+
+__all__ = ["Operations", "OperationsConfig", "WorkerView"]

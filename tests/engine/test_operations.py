@@ -1,0 +1,313 @@
+"""Operator actions on both stores, with a manual clock (engine/operations.py and its chores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.engine import DrainSignal, Engine, EngineConfig, LeaseBatch, WorkerSession
+from coordinator.engine.operations import OperationsConfig
+from coordinator.engine.retention import RetentionConfig
+from coordinator.errors import FailedPrecondition, InvalidArgument, LeaseLost, NotFound
+from coordinator.model import (
+    AttemptOutcome,
+    Completion,
+    Failure,
+    JobFilter,
+    JobStatus,
+    Release,
+)
+from coordinator.store import open_store
+from wfj_engine import Harness, run
+from wfj_testing import SECOND
+
+UNKNOWN = "0190b6e2-5c1a-7d3e-8f00-123456789abc"
+
+
+def open_worker(h: Harness, worker: str = "w1", credits: int = 10) -> WorkerSession:
+    session = WorkerSession(worker, frozenset({"noop"}), slots=credits, hostname="box", pid=7)
+    h.engine.open_session(session)
+    h.engine.grant(session, credits)
+    return session
+
+
+def drain_outbox(session: WorkerSession) -> list[object]:
+    items = []
+    while not session.outbox.empty():
+        items.append(session.outbox.get_nowait())
+    return items
+
+
+def test_cancel_pending_ends_it_at_once(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        row = await h.engine.ops.cancel_job(job_id, "duplicate")
+        assert row.status == JobStatus.CANCELLED
+        assert await h.lease() == []
+        with pytest.raises(FailedPrecondition, match=r"is CANCELLED; only PENDING or RUNNING"):
+            await h.engine.ops.cancel_job(job_id, "")
+        with pytest.raises(NotFound):
+            await h.engine.ops.cancel_job(UNKNOWN, "")
+        with pytest.raises(InvalidArgument, match="malformed"):
+            await h.engine.ops.cancel_job("nope", "")
+
+    run(store_url, scenario)
+
+
+@pytest.mark.parametrize("how", ["fail", "release", "lease-expiry"])
+def test_cancel_running_signals_the_heartbeat_and_records_cancelled(
+    store_url: str, how: str
+) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5)
+        [(_, token)] = await h.lease()
+        row = await h.engine.ops.cancel_job(job_id, "stop it")
+        assert (row.status, row.cancel_requested) == (JobStatus.RUNNING, True)
+        [answer] = await h.engine.heartbeat("w1", [(job_id, token)])
+        assert answer.state == "cancel_requested"
+        if how == "fail":
+            await h.engine.report(
+                [Failure(job_id, token, "JobCancelledError", "JobCancelledError")]
+            )
+        elif how == "release":
+            await h.engine.report([Release(job_id, token, "worker shutting down")])
+        else:
+            h.clock.advance(120)
+            await h.engine._reap_once(h.clock.now_us())
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.CANCELLED
+        assert [a.outcome for a in attempts] == [AttemptOutcome.CANCELLED]
+
+    run(store_url, scenario)
+
+
+def test_retry_a_faulted_job_runs_it_again(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=1)
+        [(_, token)] = await h.lease()
+        await h.engine.report([Failure(job_id, token, "boom", "IOError")])
+        assert (await h.job(job_id))[0].status == JobStatus.FAULTED
+        row = await h.engine.ops.retry_job(job_id, keep_attempts=False)
+        assert (row.status, row.attempt, row.max_attempts) == (JobStatus.PENDING, 1, 2)
+        [(leased, token2)] = await h.lease()
+        assert leased.id == job_id and leased.attempt == 2
+        await h.engine.report([Completion(job_id, token2, b"ok")])
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.COMPLETED
+        assert [(a.number, a.outcome) for a in attempts] == [(1, 2), (2, 1)]
+        with pytest.raises(FailedPrecondition, match="is COMPLETED; only FAULTED or CANCELLED"):
+            await h.engine.ops.retry_job(job_id, False)
+
+    run(store_url, scenario)
+
+
+def test_unlock_fences_the_old_holder(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, stale)] = await h.lease(worker="gone")
+        row = await h.engine.ops.unlock_job(job_id)
+        assert row.status == JobStatus.PENDING
+        with pytest.raises(LeaseLost):
+            await h.engine.report_one(Completion(job_id, stale, b"late"))
+        [answer] = await h.engine.heartbeat("gone", [(job_id, stale)])
+        assert answer.state == "lost"
+        [(_, fresh)] = await h.lease(worker="w2")
+        await h.engine.report([Completion(job_id, fresh, b"ok")])
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.COMPLETED
+        assert [(a.worker_id, a.outcome) for a in attempts] == [
+            ("gone", AttemptOutcome.UNLOCKED),
+            ("w2", AttemptOutcome.COMPLETED),
+        ]
+        with pytest.raises(FailedPrecondition, match="is COMPLETED; only RUNNING"):
+            await h.engine.ops.unlock_job(job_id)
+
+    run(store_url, scenario)
+
+
+def test_replay_makes_a_linked_copy(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(payload=b'{"n": 1}', correlation_id="order-1")
+        copy = await h.engine.ops.replay_job(job_id)
+        assert copy.id != job_id and copy.replay_of == job_id
+        assert (copy.payload, copy.correlation_id) == (b'{"n": 1}', "order-1")
+        assert {row.id for row, _ in await h.lease()} == {job_id, copy.id}
+        with pytest.raises(NotFound):
+            await h.engine.ops.replay_job(UNKNOWN)
+
+    run(store_url, scenario)
+
+
+def test_bulk_retry_dry_run_then_real(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        for tenant in ("x", "x", "x", "y"):
+            await h.enqueue(tenant_id=tenant, max_attempts=1)
+        for row, token in await h.lease():
+            await h.engine.report([Failure(row.id, token, "boom")])
+        flt = JobFilter(tenant_id="x", statuses=(JobStatus.FAULTED,))
+        dry = await h.engine.ops.bulk_retry(flt, dry_run=True, keep_attempts=False)
+        assert (dry.matched, dry.changed) == (3, 0)
+        real = await h.engine.ops.bulk_retry(flt, dry_run=False, keep_attempts=False)
+        assert (real.matched, real.changed) == (3, 3)
+        assert len(await h.lease()) == 3
+        with pytest.raises(InvalidArgument, match="only FAULTED or CANCELLED"):
+            await h.engine.ops.bulk_retry(
+                JobFilter(statuses=(JobStatus.PENDING,)), dry_run=True, keep_attempts=False
+            )
+
+    run(store_url, scenario)
+
+
+def test_bulk_cancel_dry_run_then_real(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        for _ in range(4):
+            await h.enqueue(tenant_id="z")
+        dry = await h.engine.ops.bulk_cancel(JobFilter(tenant_id="z"), True, "")
+        real = await h.engine.ops.bulk_cancel(JobFilter(tenant_id="z"), False, "cleanup")
+        assert (dry.matched, dry.changed, real.matched, real.changed) == (4, 0, 4, 4)
+        assert await h.lease() == []
+
+    run(store_url, scenario)
+
+
+@pytest.mark.parametrize("max_attempts", [1, 2])
+def test_execution_timeout_ends_the_attempt(store_url: str, max_attempts: int) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(execution_timeout_ms=1000, max_attempts=max_attempts)
+        [(_, token)] = await h.lease()
+        chore = h.engine.ops.timeouts
+        h.clock.advance(1 + chore.config.grace_s - 0.1)
+        result = await chore.run_once()
+        assert result.ended == 0 and result.next_deadline is not None
+        h.clock.advance(0.2)
+        assert (await chore.run_once()).ended == 1
+        job, [attempt] = await h.job(job_id)
+        assert attempt.outcome == AttemptOutcome.TIMED_OUT
+        assert job.status == (JobStatus.FAULTED if max_attempts == 1 else JobStatus.PENDING)
+        [answer] = await h.engine.heartbeat("w1", [(job_id, token)])
+        assert answer.state == "lost"
+
+    run(store_url, scenario)
+
+
+def test_drain_stops_acquisition_and_undrain_resumes(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        ops = h.engine.ops
+        running = await h.enqueue()
+        first = open_worker(h)
+        await h.engine.dispatcher.run_pass()
+        [batch] = drain_outbox(first)
+        assert isinstance(batch, LeaseBatch) and batch.jobs[0].id == running
+        await ops.drain(cluster=False, worker_id="")
+        assert h.engine.draining and (await ops.stats("", 60 * SECOND))["draining"]
+        [signal] = drain_outbox(first)
+        assert isinstance(signal, DrainSignal)
+        late = open_worker(h, "w2")  # connecting while drained: told at once
+        assert isinstance(drain_outbox(late)[0], DrainSignal)
+        waiting = await h.enqueue()
+        assert await h.engine.dispatcher.run_pass() is False
+        assert drain_outbox(first) == drain_outbox(late) == []
+        # The running job still finishes.
+        await h.engine.report([Completion(running, batch.lease_token, b"ok")])
+        assert (await h.job(running))[0].status == JobStatus.COMPLETED
+        await ops.undrain(cluster=False)
+        assert not h.engine.draining
+        # Drained streams are closed so the workers reconnect and grant again.
+        assert first.closed and late.closed
+        again = open_worker(h, "w1")
+        await h.engine.dispatcher.run_pass()
+        [batch2] = drain_outbox(again)
+        assert batch2.jobs[0].id == waiting
+
+    run(store_url, scenario)
+
+
+def test_cluster_drain_reaches_another_coordinator(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = Engine(open_store(store_url), EngineConfig(), clock=h.clock, coordinator_id="c2")
+        try:
+            await h.engine.ops.drain(cluster=True, worker_id="")
+            assert h.engine.draining
+            assert not other.draining
+            await other.ops.cluster_sync.run_once()
+            assert other.draining and other.dispatcher.paused
+            await other.ops.undrain(cluster=True)
+            await h.engine.ops.cluster_sync.run_once()
+            assert not h.engine.draining
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
+def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = Engine(open_store(store_url), EngineConfig(), clock=h.clock, coordinator_id="c2")
+        try:
+            job_id = await h.enqueue()
+            mine = open_worker(h, "local-1", credits=3)
+            await h.engine.dispatcher.run_pass()
+            theirs = WorkerSession("remote-1", frozenset({"noop", "x"}), slots=4)
+            other.open_session(theirs)
+            await other.ops.cluster_sync.run_once()
+            await h.engine.ops.cluster_sync.run_once()
+            workers = {w.worker_id: w for w in await h.engine.ops.list_workers()}
+            assert workers["local-1"].in_flight == (job_id,)
+            assert workers["local-1"].coordinator_id == h.engine.coordinator_id
+            assert (workers["local-1"].hostname, workers["local-1"].pid) == ("box", 7)
+            remote = workers["remote-1"]
+            assert (remote.coordinator_id, remote.job_types, remote.slots) == (
+                "c2",
+                ("noop", "x"),
+                4,
+            )
+            assert (await h.engine.ops.stats("", SECOND))["connected_workers"] == 2
+            # Drain one worker by id: local at once, remote through the cluster sync.
+            await h.engine.ops.drain(cluster=False, worker_id="local-1")
+            assert mine.draining and isinstance(drain_outbox(mine)[-1], DrainSignal)
+            await h.engine.ops.drain(cluster=False, worker_id="remote-1")
+            assert not theirs.draining
+            await other.ops.cluster_sync.run_once()
+            assert theirs.draining and isinstance(drain_outbox(theirs)[-1], DrainSignal)
+            assert not h.engine.draining  # only the workers were drained
+            with pytest.raises(NotFound, match="not connected"):
+                await h.engine.ops.drain(cluster=False, worker_id="nobody")
+            # A worker that leaves disappears from the registry.
+            other.close_session(theirs)
+            await other.ops.cluster_sync.run_once()
+            assert "remote-1" not in {w.worker_id for w in await h.engine.ops.list_workers()}
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
+def test_stats_count_retries_apart_from_final_failures(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        retried = await h.enqueue(max_attempts=3)
+        final = await h.enqueue(max_attempts=1)
+        tokens = {row.id: token for row, token in await h.lease()}
+        await h.engine.report([Failure(j, tokens[j], "boom") for j in (retried, final)])
+        stats = await h.engine.ops.stats("", 60 * SECOND)
+        assert (stats["failures"], stats["retries"]) == (2, 1)
+        assert stats["totals"][JobStatus.FAULTED] == 1
+
+    run(store_url, scenario)
+
+
+def test_retention_purges_old_finished_jobs_only_when_enabled(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        cancelled = await h.enqueue()
+        await h.engine.ops.cancel_job(cancelled, "")
+        h.clock.advance(3 * 86_400)
+        assert not h.engine.ops.retention.enabled
+        assert (await h.engine.ops.retention.run_once()).purged == 0
+        config = OperationsConfig(retention=RetentionConfig(finished_after_days=2))
+        engine = Engine(open_store(store_url), EngineConfig(operations=config), clock=h.clock)
+        try:
+            assert (await engine.ops.retention.run_once()).purged == 1
+        finally:
+            await engine.stop()
+        with pytest.raises(NotFound):
+            await h.job(cancelled)
+
+    run(store_url, scenario)
