@@ -35,6 +35,10 @@ def status_for(exc: BaseException) -> grpc.StatusCode | None:
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> None:
+    if isinstance(exc, NotImplementedError):
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED, f"{method} is not implemented by this coordinator"
+        )
     code = status_for(exc)
     if code is None:
         log.exception("unexpected error in %s", method)
