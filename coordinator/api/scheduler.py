@@ -19,6 +19,16 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         self, request: spb.EnqueueRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueResponse:
         job = convert.new_job_from_spec(request.job, self._default_max_attempts)
+        if request.HasField("inline"):
+            row, dedup, token = await self._engine.enqueue_inline(
+                job, request.inline.worker_id, enqueue_if_paused=request.inline.enqueue_if_paused
+            )
+            return spb.EnqueueResponse(
+                job=convert.job_to_proto(row),
+                deduplicated=dedup,
+                lease_token=token or "",
+                lease_expire_time=convert.us_to_ts(row.lease_expires_at) if token else None,
+            )
         ((job_id, dedup, _status),) = await self._engine.enqueue([job])
         row, _ = await self._engine.get_job(job_id)
         return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=dedup)

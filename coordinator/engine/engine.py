@@ -26,11 +26,12 @@ from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.sessions import WorkerSession
 from coordinator.errors import (
+    FailedPrecondition,
     InvalidArgument,
     LeaseLost,
     NotFound,
 )
-from coordinator.ids import is_valid_id, new_id
+from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
     FINISHED_STATUSES,
     AttemptEnd,
@@ -278,6 +279,54 @@ class Engine:
         result = await self._call(self.store.job_insert_many, prepared)
         self.dispatcher.wake(min(j.due_at for j in prepared))
         return result
+
+    async def enqueue_inline(
+        self, job: NewJob, owner: str, *, enqueue_if_paused: bool
+    ) -> tuple[JobRow, bool, str | None]:
+        """Store a job leased to the caller, who runs it now (inline execution).
+
+        Returns ``(row, deduplicated, lease_token)``; the token is None when
+        the job was not leased (deduplicated, or paused and stored for later).
+        A job whose scope is paused is refused unless ``enqueue_if_paused``.
+        """
+        if not owner:
+            raise InvalidArgument("inline.worker_id is required to run a job inline")
+        now = self.clock.now_us()
+        prepared = self.prepare(job, now)
+        if prepared.due_at > now:
+            raise InvalidArgument("an inline job runs now; it cannot have a future due_time")
+        token = new_token()
+        row, dedup, paused = await self._call(
+            self.store.job_insert_leased,
+            prepared,
+            owner,
+            token,
+            now,
+            self.config.default_lease_ms,
+            enqueue_if_paused,
+        )
+        if row is None:
+            pauses = await self._call(
+                self.store.pauses_covering,
+                prepared.tenant_id,
+                prepared.job_type,
+                prepared.definition_id,
+                prepared.instance_id,
+                now,
+            )
+            names = ", ".join(
+                f"{PauseKind(p.kind).name.lower()} {p.value or p.tenant_id}" for p in pauses
+            )
+            raise FailedPrecondition(
+                f"cannot run inline: paused ({names or 'a pause'}); "
+                "retry after unpause or set enqueue_if_paused to queue it"
+            )
+        if dedup or paused:
+            if paused:
+                self.dispatcher.wake()
+            return row, dedup, None
+        self.reaper.note_expiry(row.lease_expires_at or now)
+        return row, False, token
 
     # -- reads -------------------------------------------------------------------
 

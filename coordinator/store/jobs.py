@@ -29,6 +29,10 @@ from coordinator.store.base import StoreBase, instance_paused, pause_blocks
 from coordinator.store.schema import job_attempts, jobs, lanes
 
 
+class _RolledBack(Exception):
+    """Raised inside a transaction to undo it on purpose."""
+
+
 class LimitAdmission(Protocol):
     """What ``job_claim`` needs to honour concurrency limits."""
 
@@ -77,6 +81,89 @@ class JobQueries(StoreBase):
                 self._notify_wake(conn, min(j.due_at for j in new_jobs))
         self._known_lanes |= new_lanes
         return result
+
+    def job_insert_leased(
+        self,
+        job: NewJob,
+        owner: str,
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+        keep_if_paused: bool,
+    ) -> tuple[JobRow | None, bool, bool]:
+        """Store ``job`` already leased to ``owner`` (inline execution).
+
+        Returns ``(row, deduplicated, paused)``. The row is inserted RUNNING
+        first and the pause rule checked after, in the same transaction: the
+        insert waits for any pause being committed, so a pause that returned
+        before is always seen. A paused job is stored PENDING without a lease
+        when ``keep_if_paused``, else nothing is stored and the row is None.
+        An existing job with the same idempotency key is returned as is.
+        """
+        try:
+            return self._insert_leased(
+                job, owner, lease_token, now, default_lease_ms, keep_if_paused
+            )
+        except _RolledBack:
+            return None, False, True
+
+    def _insert_leased(
+        self,
+        job: NewJob,
+        owner: str,
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+        keep_if_paused: bool,
+    ) -> tuple[JobRow | None, bool, bool]:
+        with self.tx() as conn:
+            if job.idempotency_key:
+                existing = conn.execute(
+                    sa.select(jobs).where(
+                        jobs.c.tenant_id == job.tenant_id,
+                        jobs.c.idempotency_key == job.idempotency_key,
+                    )
+                ).first()
+                if existing is not None:
+                    return existing, True, False  # type: ignore[return-value]
+            lane = (job.tenant_id, job.job_type, job.definition_id)
+            if lane not in self._known_lanes:
+                self._lane_upsert(conn, {lane})
+            lease_ms = job.heartbeat_timeout_ms or default_lease_ms
+            row = dataclasses.asdict(job)
+            row.update(
+                status=int(JobStatus.RUNNING),
+                attempt=1,
+                lease_owner=owner,
+                lease_token=lease_token,
+                started_at=now,
+                lease_expires_at=now + lease_ms * 1000,
+            )
+            conn.execute(jobs.insert(), row)
+            paused = conn.execute(
+                sa.text(
+                    f"SELECT {pause_blocks('x', with_instance=True)} FROM wfj_jobs x WHERE id = :id"
+                ),
+                {"id": job.id, "now": now},
+            ).scalar()
+            if paused and not keep_if_paused:
+                raise _RolledBack
+            if paused:
+                conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == job.id)
+                    .values(
+                        status=int(JobStatus.PENDING),
+                        attempt=0,
+                        lease_owner=None,
+                        lease_token=None,
+                        started_at=None,
+                        lease_expires_at=None,
+                    )
+                )
+            stored = conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one()
+        self._known_lanes.add(lane)
+        return stored, False, bool(paused)  # type: ignore[return-value]
 
     def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]

@@ -22,34 +22,37 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from workflowjobs.v1 import job_pb2 as workflowjobs_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'workflowjobs/v1/scheduler_service.proto\x12\x0fworkflowjobs.v1\x1a\x19workflowjobs/v1/job.proto\"7\n\x0e\x45nqueueRequest\x12%\n\x03job\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\"J\n\x0f\x45nqueueResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\"=\n\x13\x45nqueueBatchRequest\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\"a\n\rEnqueueResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\"G\n\x14\x45nqueueBatchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\"9\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10include_attempts\x18\x02 \x01(\x08\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\"#\n\x11WaitForJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"7\n\x12WaitForJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job2\xe2\x02\n\x13JobSchedulerService\x12L\n\x07\x45nqueue\x12\x1f.workflowjobs.v1.EnqueueRequest\x1a .workflowjobs.v1.EnqueueResponse\x12[\n\x0c\x45nqueueBatch\x12$.workflowjobs.v1.EnqueueBatchRequest\x1a%.workflowjobs.v1.EnqueueBatchResponse\x12I\n\x06GetJob\x12\x1e.workflowjobs.v1.GetJobRequest\x1a\x1f.workflowjobs.v1.GetJobResponse\x12U\n\nWaitForJob\x12\".workflowjobs.v1.WaitForJobRequest\x1a#.workflowjobs.v1.WaitForJobResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'workflowjobs/v1/scheduler_service.proto\x12\x0fworkflowjobs.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19workflowjobs/v1/job.proto\"i\n\x0e\x45nqueueRequest\x12%\n\x03job\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12\x30\n\x06inline\x18\x02 \x01(\x0b\x32 .workflowjobs.v1.InlineExecution\"?\n\x0fInlineExecution\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x19\n\x11\x65nqueue_if_paused\x18\x02 \x01(\x08\"\x96\x01\n\x0f\x45nqueueResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12\x13\n\x0blease_token\x18\x03 \x01(\t\x12\x35\n\x11lease_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x13\x45nqueueBatchRequest\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\"a\n\rEnqueueResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\"G\n\x14\x45nqueueBatchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\"9\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10include_attempts\x18\x02 \x01(\x08\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\"#\n\x11WaitForJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"7\n\x12WaitForJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job2\xe2\x02\n\x13JobSchedulerService\x12L\n\x07\x45nqueue\x12\x1f.workflowjobs.v1.EnqueueRequest\x1a .workflowjobs.v1.EnqueueResponse\x12[\n\x0c\x45nqueueBatch\x12$.workflowjobs.v1.EnqueueBatchRequest\x1a%.workflowjobs.v1.EnqueueBatchResponse\x12I\n\x06GetJob\x12\x1e.workflowjobs.v1.GetJobRequest\x1a\x1f.workflowjobs.v1.GetJobResponse\x12U\n\nWaitForJob\x12\".workflowjobs.v1.WaitForJobRequest\x1a#.workflowjobs.v1.WaitForJobResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'workflowjobs.v1.scheduler_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENQUEUEREQUEST']._serialized_start=87
-  _globals['_ENQUEUEREQUEST']._serialized_end=142
-  _globals['_ENQUEUERESPONSE']._serialized_start=144
-  _globals['_ENQUEUERESPONSE']._serialized_end=218
-  _globals['_ENQUEUEBATCHREQUEST']._serialized_start=220
-  _globals['_ENQUEUEBATCHREQUEST']._serialized_end=281
-  _globals['_ENQUEUERESULT']._serialized_start=283
-  _globals['_ENQUEUERESULT']._serialized_end=380
-  _globals['_ENQUEUEBATCHRESPONSE']._serialized_start=382
-  _globals['_ENQUEUEBATCHRESPONSE']._serialized_end=453
-  _globals['_GETJOBREQUEST']._serialized_start=455
-  _globals['_GETJOBREQUEST']._serialized_end=512
-  _globals['_GETJOBRESPONSE']._serialized_start=514
-  _globals['_GETJOBRESPONSE']._serialized_end=565
-  _globals['_WAITFORJOBREQUEST']._serialized_start=567
-  _globals['_WAITFORJOBREQUEST']._serialized_end=602
-  _globals['_WAITFORJOBRESPONSE']._serialized_start=604
-  _globals['_WAITFORJOBRESPONSE']._serialized_end=659
-  _globals['_JOBSCHEDULERSERVICE']._serialized_start=662
-  _globals['_JOBSCHEDULERSERVICE']._serialized_end=1016
+  _globals['_ENQUEUEREQUEST']._serialized_start=120
+  _globals['_ENQUEUEREQUEST']._serialized_end=225
+  _globals['_INLINEEXECUTION']._serialized_start=227
+  _globals['_INLINEEXECUTION']._serialized_end=290
+  _globals['_ENQUEUERESPONSE']._serialized_start=293
+  _globals['_ENQUEUERESPONSE']._serialized_end=443
+  _globals['_ENQUEUEBATCHREQUEST']._serialized_start=445
+  _globals['_ENQUEUEBATCHREQUEST']._serialized_end=506
+  _globals['_ENQUEUERESULT']._serialized_start=508
+  _globals['_ENQUEUERESULT']._serialized_end=605
+  _globals['_ENQUEUEBATCHRESPONSE']._serialized_start=607
+  _globals['_ENQUEUEBATCHRESPONSE']._serialized_end=678
+  _globals['_GETJOBREQUEST']._serialized_start=680
+  _globals['_GETJOBREQUEST']._serialized_end=737
+  _globals['_GETJOBRESPONSE']._serialized_start=739
+  _globals['_GETJOBRESPONSE']._serialized_end=790
+  _globals['_WAITFORJOBREQUEST']._serialized_start=792
+  _globals['_WAITFORJOBREQUEST']._serialized_end=827
+  _globals['_WAITFORJOBRESPONSE']._serialized_start=829
+  _globals['_WAITFORJOBRESPONSE']._serialized_end=884
+  _globals['_JOBSCHEDULERSERVICE']._serialized_start=887
+  _globals['_JOBSCHEDULERSERVICE']._serialized_end=1241
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from workflowjobs.v1 import job_pb2 as _job_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -8,18 +11,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EnqueueRequest(_message.Message):
-    __slots__ = ("job",)
+    __slots__ = ("job", "inline")
     JOB_FIELD_NUMBER: _ClassVar[int]
+    INLINE_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.JobSpec
-    def __init__(self, job: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ...) -> None: ...
+    inline: InlineExecution
+    def __init__(self, job: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., inline: _Optional[_Union[InlineExecution, _Mapping]] = ...) -> None: ...
+
+class InlineExecution(_message.Message):
+    __slots__ = ("worker_id", "enqueue_if_paused")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ENQUEUE_IF_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    enqueue_if_paused: bool
+    def __init__(self, worker_id: _Optional[str] = ..., enqueue_if_paused: _Optional[bool] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
-    __slots__ = ("job", "deduplicated")
+    __slots__ = ("job", "deduplicated", "lease_token", "lease_expire_time")
     JOB_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     deduplicated: bool
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
+    lease_token: str
+    lease_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class EnqueueBatchRequest(_message.Message):
     __slots__ = ("jobs",)
