@@ -1,0 +1,831 @@
+"""``wfjobs``: the operator's command line, over the worker SDK's clients.
+
+    wfjobs [--target HOST:PORT] [--json] COMMAND ...
+
+Commands: ``jobs list|show|retry|cancel|unlock|replay|explain``, ``pause``,
+``unpause``, ``pauses``, ``drain``, ``undrain``, ``stats``, ``workers``,
+``enqueue``. Output is a table for people, or JSON (protobuf field names, as
+grpcurl prints them) with ``--json``. The coordinator's address comes from
+``--target``, else ``WFJOBS_TARGET``, else 127.0.0.1:50051.
+
+Exit codes (stable, for scripts):
+    0  success
+    1  unexpected error
+    2  bad usage, or the coordinator rejected the input (INVALID_ARGUMENT)
+    3  not found (job, pause, worker)
+    4  wrong state (FAILED_PRECONDITION, ALREADY_EXISTS), e.g. retrying a running job
+    5  coordinator unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED)
+    6  the coordinator does not implement the call (UNIMPLEMENTED)
+    7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from worker_sdk import AdminClient, JobFilter, JobView, SchedulerClient, WorkflowJobsError
+from worker_sdk import WorkflowRef as SdkWorkflowRef
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import job_pb2
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+TARGET_ENV = "WFJOBS_TARGET"
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_WRONG_STATE = 4
+EXIT_UNAVAILABLE = 5
+EXIT_UNIMPLEMENTED = 6
+EXIT_DENIED = 7
+
+_EXIT_BY_CODE = {
+    grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
+    grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
+    grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION: EXIT_WRONG_STATE,
+    grpc.StatusCode.ALREADY_EXISTS: EXIT_WRONG_STATE,
+    grpc.StatusCode.UNAVAILABLE: EXIT_UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT_UNAVAILABLE,
+    grpc.StatusCode.UNIMPLEMENTED: EXIT_UNIMPLEMENTED,
+    grpc.StatusCode.UNAUTHENTICATED: EXIT_DENIED,
+    grpc.StatusCode.PERMISSION_DENIED: EXIT_DENIED,
+}
+
+_STATUSES = ("pending", "running", "completed", "faulted", "cancelled")
+_PAUSE_KINDS = ("tenant", "definition", "instance", "job-type")
+
+
+class UsageError(Exception):
+    """Arguments that make no sense together; exit code 2."""
+
+
+# -- output ------------------------------------------------------------------------------
+
+
+class Output:
+    """Prints tables or JSON."""
+
+    def __init__(self, as_json: bool, stream: TextIO) -> None:
+        self.as_json = as_json
+        self._stream = stream
+
+    def json(self, value: Any) -> None:
+        self._stream.write(json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+
+    def line(self, text: str = "") -> None:
+        self._stream.write(text + "\n")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            self.line("(none)")
+            return
+        cells = [[_cell(v) for v in row] for row in rows]
+        widths = [len(h) for h in headers]
+        for row in cells:
+            widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        self.line(fmt.format(*headers).rstrip())
+        for row in cells:
+            self.line(fmt.format(*row).rstrip())
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return _time(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _time(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
+
+
+def _ts(ts: Any) -> datetime | None:
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return None
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def _message(msg: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+
+def _job_json(job: JobView) -> dict[str, Any]:
+    return _message(job.raw)
+
+
+def _enum_name(value: Any) -> str:
+    return getattr(value, "name", str(value)).lower()
+
+
+# -- argument helpers ----------------------------------------------------------------------
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``5m``, ``2h``, ``1d``, ``250ms`` as a timedelta."""
+    match = _DURATION_RE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30s, 5m, 2h, 1d)")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def _statuses(values: Sequence[str] | None) -> list[str]:
+    out: list[str] = []
+    for value in values or ():
+        for part in value.split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name not in _STATUSES:
+                raise UsageError(
+                    f"unknown status {part!r}; expected one of: {', '.join(_STATUSES)}"
+                )
+            out.append(name)
+    return out
+
+
+def _add_filter_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("filter")
+    g.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help=f"one of {', '.join(_STATUSES)} (repeat or comma-separate)",
+    )
+    g.add_argument("--tenant", default="", help="tenant id")
+    g.add_argument("--type", dest="job_type", default="", help="job type")
+    g.add_argument("--definition", default="", help="workflow definition id")
+    g.add_argument("--instance", default="", help="workflow instance id")
+    g.add_argument("--correlation", default="", help="correlation id")
+    g.add_argument(
+        "--category",
+        default=None,
+        help="continuation, activity_work, integration, maintenance or custom",
+    )
+
+
+def _filter(args: argparse.Namespace) -> JobFilter:
+    return JobFilter(
+        statuses=_statuses(args.status),
+        tenant_id=args.tenant,
+        job_type=args.job_type,
+        definition_id=args.definition,
+        instance_id=args.instance,
+        correlation_id=args.correlation,
+        category=args.category,
+    )
+
+
+def _has_filter(args: argparse.Namespace) -> bool:
+    return bool(
+        args.status
+        or args.tenant
+        or args.job_type
+        or args.definition
+        or args.instance
+        or args.correlation
+        or args.category
+    )
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+class Commands:
+    """One method per command; each returns an exit code."""
+
+    def __init__(self, args: argparse.Namespace, out: Output) -> None:
+        self.args = args
+        self.out = out
+        self.target = args.target
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.target, timeout=self.args.timeout)
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+
+    # jobs ---------------------------------------------------------------------------------
+
+    def jobs_list(self) -> int:
+        a = self.args
+        flt = _filter(a)
+        jobs: list[JobView] = []
+        token = a.page_token
+        while True:
+            page = self.admin.list_jobs(flt, page_size=a.limit, page_token=token)
+            jobs.extend(page.jobs)
+            token = page.next_page_token
+            if not a.all or not token:
+                break
+        if self.out.as_json:
+            self.out.json({"jobs": [_job_json(j) for j in jobs], "next_page_token": token})
+            return EXIT_OK
+        self.out.table(
+            ["ID", "TYPE", "TENANT", "STATUS", "ATTEMPT", "CREATED", "DUE", "LAST ERROR"],
+            [
+                (
+                    j.id,
+                    j.job_type,
+                    j.tenant_id,
+                    _enum_name(j.status),
+                    f"{j.attempt}/{j.max_attempts}",
+                    j.create_time,
+                    j.due_time,
+                    j.last_error or None,
+                )
+                for j in jobs
+            ],
+        )
+        if token:
+            self.out.line(f"(more: --page-token {token}, or --all)")
+        return EXIT_OK
+
+    def jobs_show(self) -> int:
+        job = self.admin.get_job(self.args.job_id)
+        if self.out.as_json:
+            self.out.json(_job_json(job))
+            return EXIT_OK
+        self._show(job)
+        return EXIT_OK
+
+    def _show(self, job: JobView) -> None:
+        wf = job.workflow
+        fields = [
+            ("id", job.id),
+            ("type", job.job_type),
+            ("tenant", job.tenant_id),
+            (
+                "status",
+                _enum_name(job.status) + (" (cancel requested)" if job.cancel_requested else ""),
+            ),
+            ("attempt", f"{job.attempt} of {job.max_attempts}"),
+            ("priority", job.priority),
+            ("category", _enum_name(job.category)),
+            (
+                "definition",
+                f"{wf.definition_id} v{wf.definition_version}" if wf.definition_id else None,
+            ),
+            ("instance", wf.instance_id or None),
+            ("activity", wf.activity_id or None),
+            ("correlation", wf.correlation_id or None),
+            ("created", job.create_time),
+            ("due", job.due_time),
+            ("finished", job.finish_time),
+            ("lease owner", job.lease_owner or None),
+            ("lease expires", job.lease_expire_time),
+            ("last error", job.last_error or None),
+            ("replay of", job.replay_of or None),
+            ("payload", f"{len(job.payload)} bytes {job.payload_content_type}".strip()),
+        ]
+        width = max(len(k) for k, _ in fields)
+        for key, value in fields:
+            if value is not None:
+                self.out.line(
+                    f"{key:<{width}}  {_cell(value) if not isinstance(value, str) else value}"
+                )
+        if job.attempts:
+            self.out.line()
+            self.out.table(
+                ["#", "WORKER", "STARTED", "ENDED", "DURATION", "OUTCOME", "ERROR"],
+                [
+                    (
+                        a.number,
+                        a.worker_id or None,
+                        a.start_time,
+                        a.end_time,
+                        _duration(a.start_time, a.end_time),
+                        _enum_name(a.outcome),
+                        a.error or None,
+                    )
+                    for a in job.attempts
+                ],
+            )
+
+    def jobs_retry(self) -> int:
+        a = self.args
+        if a.job_ids:
+            return self._each(
+                a.job_ids,
+                lambda j: self.admin.retry_job(j, keep_attempts=a.keep_attempts),
+                "retried",
+            )
+        self._need_filter("retry")
+        result = self.admin.bulk_retry_jobs(
+            _filter(a), dry_run=a.dry_run, keep_attempts=a.keep_attempts
+        )
+        return self._bulk(result, "retry")
+
+    def jobs_cancel(self) -> int:
+        a = self.args
+        if a.job_ids:
+            return self._each(
+                a.job_ids, lambda j: self.admin.cancel_job(j, reason=a.reason), "cancelled"
+            )
+        self._need_filter("cancel")
+        result = self.admin.bulk_cancel_jobs(_filter(a), dry_run=a.dry_run, reason=a.reason)
+        return self._bulk(result, "cancel")
+
+    def jobs_unlock(self) -> int:
+        return self._each([self.args.job_id], self.admin.unlock_job, "unlocked")
+
+    def jobs_replay(self) -> int:
+        job = self.admin.replay_job(self.args.job_id)
+        if self.out.as_json:
+            self.out.json(_job_json(job))
+        else:
+            self.out.line(f"replayed {self.args.job_id} as {job.id} ({_enum_name(job.status)})")
+        return EXIT_OK
+
+    def jobs_explain(self) -> int:
+        explanation = self.admin.explain_job(self.args.job_id)
+        if self.out.as_json:
+            self.out.json(
+                {
+                    "job": _job_json(explanation.job),
+                    "reasons": [_message(r) for r in explanation.reasons],
+                }
+            )
+            return EXIT_OK
+        job = explanation.job
+        self.out.line(
+            f"job {job.id} ({job.job_type}, tenant {job.tenant_id}) is {_enum_name(job.status)}"
+        )
+        if not explanation.reasons:
+            self.out.line("nothing holds it back: it runs as soon as a worker has a free slot")
+        for reason in explanation.reasons:
+            kind = apb.WaitReason.Kind.Name(reason.kind).removeprefix("KIND_").lower()
+            self.out.line(f"- {kind}: {reason.message}")
+        return EXIT_OK
+
+    def _each(self, job_ids: Sequence[str], action: Callable[[str], JobView], verb: str) -> int:
+        code = EXIT_OK
+        results = []
+        for job_id in job_ids:
+            try:
+                job = action(job_id)
+            except WorkflowJobsError as e:
+                if e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    raise
+                code = code or _EXIT_BY_CODE.get(e.code, EXIT_ERROR)
+                if self.out.as_json:
+                    results.append({"job_id": job_id, "error": e.message, "code": e.code.name})
+                else:
+                    sys.stderr.write(f"wfjobs: {job_id}: {e.message}\n")
+                continue
+            if self.out.as_json:
+                results.append(_job_json(job))
+            else:
+                state = _enum_name(job.status)
+                if job.cancel_requested and job.status.name == "RUNNING":
+                    state = "running, cancel requested (the handler is told at its next heartbeat)"
+                self.out.line(f"{verb} {job.id}: now {state}")
+        if self.out.as_json:
+            self.out.json(results[0] if len(job_ids) == 1 and code == EXIT_OK else results)
+        return code
+
+    def _need_filter(self, verb: str) -> None:
+        if not _has_filter(self.args) and not self.args.all_jobs:
+            raise UsageError(
+                f"give job ids, or a filter (--status, --tenant, --type, ...) to {verb} "
+                f"in bulk (--all-jobs: every job it applies to)"
+            )
+
+    def _bulk(self, result: Any, verb: str) -> int:
+        dry = self.args.dry_run
+        if self.out.as_json:
+            self.out.json({"matched": result.matched, "changed": result.changed, "dry_run": dry})
+        elif dry:
+            self.out.line(f"would {verb} {result.matched} job(s) (dry run; nothing changed)")
+        else:
+            self.out.line(f"{verb}: {result.changed} of {result.matched} matching job(s) changed")
+        return EXIT_OK
+
+    # pauses -------------------------------------------------------------------------------
+
+    def _scope(self) -> tuple[str, str, str]:
+        a = self.args
+        kind = a.kind.replace("-", "_")
+        if kind == "tenant":
+            if a.tenant and a.value and a.tenant != a.value:
+                raise UsageError("for a tenant pause give the tenant once")
+            tenant = a.value or a.tenant
+            if not tenant:
+                raise UsageError("name the tenant: wfjobs pause tenant TENANT_ID")
+            return kind, "", tenant
+        if not a.value:
+            raise UsageError(f"name the {a.kind}: wfjobs {a.command} {a.kind} VALUE")
+        return kind, a.value, a.tenant
+
+    def pause(self) -> int:
+        a = self.args
+        kind, value, tenant = self._scope()
+        expire = datetime.now(UTC) + a.duration if a.duration else None
+        record = self.admin.pause(
+            kind, value, tenant_id=tenant, actor=a.actor, reason=a.reason, expire_time=expire
+        )
+        if self.out.as_json:
+            self.out.json(_message(record))
+        else:
+            until = (
+                f" until {_time(_ts(record.expire_time))}" if record.HasField("expire_time") else ""
+            )
+            self.out.line(f"paused {_scope_text(record.scope)}{until} (pause {record.id})")
+        return EXIT_OK
+
+    def unpause(self) -> int:
+        kind, value, tenant = self._scope()
+        lifted = self.admin.unpause(kind, value, tenant_id=tenant, actor=self.args.actor)
+        if self.out.as_json:
+            self.out.json([_message(r) for r in lifted])
+        else:
+            for record in lifted:
+                self.out.line(f"unpaused {_scope_text(record.scope)} (pause {record.id})")
+        return EXIT_OK
+
+    def pauses(self) -> int:
+        records = self.admin.list_pauses(include_lifted=self.args.all, tenant_id=self.args.tenant)
+        if self.out.as_json:
+            self.out.json([_message(r) for r in records])
+            return EXIT_OK
+        self.out.table(
+            ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
+            [
+                (
+                    r.id,
+                    _scope_text(r.scope),
+                    r.actor or None,
+                    r.reason or None,
+                    _ts(r.create_time),
+                    _ts(r.expire_time) if r.HasField("expire_time") else None,
+                    _ts(r.lift_time) if r.HasField("lift_time") else None,
+                )
+                for r in records
+            ],
+        )
+        return EXIT_OK
+
+    # drain, stats, workers ---------------------------------------------------------------------
+
+    def drain(self) -> int:
+        a = self.args
+        self.admin.drain(cluster=a.cluster, worker_id=a.worker or "")
+        what = (
+            f"worker {a.worker}"
+            if a.worker
+            else ("the cluster" if a.cluster else f"coordinator {self.target}")
+        )
+        if self.out.as_json:
+            self.out.json({"drained": what})
+        else:
+            self.out.line(f"drained {what}: no new jobs are handed out; running jobs finish")
+        return EXIT_OK
+
+    def undrain(self) -> int:
+        self.admin.undrain(cluster=self.args.cluster)
+        what = "the cluster" if self.args.cluster else f"coordinator {self.target}"
+        if self.out.as_json:
+            self.out.json({"undrained": what})
+        else:
+            self.out.line(f"undrained {what}")
+        return EXIT_OK
+
+    def stats(self) -> int:
+        s = self.admin.get_stats(tenant_id=self.args.tenant, window=self.args.window)
+        if self.out.as_json:
+            self.out.json(_message(s))
+            return EXIT_OK
+        age = s.oldest_pending_age.ToTimedelta().total_seconds()
+        window = self.args.window.total_seconds() if self.args.window else 300
+        self.out.line(
+            f"pending {s.pending}  running {s.running}  completed {s.completed}  "
+            f"faulted {s.faulted} (dead letter)  cancelled {s.cancelled}"
+        )
+        self.out.line(f"oldest pending job waits {age:.1f}s")
+        self.out.line(
+            f"last {window:g}s: {s.completions_in_window} completed, "
+            f"{s.failures_in_window} attempts failed, {s.retries_in_window} of them retried"
+        )
+        self.out.line(
+            f"workers connected {s.connected_workers}  draining {'yes' if s.draining else 'no'}"
+        )
+        if s.counts:
+            self.out.line()
+            self.out.table(
+                ["TENANT", "TYPE", "STATUS", "COUNT"],
+                [
+                    (
+                        c.tenant_id,
+                        c.job_type,
+                        job_pb2.JobStatus.Name(c.status).removeprefix("JOB_STATUS_").lower(),
+                        c.count,
+                    )
+                    for c in s.counts
+                ],
+            )
+        return EXIT_OK
+
+    def workers(self) -> int:
+        workers = self.admin.list_workers()
+        if self.out.as_json:
+            self.out.json([_message(w) for w in workers])
+            return EXIT_OK
+        self.out.table(
+            [
+                "WORKER",
+                "HOST",
+                "PID",
+                "TYPES",
+                "SLOTS",
+                "IN FLIGHT",
+                "CONNECTED",
+                "LAST SEEN",
+                "COORDINATOR",
+                "DRAINING",
+            ],
+            [
+                (
+                    w.worker_id,
+                    w.hostname or None,
+                    w.pid or None,
+                    ",".join(w.job_types),
+                    w.slots,
+                    len(w.in_flight_job_ids),
+                    _ts(w.connect_time),
+                    _ts(w.last_heartbeat_time),
+                    w.coordinator_id[:8],
+                    w.draining,
+                )
+                for w in workers
+            ],
+        )
+        return EXIT_OK
+
+    # enqueue ---------------------------------------------------------------------------------
+
+    def enqueue(self) -> int:
+        a = self.args
+        payload: Any = None
+        if a.payload is not None:
+            try:
+                payload = json.loads(a.payload)
+            except json.JSONDecodeError as e:
+                raise UsageError(f"payload is not JSON: {e}") from None
+        workflow = None
+        if a.definition or a.instance or a.correlation:
+            workflow = SdkWorkflowRef(
+                definition_id=a.definition, instance_id=a.instance, correlation_id=a.correlation
+            )
+        with SchedulerClient(self.target, timeout=self.args.timeout) as scheduler:
+            job = scheduler.enqueue(
+                a.job_type,
+                payload,
+                tenant_id=a.tenant,
+                workflow=workflow,
+                priority=a.priority,
+                delay=a.delay,
+                max_attempts=a.max_attempts,
+                execution_timeout=a.execution_timeout,
+                heartbeat_timeout=a.heartbeat_timeout,
+                idempotency_key=a.idempotency_key,
+            )
+            if a.wait is not None:
+                job = scheduler.wait_for_job(job.id, timeout=a.wait.total_seconds() or None)
+        if self.out.as_json:
+            self.out.json(_job_json(job))
+        else:
+            note = " (already existed)" if job.deduplicated else ""
+            self.out.line(f"{job.id} {_enum_name(job.status)}{note}")
+        return EXIT_OK
+
+
+def _duration(start: datetime | None, end: datetime | None) -> str | None:
+    if start is None or end is None:
+        return None
+    return f"{(end - start).total_seconds():.3f}s"
+
+
+def _scope_text(scope: Any) -> str:
+    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
+    if kind == "tenant":
+        return f"tenant {scope.tenant_id}"
+    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
+    return f"{kind.replace('_', '-')} {scope.value}{where}"
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options accepted before or after the command (SUPPRESS keeps the first value given)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(
+        "--target",
+        default=argparse.SUPPRESS,
+        help=f"coordinator host:port (env {TARGET_ENV}; default {DEFAULT_TARGET})",
+    )
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="seconds to wait for each call (default 30)",
+    )
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="wfjobs",
+        description="Operate a workflow-jobs coordinator.",
+        epilog=__doc__.split("Exit codes", 1)[1].join(["Exit codes", ""]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(parent: Any, name: str, handler: str, help: str) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help, description=help, parents=[common])
+        p.set_defaults(handler=handler)
+        return p
+
+    jobs = sub.add_parser("jobs", help="list, inspect and act on jobs")
+    jsub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+    p = add(jsub, "list", "jobs_list", "list jobs, oldest first")
+    _add_filter_options(p)
+    p.add_argument("--limit", type=int, default=50, help="jobs per page (1..1000, default 50)")
+    p.add_argument("--page-token", default="", help="continue a previous listing")
+    p.add_argument("--all", action="store_true", help="follow every page")
+    p = add(jsub, "show", "jobs_show", "show a job with its attempt history")
+    p.add_argument("job_id")
+    for name, verb, text in (
+        ("retry", "jobs_retry", "make FAULTED or CANCELLED jobs PENDING again (by id or filter)"),
+        ("cancel", "jobs_cancel", "cancel PENDING jobs, signal RUNNING ones (by id or filter)"),
+    ):
+        p = add(jsub, name, verb, text)
+        p.add_argument("job_ids", nargs="*", metavar="JOB_ID")
+        _add_filter_options(p)
+        p.add_argument("--dry-run", action="store_true", help="bulk: only count the matches")
+        p.add_argument("--all-jobs", action="store_true", help=f"bulk: {name} with no filter")
+        if name == "retry":
+            p.add_argument(
+                "--keep-attempts",
+                action="store_true",
+                help="keep the attempt count (default: a fresh attempt budget)",
+            )
+        else:
+            p.add_argument("--reason", default="", help="kept with the job")
+    p = add(jsub, "unlock", "jobs_unlock", "put a RUNNING job whose worker is gone back to PENDING")
+    p.add_argument("job_id")
+    p = add(jsub, "replay", "jobs_replay", "enqueue a copy of a job (same payload and context)")
+    p.add_argument("job_id")
+    p = add(jsub, "explain", "jobs_explain", "every reason a job is not running right now")
+    p.add_argument("job_id")
+
+    for name, text in (
+        ("pause", "pause a tenant, definition, instance or job type"),
+        ("unpause", "lift the pauses of a tenant, definition, instance or job type"),
+    ):
+        p = add(sub, name, name, text)
+        p.add_argument("kind", choices=_PAUSE_KINDS)
+        p.add_argument(
+            "value", nargs="?", default="", help="tenant id, definition id, instance id or job type"
+        )
+        p.add_argument("--tenant", default="", help="limit the pause to one tenant")
+        p.add_argument("--actor", default=os.environ.get("USER", ""), help="who (default $USER)")
+        if name == "pause":
+            p.add_argument("--reason", default="", help="why (kept in the audit history)")
+            p.add_argument(
+                "--for",
+                dest="duration",
+                type=parse_duration,
+                help="lift by itself after this long (e.g. 2h)",
+            )
+    p = add(sub, "pauses", "pauses", "list active pauses (--all: the audit history)")
+    p.add_argument("--all", action="store_true", help="include lifted pauses")
+    p.add_argument("--tenant", default="")
+
+    p = add(
+        sub, "drain", "drain", "stop handing out jobs: this coordinator, the cluster or one worker"
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--cluster", action="store_true", help="every coordinator on the store")
+    group.add_argument("--worker", metavar="WORKER_ID", help="one worker (see wfjobs workers)")
+    p = add(sub, "undrain", "undrain", "hand out jobs again")
+    p.add_argument("--cluster", action="store_true", help="lift the cluster-wide drain")
+
+    p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
+    p.add_argument("--tenant", default="")
+    p.add_argument("--window", type=parse_duration, default=None, help="recent window (default 5m)")
+    add(sub, "workers", "workers", "connected workers across every coordinator")
+
+    p = add(sub, "enqueue", "enqueue", "enqueue a job")
+    p.add_argument("job_type")
+    p.add_argument("payload", nargs="?", default=None, help="JSON payload (default: null)")
+    p.add_argument("--tenant", default="default")
+    p.add_argument("--definition", default="")
+    p.add_argument("--instance", default="")
+    p.add_argument("--correlation", default="")
+    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--delay", type=parse_duration, default=None, help="run after this long")
+    p.add_argument("--max-attempts", type=int, default=None)
+    p.add_argument("--execution-timeout", type=parse_duration, default=None)
+    p.add_argument("--heartbeat-timeout", type=parse_duration, default=None)
+    p.add_argument("--idempotency-key", default=None)
+    p.add_argument(
+        "--wait",
+        type=parse_duration,
+        nargs="?",
+        const=timedelta(0),
+        default=None,
+        help="wait for the outcome (optionally at most this long)",
+    )
+    return parser
+
+
+def _connection_hint(target: str, error: WorkflowJobsError) -> str:
+    source = (
+        "--target"
+        if "--target" in " ".join(sys.argv)
+        else (f"{TARGET_ENV}" if os.environ.get(TARGET_ENV) else "the default")
+    )
+    reason = "connection refused" if "refused" in error.message.lower() else error.message
+    return (
+        f"wfjobs: cannot reach the coordinator at {target} ({reason}).\n"
+        f"  Is it running and listening there? The address came from {source}; "
+        f"set --target HOST:PORT or {TARGET_ENV}."
+    )
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    """Run one command; returns the exit code (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    args.target = getattr(args, "target", None) or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
+    args.json = getattr(args, "json", False)
+    args.timeout = getattr(args, "timeout", 30.0)
+    out = Output(args.json, stdout or sys.stdout)
+    commands = Commands(args, out)
+    try:
+        return getattr(commands, args.handler)()
+    except UsageError as e:
+        sys.stderr.write(f"wfjobs: {e}\n")
+        return EXIT_USAGE
+    except ValueError as e:  # from the SDK's argument checks (unknown enum names, ...)
+        sys.stderr.write(f"wfjobs: {e}\n")
+        return EXIT_USAGE
+    except WorkflowJobsError as e:
+        if e.code == grpc.StatusCode.UNAVAILABLE:
+            sys.stderr.write(_connection_hint(args.target, e) + "\n")
+        elif e.code == grpc.StatusCode.UNIMPLEMENTED:
+            sys.stderr.write(
+                f"wfjobs: the coordinator at {args.target} does not implement this call "
+                f"({e.message}); it is probably older than this CLI\n"
+            )
+        elif e.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            sys.stderr.write(
+                f"wfjobs: the coordinator at {args.target} did not answer within "
+                f"{args.timeout:g}s (--timeout)\n"
+            )
+        else:
+            sys.stderr.write(f"wfjobs: {e.message} ({e.code.name})\n")
+        return _EXIT_BY_CODE.get(e.code, EXIT_ERROR)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        commands.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
