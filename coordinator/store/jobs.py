@@ -627,7 +627,9 @@ class JobQueries(StoreBase):
                     result_content_type = COALESCE(:b_rctype, result_content_type),
                     payload = COALESCE(:b_payload, payload),
                     content_type = COALESCE(:b_pctype, content_type),
-                    attempt = attempt - :b_refund,
+                    -- A released attempt keeps its number in the history (numbers are
+                    -- unique per job); it is refunded by raising the budget instead.
+                    max_attempts = max_attempts + :b_refund,
                     finished_at = :b_finished,
                     lease_token = NULL,
                     lease_expires_at = NULL
