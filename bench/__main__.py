@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
 
+from bench import profiling
 from bench.config import QUICK_SIZES, BenchConfig, Sizes
 from bench.processes import LOG_DIR
 from bench.results import (
@@ -54,6 +56,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="reduced sizes: every figure in about three minutes in all")
     parser.add_argument("--output", type=Path, default=None, help="where to write the table")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="py-spy every coordinator into DIR (see bench.profiling); "
+                             "profiled figures are not for quoting")
     args = parser.parse_args(argv)
     unknown = [f for f in args.figures if f not in FIGURES]
     if unknown:
@@ -80,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes: Sizes = QUICK_SIZES if args.quick else Sizes()
     runs = args.runs or (1 if args.quick else 3)
     config = replace(BenchConfig(), runs=runs, quick=args.quick, sizes=sizes)
+    if args.profile is not None:
+        os.environ[profiling.ENV] = str(args.profile.resolve())
 
     machine = machine_description(config.server.version())
     print(f"bench: {', '.join(figures)}; {runs} run(s) each; "

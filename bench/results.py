@@ -110,10 +110,20 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{value:.2f} {unit}"
 
 
+def _bare(value: float, unit: str) -> str:
+    if unit == "":
+        return f"{value:.4f}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
 def _samples(values: list[float], unit: str) -> str:
     if len(values) <= 1:
         return ""
-    return " (runs: " + ", ".join(format_value(v, "") if unit == "" else f"{v:.4g}" for v in values) + ")"
+    return " (runs: " + ", ".join(_bare(v, unit) for v in values) + ")"
 
 
 def render_table(rows: list[Row]) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import grpc
 import psycopg
 
+from bench import profiling
 from bench.database import PostgresServer
 from bench.processes import ManagedProcess, ProcessFailed
 from workflowjobs.v1 import (
@@ -52,6 +53,7 @@ class Coordinator:
         self.deadline_s = deadline_s
         self.extra_args = list(extra_args)
         self.process: ManagedProcess | None = None
+        self.profiler: ManagedProcess | None = None
         self.target = ""
 
     def migrate(self) -> None:
@@ -78,6 +80,7 @@ class Coordinator:
         )
         match = self.process.wait_for_log(r"listening on 127\.0\.0\.1:(\d+)", timeout_s=60)
         self.target = f"127.0.0.1:{match.group(1)}"
+        self.profiler = profiling.attach(self.process.pid, "coordinator")
 
     @property
     def pid(self) -> int:
@@ -87,6 +90,12 @@ class Coordinator:
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop(grace_s=10)
+        if self.profiler is not None:
+            try:
+                self.profiler.wait(30)  # py-spy writes its output once the target is gone
+            except ProcessFailed:
+                pass
+            self.profiler.stop()
 
     def check_alive(self) -> None:
         if self.process is not None and not self.process.running():
