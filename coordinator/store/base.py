@@ -80,9 +80,21 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No pre-ping: it costs a round trip per checkout. A dropped connection
+        # fails its statement, is invalidated by the pool and reported as
+        # StoreUnavailable; callers retry.
         pool_recycle=1800,
     )
+
+
+@contextlib.contextmanager
+def _domain_errors() -> Iterator[None]:
+    try:
+        yield
+    except exc.OperationalError as e:
+        raise StoreUnavailable(f"database unavailable: {e.orig or e}") from e
+    except exc.InterfaceError as e:
+        raise StoreUnavailable(f"database connection lost: {e.orig or e}") from e
 
 
 class StoreBase:
@@ -92,18 +104,29 @@ class StoreBase:
         self.url = url
         self.engine = create_sa_engine(url, pool_size=pool_size)
         self.is_postgres = self.engine.dialect.name == "postgresql"
+        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.is_sqlite = self.engine.dialect.name == "sqlite"
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sa.Connection]:
         """One transaction; database errors become domain errors."""
-        try:
-            with self.engine.begin() as conn:
+        with _domain_errors(), self.engine.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[sa.Connection]:
+        """A connection for one self-contained statement.
+
+        On PostgreSQL it runs in autocommit mode, which saves the BEGIN and
+        COMMIT round trips of the hot path (a single statement is atomic on
+        its own). On SQLite it is an ordinary transaction.
+        """
+        if not self.is_postgres:
+            with self.tx() as conn:
                 yield conn
-        except exc.OperationalError as e:
-            raise StoreUnavailable(f"database unavailable: {e.orig or e}") from e
-        except exc.InterfaceError as e:
-            raise StoreUnavailable(f"database connection lost: {e.orig or e}") from e
+            return
+        with _domain_errors(), self._autocommit.connect() as conn:
+            yield conn
 
     def _notify_wake(self, conn: sa.Connection, due_at: int) -> None:
         """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at ``due_at``.

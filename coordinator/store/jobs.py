@@ -7,7 +7,7 @@ under the caller's lease token, and report which rows they changed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -20,6 +20,7 @@ from coordinator.model import (
     Completion,
     Exclusions,
     JobFilter,
+    JobRecord,
     JobRow,
     JobStatus,
     LeasedForFailure,
@@ -125,7 +126,7 @@ class JobQueries(StoreBase):
                     )
                 ).first()
                 if existing is not None:
-                    return existing, True, False  # type: ignore[return-value]
+                    return JobRecord(*existing), True, False
             lane = (job.tenant_id, job.job_type, job.definition_id)
             if lane not in self._known_lanes:
                 self._lane_upsert(conn, {lane})
@@ -161,9 +162,9 @@ class JobQueries(StoreBase):
                         lease_expires_at=None,
                     )
                 )
-            stored = conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one()
+            stored = JobRecord(*conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one())
         self._known_lanes.add(lane)
-        return stored, False, bool(paused)  # type: ignore[return-value]
+        return stored, False, bool(paused)
 
     def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
@@ -207,15 +208,18 @@ class JobQueries(StoreBase):
     # -- reads -----------------------------------------------------------------
 
     def job_get(self, job_id: str) -> JobRow | None:
-        with self.tx() as conn:
-            return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()  # type: ignore[return-value]
+        with self.statement() as conn:
+            row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+            return JobRecord(*row) if row is not None else None
 
     def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]:
-        with self.tx() as conn:
-            return list(conn.execute(sa.select(jobs).where(jobs.c.id.in_(job_ids))))  # type: ignore[arg-type]
+        with self.statement() as conn:
+            return [
+                JobRecord(*r) for r in conn.execute(sa.select(jobs).where(jobs.c.id.in_(job_ids)))
+            ]
 
     def job_attempts(self, job_id: str) -> list[AttemptRow]:
-        with self.tx() as conn:
+        with self.statement() as conn:
             return list(
                 conn.execute(  # type: ignore[arg-type]
                     sa.select(job_attempts)
@@ -229,8 +233,8 @@ class JobQueries(StoreBase):
         query = sa.select(jobs).where(*_filter_clauses(flt)).order_by(jobs.c.id).limit(limit)
         if after_id:
             query = query.where(jobs.c.id > after_id)
-        with self.tx() as conn:
-            return list(conn.execute(query))  # type: ignore[arg-type]
+        with self.statement() as conn:
+            return [JobRecord(*r) for r in conn.execute(query)]
 
     # -- acquisition -----------------------------------------------------------
 
@@ -240,12 +244,16 @@ class JobQueries(StoreBase):
         per_lane: int,
         now: int,
         exclude: Exclusions | None = None,
+        tenants: Collection[str] | None = None,
     ) -> list[Candidate]:
         """Up to ``per_lane`` eligible jobs from each unpaused lane serving ``job_types``.
 
         Reads without locking; ``job_claim`` re-checks every rule atomically.
-        ``exclude`` names scopes whose concurrency limit is full.
+        ``exclude`` names scopes whose concurrency limit is full; ``tenants``,
+        when given, is the only tenants whose jobs may be returned.
         """
+        if tenants is not None and not tenants:
+            return []
         ex = exclude or Exclusions()
         params: dict[str, Any] = {
             "now": now,
@@ -254,9 +262,11 @@ class JobQueries(StoreBase):
             "x_tenants": sorted(ex.tenants),
             "x_definitions": sorted(ex.definitions),
             "x_keys": sorted(ex.concurrency_keys),
+            "only_tenants": sorted(tenants or ()),
         }
         if not params["types"]:
             return []
+        scoped = tenants is not None
         if self.is_postgres:
             sql = sa.text(
                 f"""
@@ -276,18 +286,21 @@ class JobQueries(StoreBase):
                 ) j
                 WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
                   AND NOT l.tenant_id = ANY(:x_tenants) AND NOT l.definition_id = ANY(:x_definitions)
+                  {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
                 """
             )
-            with self.tx() as conn:
+            with self.statement() as conn:
                 return [Candidate(*r) for r in conn.execute(sql, params)]
         lane_sql = sa.text(
             f"SELECT tenant_id, job_type, definition_id FROM wfj_lanes l "
             f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', with_instance=False)} "
-            f"AND l.tenant_id NOT IN :x_tenants AND l.definition_id NOT IN :x_definitions"
+            f"AND l.tenant_id NOT IN :x_tenants AND l.definition_id NOT IN :x_definitions "
+            f"{'AND l.tenant_id IN :only_tenants' if scoped else ''}"
         ).bindparams(
             sa.bindparam("types", expanding=True),
             sa.bindparam("x_tenants", expanding=True),
             sa.bindparam("x_definitions", expanding=True),
+            *([sa.bindparam("only_tenants", expanding=True)] if scoped else []),
         )
         job_sql = sa.text(
             f"""
@@ -368,7 +381,7 @@ class JobQueries(StoreBase):
                 running = self.job_running_counts(limits.kinds, conn)
                 admitted = limits.admit(running)
                 return self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
-        with self.tx() as conn:
+        with self.statement() as conn:
             return self._claim_in(conn, claims, lease_token, now, default_lease_ms)
 
     def _claim_in(
@@ -406,7 +419,7 @@ class JobQueries(StoreBase):
                 "token": lease_token,
                 "now": now,
             }
-            return list(conn.execute(sql, params))  # type: ignore[arg-type]
+            return [JobRecord(*r) for r in conn.execute(sql, params)]
         sql = sa.text(
             f"""
             UPDATE wfj_jobs AS x
@@ -423,7 +436,7 @@ class JobQueries(StoreBase):
                 sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
             ).first()
             if row is not None:
-                out.append(row)  # type: ignore[arg-type]
+                out.append(JobRecord(*row))
         return out
 
     # -- outcomes --------------------------------------------------------------
@@ -459,7 +472,7 @@ class JobQueries(StoreBase):
                 "ctypes": [c.content_type for c in completions],
                 "now": now,
             }
-            with self.tx() as conn:
+            with self.statement() as conn:
                 return set(conn.execute(sql, params).scalars())
         update = sa.text(
             """
@@ -662,7 +675,7 @@ class JobQueries(StoreBase):
                 """
             )
             params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
-            with self.tx() as conn:
+            with self.statement() as conn:
                 return [tuple(r) for r in conn.execute(sql, params)]  # type: ignore[misc]
         sql = sa.text(
             f"""

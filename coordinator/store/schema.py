@@ -160,3 +160,16 @@ sa.Index(
     sqlite_where=jobs.c.idempotency_key.isnot(None),
 )
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
+
+
+def _check_record_matches_table() -> None:
+    from dataclasses import fields
+
+    from coordinator.model import JobRecord
+
+    names = [f.name for f in fields(JobRecord)]
+    if names != [c.name for c in jobs.columns]:
+        raise RuntimeError("JobRecord fields must list wfj_jobs columns in table order")
+
+
+_check_record_matches_table()

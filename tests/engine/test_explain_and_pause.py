@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from coordinator.engine import WorkerSession
 from coordinator.engine.explain import explain
 from coordinator.model import ConcurrencyLimit, JobStatus, LimitKind, PauseKind, PauseScope
@@ -71,7 +73,7 @@ def test_pause_without_churn(store_url: str) -> None:
             await h.engine.enqueue(paused[i : i + 2_500])
         await h.engine.pause(PauseScope(PauseKind.DEFINITION, "acme", "billing"), "ops", "", None)
         ids = [j.id for j in paused]
-        before = {r.id: tuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
+        before = {r.id: dataclasses.astuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
         await h.engine.enqueue(
             [make_job(tenant_id="acme", definition_id="other") for _ in range(300)]
         )
@@ -82,7 +84,7 @@ def test_pause_without_churn(store_url: str) -> None:
             got += len(leased)
             h.clock.advance(1)
         assert got == 300
-        after = {r.id: tuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
+        after = {r.id: dataclasses.astuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
         assert after == before, "a paused row was touched"
         await h.engine.unpause(PauseScope(PauseKind.DEFINITION, "acme", "billing"), "ops")
         leased = await h.lease(500)
