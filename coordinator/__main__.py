@@ -14,6 +14,7 @@ import sys
 
 from coordinator.errors import SchemaMismatch, StoreUnavailable
 from coordinator.settings import Settings
+from coordinator.telemetry.logs import configure_logging
 
 log = logging.getLogger("coordinator")
 
@@ -70,11 +71,15 @@ async def serve(settings: Settings) -> None:
     from coordinator.api.server import CoordinatorServer
     from coordinator.engine import Engine
     from coordinator.store import open_store
+    from coordinator.telemetry import setup_telemetry
 
     if settings.migrate_on_start:
         migrate(settings.database_url)
     store = open_store(settings.database_url)
+    telemetry = setup_telemetry()  # from OTEL_* and WFJOBS_METRICS_*; off by default
     server = CoordinatorServer(Engine(store), settings.listen)
+    telemetry.attach(server.engine)
+    telemetry.start()
     await server.start()
     host = settings.listen.rsplit(":", 1)[0]
     log.info(
@@ -91,17 +96,14 @@ async def serve(settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down: draining for up to %.0fs", settings.drain_timeout_s)
     await server.stop(settings.drain_timeout_s)
+    telemetry.shutdown()
     log.info("stopped")
 
 
 def main(argv: list[str] | None = None) -> int:
     defaults = Settings.from_env()
     args = _parser(defaults).parse_args(argv)
-    logging.basicConfig(
-        level=defaults.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(defaults.log_format, defaults.log_level)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
         if args.command == "migrate":

@@ -60,6 +60,16 @@ from ._errors import (
     WorkflowJobsError,
     error_from_rpc,
 )
+from ._inline import (
+    ContinueAs,
+    HandOff,
+    InlineJobContext,
+    InlineResult,
+    InlineRunner,
+    InlineStatus,
+    JobPausedError,
+)
+from ._results import JobFailedError, aenqueue_and_wait, enqueue_and_wait, job_outcome
 from ._scheduler import AsyncSchedulerClient, EnqueueResult, SchedulerClient
 from ._version import __version__
 from ._worker import Worker
@@ -74,17 +84,25 @@ __all__ = [
     "BulkResult",
     "CancelReason",
     "CancelSignal",
+    "ContinueAs",
     "DeadlineExceededError",
     "EnqueueResult",
     "FailedPreconditionError",
+    "HandOff",
+    "InlineJobContext",
+    "InlineResult",
+    "InlineRunner",
+    "InlineStatus",
     "InvalidArgumentError",
     "JobAttemptView",
     "JobCategory",
     "JobContext",
     "JobExplanation",
+    "JobFailedError",
     "JobFilter",
     "JobNotFoundError",
     "JobPage",
+    "JobPausedError",
     "JobRequest",
     "JobStatus",
     "JobView",
@@ -103,8 +121,11 @@ __all__ = [
     "WorkflowJobsError",
     "WorkflowRef",
     "__version__",
+    "aenqueue_and_wait",
     "current_job",
     "decode_payload",
     "encode_payload",
+    "enqueue_and_wait",
     "error_from_rpc",
+    "job_outcome",
 ]

@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from workflowjobs.v1 import job_pb2
 
@@ -38,6 +38,7 @@ class CancelReason:
     LEASE_LOST = "lease lost"
     DEADLINE_EXCEEDED = "execution deadline exceeded"
     WORKER_SHUTDOWN = "worker shutting down"
+    BUDGET_EXHAUSTED = "inline time budget exhausted"
 
 
 class CancelSignal:
@@ -110,6 +111,14 @@ class _JobLoggerAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
         return msg, kwargs
 
 
+class _NoCheckpoint:
+    def __repr__(self) -> str:
+        return "<no checkpoint>"
+
+
+NO_CHECKPOINT: Any = _NoCheckpoint()
+"""Marks "no checkpoint recorded" (``None`` is a valid checkpoint)."""
+
 HeartbeatCallback = Callable[["JobContext", Any], None]
 
 
@@ -142,6 +151,8 @@ class JobContext:
         """When this attempt started on this worker."""
         self.heartbeat_details: Any = None
         """The details passed to the latest :meth:`heartbeat` call."""
+        self.checkpoint_value: Any = NO_CHECKPOINT
+        """The value passed to the latest :meth:`checkpoint` call."""
         timeout = from_duration(job.execution_timeout)
         self.deadline: datetime | None = self.start_time + timeout if timeout else None
         """When this attempt must be done (from the job's execution timeout), or None."""
@@ -292,6 +303,53 @@ class JobContext:
         self.heartbeat_details = details
         if self._heartbeat_callback is not None:
             self._heartbeat_callback(self, details)
+
+    # -- execution modes: implemented by worker_sdk._inline.InlineJobContext ----------------
+
+    @property
+    def is_inline(self) -> bool:
+        """True when the enqueuer runs this attempt in its own process (inline
+        execution); only then can the handler :meth:`hand_off` or :meth:`continue_as`."""
+        return False
+
+    def checkpoint(self, value: Any) -> None:
+        """Record progress: the payload to resume from if this attempt is handed off.
+
+        An inline attempt that is handed off (by :meth:`hand_off` without a
+        checkpoint, or when its time budget runs out) is released with the
+        latest checkpoint as its new payload. Elsewhere it is only kept on the
+        context as :attr:`checkpoint_value`.
+
+        Args:
+            value: A value of the handler's payload type.
+        """
+        self.checkpoint_value = value
+
+    def hand_off(self, checkpoint: Any = NO_CHECKPOINT, *, reason: str = "") -> NoReturn:
+        """End the inline part and release the job to distributed workers.
+
+        Only inline attempts can hand off (see :attr:`is_inline`).
+
+        Raises:
+            RuntimeError: Always, outside inline execution.
+        """
+        raise RuntimeError(
+            f"job {self.job_id}: hand_off() needs an inline execution (InlineRunner); "
+            "this attempt runs on a worker (check ctx.is_inline)"
+        )
+
+    def continue_as(self, job_type: str, payload: Any = None, **options: Any) -> NoReturn:
+        """Enqueue a continuation job and complete this one.
+
+        Only inline attempts can continue as another job (see :attr:`is_inline`).
+
+        Raises:
+            RuntimeError: Always, outside inline execution.
+        """
+        raise RuntimeError(
+            f"job {self.job_id}: continue_as() needs an inline execution (InlineRunner); "
+            "this attempt runs on a worker (check ctx.is_inline)"
+        )
 
     def _cancel(self, reason: str) -> None:
         self._cancelled.set(reason)

@@ -18,6 +18,7 @@ import grpc
 
 from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb2_grpc
 
+from . import _tracing
 from ._convert import (
     JobCategory,
     JobRequest,
@@ -116,7 +117,7 @@ class SchedulerClient:
             return method(
                 request,
                 timeout=timeout if timeout is not None else self._timeout,
-                metadata=self._metadata,
+                metadata=_tracing.outgoing_metadata(self._metadata),
             )
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from exc
@@ -171,26 +172,29 @@ class SchedulerClient:
             InvalidArgumentError: The coordinator rejected the job.
             WorkflowJobsError: Any other RPC failure.
         """
-        request = _enqueue_request(
-            job_type,
-            payload,
-            tenant_id=tenant_id,
-            workflow=workflow,
-            category=category,
-            priority=priority,
-            due=due,
-            delay=delay,
-            max_attempts=max_attempts,
-            retry_policy=retry_policy,
-            execution_timeout=execution_timeout,
-            heartbeat_timeout=heartbeat_timeout,
-            idempotency_key=idempotency_key,
-            concurrency_key=concurrency_key,
-            content_type=content_type,
-            traceparent=traceparent,
-            tracestate=tracestate,
-        )
-        response = self._call(self._stub.Enqueue, request)
+        with _tracing.enqueue_span(job_type, tenant_id) as context:
+            if context is not None and traceparent is None:
+                traceparent, tracestate = context
+            request = _enqueue_request(
+                job_type,
+                payload,
+                tenant_id=tenant_id,
+                workflow=workflow,
+                category=category,
+                priority=priority,
+                due=due,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_policy=retry_policy,
+                execution_timeout=execution_timeout,
+                heartbeat_timeout=heartbeat_timeout,
+                idempotency_key=idempotency_key,
+                concurrency_key=concurrency_key,
+                content_type=content_type,
+                traceparent=traceparent,
+                tracestate=tracestate,
+            )
+            response = self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)
 
     def enqueue_batch(self, jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[EnqueueResult]:
@@ -202,8 +206,10 @@ class SchedulerClient:
         Returns:
             One result per job, in order.
         """
-        request = scheduler_service_pb2.EnqueueBatchRequest(jobs=job_specs(jobs))
-        return _batch_results(self._call(self._stub.EnqueueBatch, request))
+        specs = job_specs(jobs)
+        with _tracing.enqueue_batch_span(specs):
+            request = scheduler_service_pb2.EnqueueBatchRequest(jobs=specs)
+            return _batch_results(self._call(self._stub.EnqueueBatch, request))
 
     def get_job(self, job_id: str, *, include_attempts: bool = False) -> JobView:
         """Read one job.
@@ -306,7 +312,7 @@ class AsyncSchedulerClient:
             return await method(
                 request,
                 timeout=timeout if timeout is not None else self._timeout,
-                metadata=self._metadata,
+                metadata=_tracing.outgoing_metadata(self._metadata),
             )
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc) from exc
@@ -333,34 +339,39 @@ class AsyncSchedulerClient:
         tracestate: str | None = None,
     ) -> JobView:
         """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
-        request = _enqueue_request(
-            job_type,
-            payload,
-            tenant_id=tenant_id,
-            workflow=workflow,
-            category=category,
-            priority=priority,
-            due=due,
-            delay=delay,
-            max_attempts=max_attempts,
-            retry_policy=retry_policy,
-            execution_timeout=execution_timeout,
-            heartbeat_timeout=heartbeat_timeout,
-            idempotency_key=idempotency_key,
-            concurrency_key=concurrency_key,
-            content_type=content_type,
-            traceparent=traceparent,
-            tracestate=tracestate,
-        )
-        response = await self._call(self._stub.Enqueue, request)
+        with _tracing.enqueue_span(job_type, tenant_id) as context:
+            if context is not None and traceparent is None:
+                traceparent, tracestate = context
+            request = _enqueue_request(
+                job_type,
+                payload,
+                tenant_id=tenant_id,
+                workflow=workflow,
+                category=category,
+                priority=priority,
+                due=due,
+                delay=delay,
+                max_attempts=max_attempts,
+                retry_policy=retry_policy,
+                execution_timeout=execution_timeout,
+                heartbeat_timeout=heartbeat_timeout,
+                idempotency_key=idempotency_key,
+                concurrency_key=concurrency_key,
+                content_type=content_type,
+                traceparent=traceparent,
+                tracestate=tracestate,
+            )
+            response = await self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)
 
     async def enqueue_batch(
         self, jobs: Sequence[JobRequest | job_pb2.JobSpec]
     ) -> list[EnqueueResult]:
         """Enqueue several jobs atomically. See :meth:`SchedulerClient.enqueue_batch`."""
-        request = scheduler_service_pb2.EnqueueBatchRequest(jobs=job_specs(jobs))
-        return _batch_results(await self._call(self._stub.EnqueueBatch, request))
+        specs = job_specs(jobs)
+        with _tracing.enqueue_batch_span(specs):
+            request = scheduler_service_pb2.EnqueueBatchRequest(jobs=specs)
+            return _batch_results(await self._call(self._stub.EnqueueBatch, request))
 
     async def get_job(self, job_id: str, *, include_attempts: bool = False) -> JobView:
         """Read one job. See :meth:`SchedulerClient.get_job`."""

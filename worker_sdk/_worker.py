@@ -54,6 +54,7 @@ import os
 import random
 import signal
 import socket
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +65,7 @@ import grpc
 
 from workflowjobs.v1 import job_pb2, worker_service_pb2, worker_service_pb2_grpc
 
+from . import _metrics, _tracing
 from ._codec import encode_payload
 from ._context import CancelReason, JobContext, reset_current_job, set_current_job
 from ._convert import RetryPolicy, from_timestamp, to_timestamp
@@ -106,6 +108,7 @@ class _RunningJob:
     cancel_reason: str | None = None
     handed_back: bool = False
     timers: list[asyncio.TimerHandle] = dataclasses.field(default_factory=list)
+    span: _tracing.ExecutionSpan | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -673,6 +676,8 @@ class Worker:
     async def _execute(self, running: _RunningJob) -> None:
         ctx = running.ctx
         token = set_current_job(ctx)
+        started = time.monotonic()
+        running.span = _tracing.start_execution(ctx)
         try:
             outcome = await self._invoke(running)
         except asyncio.CancelledError:
@@ -687,6 +692,9 @@ class Worker:
             reset_current_job(token)
             for timer in running.timers:
                 timer.cancel()
+        if running.span is not None:
+            running.span.finish(outcome)
+        _metrics.record_handler(ctx.job_type, time.monotonic() - started, outcome)
         self._finish(running, outcome)
 
     async def _invoke(self, running: _RunningJob) -> Any:
@@ -738,6 +746,7 @@ class Worker:
         self, handler: HandlerSpec, ctx: JobContext, exc: Exception
     ) -> worker_service_pb2.Failure:
         error = f"{type(exc).__name__}: {exc}"
+        _tracing.record_exception(exc)
         if isinstance(exc, NonRetryableError):
             return _failure(error, exc.kind, non_retryable=True)
         if isinstance(exc, RetryAfter):
@@ -827,10 +836,12 @@ class Worker:
         elif status.state == worker_service_pb2.LEASE_STATE_LOST:
             if not ctx.is_cancelled():
                 ctx.logger.warning("lease of job %s lost", ctx.job_id)
+            _tracing.event(running.span, "lease lost")
             ctx._cancel(CancelReason.LEASE_LOST)
         elif status.state == worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED:
             if running.cancel_reason is None:
                 ctx.logger.info("cancel requested for job %s", ctx.job_id)
+                _tracing.event(running.span, "cancel requested")
                 running.cancel_reason = CancelReason.CANCEL_REQUESTED
                 ctx._cancel(CancelReason.CANCEL_REQUESTED)
                 if running.handler is not None and running.handler.is_async and running.task:

@@ -8,6 +8,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from coordinator import telemetry
 from coordinator.api.admin import AdminServicer
 from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
@@ -38,7 +39,8 @@ class CoordinatorServer:
         self.port = 0
         self.health = health.aio.HealthServicer()
         self.server = grpc.aio.server(
-            interceptors=[ErrorMappingInterceptor()],
+            # Tracing (when on) is outermost, so RPC spans see every status code.
+            interceptors=[*telemetry.server_interceptors(), ErrorMappingInterceptor()],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.sessions import LeaseBatch, WorkerSession
 from coordinator.ids import new_token
 from coordinator.model import Candidate, Claim, JobRow
+from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,9 @@ class AcquisitionResult:
 
 class Dispatcher:
     """Matches eligible jobs to worker credit."""
+
+    # Metrics and spans; replaced by coordinator.telemetry when configured.
+    telemetry: EngineTelemetry = NO_TELEMETRY
 
     def __init__(
         self,
@@ -156,7 +161,9 @@ class Dispatcher:
                 groups.setdefault(session.job_types, []).append(session)
         more = False
         for job_types, sessions in groups.items():
+            started_ns = time.time_ns()
             result = await self._acquire(job_types, sessions)
+            self.telemetry.acquired(job_types, result, started_ns)
             more = more or result.more_may_wait
         return more
 

@@ -53,6 +53,7 @@ from coordinator.model import (
     Release,
 )
 from coordinator.store import Store
+from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,8 @@ class Engine:
             idle_poll_s=self.config.idle_poll_s,
         )
         self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
+        # Metrics and spans; replaced by coordinator.telemetry when configured.
+        self.telemetry: EngineTelemetry = NO_TELEMETRY
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
         self.limits = LimitBook()
@@ -278,6 +281,7 @@ class Engine:
         prepared = [self.prepare(j, now) for j in jobs]
         result = await self._call(self.store.job_insert_many, prepared)
         self.dispatcher.wake(min(j.due_at for j in prepared))
+        self.telemetry.enqueued(prepared, result)
         return result
 
     async def enqueue_inline(
@@ -326,6 +330,8 @@ class Engine:
                 self.dispatcher.wake()
             return row, dedup, None
         self.reaper.note_expiry(row.lease_expires_at or now)
+        self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
+        self.telemetry.leased([row], now)
         return row, False, token
 
     # -- reads -------------------------------------------------------------------
@@ -396,6 +402,7 @@ class Engine:
         )
         if rows:
             self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+            self.telemetry.leased(rows, now)
         return rows
 
     async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
@@ -471,6 +478,7 @@ class Engine:
             if any(e.new_status == JobStatus.PENDING for e in ends.values()):
                 self.dispatcher.wake(min(e.due_at or now for e in ends.values()))
         self._forget_in_flight(o.job_id for o in outcomes)
+        self.telemetry.outcomes(done, ends)
         self._notify_finished(
             [*done, *(j for j, e in ends.items() if e.new_status != JobStatus.PENDING)]
         )
@@ -540,6 +548,7 @@ class Engine:
         if any(e.new_status == JobStatus.PENDING for e in ends):
             self.dispatcher.wake(min(e.due_at or now for e in ends))
         self._forget_in_flight(e.job_id for e in ends)
+        self.telemetry.reaped(ends)
         self._notify_finished([e.job_id for e in ends if e.new_status != JobStatus.PENDING])
         next_expiry = await self._call(self.store.lease_next_expiry)
         return ReaperResult(len(ends), next_expiry)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from coordinator.clock import US_PER_SECOND, Clock
+from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,9 @@ class ReaperResult:
 
 class LeaseReaper:
     """Start/stop loop around ``run_once``."""
+
+    # Spans of runs; replaced by coordinator.telemetry when configured.
+    telemetry: EngineTelemetry = NO_TELEMETRY
 
     def __init__(
         self,
@@ -71,8 +76,10 @@ class LeaseReaper:
         while True:
             self._wake.clear()
             now = self._clock.now_us()
+            started_ns = time.time_ns()
             try:
                 result = await self._run_once(now)
+                self.telemetry.reaper_ran(result.reclaimed, started_ns)
             except asyncio.CancelledError:
                 raise
             except Exception:

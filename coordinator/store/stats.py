@@ -64,3 +64,22 @@ class StatsQueries(StoreBase):
         )
         with self.tx() as conn:
             return {o: n for o, n in conn.execute(query)}
+
+    def job_backlog_by_tenant_type(self, now: int) -> list[Any]:
+        """(tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
+
+        Reads only PENDING rows (through the partial ready index), never the
+        finished ones; telemetry caches the answer for several seconds.
+        """
+        query = (
+            sa.select(
+                jobs.c.tenant_id,
+                jobs.c.job_type,
+                sa.func.count().label("n"),
+                sa.func.min(jobs.c.due_at).label("oldest_due_at"),
+            )
+            .where(jobs.c.status == 1, jobs.c.due_at <= now)
+            .group_by(jobs.c.tenant_id, jobs.c.job_type)
+        )
+        with self.tx() as conn:
+            return list(conn.execute(query))

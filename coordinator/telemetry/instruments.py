@@ -1,0 +1,289 @@
+"""OpenTelemetry-backed engine hooks: the coordinator's metric instruments and chore spans.
+
+Design note. Counters are labelled by ``tenant`` and ``job_type`` only, so the
+number of series is bounded by the lanes in use, never by jobs. Outcomes are
+reported by job id; the tenant and type of a job are remembered when it is
+leased here (a bounded map, oldest entries dropped first) and looked up when
+its outcome arrives. An outcome for a job leased by another replica, or before
+a restart, is counted with ``tenant="unknown"``/``job_type="unknown"``.
+
+Queue depth and oldest pending age come from one grouped query over PENDING
+rows (``job_backlog_by_tenant_type``), run by the scrape or export thread at
+most once per ``backlog_refresh_s``; between refreshes the cached snapshot is
+served. Acquisition and reaper spans are recorded after the fact with their
+real start time, and only when they did something or were slow, so an idle
+coordinator exports nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from coordinator.model import AttemptEnd, AttemptOutcome, JobRow, JobStatus, NewJob
+from coordinator.telemetry.hooks import EngineTelemetry
+
+log = logging.getLogger(__name__)
+
+UNKNOWN = "unknown"
+# Jobs whose labels are remembered between lease and outcome.
+MAX_REMEMBERED = 100_000
+# Acquisitions and reaper runs slower than this get a span even when empty.
+SLOW_NS = 100_000_000
+
+# Histogram buckets, in seconds, for short durations (acquisition, start latency).
+LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+BATCH_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+class OtelEngineTelemetry(EngineTelemetry):
+    """Counts, times and traces the engine's work for one engine."""
+
+    enabled = True
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        meter: Meter | None,
+        tracer: trace.Tracer | None,
+        backlog_refresh_s: float = 10.0,
+    ) -> None:
+        self._engine = engine
+        self._tracer = tracer
+        self._meter = meter
+        self._labels: dict[str, tuple[str, str]] = {}
+        self._backlog_refresh_s = backlog_refresh_s
+        self._backlog: list[Any] = []
+        self._backlog_at = 0.0
+        self._backlog_lock = threading.Lock()
+        if meter is not None:
+            self._create_instruments(meter)
+
+    def _create_instruments(self, meter: Meter) -> None:
+        def counter(name: str, description: str) -> Any:
+            return meter.create_counter(name, unit="{job}", description=description)
+
+        self.enqueued_total = counter("wfjobs.jobs.enqueued", "Jobs stored (not deduplicated).")
+        self.started_total = counter("wfjobs.jobs.started", "Attempts started (jobs leased).")
+        self.completed_total = counter("wfjobs.jobs.completed", "Jobs completed.")
+        self.failed_total = counter(
+            "wfjobs.jobs.failed", "Jobs faulted: an attempt failed with no retry left."
+        )
+        self.retried_total = counter(
+            "wfjobs.jobs.retried", "Failed, expired or timed-out attempts scheduled for retry."
+        )
+        self.cancelled_total = counter("wfjobs.jobs.cancelled", "Running jobs ended by a cancel.")
+        self.released_total = counter(
+            "wfjobs.jobs.released", "Attempts handed back unfinished by workers."
+        )
+        self.lease_expired_total = counter(
+            "wfjobs.leases.expired", "Attempts ended by the reaper because their lease expired."
+        )
+        self.acquisition_duration = meter.create_histogram(
+            "wfjobs.acquisition.duration",
+            unit="s",
+            description="Time of one acquisition: read candidates, pick fairly, lease.",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS,
+        )
+        self.acquisition_batch = meter.create_histogram(
+            "wfjobs.acquisition.batch_size",
+            unit="{job}",
+            description="Jobs leased by one acquisition.",
+            explicit_bucket_boundaries_advisory=BATCH_BUCKETS,
+        )
+        self.start_latency = meter.create_histogram(
+            "wfjobs.job.start_latency",
+            unit="s",
+            description="From when a job became eligible (enqueued or due) to its lease.",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS,
+        )
+        meter.create_observable_gauge(
+            "wfjobs.queue.depth",
+            callbacks=[self._observe_depth],
+            unit="{job}",
+            description="PENDING jobs that are due (paused ones included).",
+        )
+        meter.create_observable_gauge(
+            "wfjobs.queue.oldest_age",
+            callbacks=[self._observe_oldest_age],
+            unit="s",
+            description="Age of the oldest due PENDING job, from its due time.",
+        )
+        meter.create_observable_gauge(
+            "wfjobs.workers.connected",
+            callbacks=[self._observe_workers],
+            unit="{worker}",
+            description="Workers with an open job stream to this coordinator.",
+        )
+        meter.create_observable_gauge(
+            "wfjobs.workers.free_slots",
+            callbacks=[self._observe_free_slots],
+            unit="{slot}",
+            description="Credit granted by connected workers and not yet used.",
+        )
+
+    # -- labels ----------------------------------------------------------------------------
+
+    def _remember(self, job_id: str, tenant: str, job_type: str) -> None:
+        labels = self._labels
+        if len(labels) >= MAX_REMEMBERED:
+            del labels[next(iter(labels))]
+        labels[job_id] = (tenant, job_type)
+
+    def _attributes(self, job_id: str, keep: bool = False) -> dict[str, str]:
+        labels = self._labels.get(job_id) if keep else self._labels.pop(job_id, None)
+        tenant, job_type = labels or (UNKNOWN, UNKNOWN)
+        return {"tenant": tenant, "job_type": job_type}
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def enqueued(self, jobs: Sequence[NewJob], results: Sequence[tuple[str, bool, int]]) -> None:
+        if self._meter is None:
+            return
+        counts: dict[tuple[str, str], int] = {}
+        for job, (_, deduplicated, _) in zip(jobs, results, strict=False):
+            if not deduplicated:
+                key = (job.tenant_id, job.job_type)
+                counts[key] = counts.get(key, 0) + 1
+        for (tenant, job_type), n in counts.items():
+            self.enqueued_total.add(n, {"tenant": tenant, "job_type": job_type})
+
+    def leased(self, rows: Sequence[JobRow], now: int) -> None:
+        if self._meter is None:
+            return
+        counts: dict[tuple[str, str], int] = {}
+        for row in rows:
+            key = (row.tenant_id, row.job_type)
+            counts[key] = counts.get(key, 0) + 1
+            self._remember(row.id, row.tenant_id, row.job_type)
+            eligible = max(row.created_at or 0, row.due_at or 0)
+            if eligible:
+                self.start_latency.record(
+                    max(0, now - eligible) / 1_000_000,
+                    {"tenant": row.tenant_id, "job_type": row.job_type},
+                )
+        for (tenant, job_type), n in counts.items():
+            self.started_total.add(n, {"tenant": tenant, "job_type": job_type})
+
+    def outcomes(self, completed: Collection[str], ends: Mapping[str, AttemptEnd]) -> None:
+        if self._meter is None:
+            return
+        for job_id in completed:
+            self.completed_total.add(1, self._attributes(job_id))
+        for end in ends.values():
+            self._count_end(end)
+
+    def reaped(self, ends: Sequence[AttemptEnd]) -> None:
+        if self._meter is None:
+            return
+        for end in ends:
+            self.lease_expired_total.add(1, self._attributes(end.job_id, keep=True))
+            self._count_end(end)
+
+    def _count_end(self, end: AttemptEnd) -> None:
+        attributes = self._attributes(end.job_id)
+        if end.new_status == JobStatus.CANCELLED:
+            self.cancelled_total.add(1, attributes)
+        elif end.new_status == JobStatus.FAULTED:
+            self.failed_total.add(1, attributes)
+        elif end.new_status == JobStatus.COMPLETED:
+            self.completed_total.add(1, attributes)
+        elif end.outcome == AttemptOutcome.RELEASED:
+            self.released_total.add(1, attributes)
+        else:
+            self.retried_total.add(1, attributes)
+
+    def acquired(self, job_types: Collection[str], result: Any, started_ns: int) -> None:
+        ended_ns = time.time_ns()
+        leased = int(getattr(result, "leased", 0))
+        if self._meter is not None:
+            self.acquisition_duration.record((ended_ns - started_ns) / 1e9)
+            self.acquisition_batch.record(leased)
+        if self._tracer is not None and (leased or ended_ns - started_ns >= SLOW_NS):
+            span = self._tracer.start_span(
+                "acquire",
+                start_time=started_ns,
+                attributes={
+                    "wfjobs.job_types": sorted(job_types),
+                    "wfjobs.wanted": int(getattr(result, "wanted", 0)),
+                    "wfjobs.leased": leased,
+                    "wfjobs.dropped": int(getattr(result, "dropped", 0)),
+                },
+            )
+            span.end(end_time=ended_ns)
+
+    def reaper_ran(self, reclaimed: int, started_ns: int) -> None:
+        ended_ns = time.time_ns()
+        if self._tracer is not None and (reclaimed or ended_ns - started_ns >= SLOW_NS):
+            span = self._tracer.start_span(
+                "reap expired leases",
+                start_time=started_ns,
+                attributes={"wfjobs.reclaimed": reclaimed},
+            )
+            span.end(end_time=ended_ns)
+
+    # -- observable gauges ---------------------------------------------------------------------
+
+    def _backlog_rows(self) -> list[Any]:
+        with self._backlog_lock:
+            if time.monotonic() - self._backlog_at >= self._backlog_refresh_s:
+                try:
+                    now = self._engine.clock.now_us()
+                    self._backlog = self._engine.store.job_backlog_by_tenant_type(now)
+                except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old figures
+                    log.warning("cannot refresh the queue depth for metrics: %s", exc)
+                self._backlog_at = time.monotonic()
+            return self._backlog
+
+    def _observe_depth(self, options: CallbackOptions) -> Iterable[Observation]:
+        for row in self._backlog_rows():
+            yield Observation(row.n, {"tenant": row.tenant_id, "job_type": row.job_type})
+
+    def _observe_oldest_age(self, options: CallbackOptions) -> Iterable[Observation]:
+        now = self._engine.clock.now_us()
+        for row in self._backlog_rows():
+            age = max(0, now - row.oldest_due_at) / 1_000_000
+            yield Observation(age, {"tenant": row.tenant_id, "job_type": row.job_type})
+
+    def _sessions(self) -> list[Any]:
+        # Read from the scrape thread while the event loop may change the dict.
+        for _ in range(10):
+            try:
+                return list(self._engine.dispatcher.sessions.values())
+            except RuntimeError:
+                continue
+        return []
+
+    def _observe_workers(self, options: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(len(self._sessions()))
+
+    def _observe_free_slots(self, options: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(sum(s.credits for s in self._sessions() if not s.closed))
+
+
+__all__ = ["OtelEngineTelemetry"]

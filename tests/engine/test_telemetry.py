@@ -1,0 +1,160 @@
+"""Engine telemetry on both stores: counters by tenant and job type, the backlog
+gauges from one grouped query, acquisition spans. Metrics are read with the
+OpenTelemetry SDK's in-memory reader; the clock is manual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from coordinator.model import Completion, Failure, JobStatus, RetryPolicy
+from coordinator.telemetry import install
+from coordinator.telemetry.instruments import OtelEngineTelemetry
+from wfj_engine import Harness, run
+
+NO_JITTER = RetryPolicy(initial_backoff_ms=10_000, backoff_multiplier=2.0, jitter=0.0).to_json()
+
+
+class Observed:
+    """An engine's telemetry wired to in-memory readers."""
+
+    def __init__(self, h: Harness) -> None:
+        self.reader = InMemoryMetricReader()
+        self.meters = MeterProvider(metric_readers=[self.reader])
+        self.spans = InMemorySpanExporter()
+        self.tracers = TracerProvider()
+        self.tracers.add_span_processor(SimpleSpanProcessor(self.spans))
+        install(
+            h.engine,
+            OtelEngineTelemetry(
+                h.engine,
+                meter=self.meters.get_meter("test"),
+                tracer=self.tracers.get_tracer("test"),
+                backlog_refresh_s=0,
+            ),
+        )
+
+    def points(self, name: str) -> dict[tuple[str, str], Any]:
+        """Data points of metric ``name`` by (tenant, job type); histograms give their count."""
+        out: dict[tuple[str, str], Any] = {}
+        data = self.reader.get_metrics_data()
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name != name:
+                        continue
+                    for point in metric.data.data_points:
+                        key = (
+                            point.attributes.get("tenant", ""),
+                            point.attributes.get("job_type", ""),
+                        )
+                        out[key] = getattr(point, "value", None)
+                        if out[key] is None:
+                            out[key] = point.count
+        return out
+
+    def close(self) -> None:
+        self.meters.shutdown()
+        self.tracers.shutdown()
+
+
+def test_counters_follow_a_known_workload(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        seen = Observed(h)
+        try:
+            a1 = await h.enqueue(tenant_id="tenant-a")
+            a2 = await h.enqueue(tenant_id="tenant-a")
+            b1 = await h.enqueue(
+                tenant_id="tenant-b", job_type="other", max_attempts=2, retry_policy=NO_JITTER
+            )
+            assert seen.points("wfjobs.jobs.enqueued") == {
+                ("tenant-a", "noop"): 2,
+                ("tenant-b", "other"): 1,
+            }
+            h.clock.advance(3)
+            assert seen.points("wfjobs.queue.depth") == {
+                ("tenant-a", "noop"): 2,
+                ("tenant-b", "other"): 1,
+            }
+            assert seen.points("wfjobs.queue.oldest_age") == {
+                ("tenant-a", "noop"): 3.0,
+                ("tenant-b", "other"): 3.0,
+            }
+
+            leased = dict((row.id, token) for row, token in await h.lease(types=("noop", "other")))
+            assert set(leased) == {a1, a2, b1}
+            assert seen.points("wfjobs.jobs.started") == {
+                ("tenant-a", "noop"): 2,
+                ("tenant-b", "other"): 1,
+            }
+            assert seen.points("wfjobs.job.start_latency") == {
+                ("tenant-a", "noop"): 2,
+                ("tenant-b", "other"): 1,
+            }
+            assert seen.points("wfjobs.queue.depth") == {}
+
+            await h.engine.report(
+                [Completion(a1, leased[a1]), Failure(b1, leased[b1], "boom", "IOError")]
+            )
+            # a2's lease runs out: the reaper ends the attempt and the job is retried.
+            h.clock.advance(31)
+            reaped = await h.engine._reap_once(h.clock.now_us())
+            assert reaped.reclaimed == 1
+            assert seen.points("wfjobs.jobs.completed") == {("tenant-a", "noop"): 1}
+            assert seen.points("wfjobs.leases.expired") == {("tenant-a", "noop"): 1}
+            assert seen.points("wfjobs.jobs.retried") == {
+                ("tenant-a", "noop"): 1,
+                ("tenant-b", "other"): 1,
+            }
+
+            [(row, token)] = await h.lease(types=("other",))
+            [result] = await h.engine.report([Failure(b1, token, "again", "IOError")])
+            assert result.status == JobStatus.FAULTED
+            assert seen.points("wfjobs.jobs.failed") == {("tenant-b", "other"): 1}
+            assert seen.points("wfjobs.jobs.started")[("tenant-b", "other")] == 2
+
+            acquisitions = [s for s in seen.spans.get_finished_spans() if s.name == "acquire"]
+            assert sum(s.attributes["wfjobs.leased"] for s in acquisitions) == 4
+            assert all(s.end_time >= s.start_time for s in acquisitions)
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
+
+
+def test_outcome_of_a_job_leased_elsewhere_is_counted_as_unknown(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        seen = Observed(h)  # attached after the lease: the job's labels are not known
+        try:
+            await h.engine.report([Completion(job_id, token)])
+            assert seen.points("wfjobs.jobs.completed") == {("unknown", "unknown"): 1}
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
+
+
+def test_workers_and_free_slots_gauges(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        from coordinator.engine import WorkerSession
+
+        seen = Observed(h)
+        try:
+            session = WorkerSession("w1", frozenset({"noop"}))
+            h.engine.open_session(session)
+            h.engine.grant(session, 7)
+            assert seen.points("wfjobs.workers.connected") == {("", ""): 1}
+            assert seen.points("wfjobs.workers.free_slots") == {("", ""): 7}
+            h.engine.close_session(session)
+            assert seen.points("wfjobs.workers.connected") == {("", ""): 0}
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
