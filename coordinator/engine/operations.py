@@ -287,7 +287,10 @@ class Operations:
     async def list_workers(self) -> list[WorkerView]:
         """Workers of this coordinator (live) and of the others (as last registered)."""
         me = self._engine.coordinator_id
-        local = [_session_view(s, me) for s in self._engine.dispatcher.sessions.values()]
+        local = [
+            _session_view(s, me, s in self._signalled)
+            for s in self._engine.dispatcher.sessions.values()
+        ]
         rows = await self._call(self._store.worker_list, self._now() - self._stale_us())
         seen = {w.worker_id for w in local}
         remote = [_row_view(r) for r in rows if r.coordinator_id != me and r.worker_id not in seen]
@@ -434,7 +437,7 @@ def _record(s: WorkerSession) -> WorkerRecord:
     )
 
 
-def _session_view(s: WorkerSession, coordinator_id: str) -> WorkerView:
+def _session_view(s: WorkerSession, coordinator_id: str, told_to_drain: bool) -> WorkerView:
     return WorkerView(
         worker_id=s.worker_id,
         coordinator_id=coordinator_id,
@@ -447,7 +450,7 @@ def _session_view(s: WorkerSession, coordinator_id: str) -> WorkerView:
         connected_at=s.connected_at,
         last_heartbeat_at=s.last_heartbeat_at,
         credits=s.credits,
-        draining=s.draining,
+        draining=s.draining or told_to_drain,
     )
 
 

@@ -6,12 +6,16 @@ Job types:
   noop   returns at once
   sleep  sleeps payload["seconds"] (default 60), heartbeating automatically
   flaky  fails until its attempt reaches payload["succeed_on"]
+  cancellable  waits up to payload["seconds"] (default 60) for its cancel signal and
+         records ``cancelled`` when ``ctx.is_cancelled()`` turns true, then stops
+  gate   waits until the file payload["path"] exists (tests open the gate)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import time
 
@@ -24,7 +28,9 @@ def main() -> None:
     parser.add_argument("--record", required=True)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--worker-id", default=f"e2e-{os.getpid()}")
+    parser.add_argument("--heartbeat-interval", type=float, default=None)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     record = open(args.record, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
 
@@ -32,7 +38,11 @@ def main() -> None:
         record.write(f"{event} {ctx.job_id} {args.worker_id} {time.time():.6f}\n")
 
     worker = Worker(
-        args.target, concurrency=args.concurrency, worker_id=args.worker_id, shutdown_grace=5
+        args.target,
+        concurrency=args.concurrency,
+        worker_id=args.worker_id,
+        shutdown_grace=5,
+        heartbeat_interval=args.heartbeat_interval,
     )
 
     @worker.handler("noop")
@@ -56,6 +66,27 @@ def main() -> None:
             raise RuntimeError(f"attempt {ctx.attempt} fails on purpose")
         log("end", ctx)
         return "done"
+
+    @worker.handler("cancellable")
+    async def cancellable(payload: dict, ctx: JobContext) -> dict:
+        log("start", ctx)
+        try:
+            await asyncio.wait_for(ctx.cancelled.wait(), float(payload.get("seconds", 60)))
+        except TimeoutError:
+            log("end", ctx)
+            return {"cancelled": False}
+        if ctx.is_cancelled():
+            log("cancelled", ctx)
+        raise asyncio.CancelledError()
+
+    @worker.handler("gate")
+    async def gate(payload: dict, ctx: JobContext) -> dict:
+        log("start", ctx)
+        path = payload["path"]
+        while not os.path.exists(path):
+            await asyncio.sleep(0.05)
+        log("end", ctx)
+        return {"opened": True}
 
     worker.run()
 

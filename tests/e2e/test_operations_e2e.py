@@ -1,0 +1,282 @@
+"""Operations end to end: real coordinator and worker processes, the ``wfjobs``
+console script and the real ``grpcurl`` binary.
+
+No test waits for time to pass: each waits for a state it can observe (a
+record line from the worker, a job status), with a generous ceiling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wfj_testing import REPO, read_records, wait_until
+from worker_sdk import AdminClient, JobFilter, JobStatus, SchedulerClient
+
+BIN = Path(sys.executable).parent
+
+
+def _env(target: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    env["WFJOBS_TARGET"] = target
+    return env
+
+
+def wfjobs(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``wfjobs`` console script against ``target`` (from the env)."""
+    return subprocess.run(
+        [str(BIN / "wfjobs"), *args],
+        env=_env(target),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def wfjobs_json(target: str, *args: str) -> Any:
+    out = wfjobs(target, "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _events(worker: Any, event: str, job_id: str) -> list[list[str]]:
+    return [r for r in read_records(worker.record) if r[0] == event and r[1] == job_id]
+
+
+def _status(admin: AdminClient, job_id: str) -> JobStatus:
+    return admin.get_job(job_id).status
+
+
+# -- cancel and drain on both stores -----------------------------------------------------------
+
+
+def test_cancel_reaches_the_running_handler(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    # Heartbeat every 0.3 s: the cancel reaches the handler with the next one.
+    worker = processes["worker"](coordinator.target, "--heartbeat-interval", "0.3")
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        job = scheduler.enqueue("cancellable", {"seconds": 120}, heartbeat_timeout=5)
+        wait_until(lambda: _events(worker, "start", job.id), 30, "the handler to start")
+        cancelled = admin.cancel_job(job.id, reason="operator says stop")
+        assert cancelled.status == JobStatus.RUNNING and cancelled.cancel_requested
+        # The handler observed ctx.is_cancelled() long before its 120 s wait ended.
+        wait_until(
+            lambda: _events(worker, "cancelled", job.id), 30, "the handler to see the cancel"
+        )
+        wait_until(lambda: _status(admin, job.id) == JobStatus.CANCELLED, 30, "CANCELLED")
+        final = admin.get_job(job.id)
+        assert [str(a.outcome) for a in final.attempts] == ["CANCELLED"]
+        assert not _events(worker, "end", job.id)
+
+
+def test_drain_lets_running_jobs_finish_and_holds_new_ones(
+    e2e_database: str, processes: dict[str, Callable[..., Any]], tmp_path: Path
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    gate = tmp_path / "gate"
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        running = scheduler.enqueue("gate", {"path": str(gate)})
+        wait_until(lambda: _events(worker, "start", running.id), 30, "the gated job to start")
+        out = wfjobs(coordinator.target, "drain")
+        assert out.returncode == 0, out.stderr
+        assert "drained coordinator" in out.stdout
+        assert admin.get_stats().draining
+        held = scheduler.enqueue("noop", {})
+        reasons = admin.explain_job(held.id).reasons
+        assert "KIND_DRAINING" in [_kind(r) for r in reasons]
+        # The worker was told; it still holds the running job.
+        [info] = admin.list_workers()
+        assert info.in_flight_job_ids == [running.id]
+        gate.touch()
+        wait_until(
+            lambda: _status(admin, running.id) == JobStatus.COMPLETED, 30, "the job to finish"
+        )
+        assert _status(admin, held.id) == JobStatus.PENDING
+        assert wfjobs_json(coordinator.target, "stats")["draining"] is True
+        assert wfjobs(coordinator.target, "undrain").returncode == 0
+        wait_until(
+            lambda: _status(admin, held.id) == JobStatus.COMPLETED, 30, "the held job to run"
+        )
+        assert "draining" not in wfjobs_json(coordinator.target, "stats")
+
+
+def _kind(reason: Any) -> str:
+    from workflowjobs.v1 import admin_service_pb2
+
+    return admin_service_pb2.WaitReason.Kind.Name(reason.kind)
+
+
+# -- the CLI -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_coordinator(tmp_path: Path, processes: dict[str, Callable[..., Any]]) -> Any:
+    return processes["coordinator"](f"sqlite:///{tmp_path / 'ops.db'}")
+
+
+def test_cli_bulk_retry_dry_run_then_real(
+    sqlite_coordinator: Any, processes: dict[str, Callable[..., Any]]
+) -> None:
+    target = sqlite_coordinator.target
+    processes["worker"](target)
+    ids = [
+        wfjobs(
+            target, "enqueue", "flaky", '{"succeed_on": 2}', "--max-attempts", "1", "--tenant", "t9"
+        ).stdout.split()[0]
+        for _ in range(3)
+    ]
+    wfjobs(
+        target, "enqueue", "flaky", '{"succeed_on": 2}', "--max-attempts", "1", "--tenant", "other"
+    )
+    with AdminClient(target) as admin:
+        flt = JobFilter(statuses=["faulted"])
+        wait_until(lambda: len(admin.list_jobs(flt).jobs) == 4, 60, "four faulted jobs")
+        dry = wfjobs(target, "jobs", "retry", "--status", "faulted", "--tenant", "t9", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "would retry 3 job(s)" in dry.stdout
+        assert len(admin.list_jobs(flt).jobs) == 4  # nothing changed
+        real = wfjobs_json(target, "jobs", "retry", "--status", "faulted", "--tenant", "t9")
+        assert real == {"matched": 3, "changed": 3, "dry_run": False}
+        for job_id in ids:
+            wait_until(lambda j=job_id: _status(admin, j) == JobStatus.COMPLETED, 60, "retried job")
+        assert [j.tenant_id for j in admin.list_jobs(flt).jobs] == ["other"]
+        shown = wfjobs(target, "jobs", "show", ids[0])
+        assert shown.returncode == 0 and "completed" in shown.stdout
+        assert "failed" in shown.stdout and "RuntimeError" in shown.stdout
+
+
+def test_cli_commands_against_a_live_coordinator(
+    sqlite_coordinator: Any, processes: dict[str, Callable[..., Any]], tmp_path: Path
+) -> None:
+    target = sqlite_coordinator.target
+    worker = processes["worker"](target)
+    gate = tmp_path / "gate"
+
+    enqueued = wfjobs(target, "enqueue", "noop", "{}", "--tenant", "acme", "--wait", "30s")
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id, status = enqueued.stdout.split()
+    assert status == "completed"
+
+    listed = wfjobs(target, "jobs", "list", "--tenant", "acme")
+    assert job_id in listed.stdout and "completed" in listed.stdout
+    assert wfjobs_json(target, "jobs", "list", "--tenant", "nobody") == {
+        "jobs": [],
+        "next_page_token": "",
+    }
+    shown = wfjobs_json(target, "jobs", "show", job_id)
+    assert shown["status"] == "JOB_STATUS_COMPLETED"
+    assert shown["attempts"][0]["outcome"] == "ATTEMPT_OUTCOME_COMPLETED"
+
+    workers = wfjobs_json(target, "workers")
+    # The e2e fixture names each worker after its log file.
+    assert [w["worker_id"] for w in workers] == [worker.log_path.stem]
+    assert "noop" in workers[0]["job_types"] and workers[0]["pid"] == worker.proc.pid
+    table = wfjobs(target, "workers").stdout
+    assert "WORKER" in table and workers[0]["worker_id"] in table
+
+    # Unlock a running job: the old attempt is fenced, the job runs again.
+    gated = wfjobs_json(target, "enqueue", "gate", json.dumps({"path": str(gate)}))["id"]
+    wait_until(
+        lambda: wfjobs_json(target, "jobs", "show", gated)["status"] == "JOB_STATUS_RUNNING",
+        30,
+        "RUNNING",
+    )
+    unlocked = wfjobs_json(target, "jobs", "unlock", gated)
+    assert unlocked["status"] in ("JOB_STATUS_PENDING", "JOB_STATUS_RUNNING")
+    wait_until(lambda: len(_events(worker, "start", gated)) == 2, 30, "the job to run again")
+    gate.touch()
+    wait_until(
+        lambda: wfjobs_json(target, "jobs", "show", gated)["status"] == "JOB_STATUS_COMPLETED",
+        30,
+        "COMPLETED",
+    )
+    outcomes = [a["outcome"] for a in wfjobs_json(target, "jobs", "show", gated)["attempts"]]
+    assert outcomes == ["ATTEMPT_OUTCOME_UNLOCKED", "ATTEMPT_OUTCOME_COMPLETED"]
+
+    replayed = wfjobs_json(target, "jobs", "replay", job_id)
+    assert replayed["replay_of"] == job_id
+
+    paused = wfjobs(target, "pause", "tenant", "acme", "--reason", "maintenance", "--for", "1h")
+    assert paused.returncode == 0 and "paused tenant acme" in paused.stdout
+    held = wfjobs_json(target, "enqueue", "noop", "--tenant", "acme")["id"]
+    assert "tenant acme is disabled" in wfjobs(target, "jobs", "explain", held).stdout
+    assert "maintenance" in wfjobs(target, "pauses").stdout
+    assert wfjobs(target, "jobs", "cancel", held, "--reason", "not needed").returncode == 0
+    assert wfjobs(target, "unpause", "tenant", "acme").returncode == 0
+
+    stats = wfjobs(target, "stats")
+    assert stats.returncode == 0 and "cancelled 1" in stats.stdout
+
+    # Exit codes scripts can rely on, and errors a person can act on.
+    wrong_state = wfjobs(target, "jobs", "cancel", held)
+    assert wrong_state.returncode == 4 and "is CANCELLED" in wrong_state.stderr
+    missing = wfjobs(target, "jobs", "show", "0190b6e2-5c1a-7d3e-8f00-123456789abc")
+    assert missing.returncode == 3 and "not found" in missing.stderr
+    assert wfjobs(target, "jobs", "show", "not-an-id").returncode == 2
+    assert wfjobs(target, "jobs", "cancel").returncode == 2  # bulk needs a filter
+    assert wfjobs(target, "jobs", "frobnicate").returncode == 2
+    unreachable = wfjobs("127.0.0.1:1", "stats")
+    assert unreachable.returncode == 5
+    assert "cannot reach the coordinator at 127.0.0.1:1" in unreachable.stderr
+    assert "WFJOBS_TARGET" in unreachable.stderr
+
+
+# -- grpcurl -----------------------------------------------------------------------------------
+
+
+def grpcurl(target: str, *args: str, data: str | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [str(BIN / "grpcurl"), "-plaintext"]
+    if data is not None:
+        cmd += ["-d", data]
+    return subprocess.run([*cmd, target, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_grpcurl_against_a_live_coordinator(sqlite_coordinator: Any) -> None:
+    target = sqlite_coordinator.target
+    listed = grpcurl(target, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "workflowjobs.v1.AdminService" in listed.stdout.split()
+    described = grpcurl(target, "describe", "workflowjobs.v1.AdminService")
+    assert described.returncode == 0, described.stderr
+    for rpc in ("CancelJob", "BulkRetryJobs", "Drain", "ListWorkers"):
+        assert f"rpc {rpc}" in described.stdout
+
+    with SchedulerClient(target) as scheduler:
+        job = scheduler.enqueue("hello", {"name": "grpcurl"}, tenant_id="g")
+
+    stats = grpcurl(target, "workflowjobs.v1.AdminService/GetStats", data='{"tenant_id": "g"}')
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["pending"] == "1"  # int64 prints as a string in JSON
+
+    jobs = grpcurl(
+        target,
+        "workflowjobs.v1.AdminService/ListJobs",
+        data='{"filter": {"tenant_id": "g", "statuses": ["JOB_STATUS_PENDING"]}}',
+    )
+    assert jobs.returncode == 0, jobs.stderr
+    assert [j["id"] for j in json.loads(jobs.stdout)["jobs"]] == [job.id]
+
+    cancel = grpcurl(
+        target,
+        "workflowjobs.v1.AdminService/CancelJob",
+        data=json.dumps({"job_id": job.id, "reason": "from grpcurl"}),
+    )
+    assert cancel.returncode == 0, cancel.stderr
+    assert json.loads(cancel.stdout)["job"]["status"] == "JOB_STATUS_CANCELLED"
+
+    again = grpcurl(
+        target, "workflowjobs.v1.AdminService/CancelJob", data=json.dumps({"job_id": job.id})
+    )
+    assert again.returncode != 0
+    assert "FailedPrecondition" in again.stderr and "is CANCELLED" in again.stderr
