@@ -88,11 +88,4 @@ def record_handler(job_type: str, seconds: float, outcome: Any) -> None:
     histogram.record(seconds, {"wfjobs.job_type": job_type, "wfjobs.outcome": name})
 
 
-def reset_for_tests() -> None:
-    """Decide again on next use."""
-    global _decided, _histogram
-    _decided = False
-    _histogram = None
-
-
 __all__ = ["record_handler"]

@@ -117,11 +117,15 @@ def tracer() -> Any:
     return _decide()
 
 
-def reset_for_tests() -> None:
-    """Decide again on next use (tests switch tracing on and off in one process)."""
+def use_tracer_provider(provider: Any) -> None:
+    """Trace with ``provider`` instead of deciding from the global one and ``OTEL_*``.
+
+    ``None`` forgets the choice: the next use decides again. For tests and for
+    applications that keep their provider out of the global slot.
+    """
     global _decided, _tracer
-    _decided = False
-    _tracer = None
+    _decided = provider is not None
+    _tracer = provider.get_tracer(_SCOPE) if provider is not None else None
 
 
 # -- propagation -------------------------------------------------------------------------------
@@ -294,4 +298,5 @@ __all__ = [
     "record_exception",
     "start_execution",
     "tracer",
+    "use_tracer_provider",
 ]
