@@ -2,15 +2,19 @@
 
 python -m coordinator serve   [--listen HOST:PORT] [--database-url URL] [--migrate]
 python -m coordinator migrate [--database-url URL]
+python -m coordinator hash-token < token   (the line to put in a token file)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import ipaddress
 import logging
 import signal
 import sys
+from typing import Any
 
 from coordinator.errors import SchemaMismatch, StoreUnavailable
 from coordinator.settings import Settings
@@ -43,9 +47,107 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         default=defaults.drain_timeout_s,
         help="seconds running RPCs get to finish on SIGTERM (env WFJOBS_DRAIN_TIMEOUT)",
     )
+    serve.add_argument(
+        "--tls-cert", default=defaults.tls_cert, help="PEM certificate chain (env WFJOBS_TLS_CERT)"
+    )
+    serve.add_argument(
+        "--tls-key", default=defaults.tls_key, help="PEM private key (env WFJOBS_TLS_KEY)"
+    )
+    serve.add_argument(
+        "--tls-client-ca",
+        default=defaults.tls_client_ca,
+        help="PEM CA bundle; clients must present a certificate it signed (env WFJOBS_TLS_CLIENT_CA)",
+    )
+    serve.add_argument(
+        "--tokens-file",
+        default=defaults.tokens_file,
+        help="bearer-token file (JSON lines); authentication is off without it "
+        "(env WFJOBS_TOKENS_FILE)",
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        default=defaults.allow_unauthenticated,
+        help="serve a non-loopback address without authentication "
+        "(env WFJOBS_ALLOW_UNAUTHENTICATED=1)",
+    )
+    sub.add_parser("hash-token", help="read a token on stdin, print its token-file hash (SHA-256)")
     migrate = sub.add_parser("migrate", help="apply schema migrations and exit")
     migrate.add_argument("--database-url", default=defaults.database_url)
     return parser
+
+
+def _engine_config(settings: Settings) -> Any:
+    from coordinator.engine import EngineConfig
+
+    return EngineConfig(
+        max_payload_bytes=settings.max_payload_bytes,
+        max_batch_size=settings.max_batch_size,
+        max_string_length=settings.max_string_length,
+    )
+
+
+def _server_options(settings: Settings) -> dict[str, Any]:
+    from coordinator.api.auth import AuthConfig
+    from coordinator.api.limits import ApiLimits
+    from coordinator.api.tls import TlsConfig
+
+    options: dict[str, Any] = {
+        "limits": ApiLimits(
+            max_credits_per_stream=settings.max_credits_per_stream,
+            max_streams_per_connection=settings.max_streams_per_connection,
+            max_streams_total=settings.max_streams_total,
+            rate_per_credential=settings.rate_per_credential,
+            rate_burst=settings.rate_burst,
+        )
+    }
+    if settings.tls_cert and settings.tls_key:
+        options["tls"] = TlsConfig(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
+        log.info(
+            "TLS on%s", ", client certificates required (mTLS)" if settings.tls_client_ca else ""
+        )
+    if settings.tokens_file:
+        options["auth"] = AuthConfig(
+            settings.tokens_file,
+            open_health=settings.auth_open_health,
+            open_reflection=settings.auth_open_reflection,
+        )
+        log.info("bearer-token authentication on, tokens from %s", settings.tokens_file)
+    else:
+        log.warning(
+            "AUTHENTICATION IS OFF: any client that reaches %s may enqueue, run and administer "
+            "jobs of every tenant; set --tokens-file (WFJOBS_TOKENS_FILE) to require tokens",
+            settings.listen,
+        )
+    return options
+
+
+def _is_loopback(listen: str) -> bool:
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_security(settings: Settings) -> None:
+    """Refuse settings that would expose an open coordinator, or half-configured TLS."""
+    if bool(settings.tls_cert) != bool(settings.tls_key):
+        raise ValueError("TLS needs both --tls-cert and --tls-key (WFJOBS_TLS_CERT/WFJOBS_TLS_KEY)")
+    if settings.tls_client_ca and not settings.tls_cert:
+        raise ValueError("--tls-client-ca (mTLS) needs TLS: set --tls-cert and --tls-key too")
+    if settings.tokens_file:
+        from coordinator.api.auth import TokenBook
+
+        TokenBook(settings.tokens_file)  # a broken token file fails here, with its line
+    elif not settings.allow_unauthenticated and not _is_loopback(settings.listen):
+        raise ValueError(
+            f"refusing to serve {settings.listen} without authentication: set --tokens-file "
+            "(WFJOBS_TOKENS_FILE), or pass --allow-unauthenticated "
+            "(WFJOBS_ALLOW_UNAUTHENTICATED=1) if a network boundary protects this port"
+        )
 
 
 def _describe(url: str) -> str:
@@ -77,7 +179,9 @@ async def serve(settings: Settings) -> None:
         migrate(settings.database_url)
     store = open_store(settings.database_url)
     telemetry = setup_telemetry()  # from OTEL_* and WFJOBS_METRICS_*; off by default
-    server = CoordinatorServer(Engine(store), settings.listen)
+    server = CoordinatorServer(
+        Engine(store, _engine_config(settings)), settings.listen, **_server_options(settings)
+    )
     telemetry.attach(server.engine)
     telemetry.start()
     await server.start()
@@ -109,19 +213,32 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "migrate":
             migrate(args.database_url)
             return 0
-        settings = Settings(
+        if args.command == "hash-token":
+            from coordinator.api.auth import hash_token
+
+            print(hash_token(sys.stdin.read().strip()))
+            return 0
+        settings = dataclasses.replace(
+            defaults,
             listen=args.listen,
             database_url=args.database_url,
             migrate_on_start=args.migrate,
             drain_timeout_s=args.drain_timeout,
-            log_format=defaults.log_format,
-            log_level=defaults.log_level,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            tls_client_ca=args.tls_client_ca,
+            tokens_file=args.tokens_file,
+            allow_unauthenticated=args.allow_unauthenticated,
         )
+        _check_security(settings)
         asyncio.run(serve(settings))
         return 0
     except SchemaMismatch as e:
         log.error("%s", e)
         return 2
+    except ValueError as e:
+        log.error("%s", e)
+        return 5
     except StoreUnavailable as e:
         log.error("cannot reach the database: %s", e)
         return 3

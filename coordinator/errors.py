@@ -42,6 +42,14 @@ class ResourceExhausted(WorkflowJobsError):
     """A configured limit was reached."""
 
 
+class Unauthenticated(WorkflowJobsError):
+    """The call carries no credential, or one the coordinator does not know."""
+
+
+class PermissionDenied(WorkflowJobsError):
+    """The credential is valid but may not do this (wrong role or tenant)."""
+
+
 class StoreUnavailable(WorkflowJobsError):
     """The database cannot be reached right now; retrying later may work."""
 

@@ -23,6 +23,31 @@ class Settings:
     log_format: str = "text"
     log_level: str = "INFO"
 
+    # -- security (docs/security.md) --
+    # PEM certificate chain and key: serve TLS instead of plaintext.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    # PEM CA bundle: require client certificates signed by it (mTLS).
+    tls_client_ca: str | None = None
+    # JSON-lines token file; authentication is off without it.
+    tokens_file: str | None = None
+    # Leave health and reflection open when authentication is on.
+    auth_open_health: bool = True
+    auth_open_reflection: bool = True
+    # Allow serving a non-loopback address with authentication off.
+    allow_unauthenticated: bool = False
+
+    # -- limits (docs/limits.md) --
+    max_payload_bytes: int = 1024 * 1024
+    max_batch_size: int = 5_000
+    max_string_length: int = 512
+    max_credits_per_stream: int = 10_000
+    max_streams_per_connection: int = 1_000
+    max_streams_total: int = 10_000
+    # Requests per second per credential (0 = unlimited) and the burst above it.
+    rate_per_credential: float = 1_000.0
+    rate_burst: int = 2_000
+
     @classmethod
     def from_env(cls) -> Settings:
         env = os.environ
@@ -33,4 +58,23 @@ class Settings:
             drain_timeout_s=float(env.get("WFJOBS_DRAIN_TIMEOUT", "30")),
             log_format=env.get("WFJOBS_LOG_FORMAT", "text"),
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
+            tls_cert=env.get("WFJOBS_TLS_CERT") or None,
+            tls_key=env.get("WFJOBS_TLS_KEY") or None,
+            tls_client_ca=env.get("WFJOBS_TLS_CLIENT_CA") or None,
+            tokens_file=env.get("WFJOBS_TOKENS_FILE") or None,
+            auth_open_health=_flag(env.get("WFJOBS_AUTH_OPEN_HEALTH", "1")),
+            auth_open_reflection=_flag(env.get("WFJOBS_AUTH_OPEN_REFLECTION", "1")),
+            allow_unauthenticated=_flag(env.get("WFJOBS_ALLOW_UNAUTHENTICATED", "")),
+            max_payload_bytes=int(env.get("WFJOBS_MAX_PAYLOAD_BYTES", 1024 * 1024)),
+            max_batch_size=int(env.get("WFJOBS_MAX_BATCH_SIZE", 5_000)),
+            max_string_length=int(env.get("WFJOBS_MAX_STRING_LENGTH", 512)),
+            max_credits_per_stream=int(env.get("WFJOBS_MAX_CREDITS_PER_STREAM", 10_000)),
+            max_streams_per_connection=int(env.get("WFJOBS_MAX_STREAMS_PER_CONNECTION", 1_000)),
+            max_streams_total=int(env.get("WFJOBS_MAX_STREAMS_TOTAL", 10_000)),
+            rate_per_credential=float(env.get("WFJOBS_RATE_PER_CREDENTIAL", 1_000)),
+            rate_burst=int(env.get("WFJOBS_RATE_BURST", 2_000)),
         )
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")

@@ -23,6 +23,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.SchemaMismatch, grpc.StatusCode.FAILED_PRECONDITION),
 ]
 
@@ -47,7 +49,18 @@ async def _abort(context: grpc.aio.ServicerContext, exc: Exception, method: str)
 
 
 class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
-    """Wraps every unary and streaming handler with the domain-error mapping."""
+    """Wraps every unary and streaming handler with the domain-error mapping.
+
+    ``on_store_unavailable`` is called whenever a call fails because the
+    database cannot be reached (the health watch uses it).
+    """
+
+    def __init__(self, on_store_unavailable: Callable[[], None] | None = None) -> None:
+        self._on_store_unavailable = on_store_unavailable
+
+    def _observe(self, exc: Exception) -> None:
+        if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
+            self._on_store_unavailable()
 
     async def intercept_service(
         self,
@@ -65,6 +78,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
                 try:
                     return await inner(request, context)
                 except errors.WorkflowJobsError as e:
+                    self._observe(e)
                     await _abort(context, e, method)
                 except (grpc.aio.AbortError, grpc.aio.UsageError):
                     raise
@@ -84,6 +98,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
                     async for item in inner_stream(request_iter, context):
                         yield item
                 except errors.WorkflowJobsError as e:
+                    self._observe(e)
                     await _abort(context, e, method)
                 except (grpc.aio.AbortError, grpc.aio.UsageError):
                     raise

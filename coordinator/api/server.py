@@ -1,4 +1,10 @@
-"""Builds the gRPC server: services, health, reflection, error mapping."""
+"""Builds the gRPC server: services, health, reflection, error mapping,
+authentication, limits and TLS.
+
+Interceptor order (outermost first): error mapping, then authentication, then
+limits, so authentication and limit errors get their status codes and limits
+know the caller.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,12 @@ from grpc_reflection.v1alpha import reflection
 
 from coordinator import telemetry
 from coordinator.api.admin import AdminServicer
+from coordinator.api.auth import AuthConfig, AuthInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
+from coordinator.api.health import StoreHealthWatch
+from coordinator.api.limits import ApiLimits, LimitsInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
+from coordinator.api.tls import TlsConfig
 from coordinator.api.worker import WorkerServicer
 from coordinator.engine import Engine
 from workflowjobs.v1 import admin_service_pb2, scheduler_service_pb2, worker_service_pb2
@@ -33,14 +43,33 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 class CoordinatorServer:
     """The coordinator's gRPC server around one engine."""
 
-    def __init__(self, engine: Engine, listen: str) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        listen: str,
+        *,
+        auth: AuthConfig | None = None,
+        limits: ApiLimits | None = None,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.engine = engine
         self.listen = listen
         self.port = 0
+        self.tls = tls
+        self.limits = limits or ApiLimits()
         self.health = health.aio.HealthServicer()
-        self.server = grpc.aio.server(
+        self.health_watch = StoreHealthWatch(engine.ping_store, self._set_serving)
+        interceptors: list[grpc.aio.ServerInterceptor] = [
             # Tracing (when on) is outermost, so RPC spans see every status code.
-            interceptors=[*telemetry.server_interceptors(), ErrorMappingInterceptor()],
+            *telemetry.server_interceptors(),
+            ErrorMappingInterceptor(on_store_unavailable=self.health_watch.report_unavailable),
+        ]
+        self.auth = AuthInterceptor(auth, engine) if auth is not None else None
+        if self.auth is not None:
+            interceptors.append(self.auth)
+        interceptors.append(LimitsInterceptor(self.limits))
+        self.server = grpc.aio.server(
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -54,7 +83,10 @@ class CoordinatorServer:
         spb_grpc.add_JobSchedulerServiceServicer_to_server(
             JobSchedulerServicer(engine), self.server
         )
-        wpb_grpc.add_WorkerServiceServicer_to_server(WorkerServicer(engine), self.server)
+        wpb_grpc.add_WorkerServiceServicer_to_server(
+            WorkerServicer(engine, max_credits_per_stream=self.limits.max_credits_per_stream),
+            self.server,
+        )
         apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(engine), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
@@ -68,7 +100,10 @@ class CoordinatorServer:
 
     async def start(self) -> None:
         await self.engine.start()
-        self.port = self.server.add_insecure_port(self.listen)
+        if self.tls is not None:
+            self.port = self.server.add_secure_port(self.listen, self.tls.server_credentials())
+        else:
+            self.port = self.server.add_insecure_port(self.listen)
         if self.port == 0:
             raise OSError(f"cannot listen on {self.listen}")
         await self.server.start()
@@ -87,6 +122,7 @@ class CoordinatorServer:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop serving, let in-flight RPCs finish within ``grace``, stop the engine."""
+        await self.health_watch.stop()
         await self._set_serving(False)
         await self.engine.dispatcher.stop()
         await self.server.stop(grace)

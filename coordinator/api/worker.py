@@ -9,8 +9,16 @@ from collections.abc import AsyncIterator
 import grpc
 
 from coordinator.api import convert
-from coordinator.engine import DrainSignal, Engine, LeaseBatch, WorkerSession
-from coordinator.errors import InvalidArgument
+from coordinator.api.auth import current_principal, tenant_scope
+from coordinator.engine import (
+    DrainSignal,
+    Engine,
+    LeaseAnswer,
+    LeaseBatch,
+    OutcomeResult,
+    WorkerSession,
+)
+from coordinator.errors import InvalidArgument, LeaseLost, PermissionDenied, ResourceExhausted
 from coordinator.model import Completion, Failure, Release
 from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
@@ -25,9 +33,15 @@ _LEASE_STATES = {
 
 
 class WorkerServicer(wpb_grpc.WorkerServiceServicer):
-    def __init__(self, engine: Engine, heartbeat_interval_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        heartbeat_interval_ms: int = 10_000,
+        max_credits_per_stream: int = 10_000,
+    ) -> None:
         self._engine = engine
         self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._max_credits = max_credits_per_stream
 
     async def AcquireJobs(
         self,
@@ -42,6 +56,15 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             raise InvalidArgument("hello.worker_id is required")
         if hello.max_batch_size < 0:
             raise InvalidArgument("hello.max_batch_size must be >= 0")
+        _check_hello_sizes(hello, self._engine.config.max_string_length)
+        principal = current_principal()
+        if principal is not None and principal.job_types is not None:
+            refused = sorted(set(hello.job_types) - principal.job_types)
+            if refused:
+                raise PermissionDenied(
+                    f"credential {principal.name!r} may not acquire job type(s) "
+                    f"{', '.join(refused)}; it may acquire: {', '.join(sorted(principal.job_types))}"
+                )
         session = WorkerSession(
             worker_id=hello.worker_id,
             job_types=frozenset(hello.job_types),
@@ -50,6 +73,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             pid=hello.pid,
             sdk_version=hello.sdk_version,
             max_batch_size=hello.max_batch_size or 100,
+            tenants=tenant_scope(),
         )
         self._engine.open_session(session)
         reader = asyncio.get_running_loop().create_task(
@@ -85,6 +109,12 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 if kind == "credit":
                     if message.credit.credits < 0:
                         raise InvalidArgument(f"credits must be >= 0, got {message.credit.credits}")
+                    if session.credits + message.credit.credits > self._max_credits:
+                        raise ResourceExhausted(
+                            f"granting {message.credit.credits} more credit would leave "
+                            f"{session.credits + message.credit.credits} outstanding on this "
+                            f"stream; the limit is {self._max_credits} (grant free slots only)"
+                        )
                     self._engine.grant(session, message.credit.credits)
                 elif kind == "hello":
                     raise InvalidArgument("WorkerHello may only be sent once per stream")
@@ -92,11 +122,30 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             # The worker closed its side (drain) or the stream broke.
             self._engine.close_session(session)
 
+    async def _foreign_jobs(self, job_ids: list[str]) -> set[str]:
+        """Jobs of tenants outside the caller's scope (none without a scope)."""
+        scope = tenant_scope()
+        if scope is None or not job_ids:
+            return set()
+        if len(job_ids) > self._engine.config.max_batch_size:
+            return set()  # the engine rejects the batch as too large
+        tenants = await self._engine.job_tenants(job_ids)
+        return {job_id for job_id, tenant in tenants.items() if tenant not in scope}
+
     async def Heartbeat(
         self, request: wpb.HeartbeatRequest, context: grpc.aio.ServicerContext
     ) -> wpb.HeartbeatResponse:
         refs = [(lease.job_id, lease.lease_token) for lease in request.leases]
-        answers = await self._engine.heartbeat(request.worker_id, refs)
+        foreign = await self._foreign_jobs([job_id for job_id, _ in refs])
+        own = [ref for ref in refs if ref[0] not in foreign]
+        answers = await self._engine.heartbeat(request.worker_id, own)
+        if foreign:
+            # Another tenant's job answers exactly like a lease that is gone.
+            by_id = iter(answers)
+            answers = [
+                LeaseAnswer(job_id, "lost") if job_id in foreign else next(by_id)
+                for job_id, _ in refs
+            ]
         return wpb.HeartbeatResponse(
             leases=[
                 wpb.LeaseStatus(
@@ -163,7 +212,17 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 )
             else:
                 raise InvalidArgument(f"outcome for job {o.job_id} has no kind set")
-        results = await self._engine.report(outcomes)
+        foreign = await self._foreign_jobs([o.job_id for o in outcomes])
+        results = await self._engine.report([o for o in outcomes if o.job_id not in foreign])
+        if foreign:
+            # Another tenant's job answers exactly like a lease that is gone.
+            by_id = iter(results)
+            results = [
+                OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
+                if o.job_id in foreign
+                else next(by_id)
+                for o in outcomes
+            ]
         return wpb.ReportOutcomesResponse(
             results=[
                 wpb.OutcomeResult(
@@ -176,6 +235,17 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 for r in results
             ]
         )
+
+
+def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
+    for name in ("worker_id", "hostname", "sdk_version"):
+        if len(getattr(hello, name)) > limit:
+            raise InvalidArgument(f"hello.{name} is longer than {limit} characters")
+    if len(hello.job_types) > limit:
+        raise InvalidArgument(f"hello.job_types lists more than {limit} job types")
+    for job_type in hello.job_types:
+        if not job_type or len(job_type) > limit:
+            raise InvalidArgument(f"hello.job_types entries must be 1 to {limit} characters")
 
 
 def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:

@@ -54,7 +54,9 @@ class Dispatcher:
         *,
         clock: Clock,
         fair: FairScheduler,
-        candidates: Callable[[Sequence[str], int, int], Awaitable[list[Candidate]]],
+        candidates: Callable[
+            [Sequence[str], int, int, frozenset[str] | None], Awaitable[list[Candidate]]
+        ],
         claim: Callable[[Sequence[Claim], Sequence[Candidate], str, int], Awaitable[list[JobRow]]],
         release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
         acquire_batch_max: int = 500,
@@ -155,24 +157,29 @@ class Dispatcher:
         if self.paused:
             return False
         self.passes += 1
-        groups: dict[frozenset[str], list[WorkerSession]] = {}
+        # Sessions share a pass when they serve the same job types for the same
+        # tenants (a tenant-scoped credential only ever sees its own tenants' jobs).
+        groups: dict[tuple[frozenset[str], frozenset[str] | None], list[WorkerSession]] = {}
         for session in self.sessions.values():
             if session.credits > 0 and not session.draining and not session.closed:
-                groups.setdefault(session.job_types, []).append(session)
+                groups.setdefault((session.job_types, session.tenants), []).append(session)
         more = False
-        for job_types, sessions in groups.items():
+        for (job_types, tenants), sessions in groups.items():
             started_ns = time.time_ns()
-            result = await self._acquire(job_types, sessions)
+            result = await self._acquire(job_types, sessions, tenants)
             self.telemetry.acquired(job_types, result, started_ns)
             more = more or result.more_may_wait
         return more
 
     async def _acquire(
-        self, job_types: frozenset[str], sessions: list[WorkerSession]
+        self,
+        job_types: frozenset[str],
+        sessions: list[WorkerSession],
+        tenants: frozenset[str] | None = None,
     ) -> AcquisitionResult:
         wanted = min(sum(s.credits for s in sessions), self._acquire_batch_max)
         now = self._clock.now_us()
-        candidates = await self._candidates(sorted(job_types), wanted, now)
+        candidates = await self._candidates(sorted(job_types), wanted, now, tenants)
         picks = self._fair.pick(candidates, wanted)
         if not picks:
             return AcquisitionResult(wanted, 0)

@@ -336,6 +336,18 @@ class Engine:
 
     # -- reads -------------------------------------------------------------------
 
+    async def ping_store(self) -> None:
+        """Raise ``StoreUnavailable`` unless the database answers."""
+        await self._call(self.store.ping)
+
+    async def job_tenants(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The tenant of each job that exists (for credential tenant scopes)."""
+        ids = [j for j in job_ids if is_valid_id(j)]
+        if not ids:
+            return {}
+        rows = await self._call(self.store.job_get_many, ids)
+        return {r.id: r.tenant_id for r in rows}
+
     async def get_job(
         self, job_id: str, with_attempts: bool = False
     ) -> tuple[JobRow, list[AttemptRow]]:
@@ -385,13 +397,19 @@ class Engine:
     # -- acquisition (called by the dispatcher) ------------------------------------
 
     async def _candidates(
-        self, job_types: Sequence[str], per_lane: int, now: int
+        self,
+        job_types: Sequence[str],
+        per_lane: int,
+        now: int,
+        tenants: frozenset[str] | None = None,
     ) -> list[Candidate]:
         exclude = None
         if self.limits:
             running = await self._call(self.store.job_running_counts, self.limits.kinds)
             exclude = self.limits.exclusions(running)
-        return await self._call(self.store.job_candidates, job_types, per_lane, now, exclude)
+        return await self._call(
+            self.store.job_candidates, job_types, per_lane, now, exclude, tenants
+        )
 
     async def _claim(
         self, claims: Sequence[Claim], picks: Sequence[Candidate], token: str, now: int

@@ -40,6 +40,8 @@ class WorkerSession:
     pid: int = 0
     sdk_version: str = ""
     max_batch_size: int = 100
+    # Tenants this worker's credential may receive jobs of; None = every tenant.
+    tenants: frozenset[str] | None = None
     connected_at: int = 0
     last_heartbeat_at: int = 0
     credits: int = 0

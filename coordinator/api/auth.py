@@ -1,0 +1,458 @@
+"""Bearer-token authentication with roles and tenant scopes.
+
+Design note. Every call to a workflow-jobs service must carry
+``authorization: Bearer <token>``. The token is looked up by its SHA-256 in a
+token file (``WFJOBS_TOKENS_FILE``), so the file holds no usable secret. A
+credential has
+
+* roles: ``scheduler`` (JobSchedulerService), ``worker`` (WorkerService),
+  ``admin`` (AdminService); a credential may hold several;
+* tenants: the tenants it may touch, or ``["*"]`` for all;
+* optionally job types (workers): the only job types it may acquire.
+
+Checks, in order: no or unknown token → UNAUTHENTICATED; the service needs a
+role the credential lacks → PERMISSION_DENIED; the request names a tenant
+outside the scope → PERMISSION_DENIED (it names only the caller's own
+input). A job id of another tenant is answered exactly like an id that does
+not exist (NOT_FOUND, or "lease lost" for outcomes and heartbeats), so a
+scoped credential learns nothing about other tenants' jobs. Calls that act on
+every tenant (drain, limits, workers, stats without a tenant) need ``*``.
+
+Per-request checks live in ``_POLICIES`` below; what cannot be decided from
+the request alone (which jobs a worker may receive, per-lease heartbeat and
+outcome answers) is decided by the servicers from ``current_principal()``.
+
+Health and reflection stay open unless configured otherwise.
+
+Token file: JSON lines, one credential per line; blank lines and lines
+starting with ``#`` are ignored::
+
+    {"name": "billing-workers", "sha256": "<hex>", "roles": ["worker"], "tenants": ["billing"]}
+    {"name": "ops", "sha256": "<hex>", "roles": ["admin", "scheduler"], "tenants": ["*"]}
+
+``python -m coordinator hash-token`` prints the SHA-256 of a token read from
+stdin. The file is re-read when it changes (checked at most once a second), so
+tokens rotate without a restart: add the new token, move clients over, remove
+the old one.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from coordinator.api.errors import status_for
+from coordinator.errors import NotFound, PermissionDenied, Unauthenticated
+
+log = logging.getLogger(__name__)
+
+ROLES = ("scheduler", "worker", "admin")
+ALL_TENANTS = "*"
+
+_PACKAGE = "workflowjobs.v1"
+_ROLE_OF_SERVICE = {
+    f"{_PACKAGE}.JobSchedulerService": "scheduler",
+    f"{_PACKAGE}.WorkerService": "worker",
+    f"{_PACKAGE}.AdminService": "admin",
+}
+HEALTH_SERVICE = "grpc.health.v1.Health"
+REFLECTION_SERVICES = (
+    "grpc.reflection.v1alpha.ServerReflection",
+    "grpc.reflection.v1.ServerReflection",
+)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated credential: who, with which roles, over which tenants."""
+
+    name: str
+    roles: frozenset[str]
+    # None means every tenant.
+    tenants: frozenset[str] | None
+    # None means every job type (workers only).
+    job_types: frozenset[str] | None = None
+
+    def allows_tenant(self, tenant_id: str) -> bool:
+        return self.tenants is None or tenant_id in self.tenants
+
+    def describe_tenants(self) -> str:
+        return "every tenant" if self.tenants is None else ", ".join(sorted(self.tenants))
+
+
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "wfj_principal", default=None
+)
+
+
+def current_principal() -> Principal | None:
+    """The caller of the RPC being served; None when authentication is off."""
+    return _principal.get()
+
+
+def tenant_scope() -> frozenset[str] | None:
+    """Tenants the caller may touch; None for every tenant (or auth off)."""
+    principal = _principal.get()
+    return None if principal is None else principal.tenants
+
+
+def hash_token(token: str) -> str:
+    """The hex SHA-256 under which a token is stored in the token file."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# -- the token file ---------------------------------------------------------------
+
+
+def parse_tokens(text: str, source: str = "token file") -> dict[str, Principal]:
+    """Credentials by token hash; ``ValueError`` says which line is wrong and why."""
+    book: dict[str, Principal] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{source} line {number}"
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not JSON ({e.msg})") from None
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected a JSON object")
+        digest = str(entry.get("sha256", "")).lower()
+        if not _SHA256.match(digest):
+            raise ValueError(f"{where}: 'sha256' must be the 64-hex-digit SHA-256 of the token")
+        roles = _string_list(entry.get("roles"), where, "roles")
+        unknown = sorted(set(roles) - set(ROLES))
+        if not roles or unknown:
+            raise ValueError(f"{where}: 'roles' must list some of {', '.join(ROLES)}")
+        tenants = _string_list(entry.get("tenants"), where, "tenants")
+        if not tenants:
+            raise ValueError(f"{where}: 'tenants' must list tenant ids, or [\"*\"] for all")
+        job_types = entry.get("job_types")
+        if digest in book:
+            raise ValueError(f"{where}: the same token hash appears twice")
+        book[digest] = Principal(
+            name=str(entry.get("name") or digest[:12]),
+            roles=frozenset(roles),
+            tenants=None if ALL_TENANTS in tenants else frozenset(tenants),
+            job_types=(
+                None
+                if job_types is None
+                else frozenset(_string_list(job_types, where, "job_types"))
+            ),
+        )
+    return book
+
+
+def _string_list(value: Any, where: str, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: '{name}' must be a list of non-empty strings")
+    return list(value)
+
+
+class TokenBook:
+    """The credentials of a token file, re-read when the file changes."""
+
+    def __init__(self, path: str | Path, *, recheck_s: float = 1.0) -> None:
+        self.path = Path(path)
+        self._recheck_s = recheck_s
+        self._stamp = self._file_stamp()
+        self._book = parse_tokens(self.path.read_text(), str(self.path))
+        self._checked_at = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self._book)
+
+    def _file_stamp(self) -> tuple[int, int]:
+        st = os.stat(self.path)
+        return (st.st_mtime_ns, st.st_size)
+
+    def _maybe_reload(self) -> None:
+        now = time.monotonic()
+        if now - self._checked_at < self._recheck_s:
+            return
+        self._checked_at = now
+        try:
+            stamp = self._file_stamp()
+            if stamp == self._stamp:
+                return
+            book = parse_tokens(self.path.read_text(), str(self.path))
+        except (OSError, ValueError) as e:
+            # Keep serving with the credentials we have; say what is wrong.
+            log.error("token file not reloaded, keeping the previous tokens: %s", e)
+            return
+        self._stamp = stamp
+        self._book = book
+        log.info("token file reloaded: %d credential(s)", len(book))
+
+    def authenticate(self, token: str) -> Principal | None:
+        self._maybe_reload()
+        return self._book.get(hash_token(token))
+
+
+# -- per-request tenant policies ---------------------------------------------------------
+
+Policy = Callable[[Any, Principal, Any], Awaitable[None]]
+
+
+def _require_tenant(principal: Principal, tenant_id: str, what: str) -> None:
+    if not principal.allows_tenant(tenant_id):
+        raise PermissionDenied(
+            f"credential {principal.name!r} may not act on tenant {tenant_id!r} ({what}); "
+            f"it is scoped to: {principal.describe_tenants()}"
+        )
+
+
+async def _specs(request: Any, principal: Principal, engine: Any) -> None:
+    specs = list(request.jobs) if hasattr(request, "jobs") else [request.job]
+    for spec in specs:
+        _require_tenant(principal, spec.tenant_id, "job.tenant_id")
+
+
+async def _job_id(request: Any, principal: Principal, engine: Any) -> None:
+    job_id = request.job_id
+    tenants = await engine.job_tenants([job_id])
+    if job_id in tenants and not principal.allows_tenant(tenants[job_id]):
+        # Exactly what a job that does not exist gets: nothing leaks.
+        raise NotFound(f"job {job_id} not found")
+
+
+def _one_tenant(principal: Principal, given: str, field: str) -> str:
+    """The tenant a tenant-filtered call applies to, defaulting a single-tenant scope."""
+    if given:
+        _require_tenant(principal, given, field)
+        return given
+    if principal.tenants is not None and len(principal.tenants) == 1:
+        return next(iter(principal.tenants))
+    if principal.tenants is not None:
+        raise PermissionDenied(
+            f"credential {principal.name!r} is scoped to several tenants; set {field} "
+            f"to one of: {principal.describe_tenants()}"
+        )
+    return given
+
+
+async def _filter_tenant(request: Any, principal: Principal, engine: Any) -> None:
+    request.filter.tenant_id = _one_tenant(principal, request.filter.tenant_id, "filter.tenant_id")
+
+
+async def _tenant_field(request: Any, principal: Principal, engine: Any) -> None:
+    request.tenant_id = _one_tenant(principal, request.tenant_id, "tenant_id")
+
+
+async def _pause_scope(request: Any, principal: Principal, engine: Any) -> None:
+    if not request.scope.tenant_id and principal.tenants is not None:
+        raise PermissionDenied(
+            f"credential {principal.name!r} may not pause or unpause across every tenant; "
+            f"set scope.tenant_id to one of: {principal.describe_tenants()}"
+        )
+    _require_tenant(principal, request.scope.tenant_id, "scope.tenant_id")
+
+
+async def _servicer_decides(request: Any, principal: Principal, engine: Any) -> None:
+    """The servicer filters per job (heartbeats, outcomes, acquisition)."""
+
+
+def _policies() -> dict[str, Policy]:
+    s = f"/{_PACKAGE}.JobSchedulerService/"
+    w = f"/{_PACKAGE}.WorkerService/"
+    a = f"/{_PACKAGE}.AdminService/"
+    table: dict[str, Policy] = {
+        s + "Enqueue": _specs,
+        s + "EnqueueBatch": _specs,
+        s + "GetJob": _job_id,
+        s + "WaitForJob": _job_id,
+        w + "AcquireJobs": _servicer_decides,
+        w + "Heartbeat": _servicer_decides,
+        w + "ReportOutcomes": _servicer_decides,
+        w + "CompleteJob": _job_id,
+        w + "FailJob": _job_id,
+        a + "ListJobs": _filter_tenant,
+        a + "BulkRetryJobs": _filter_tenant,
+        a + "BulkCancelJobs": _filter_tenant,
+        a + "GetStats": _tenant_field,
+        a + "ListPauses": _tenant_field,
+        a + "SetTenantWeight": _tenant_field,
+        a + "Pause": _pause_scope,
+        a + "Unpause": _pause_scope,
+    }
+    for name in ("GetJob", "ExplainJob", "RetryJob", "CancelJob", "UnlockJob", "ReplayJob"):
+        table[a + name] = _job_id
+    return table
+
+
+_POLICIES = _policies()
+
+
+async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None:
+    if principal.tenants is not None:
+        raise PermissionDenied(
+            f"this call acts on every tenant; credential {principal.name!r} is scoped to "
+            f'{principal.describe_tenants()} (it needs tenants ["*"])'
+        )
+
+
+# -- the interceptor ------------------------------------------------------------------------
+
+
+@dataclass
+class AuthConfig:
+    """How the coordinator authenticates callers."""
+
+    # The token file (JSON lines); see the module docstring.
+    tokens_file: str
+    # Leave grpc.health.v1.Health open (load balancers and probes carry no token).
+    open_health: bool = True
+    # Leave server reflection open (grpcurl can list services without a token).
+    open_reflection: bool = True
+
+
+def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key == "authorization":
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Authenticates every call, checks its role and tenant scope, and exposes the
+    caller to servicers through ``current_principal()``.
+
+    Errors are raised as domain errors, so install it inside the error-mapping
+    interceptor (later in the server's interceptor list).
+    """
+
+    def __init__(self, config: AuthConfig, engine: Any, book: TokenBook | None = None) -> None:
+        self.config = config
+        self.book = book or TokenBook(config.tokens_file)
+        self._engine = engine
+        open_services: set[str] = set()
+        if config.open_health:
+            open_services.add(HEALTH_SERVICE)
+        if config.open_reflection:
+            open_services.update(REFLECTION_SERVICES)
+        self._open = frozenset(open_services)
+
+    def _authorize(self, method: str, metadata: Any) -> Principal:
+        token = bearer_token(metadata)
+        if token is None:
+            raise Unauthenticated(
+                "this coordinator requires a bearer token: send metadata "
+                "'authorization: Bearer <token>'"
+            )
+        principal = self.book.authenticate(token)
+        if principal is None:
+            raise Unauthenticated("the bearer token is not known to this coordinator")
+        service = method.split("/")[1] if method.count("/") >= 2 else method
+        role = _ROLE_OF_SERVICE.get(service, "admin")
+        if role not in principal.roles:
+            raise PermissionDenied(
+                f"credential {principal.name!r} has role(s) {', '.join(sorted(principal.roles))}; "
+                f"{service} needs the {role} role"
+            )
+        return principal
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        service = method.split("/")[1] if method.count("/") >= 2 else method
+        handler = await continuation(handler_call_details)
+        if handler is None or service in self._open:
+            return handler
+        metadata = handler_call_details.invocation_metadata
+        policy = _POLICIES.get(method, _cluster_wide)
+        engine = self._engine
+
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                principal = self._authorize(method, metadata)
+                await policy(request, principal, engine)
+                token = _principal.set(principal)
+                try:
+                    return await inner(request, context)
+                finally:
+                    _principal.reset(token)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None:
+            inner_stream = handler.stream_stream
+
+            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                principal = self._authorize(method, metadata)
+                if policy is _cluster_wide:
+                    await policy(None, principal, engine)
+                _principal.set(principal)
+                async for item in inner_stream(request_iter, context):
+                    yield item
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            # Only grpc.health.v1.Health/Watch has this shape (when health is not open).
+            inner_us = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    principal = self._authorize(method, metadata)
+                    await _cluster_wide(request, principal, engine)
+                except (Unauthenticated, PermissionDenied) as e:
+                    await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
+                async for item in inner_us(request, context):
+                    yield item
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # No service of ours takes a client stream with a single answer; should one
+        # appear, refuse it rather than let it through unchecked.
+
+        async def refuse(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} cannot be authorized")
+
+        return grpc.stream_unary_rpc_method_handler(refuse)
+
+
+__all__ = [
+    "ALL_TENANTS",
+    "ROLES",
+    "AuthConfig",
+    "AuthInterceptor",
+    "Principal",
+    "TokenBook",
+    "current_principal",
+    "hash_token",
+    "parse_tokens",
+    "tenant_scope",
+]

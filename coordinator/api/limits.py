@@ -1,0 +1,181 @@
+"""Limits the API layer enforces: request rate per credential, open streams.
+
+Design note. Sizes (payload, batch, string lengths) are the engine's to check
+(``EngineConfig``); credit per stream is checked by the WorkerService
+servicer. This interceptor holds what depends on who calls and how many calls
+are open:
+
+* a token bucket per credential (requests per second with a burst): every
+  unary call and every stream opened takes one token; when none is left the
+  call fails with RESOURCE_EXHAUSTED and says when to retry. Buckets exist only
+  for authenticated credentials: with authentication off there is no
+  credential to charge.
+* open ``AcquireJobs`` streams per connection (the peer address) and in total:
+  one more than allowed fails with RESOURCE_EXHAUSTED at once.
+
+Install it inside the authentication interceptor (later in the list) so the
+caller is known, and inside the error-mapping interceptor so its errors get
+their status codes. Every default is documented in docs/limits.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from coordinator.api.auth import current_principal
+from coordinator.errors import ResourceExhausted
+
+ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
+
+
+@dataclass
+class ApiLimits:
+    """Per-connection and per-credential limits of the gRPC API."""
+
+    # Most credit a worker may have outstanding on one AcquireJobs stream.
+    max_credits_per_stream: int = 10_000
+    # Most AcquireJobs streams open at once on one connection (one peer address).
+    max_streams_per_connection: int = 1_000
+    # Most AcquireJobs streams open at once on this coordinator.
+    max_streams_total: int = 10_000
+    # Sustained requests per second per credential (0 = unlimited).
+    rate_per_credential: float = 1_000.0
+    # Requests a credential may make in a burst above the sustained rate.
+    rate_burst: int = 2_000
+
+
+@dataclass
+class TokenBucket:
+    """Classic token bucket; ``now`` is monotonic seconds, passed in."""
+
+    rate: float
+    burst: float
+    tokens: float
+    updated: float
+
+    def take(self, now: float) -> float:
+        """Take one token; returns 0 on success, else seconds until one is available."""
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+class RateLimiter:
+    """One bucket per credential name."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
+        self.rate = rate
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def check(self, credential: str) -> None:
+        if self.rate <= 0:
+            return
+        now = self._clock()
+        bucket = self._buckets.get(credential)
+        if bucket is None:
+            bucket = self._buckets[credential] = TokenBucket(self.rate, self.burst, self.burst, now)
+        wait = bucket.take(now)
+        if wait:
+            raise ResourceExhausted(
+                f"credential {credential!r} exceeded its rate limit of {self.rate:g} requests/s "
+                f"(burst {self.burst}); retry in {max(wait, 0.001) * 1000:.0f} ms"
+            )
+
+
+class StreamCounter:
+    """Open AcquireJobs streams per peer and in total."""
+
+    def __init__(self, per_connection: int, total: int) -> None:
+        self.per_connection = per_connection
+        self.total = total
+        self.open_total = 0
+        self._by_peer: collections.Counter[str] = collections.Counter()
+
+    def open(self, peer: str) -> None:
+        if self.open_total >= self.total:
+            raise ResourceExhausted(
+                f"this coordinator already serves {self.open_total} AcquireJobs streams, "
+                f"its limit; connect to another replica or retry later"
+            )
+        if self._by_peer[peer] >= self.per_connection:
+            raise ResourceExhausted(
+                f"this connection already has {self._by_peer[peer]} AcquireJobs streams open, "
+                f"the limit per connection; one stream per worker is enough"
+            )
+        self._by_peer[peer] += 1
+        self.open_total += 1
+
+    def close(self, peer: str) -> None:
+        self._by_peer[peer] -= 1
+        if self._by_peer[peer] <= 0:
+            del self._by_peer[peer]
+        self.open_total -= 1
+
+
+class LimitsInterceptor(grpc.aio.ServerInterceptor):
+    """Rate per credential and open-stream limits (see the module note)."""
+
+    def __init__(self, limits: ApiLimits, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits
+        self.rate = RateLimiter(limits.rate_per_credential, limits.rate_burst, clock)
+        self.streams = StreamCounter(limits.max_streams_per_connection, limits.max_streams_total)
+
+    def _charge(self) -> None:
+        principal = current_principal()
+        if principal is not None:
+            self.rate.check(principal.name)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                self._charge()
+                return await inner(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None and method == ACQUIRE_JOBS:
+            inner_stream = handler.stream_stream
+
+            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                self._charge()
+                peer = context.peer() or "unknown"
+                self.streams.open(peer)
+                try:
+                    async for item in inner_stream(request_iter, context):
+                        yield item
+                finally:
+                    self.streams.close(peer)
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+__all__ = ["ApiLimits", "LimitsInterceptor", "RateLimiter", "StreamCounter", "TokenBucket"]

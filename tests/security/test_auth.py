@@ -1,0 +1,302 @@
+"""Bearer tokens, roles and tenant scopes over real gRPC (SPEC §5.13, §9)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from security.conftest import CREDENTIALS, write_tokens
+
+from wfj_testing import REPO, wait_until
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
+from workflowjobs.v1 import job_pb2 as jpb
+from workflowjobs.v1 import scheduler_service_pb2 as spb
+from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+from workflowjobs.v1 import worker_service_pb2 as wpb
+from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+pytestmark = pytest.mark.e2e
+UNKNOWN_ID = "0190b6e2-5c1a-7d3e-8f00-123456789abc"
+
+
+def auth(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def code_of(call, request, token: str | None = None) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as info:
+        call(request, timeout=10, metadata=auth(token) if token else None)
+    return info.value.code(), info.value.details()
+
+
+def spec(tenant: str, job_type: str = "noop") -> jpb.JobSpec:
+    return jpb.JobSpec(job_type=job_type, tenant_id=tenant, payload=jpb.Payload(data=b"{}"))
+
+
+@pytest.fixture(scope="module")
+def channel(secured):
+    with grpc.insecure_channel(secured.target) as ch:
+        yield ch
+
+
+def enqueue(channel, tenant: str, n: int = 1, job_type: str = "noop") -> list[str]:
+    stub = spb_grpc.JobSchedulerServiceStub(channel)
+    response = stub.EnqueueBatch(
+        spb.EnqueueBatchRequest(jobs=[spec(tenant, job_type) for _ in range(n)]),
+        metadata=auth("root-secret"),
+        timeout=10,
+    )
+    return [r.job_id for r in response.results]
+
+
+def test_calls_without_a_known_token_are_unauthenticated(channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    admin = apb_grpc.AdminServiceStub(channel)
+    worker = wpb_grpc.WorkerServiceStub(channel)
+    for call, request in (
+        (scheduler.Enqueue, spb.EnqueueRequest(job=spec("a"))),
+        (admin.GetStats, apb.GetStatsRequest()),
+        (worker.Heartbeat, wpb.HeartbeatRequest(worker_id="w")),
+    ):
+        code, details = code_of(call, request)
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+        assert "authorization: Bearer" in details
+        code, details = code_of(call, request, "not-a-token")
+        assert (code, details) == (
+            grpc.StatusCode.UNAUTHENTICATED,
+            "the bearer token is not known to this coordinator",
+        )
+
+
+def test_health_and_reflection_stay_open(channel) -> None:
+    health = health_pb2_grpc.HealthStub(channel)
+    answer = health.Check(health_pb2.HealthCheckRequest(), timeout=10)
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+    [reply] = list(
+        reflection.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
+        )
+    )
+    names = {s.name for s in reply.list_services_response.service}
+    assert "workflowjobs.v1.AdminService" in names
+
+
+def test_roles_gate_services(channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    code, details = code_of(admin.GetStats, apb.GetStatsRequest(), "sched-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert "AdminService needs the admin role" in details
+    code, _ = code_of(scheduler.Enqueue, spb.EnqueueRequest(job=spec("a")), "worker-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_scheduler_scoped_to_its_tenants(channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    ok = scheduler.Enqueue(
+        spb.EnqueueRequest(job=spec("a")), metadata=auth("sched-a-secret"), timeout=10
+    )
+    assert ok.job.tenant_id == "a"
+    code, details = code_of(
+        scheduler.EnqueueBatch,
+        spb.EnqueueBatchRequest(jobs=[spec("a"), spec("b")]),
+        "sched-a-secret",
+    )
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert "tenant 'b'" in details
+    [b_job] = enqueue(channel, "b")
+    # Another tenant's job reads exactly like a job that does not exist.
+    foreign = code_of(scheduler.GetJob, spb.GetJobRequest(job_id=b_job), "sched-a-secret")
+    missing = code_of(scheduler.GetJob, spb.GetJobRequest(job_id=UNKNOWN_ID), "sched-a-secret")
+    assert foreign[0] == missing[0] == grpc.StatusCode.NOT_FOUND
+    assert foreign[1] == missing[1].replace(UNKNOWN_ID, b_job)
+
+
+async def _acquire(target: str, token: str, credits: int, job_types=("noop",), want: int = 0):
+    """Open an AcquireJobs stream, grant credit, collect ``want`` jobs (default: credits)."""
+    async with grpc.aio.insecure_channel(target) as ch:
+        stub = wpb_grpc.WorkerServiceStub(ch)
+        requests: asyncio.Queue = asyncio.Queue()
+        await requests.put(
+            wpb.AcquireJobsRequest(
+                hello=wpb.WorkerHello(worker_id=f"w-{token}", job_types=list(job_types))
+            )
+        )
+        await requests.put(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=credits)))
+
+        async def outgoing():
+            while True:
+                yield await requests.get()
+
+        call = stub.AcquireJobs(outgoing(), metadata=auth(token))
+        leased: list[wpb.LeasedJob] = []
+        try:
+            async for response in call:
+                if response.WhichOneof("kind") == "jobs":
+                    leased.extend(response.jobs.jobs)
+                    if len(leased) >= (want or credits):
+                        break
+        except grpc.aio.AioRpcError as e:
+            return e.code(), e.details()
+        finally:
+            call.cancel()
+        return leased
+
+
+def test_worker_receives_heartbeats_and_completes_only_its_tenants_jobs(secured, channel) -> None:
+    worker = wpb_grpc.WorkerServiceStub(channel)
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    b_ids = set(enqueue(channel, "b", 5, job_type="iso"))
+    a_ids = set(enqueue(channel, "a", 5, job_type="iso"))
+    # The tenant-a worker asks for more than a's backlog: it still gets only a's jobs.
+    got_a = asyncio.run(_acquire(secured.target, "worker-a-secret", 10, ("iso",), want=5))
+    assert {j.job.id for j in got_a} == a_ids
+    got_b = asyncio.run(_acquire(secured.target, "worker-b-secret", 5, ("iso",)))
+    assert {j.job.id for j in got_b} == b_ids
+    b_lease = got_b[0]
+    before = scheduler.GetJob(
+        spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
+    ).job
+    # Tenant a's worker holding b's real lease token still cannot touch b's job.
+    ref = wpb.LeaseRef(job_id=b_lease.job.id, lease_token=b_lease.lease_token)
+    answer = worker.Heartbeat(
+        wpb.HeartbeatRequest(worker_id="w-a", leases=[ref]),
+        metadata=auth("worker-a-secret"),
+        timeout=10,
+    )
+    assert [s.state for s in answer.leases] == [wpb.LEASE_STATE_LOST]
+    code, details = code_of(
+        worker.CompleteJob,
+        wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
+        "worker-a-secret",
+    )
+    assert code == grpc.StatusCode.NOT_FOUND and details == f"job {b_lease.job.id} not found"
+    code, _ = code_of(
+        worker.FailJob,
+        wpb.FailJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token, error="x"),
+        "worker-a-secret",
+    )
+    assert code == grpc.StatusCode.NOT_FOUND
+    report = worker.ReportOutcomes(
+        wpb.ReportOutcomesRequest(
+            outcomes=[
+                wpb.JobOutcome(
+                    job_id=b_lease.job.id,
+                    lease_token=b_lease.lease_token,
+                    completed=wpb.Completion(),
+                )
+            ]
+        ),
+        metadata=auth("worker-a-secret"),
+        timeout=10,
+    )
+    assert [(r.accepted, r.error_code) for r in report.results] == [(False, "FAILED_PRECONDITION")]
+    after = scheduler.GetJob(
+        spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
+    ).job
+    assert after == before, "a rejected call changed the job"
+    # Its own worker still owns the lease.
+    worker.CompleteJob(
+        wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
+        metadata=auth("worker-b-secret"),
+        timeout=10,
+    )
+
+
+def test_worker_credential_limited_to_job_types(secured) -> None:
+    code, details = asyncio.run(
+        _acquire(secured.target, "worker-a-mail-secret", 1, ("mail", "noop"))
+    )
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert "may not acquire job type(s) noop" in details
+
+
+def test_tenant_scoped_admin(channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    [b_job] = enqueue(channel, "b")
+    enqueue(channel, "a")
+    listed = admin.ListJobs(apb.ListJobsRequest(), metadata=auth("admin-a-secret"), timeout=10)
+    assert listed.jobs and {j.tenant_id for j in listed.jobs} == {"a"}
+    code, _ = code_of(
+        admin.ListJobs,
+        apb.ListJobsRequest(filter=apb.JobFilter(tenant_id="b")),
+        "admin-a-secret",
+    )
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    for call, request in (
+        (admin.GetJob, apb.AdminServiceGetJobRequest(job_id=b_job)),
+        (admin.ExplainJob, apb.ExplainJobRequest(job_id=b_job)),
+        (admin.CancelJob, apb.CancelJobRequest(job_id=b_job)),
+    ):
+        code, details = code_of(call, request, "admin-a-secret")
+        assert (code, details) == (grpc.StatusCode.NOT_FOUND, f"job {b_job} not found")
+    code, details = code_of(admin.Drain, apb.DrainRequest(), "admin-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED and "acts on every tenant" in details
+    code, _ = code_of(
+        admin.Pause,
+        apb.PauseRequest(scope=apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_JOB_TYPE, value="noop")),
+        "admin-a-secret",
+    )
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    stats = admin.GetStats(apb.GetStatsRequest(), metadata=auth("admin-a-secret"), timeout=10)
+    assert {c.tenant_id for c in stats.counts} <= {"a"}
+
+
+def test_tokens_rotate_without_restart(secured, channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    rotated = dict(CREDENTIALS)
+    rotated["admin-a-rotated"] = rotated.pop("admin-a-secret")
+    write_tokens(secured.tokens_file, rotated)
+
+    def rotated_in() -> bool:
+        try:
+            admin.GetStats(apb.GetStatsRequest(), metadata=auth("admin-a-rotated"), timeout=10)
+            return True
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.UNAUTHENTICATED
+            return False
+
+    try:
+        wait_until(rotated_in, 15, "the rotated token to be accepted")
+        code, _ = code_of(admin.GetStats, apb.GetStatsRequest(), "admin-a-secret")
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        write_tokens(secured.tokens_file, CREDENTIALS)
+        wait_until(lambda: not rotated_in(), 15, "the original tokens to be back")
+
+
+def test_non_loopback_without_auth_refuses_to_start(tmp_path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'x.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert out.returncode == 5
+    assert "refusing to serve 0.0.0.0:0 without authentication" in out.stderr
+
+
+def test_auth_off_is_stated_loudly(tmp_path) -> None:
+    from faults.harness import CoordinatorProcess
+
+    coordinator = CoordinatorProcess(f"sqlite:///{tmp_path / 'open.db'}", tmp_path)
+    coordinator.stop()
+    assert "AUTHENTICATION IS OFF" in coordinator.log_text()

@@ -1,0 +1,154 @@
+"""Configured limits answer RESOURCE_EXHAUSTED / INVALID_ARGUMENT over real gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from faults.harness import CoordinatorProcess
+from security.conftest import CREDENTIALS, write_tokens
+from security.test_auth import auth, code_of, spec
+
+from coordinator.api.auth import parse_tokens
+from coordinator.api.limits import RateLimiter, StreamCounter
+from coordinator.errors import ResourceExhausted
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
+from workflowjobs.v1 import job_pb2 as jpb
+from workflowjobs.v1 import scheduler_service_pb2 as spb
+from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+from workflowjobs.v1 import worker_service_pb2 as wpb
+from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("limits")
+    tokens = tmp / "tokens.jsonl"
+    write_tokens(tokens, CREDENTIALS)
+    coordinator = CoordinatorProcess(
+        f"sqlite:///{tmp / 'limits.db'}",
+        tmp,
+        env={
+            "WFJOBS_TOKENS_FILE": str(tokens),
+            # admin-a gets 3 calls, then one every 1000 s: the 4th is refused.
+            "WFJOBS_RATE_PER_CREDENTIAL": "0.001",
+            "WFJOBS_RATE_BURST": "3",
+            "WFJOBS_MAX_CREDITS_PER_STREAM": "5",
+            "WFJOBS_MAX_STREAMS_PER_CONNECTION": "1",
+            "WFJOBS_MAX_PAYLOAD_BYTES": "10",
+            "WFJOBS_MAX_BATCH_SIZE": "2",
+            "WFJOBS_MAX_STRING_LENGTH": "20",
+        },
+    )
+    try:
+        yield coordinator
+    finally:
+        coordinator.stop()
+
+
+pytestmark = pytest.mark.e2e
+
+
+def test_rate_per_credential(limited) -> None:
+    with grpc.insecure_channel(limited.target) as channel:
+        admin = apb_grpc.AdminServiceStub(channel)
+        for _ in range(3):
+            admin.GetStats(apb.GetStatsRequest(), metadata=auth("admin-a-secret"), timeout=10)
+        code, details = code_of(admin.GetStats, apb.GetStatsRequest(), "admin-a-secret")
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "exceeded its rate limit of 0.001 requests/s (burst 3); retry in" in details
+        # Other credentials have buckets of their own.
+        scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+        scheduler.Enqueue(
+            spb.EnqueueRequest(job=spec("a")), metadata=auth("sched-a-secret"), timeout=10
+        )
+
+
+def test_sizes_from_settings(limited) -> None:
+    with grpc.insecure_channel(limited.target) as channel:
+        scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+        big = jpb.JobSpec(job_type="noop", tenant_id="a", payload=jpb.Payload(data=b"x" * 11))
+        code, details = code_of(scheduler.Enqueue, spb.EnqueueRequest(job=big), "root-secret")
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "the limit is 10 bytes" in details
+        batch = spb.EnqueueBatchRequest(jobs=[spec("a")] * 3)
+        code, details = code_of(scheduler.EnqueueBatch, batch, "root-secret")
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "limit of 2" in details
+        long_type = spb.EnqueueRequest(job=spec("a", job_type="t" * 21))
+        code, details = code_of(scheduler.Enqueue, long_type, "root-secret")
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "the limit is 20" in details
+
+
+async def _stream(stub, credits: int, hold: asyncio.Event):
+    """An AcquireJobs call whose request side stays open until ``hold`` is set."""
+
+    async def requests():
+        yield wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w", job_types=["noop"]))
+        yield wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=credits))
+        await hold.wait()
+
+    return stub.AcquireJobs(requests(), metadata=auth("worker-a-secret"))
+
+
+def test_credit_and_stream_limits(limited) -> None:
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(limited.target) as channel:
+            stub = wpb_grpc.WorkerServiceStub(channel)
+            hold = asyncio.Event()
+            too_much = await _stream(stub, 6, hold)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                async for _ in too_much:
+                    pass
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "the limit is 5" in info.value.details()
+
+            # One stream per connection: a second one on the same channel is refused.
+            first = await _stream(stub, 1, hold)
+            accepted = await first.read()
+            assert accepted.WhichOneof("kind") == "accepted"
+            second = await _stream(stub, 1, hold)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await second.read()
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "per connection" in info.value.details()
+            hold.set()
+            first.cancel()
+
+    asyncio.run(scenario())
+
+
+def test_token_bucket_refills_with_time() -> None:
+    now = [0.0]
+    limiter = RateLimiter(rate=2, burst=2, clock=lambda: now[0])
+    limiter.check("c")
+    limiter.check("c")
+    with pytest.raises(ResourceExhausted, match="retry in 500 ms"):
+        limiter.check("c")
+    now[0] = 0.5
+    limiter.check("c")
+
+
+def test_stream_counter_frees_slots() -> None:
+    counter = StreamCounter(per_connection=1, total=2)
+    counter.open("p1")
+    counter.open("p2")
+    with pytest.raises(ResourceExhausted, match="limit"):
+        counter.open("p3")
+    counter.close("p1")
+    counter.open("p3")
+    assert counter.open_total == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "line 1: not JSON"),
+        ('{"sha256": "abc", "roles": ["admin"], "tenants": ["*"]}', "64-hex-digit"),
+        ('{"sha256": "' + "a" * 64 + '", "roles": ["root"], "tenants": ["*"]}', "'roles'"),
+        ('{"sha256": "' + "a" * 64 + '", "roles": ["admin"]}', "'tenants'"),
+    ],
+)
+def test_token_file_errors_name_the_line(line: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_tokens(line)
