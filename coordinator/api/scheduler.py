@@ -29,8 +29,7 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
                 lease_token=token or "",
                 lease_expire_time=convert.us_to_ts(row.lease_expires_at) if token else None,
             )
-        ((job_id, dedup, _status),) = await self._engine.enqueue([job])
-        row, _ = await self._engine.get_job(job_id)
+        row, dedup = await self._engine.enqueue_one(job)
         return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=dedup)
 
     async def EnqueueBatch(

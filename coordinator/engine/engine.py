@@ -43,6 +43,7 @@ from coordinator.model import (
     ConcurrencyLimit,
     Failure,
     JobFilter,
+    JobRecord,
     JobRow,
     JobStatus,
     LeasedForFailure,
@@ -139,6 +140,8 @@ class Engine:
         self.telemetry: EngineTelemetry = NO_TELEMETRY
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
+        self._enqueue_queue: list[tuple[NewJob, asyncio.Future[tuple[str, bool, int]]]] = []
+        self._enqueue_flushing = False
         self.limits = LimitBook()
         self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -283,6 +286,43 @@ class Engine:
         self.dispatcher.wake(min(j.due_at for j in prepared))
         self.telemetry.enqueued(prepared, result)
         return result
+
+    async def enqueue_one(self, job: NewJob) -> tuple[JobRow, bool]:
+        """Store one job; returns it and whether it was deduplicated.
+
+        Concurrent single enqueues are committed together (group commit):
+        while one insert is in flight, later calls queue up and go in the
+        next statement, so many callers cost few transactions.
+        """
+        prepared = self.prepare(job, self.clock.now_us())
+        future: asyncio.Future[tuple[str, bool, int]] = asyncio.get_running_loop().create_future()
+        self._enqueue_queue.append((prepared, future))
+        if not self._enqueue_flushing:
+            self._enqueue_flushing = True
+            asyncio.get_running_loop().create_task(self._flush_enqueues())
+        job_id, dedup, _ = await future
+        if dedup:
+            row, _ = await self.get_job(job_id)
+            return row, True
+        return _record_of_new(prepared), False
+
+    async def _flush_enqueues(self) -> None:
+        try:
+            while self._enqueue_queue:
+                batch, self._enqueue_queue = self._enqueue_queue, []
+                try:
+                    results = await self._call(self.store.job_insert_many, [j for j, _ in batch])
+                except Exception as e:  # noqa: BLE001 - handed to every waiting caller
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(e)
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+                self.dispatcher.wake(min(j.due_at for j, _ in batch))
+        finally:
+            self._enqueue_flushing = False
 
     async def enqueue_inline(
         self, job: NewJob, owner: str, *, enqueue_if_paused: bool
@@ -642,6 +682,49 @@ class Engine:
             "connected_workers": len(self.dispatcher.sessions),
             "draining": self.dispatcher.paused,
         }
+
+
+def _record_of_new(job: NewJob) -> JobRecord:
+    """The stored form of a job just inserted PENDING."""
+    return JobRecord(
+        id=job.id,
+        job_type=job.job_type,
+        tenant_id=job.tenant_id,
+        definition_id=job.definition_id,
+        definition_version=job.definition_version,
+        instance_id=job.instance_id,
+        activity_id=job.activity_id,
+        activity_node_id=job.activity_node_id,
+        bookmark_id=job.bookmark_id,
+        correlation_id=job.correlation_id,
+        payload=job.payload,
+        content_type=job.content_type,
+        category=job.category,
+        priority=job.priority,
+        status=int(JobStatus.PENDING),
+        attempt=0,
+        max_attempts=job.max_attempts,
+        retry_policy=job.retry_policy,
+        execution_timeout_ms=job.execution_timeout_ms,
+        heartbeat_timeout_ms=job.heartbeat_timeout_ms,
+        created_at=job.created_at,
+        due_at=job.due_at,
+        started_at=None,
+        finished_at=None,
+        lease_owner=None,
+        lease_token=None,
+        lease_expires_at=None,
+        last_error=None,
+        last_error_kind=None,
+        result=None,
+        result_content_type=None,
+        idempotency_key=job.idempotency_key,
+        traceparent=job.traceparent,
+        tracestate=job.tracestate,
+        concurrency_key=job.concurrency_key,
+        cancel_requested=False,
+        replay_of=job.replay_of,
+    )
 
 
 def _decide_release(releases: Sequence[Release], row: LeasedForFailure) -> AttemptEnd:

@@ -29,6 +29,14 @@ from coordinator.model import (
 from coordinator.store.base import StoreBase, instance_paused, pause_blocks
 from coordinator.store.schema import job_attempts, jobs, lanes
 
+_NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+
+
+def _insert_row(job: NewJob) -> dict[str, Any]:
+    row = {f: getattr(job, f) for f in _NEW_JOB_FIELDS}
+    row["status"] = int(JobStatus.PENDING)
+    return row
+
 
 class _RolledBack(Exception):
     """Raised inside a transaction to undo it on purpose."""
@@ -64,20 +72,21 @@ class JobQueries(StoreBase):
 
         Returns ``(job_id, deduplicated, status)`` in input order.
         """
-        rows = [dataclasses.asdict(j) for j in new_jobs]
-        for row in rows:
-            row["status"] = int(JobStatus.PENDING)
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         new_lanes -= self._known_lanes
-        keyed = [j for j in new_jobs if j.idempotency_key]
+        keyed = any(j.idempotency_key for j in new_jobs)
         with self.tx() as conn:
             if new_lanes:
                 self._lane_upsert(conn, new_lanes)
-            if not keyed:
-                conn.execute(jobs.insert(), rows)
+            if keyed:
+                rows = [_insert_row(j) for j in new_jobs]
+                result = self._insert_deduplicated(conn, new_jobs, rows)
+            elif self.is_postgres:
+                self._copy_in(conn, new_jobs)
                 result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
             else:
-                result = self._insert_deduplicated(conn, new_jobs, rows)
+                conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
+                result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
             if new_jobs:
                 self._notify_wake(conn, min(j.due_at for j in new_jobs))
         self._known_lanes |= new_lanes
@@ -131,7 +140,7 @@ class JobQueries(StoreBase):
             if lane not in self._known_lanes:
                 self._lane_upsert(conn, {lane})
             lease_ms = job.heartbeat_timeout_ms or default_lease_ms
-            row = dataclasses.asdict(job)
+            row = _insert_row(job)
             row.update(
                 status=int(JobStatus.RUNNING),
                 attempt=1,
@@ -165,6 +174,15 @@ class JobQueries(StoreBase):
             stored = JobRecord(*conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one())
         self._known_lanes.add(lane)
         return stored, False, bool(paused)
+
+    def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
+        """Bulk insert with COPY: several times cheaper per row than INSERT."""
+        raw = conn.connection.driver_connection
+        status = int(JobStatus.PENDING)
+        columns = ", ".join((*_NEW_JOB_FIELDS, "status"))
+        with raw.cursor() as cur, cur.copy(f"COPY wfj_jobs ({columns}) FROM STDIN") as copy:
+            for job in new_jobs:
+                copy.write_row((*(getattr(job, f) for f in _NEW_JOB_FIELDS), status))
 
     def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
