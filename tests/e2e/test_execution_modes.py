@@ -415,3 +415,54 @@ def test_outbox_relay_killed_between_forward_and_delete_duplicates_nothing(
     assert sorted(j.payload_value()["n"] for j in jobs) == [0, 1, 2]
     with caller_database.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM wfjobs_outbox")).scalar() == 0
+
+
+# -- the documented HTTP example ---------------------------------------------------------------
+
+
+def test_http_example_answers_from_an_inline_job_and_hands_big_ones_off(spawn, tmp_path) -> None:
+    import json
+    import re
+    import urllib.request
+
+    coordinator = spawn["coordinator"](f"sqlite:///{tmp_path / 'http.db'}")
+    example = str(REPO / "examples" / "inline_http.py")
+    log = tmp_path / "http.log"
+    with log.open("ab") as out:
+        server = subprocess.Popen(
+            [sys.executable, example, "--target", coordinator.target, "--port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+        )
+    worker = subprocess.Popen(
+        [sys.executable, example, "--target", coordinator.target, "--worker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        port = wait_until(
+            lambda: re.search(r"serving on http://127.0.0.1:(\d+)", log.read_text()),
+            WAIT,
+            "the example to serve",
+        ).group(1)
+
+        def get(items: int) -> tuple[int, dict]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/quote?items={items}") as r:
+                return r.status, json.loads(r.read())
+
+        assert get(3) == (200, {"items": 3, "total_cents": 2970, "priced_inline": True})
+        status, accepted = get(5000)
+        assert (status, accepted["status"]) == (202, "handed_off")
+        with SchedulerClient(coordinator.target) as scheduler:
+            done = scheduler.wait_for_job(accepted["job_id"], timeout=WAIT)
+        assert done.result_value() == {
+            "items": 5000,
+            "total_cents": 100 * 990 + 4900 * 890,
+            "priced_inline": False,
+        }
+    finally:
+        for proc in (server, worker):
+            proc.terminate()
+            proc.wait(20)
