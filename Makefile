@@ -26,6 +26,11 @@ run: install
 test: install
 	$(PY) -m pytest
 
+## Run the fault-injection suite (part of `make test` too). A longer soak:
+## WFJOBS_FAULTS_SCALE=10 make test-faults
+test-faults: install
+	$(PY) -m pytest tests/faults
+
 ## Regenerate the protobuf/gRPC code in workflowjobs/ from protos/.
 proto: install
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --pyi_out=. $(PROTOS)

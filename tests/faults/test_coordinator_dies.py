@@ -38,7 +38,7 @@ def test_coordinator_killed_and_restarted_loses_nothing(tmp_path, fault_database
     rng = random.Random(11)
     restarts = 3
     try:
-        ids = enqueue_work(coordinator.target, total // 2, ms=20)
+        ids = enqueue_work(coordinator.target, total // 2, ms=20, heartbeat_timeout=10.0)
         for n in range(restarts):
             goal = count_starts(pool.records) + rng.randrange(200, 600)
             wait_until(lambda goal=goal: count_starts(pool.records) >= goal, 120, "progress")
@@ -46,7 +46,9 @@ def test_coordinator_killed_and_restarted_loses_nothing(tmp_path, fault_database
             coordinator.start()
             if n == 0:
                 # Jobs enqueued after a crash run as well.
-                ids += enqueue_work(coordinator.target, total - total // 2, ms=20)
+                ids += enqueue_work(
+                    coordinator.target, total - total // 2, ms=20, heartbeat_timeout=10.0
+                )
         wait_all_completed(fault_database, total, 120)
     finally:
         pool.stop()
