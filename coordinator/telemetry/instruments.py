@@ -155,10 +155,9 @@ class OtelEngineTelemetry(EngineTelemetry):
             del labels[next(iter(labels))]
         labels[job_id] = (tenant, job_type)
 
-    def _attributes(self, job_id: str, keep: bool = False) -> dict[str, str]:
+    def _lane(self, job_id: str, keep: bool = False) -> tuple[str, str]:
         labels = self._labels.get(job_id) if keep else self._labels.pop(job_id, None)
-        tenant, job_type = labels or (UNKNOWN, UNKNOWN)
-        return {"tenant": tenant, "job_type": job_type}
+        return labels or (UNKNOWN, UNKNOWN)
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -193,30 +192,36 @@ class OtelEngineTelemetry(EngineTelemetry):
     def outcomes(self, completed: Collection[str], ends: Mapping[str, AttemptEnd]) -> None:
         if self._meter is None:
             return
+        # One add per counter and lane per batch: the SDK's add costs microseconds.
+        counts: dict[tuple[Any, tuple[str, str]], int] = {}
         for job_id in completed:
-            self.completed_total.add(1, self._attributes(job_id))
+            key = (self.completed_total, self._lane(job_id))
+            counts[key] = counts.get(key, 0) + 1
         for end in ends.values():
-            self._count_end(end)
+            key = (self._counter_for(end), self._lane(end.job_id))
+            counts[key] = counts.get(key, 0) + 1
+        _add_all(counts)
 
     def reaped(self, ends: Sequence[AttemptEnd]) -> None:
         if self._meter is None:
             return
+        counts: dict[tuple[Any, tuple[str, str]], int] = {}
         for end in ends:
-            self.lease_expired_total.add(1, self._attributes(end.job_id, keep=True))
-            self._count_end(end)
+            lane = self._lane(end.job_id)
+            for counter in (self.lease_expired_total, self._counter_for(end)):
+                counts[(counter, lane)] = counts.get((counter, lane), 0) + 1
+        _add_all(counts)
 
-    def _count_end(self, end: AttemptEnd) -> None:
-        attributes = self._attributes(end.job_id)
+    def _counter_for(self, end: AttemptEnd) -> Any:
         if end.new_status == JobStatus.CANCELLED:
-            self.cancelled_total.add(1, attributes)
-        elif end.new_status == JobStatus.FAULTED:
-            self.failed_total.add(1, attributes)
-        elif end.new_status == JobStatus.COMPLETED:
-            self.completed_total.add(1, attributes)
-        elif end.outcome == AttemptOutcome.RELEASED:
-            self.released_total.add(1, attributes)
-        else:
-            self.retried_total.add(1, attributes)
+            return self.cancelled_total
+        if end.new_status == JobStatus.FAULTED:
+            return self.failed_total
+        if end.new_status == JobStatus.COMPLETED:
+            return self.completed_total
+        if end.outcome == AttemptOutcome.RELEASED:
+            return self.released_total
+        return self.retried_total
 
     def acquired(self, job_types: Collection[str], result: Any, started_ns: int) -> None:
         ended_ns = time.time_ns()
@@ -284,6 +289,11 @@ class OtelEngineTelemetry(EngineTelemetry):
 
     def _observe_free_slots(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(sum(s.credits for s in self._sessions() if not s.closed))
+
+
+def _add_all(counts: Mapping[tuple[Any, tuple[str, str]], int]) -> None:
+    for (counter, (tenant, job_type)), n in counts.items():
+        counter.add(n, {"tenant": tenant, "job_type": job_type})
 
 
 __all__ = ["OtelEngineTelemetry"]
