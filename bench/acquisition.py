@@ -5,7 +5,9 @@ coordinator starts on it with two SDK worker processes that record every
 handler start. The rate is taken from those start times over the middle of
 the first `window` starts (10 %–90 %, so connection warm-up and the last
 stragglers do not count): it is how fast the coordinator hands out jobs from
-that table, whatever else the table holds.
+that table, whatever else the table holds. The two cases of a ratio live in
+two databases and alternate run by run, so slow drifts of a shared, noisy
+machine fall on both.
 """
 
 from __future__ import annotations
@@ -46,17 +48,18 @@ async def pause_definition(target: str, tenant: str, definition: str) -> None:
             actor="bench", reason="acquisition with paused jobs present"), timeout=30)
 
 
-async def measure_rate(server: PostgresServer, *, window: int, concurrency: int,
+async def measure_rate(server: PostgresServer, *, database: str, window: int, concurrency: int,
                        pause: tuple[str, str] | None = None) -> float:
     """Start a coordinator on the seeded table; jobs/s handed out over the window.
 
     Args:
-        server: The bench PostgreSQL (database `wfjobs_bench` already seeded).
+        server: The bench PostgreSQL.
+        database: The seeded bench database to serve.
         window: Starts to observe.
         concurrency: Slots per worker process.
         pause: (tenant, definition) to pause before the workers connect.
     """
-    coordinator = wfjobs.Coordinator(server)
+    coordinator = wfjobs.Coordinator(server, database)
     coordinator.start()
     record = LOG_DIR / f"acquisition-{time.monotonic_ns()}"
     paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]

@@ -44,7 +44,7 @@ class Sizes:
     paused_jobs: int = 1_000_000
     backlog_large: int = 5_000_000
     backlog_small: int = 10_000
-    acquisition_window: int = 8_000
+    acquisition_window: int = 20_000
     fairness_big: int = 100_000
     fairness_small: int = 2_000
     idle_seconds: float = 30.0

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 import psycopg
 
-BENCH_DATABASES = ("wfjobs_bench", "pgqueuer_bench", "procrastinate_bench")
+# The second workflow-jobs database holds the large table of the ratio figures, so
+# that their two cases can alternate run by run.
+BENCH_DATABASES = (
+    "wfjobs_bench", "wfjobs_bench_large", "pgqueuer_bench", "procrastinate_bench",
+)
 
 
 @dataclass(frozen=True)
