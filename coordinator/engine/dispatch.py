@@ -30,6 +30,15 @@ from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 log = logging.getLogger(__name__)
 
 
+# Picks and leases in one step (the store ranks by the fair rule itself):
+# (job types, tenant scope, owner per position, lease token, now) -> leased
+# rows, or None when this acquisition needs the general path.
+ClaimFair = Callable[
+    [Sequence[str], "frozenset[str] | None", list[str], str, int],
+    Awaitable[list[JobRow] | None],
+]
+
+
 @dataclass
 class AcquisitionResult:
     wanted: int
@@ -59,10 +68,12 @@ class Dispatcher:
         ],
         claim: Callable[[Sequence[Claim], Sequence[Candidate], str, int], Awaitable[list[JobRow]]],
         release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
+        claim_fair: ClaimFair | None = None,
         acquire_batch_max: int = 500,
         idle_poll_s: float = 5.0,
     ) -> None:
         self._clock = clock
+        self._claim_fair = claim_fair
         self._fair = fair
         self._candidates = candidates
         self._claim = claim
@@ -179,13 +190,23 @@ class Dispatcher:
     ) -> AcquisitionResult:
         wanted = min(sum(s.credits for s in sessions), self._acquire_batch_max)
         now = self._clock.now_us()
-        candidates = await self._candidates(sorted(job_types), wanted, now, tenants)
-        picks = self._fair.pick(candidates, wanted)
-        if not picks:
-            return AcquisitionResult(wanted, 0)
-        claims = _assign(picks, sessions)
         token = new_token()
-        rows = await self._claim(claims, picks, token, now)
+        dropped = 0
+        rows = None
+        if self._claim_fair is not None:
+            rows = await self._claim_fair(
+                sorted(job_types), tenants, _owner_slots(sessions, wanted), token, now
+            )
+        if rows is None:
+            candidates = await self._candidates(sorted(job_types), wanted, now, tenants)
+            picks = self._fair.pick(candidates, wanted)
+            if not picks:
+                return AcquisitionResult(wanted, 0)
+            claims = _assign(picks, sessions)
+            rows = await self._claim(claims, picks, token, now)
+            dropped = len(claims) - len(rows)
+        if not rows:
+            return AcquisitionResult(wanted, 0, dropped)
         self._fair.charge([r.tenant_id for r in rows])
         by_owner: dict[str, list[JobRow]] = {}
         for row in rows:
@@ -204,7 +225,23 @@ class Dispatcher:
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.
             await self._release(orphans)
-        return AcquisitionResult(wanted, len(rows), len(claims) - len(rows))
+        return AcquisitionResult(wanted, len(rows), dropped)
+
+
+def _owner_slots(sessions: list[WorkerSession], wanted: int) -> list[str]:
+    """Worker ids for positions 1..wanted, round robin, each up to its credit."""
+    remaining = {s.worker_id: s.credits for s in sessions}
+    owners: list[str] = []
+    while len(owners) < wanted:
+        progressed = False
+        for worker_id, left in remaining.items():
+            if left > 0 and len(owners) < wanted:
+                owners.append(worker_id)
+                remaining[worker_id] = left - 1
+                progressed = True
+        if not progressed:
+            break
+    return owners
 
 
 def _assign(picks: list[Candidate], sessions: list[WorkerSession]) -> list[Claim]:

@@ -132,6 +132,7 @@ class Engine:
             candidates=self._candidates,
             claim=self._claim,
             release=self._release_orphans,
+            claim_fair=self._claim_fair,
             acquire_batch_max=self.config.acquire_batch_max,
             idle_poll_s=self.config.idle_poll_s,
         )
@@ -450,6 +451,33 @@ class Engine:
         return await self._call(
             self.store.job_candidates, job_types, per_lane, now, exclude, tenants
         )
+
+    async def _claim_fair(
+        self,
+        job_types: Sequence[str],
+        tenants: frozenset[str] | None,
+        owners: list[str],
+        token: str,
+        now: int,
+    ) -> list[JobRow] | None:
+        """One-statement acquisition on PostgreSQL when no concurrency limit applies."""
+        if self.limits or not self.store.is_postgres or not owners:
+            return None
+        fair_tenants, starts, weights, floor = self.fair.snapshot()
+        rows = await self._call(
+            self.store.job_claim_fair,
+            job_types,
+            tenants,
+            owners,
+            (fair_tenants, starts, weights, floor),
+            token,
+            now,
+            self.config.default_lease_ms,
+        )
+        if rows:
+            self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+            self.telemetry.leased(rows, now)
+        return rows
 
     async def _claim(
         self, claims: Sequence[Claim], picks: Sequence[Candidate], token: str, now: int

@@ -80,6 +80,17 @@ class FairScheduler:
                 heapq.heappush(heap, (vtime + 1.0 / self._share(tenant).weight, tenant))
         return picked
 
+    def snapshot(self) -> tuple[list[str], list[float], list[float], float]:
+        """Known tenants' start clocks and weights, and the clock of unknown ones.
+
+        Lets the store rank candidates by the same rule as ``pick``: the k-th
+        job (from 0) of a tenant ranks at ``start + k / weight``.
+        """
+        tenants = list(self._shares)
+        starts = [self._start(t) for t in tenants]
+        weights = [float(self._shares[t].weight) for t in tenants]
+        return tenants, starts, weights, self._virtual_now
+
     def charge(self, tenants: Sequence[str]) -> None:
         """Advance clocks for jobs actually leased (one entry per job)."""
         if not tenants:

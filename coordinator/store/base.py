@@ -25,7 +25,11 @@ ACTIVE_PAUSE = "p.lifted_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > 
 
 
 def pause_blocks(alias: str, *, with_instance: bool) -> str:
-    """SQL that is true when an active pause covers the job or lane ``alias``."""
+    """SQL that is true when an active pause covers the job or lane ``alias``.
+
+    The leading uncorrelated EXISTS is computed once per statement: with no
+    pause in force (the common case) the per-row check is skipped entirely.
+    """
     kinds = [
         "p.kind = 1",
         f"(p.kind = 2 AND p.value = {alias}.definition_id)",
@@ -34,17 +38,19 @@ def pause_blocks(alias: str, *, with_instance: bool) -> str:
     if with_instance:
         kinds.append(f"(p.kind = 3 AND p.value = {alias}.instance_id)")
     return (
-        f"EXISTS (SELECT 1 FROM wfj_pauses p WHERE {ACTIVE_PAUSE} "
+        "(EXISTS (SELECT 1 FROM wfj_pauses WHERE lifted_at IS NULL) "
+        f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE {ACTIVE_PAUSE} "
         f"AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id) "
-        f"AND ({' OR '.join(kinds)}))"
+        f"AND ({' OR '.join(kinds)})))"
     )
 
 
 def instance_paused(alias: str) -> str:
     """SQL that is true when an active pause covers the job's workflow instance."""
     return (
-        f"EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
-        f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id))"
+        "(EXISTS (SELECT 1 FROM wfj_pauses WHERE kind = 3 AND lifted_at IS NULL) "
+        f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
+        f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id)))"
     )
 
 

@@ -349,6 +349,90 @@ class JobQueries(StoreBase):
                 out.extend(Candidate(*r) for r in rows)
         return out
 
+    def job_claim_fair(
+        self,
+        job_types: Sequence[str],
+        tenants: Collection[str] | None,
+        owners: Sequence[str],
+        fair: tuple[Sequence[str], Sequence[float], Sequence[float], float],
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+    ) -> list[JobRow]:
+        """Pick and lease up to ``len(owners)`` jobs in one statement (PostgreSQL).
+
+        Candidates come from the unpaused lanes as in ``job_candidates``; the
+        k-th candidate (from 0) of a tenant ranks at ``start + k / weight``
+        with the tenant's start clock and weight from ``fair`` (unknown
+        tenants start at its last element), the same rule the engine's fair
+        scheduler applies. The picks are re-checked and leased as in
+        ``job_claim``; position i goes to ``owners[i]``.
+        """
+        if tenants is not None and not tenants:
+            return []
+        fair_tenants, starts, weights, floor = fair
+        scoped = tenants is not None
+        sql = sa.text(
+            f"""
+            WITH cand AS (
+                SELECT j.id, j.tenant_id, j.priority, j.due_at
+                FROM wfj_lanes l
+                CROSS JOIN LATERAL (
+                    SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
+                    WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
+                      AND x.definition_id = l.definition_id
+                      AND x.status = 1 AND x.due_at <= :now
+                      AND NOT {instance_paused("x")}
+                    ORDER BY x.priority DESC, x.due_at, x.id
+                    LIMIT :n
+                ) j
+                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+                  {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
+            ), ranked AS (
+                SELECT c.id, c.priority, c.due_at,
+                       COALESCE(f.vstart, :floor)
+                       + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
+                FROM cand c
+                LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_starts AS float8[]),
+                                 CAST(:f_weights AS float8[])) AS f(tenant_id, vstart, weight)
+                  ON f.tenant_id = c.tenant_id
+                WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.due_at, c.id)
+            ), picked AS (
+                SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
+                FROM ranked
+                ORDER BY vkey, priority DESC, due_at, id
+                LIMIT :n
+            ), locked AS (
+                SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
+                WHERE x.status = 1 AND x.due_at <= :now
+                  AND NOT {pause_blocks("x", with_instance=True)}
+                FOR UPDATE OF x SKIP LOCKED
+            )
+            UPDATE wfj_jobs AS j
+            SET status = 2, attempt = j.attempt + 1,
+                lease_owner = (CAST(:owners AS text[]))[locked.pos],
+                lease_token = :token, started_at = :now,
+                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+            FROM locked
+            WHERE j.id = locked.id
+            RETURNING j.*
+            """
+        )
+        params = {
+            "now": now,
+            "n": len(owners),
+            "types": list(job_types),
+            "only_tenants": sorted(tenants or ()),
+            "floor": floor,
+            "f_tenants": list(fair_tenants),
+            "f_starts": list(starts),
+            "f_weights": list(weights),
+            "owners": list(owners),
+            "token": lease_token,
+        }
+        with self.statement() as conn:
+            return [JobRecord(*r) for r in conn.execute(sql, params)]
+
     def job_running_counts(
         self, kinds: Sequence[int], conn: sa.Connection | None = None
     ) -> dict[tuple[int, str], int]:
