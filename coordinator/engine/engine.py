@@ -322,6 +322,7 @@ class Engine:
                     if not future.done():
                         future.set_result(result)
                 self.dispatcher.wake(min(j.due_at for j, _ in batch))
+                self.telemetry.enqueued([j for j, _ in batch], results)
         finally:
             self._enqueue_flushing = False
 

@@ -158,3 +158,19 @@ def test_workers_and_free_slots_gauges(store_url: str) -> None:
             seen.close()
 
     run(store_url, scenario)
+
+
+def test_single_enqueues_committed_together_are_counted(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        import asyncio
+
+        from wfj_testing import make_job
+
+        seen = Observed(h)
+        try:
+            await asyncio.gather(*(h.engine.enqueue_one(make_job()) for _ in range(3)))
+            assert seen.points("wfjobs.jobs.enqueued") == {("tenant-a", "noop"): 3}
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
