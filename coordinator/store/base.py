@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,6 +53,23 @@ def instance_paused(alias: str) -> str:
         f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
         f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id)))"
     )
+
+
+_PARAM = re.compile(r"(?<![:\w]):([a-z_]+)")
+_DRIVER_SQL: dict[str, str] = {}
+
+
+def driver_sql(sql: str) -> str:
+    """``sql`` with ``:name`` parameters rewritten for psycopg (``%(name)s``).
+
+    The hot-path statements run through ``exec_driver_sql``, which skips
+    SQLAlchemy's per-call statement processing (about 150 µs a call); the
+    rewrite happens once per distinct statement.
+    """
+    out = _DRIVER_SQL.get(sql)
+    if out is None:
+        out = _DRIVER_SQL[sql] = _PARAM.sub(r"%(\1)s", sql)
+    return out
 
 
 def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
