@@ -14,6 +14,9 @@ like a worker holding that one lease:
 * a :class:`~worker_sdk._heartbeat.Heartbeater` renews the lease while the
   handler runs and until the outcome is recorded; ``LOST`` and
   ``CANCEL_REQUESTED`` answers set the context's cancel signal;
+* with tracing on, the ``Enqueue`` runs in an ``enqueue <job type>`` span whose
+  context becomes the job's traceparent, and the attempt gets the same
+  ``execute <job type>`` span and handler metrics as on a worker;
 * the outcome goes through ``ReportOutcomes`` like a worker's, and the caller
   waits for the answer, so an :class:`InlineResult` always says what the
   coordinator recorded.
@@ -57,6 +60,7 @@ import os
 import random
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +76,7 @@ from workflowjobs.v1 import (
     worker_service_pb2_grpc,
 )
 
+from . import _metrics, _tracing
 from ._codec import encode_payload
 from ._context import (
     NO_CHECKPOINT,
@@ -315,10 +320,12 @@ class _Attempt:
         elif status.state == worker_service_pb2.LEASE_STATE_LOST:
             if not ctx.is_cancelled():
                 ctx.logger.warning("lease of inline job %s lost", ctx.job_id)
+            _tracing.event(self.running.span, "lease lost")
             ctx._cancel(CancelReason.LEASE_LOST)
         elif status.state == worker_service_pb2.LEASE_STATE_CANCEL_REQUESTED:
             if self.running.cancel_reason is None:
                 ctx.logger.info("cancel requested for inline job %s", ctx.job_id)
+                _tracing.event(self.running.span, "cancel requested")
                 self.running.cancel_reason = CancelReason.CANCEL_REQUESTED
                 ctx._cancel(CancelReason.CANCEL_REQUESTED)
                 handler = self.running.handler
@@ -667,12 +674,17 @@ class InlineRunner:
             ),
         )
         conn = self._connection()
-        try:
-            response = await conn.scheduler.Enqueue(
-                request, timeout=self._rpc_timeout, metadata=self._config.metadata
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise _enqueue_error(exc) from exc
+        with _tracing.enqueue_span(job_type, request.job.tenant_id) as trace_context:
+            if trace_context is not None and not request.job.traceparent:
+                request.job.traceparent, request.job.tracestate = trace_context
+            try:
+                response = await conn.scheduler.Enqueue(
+                    request,
+                    timeout=self._rpc_timeout,
+                    metadata=_tracing.outgoing_metadata(self._config.metadata),
+                )
+            except grpc.aio.AioRpcError as exc:
+                raise _enqueue_error(exc) from exc
         if not response.lease_token:
             return _not_run(response, result_type)
         return await self._execute(
@@ -782,17 +794,31 @@ class InlineRunner:
         return attempt.task.result()
 
     async def _invoke(self, running: _RunningJob) -> Any:
-        # The worker's own invocation path; see the module's design note.
-        token = set_current_job(running.ctx)
+        # The worker's own invocation path, span and metrics; see the module's design note.
+        ctx = running.ctx
+        token = set_current_job(ctx)
+        started = time.monotonic()
+        running.span = _tracing.start_execution(ctx)
         try:
-            return await self._worker._invoke(running)
+            outcome = await self._worker._invoke(running)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            return self._worker._outcome_after_cancel(running)
+            outcome = self._worker._outcome_after_cancel(running)
         finally:
             reset_current_job(token)
+        request = getattr(ctx, "_requested", None)
+        if isinstance(request, HandOff):
+            traced: Any = worker_service_pb2.Release(reason=request.reason)
+        elif isinstance(request, ContinueAs):
+            traced = worker_service_pb2.Completion()
+        else:
+            traced = outcome
+        if running.span is not None:
+            running.span.finish(traced)
+        _metrics.record_handler(ctx.job_type, time.monotonic() - started, traced)
+        return outcome
 
     def _job_outcome(self, attempt: _Attempt, outcome: Any) -> worker_service_pb2.JobOutcome:
         """The outcome to report, with hand-off checkpoints applied."""

@@ -37,6 +37,7 @@ from worker_sdk import (
     SchedulerClient,
     Worker,
     WorkflowRef,
+    _tracing,
     aenqueue_and_wait,
     current_job,
     enqueue_and_wait,
@@ -635,3 +636,38 @@ def test_enqueue_and_wait_returns_the_typed_result_or_raises_the_jobs_error(fake
         with coordinator.lock:
             coordinator.lock.notify_all()
         finisher.join(WAIT)
+
+
+# -- tracing -----------------------------------------------------------------------------------
+
+
+def test_an_inline_run_is_traced_and_its_continuation_stays_in_the_trace(fake) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    coordinator, target = fake
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _tracing.use_tracer_provider(provider)
+
+    async def checkout(order: Order, ctx: JobContext) -> None:
+        ctx.continue_as("order.ship", {"order": order.id})
+
+    try:
+        with runner_for(target) as runner:
+            result = runner.run_sync("order.checkout", Order("o-1", 1), handler=checkout)
+    finally:
+        _tracing.use_tracer_provider(None)
+        provider.shutdown()
+
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    enqueue, execute = spans["enqueue order.checkout"], spans["execute order.checkout"]
+    assert execute.parent is not None and execute.parent.span_id == enqueue.context.span_id
+    assert execute.attributes["wfjobs.job_id"] == result.job_id
+    assert execute.attributes["wfjobs.worker_id"] == "web-1"
+    inline, continuation = coordinator.enqueues[0].job, coordinator.enqueues[1].job
+    trace_id = format(enqueue.context.trace_id, "032x")
+    assert inline.traceparent.split("-")[1] == trace_id
+    assert continuation.traceparent == inline.traceparent, "the continuation joins the same trace"
