@@ -32,7 +32,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_coordinator_killed_and_restarted_loses_nothing(tmp_path, fault_database) -> None:
-    total = scaled(3000)
+    total = scaled(2000)
     coordinator = CoordinatorProcess(fault_database, tmp_path)
     pool = WorkerPool(coordinator.target, tmp_path, 2, "--concurrency", "25")
     rng = random.Random(11)
@@ -57,7 +57,7 @@ def test_coordinator_killed_and_restarted_loses_nothing(tmp_path, fault_database
 
 
 def test_replica_killed_for_good_workers_fail_over(tmp_path, pg_url) -> None:
-    total = scaled(3000)
+    total = scaled(2000)
     first = CoordinatorProcess(pg_url, tmp_path, name="first")
     second = CoordinatorProcess(pg_url, tmp_path, name="second")
     both = f"ipv4:{first.target},{second.target}"

@@ -55,7 +55,7 @@ def health_status(channel: grpc.Channel) -> int:
 
 def test_database_connections_killed_and_refused(tmp_path, pg_url) -> None:
     database = pg_url.rsplit("/", 1)[1]
-    total = scaled(3000)
+    total = scaled(2000)
     coordinator = CoordinatorProcess(pg_url, tmp_path)
     pool = WorkerPool(coordinator.target, tmp_path, 2, "--concurrency", "25")
     channel = grpc.insecure_channel(coordinator.target)
