@@ -46,26 +46,32 @@ class CancelSignal:
 
     Usable like an ``asyncio.Event`` from async handlers (``is_set()``,
     ``await wait()``) and from blocking handlers (``wait_blocking()``).
+    The events behind the waits are made on first use: most jobs never wait,
+    and one signal is built per job.
     """
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
-        self._flag = threading.Event()
+        self._lock = threading.Lock()
+        self._set = False
+        self._thread_event: threading.Event | None = None
+        self._async_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.reason: str | None = None
 
     def is_set(self) -> bool:
         """True once the job should stop."""
-        return self._flag.is_set()
+        return self._set
 
     async def wait(self) -> bool:
         """Wait until the signal is set (from a coroutine). Returns True."""
-        if self._flag.is_set():
-            return True
-        self._loop = asyncio.get_running_loop()
-        if self._flag.is_set():
-            return True
-        await self._event.wait()
+        with self._lock:
+            if self._set:
+                return True
+            if self._async_event is None:
+                self._async_event = asyncio.Event()
+                self._loop = asyncio.get_running_loop()
+            event = self._async_event
+        await event.wait()
         return True
 
     def wait_blocking(self, timeout: float | None = None) -> bool:
@@ -77,7 +83,13 @@ class CancelSignal:
         Returns:
             True when the signal is set.
         """
-        return self._flag.wait(timeout)
+        with self._lock:
+            if self._set:
+                return True
+            if self._thread_event is None:
+                self._thread_event = threading.Event()
+            event = self._thread_event
+        return event.wait(timeout)
 
     def set(self, reason: str) -> None:
         """Set the signal. Thread-safe; the first reason wins.
@@ -85,22 +97,24 @@ class CancelSignal:
         Args:
             reason: One of the :class:`CancelReason` values, or free text.
         """
-        if self._flag.is_set():
-            return
-        self.reason = reason
-        self._flag.set()
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            self._event.set()
+        with self._lock:
+            if self._set:
+                return
+            self.reason = reason
+            self._set = True
+            thread_event, async_event, loop = self._thread_event, self._async_event, self._loop
+        if thread_event is not None:
+            thread_event.set()
+        if async_event is None or loop is None or loop.is_closed():
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._event.set()
+            async_event.set()
         else:
-            loop.call_soon_threadsafe(self._event.set)
+            loop.call_soon_threadsafe(async_event.set)
 
 
 class _JobLoggerAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -156,18 +170,36 @@ class JobContext:
         timeout = from_duration(job.execution_timeout)
         self.deadline: datetime | None = self.start_time + timeout if timeout else None
         """When this attempt must be done (from the job's execution timeout), or None."""
-        self.workflow: WorkflowRef = WorkflowRef.from_proto(job.workflow)
+        self._workflow: WorkflowRef | None = None
+        self._base_logger = logger
+        self._logger: logging.LoggerAdapter | None = None  # type: ignore[type-arg]
+
+    @property
+    def workflow(self) -> WorkflowRef:
         """The workflow context of the job."""
-        self.logger: logging.LoggerAdapter = _JobLoggerAdapter(  # type: ignore[type-arg]
-            logger or logging.getLogger("worker_sdk.job"),
-            {
-                "job_id": job.id,
-                "job_type": job.job_type,
-                "tenant_id": job.tenant_id,
-                "attempt": job.attempt,
-            },
-        )
+        if self._workflow is None:
+            self._workflow = WorkflowRef.from_proto(self._job.workflow)
+        return self._workflow
+
+    @property
+    def logger(self) -> logging.LoggerAdapter:  # type: ignore[type-arg]
         """A logger adapter whose records carry job_id, job_type, tenant_id and attempt."""
+        if self._logger is None:
+            job = self._job
+            self._logger = _JobLoggerAdapter(
+                self._base_logger or logging.getLogger("worker_sdk.job"),
+                {
+                    "job_id": job.id,
+                    "job_type": job.job_type,
+                    "tenant_id": job.tenant_id,
+                    "attempt": job.attempt,
+                },
+            )
+        return self._logger
+
+    @logger.setter
+    def logger(self, value: logging.LoggerAdapter) -> None:  # type: ignore[type-arg]
+        self._logger = value
 
     @property
     def job(self) -> job_pb2.Job:

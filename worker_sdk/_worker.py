@@ -206,7 +206,9 @@ class Worker:
         self._outcome_flush_timeout = (
             outcome_flush_timeout if outcome_flush_timeout is not None else max(shutdown_grace, 1.0)
         )
-        self._credit_threshold = max(1, concurrency // 10)
+        # Grants are coalesced: each one wakes an acquisition on the coordinator,
+        # and bigger grants mean bigger (cheaper per job) acquisitions.
+        self._credit_threshold = max(1, concurrency // 4)
         self._handlers: dict[str, HandlerSpec] = {}
 
         self._state = "new"
@@ -620,13 +622,13 @@ class Worker:
             self._outstanding_credit += credits
 
     def _slot_freed(self) -> None:
-        """Coalesce grants: send now when enough slots are free, else after ~1 ms."""
+        """Coalesce grants: send now when enough slots are free, else after ~2 ms."""
         if not self._can_grant():
             return
         if self._free_credit() >= self._credit_threshold:
             self._grant_credit()
         elif self._credit_timer is None and self._loop is not None:
-            self._credit_timer = self._loop.call_later(0.001, self._grant_credit)
+            self._credit_timer = self._loop.call_later(0.002, self._grant_credit)
 
     def _cancel_credit_timer(self) -> None:
         if self._credit_timer is not None:
