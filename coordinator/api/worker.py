@@ -254,6 +254,8 @@ def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Fa
 
 
 def _batch_message(batch: LeaseBatch) -> wpb.AcquireJobsResponse:
-    return wpb.AcquireJobsResponse(
-        jobs=wpb.JobBatch(jobs=[convert.leased_job(row, batch.lease_token) for row in batch.jobs])
-    )
+    message = wpb.AcquireJobsResponse()
+    jobs = message.jobs
+    for row in batch.jobs:
+        convert.add_leased_job(jobs, row, batch.lease_token)
+    return message
