@@ -10,6 +10,7 @@ idempotent, and ``stop`` may be called before ``start``.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from typing import Generic, TypeVar
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-class Chore(Generic[R]):
+class Chore(abc.ABC, Generic[R]):
     """Base of the periodic chores; subclasses implement ``run_once`` and ``delay_after``."""
 
     name = "chore"
@@ -49,12 +50,13 @@ class Chore(Generic[R]):
         """Run again now instead of waiting for the next interval."""
         self._wake.set()
 
+    @abc.abstractmethod
     async def run_once(self) -> R:
-        raise NotImplementedError
+        """One bounded batch of work."""
 
+    @abc.abstractmethod
     def delay_after(self, result: R | None) -> float:
         """Seconds to sleep after a run (``result`` is None when the run failed)."""
-        raise NotImplementedError
 
     def describe(self, result: R) -> str:
         """A log line for a result worth logging; empty when there is nothing to say."""

@@ -70,7 +70,7 @@ class Dispatcher:
         release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
         claim_fair: ClaimFair | None = None,
         acquire_batch_max: int = 500,
-        idle_poll_s: float = 5.0,
+        idle_poll_s: float = 15.0,
     ) -> None:
         self._clock = clock
         self._claim_fair = claim_fair

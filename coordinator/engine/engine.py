@@ -78,7 +78,7 @@ class EngineConfig:
     # Most jobs leased by one acquisition statement.
     acquire_batch_max: int = 500
     # Re-check for eligible work this often while workers wait with credit.
-    idle_poll_s: float = 5.0
+    idle_poll_s: float = 15.0
     reaper: ReaperConfig = field(default_factory=ReaperConfig)
     # Operator chores: worker registry, cluster flags, execution timeouts, retention.
     operations: OperationsConfig = field(default_factory=OperationsConfig)
@@ -188,7 +188,9 @@ class Engine:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        if due_at < 0:
+        if due_at == -2:
+            loop.call_soon_threadsafe(self.ops.cluster_sync.wake)
+        elif due_at < 0:
             asyncio.run_coroutine_threadsafe(self.reload_limits(), loop)
         else:
             loop.call_soon_threadsafe(self.dispatcher.wake, due_at)
@@ -372,6 +374,7 @@ class Engine:
                 self.dispatcher.wake()
             return row, dedup, None
         self.reaper.note_expiry(row.lease_expires_at or now)
+        self._note_deadlines([row], now)
         self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
         self.telemetry.leased([row], now)
         return row, False, token
@@ -477,6 +480,7 @@ class Engine:
         )
         if rows:
             self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+            self._note_deadlines(rows, now)
             self.telemetry.leased(rows, now)
         return rows
 
@@ -489,8 +493,14 @@ class Engine:
         )
         if rows:
             self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+            self._note_deadlines(rows, now)
             self.telemetry.leased(rows, now)
         return rows
+
+    def _note_deadlines(self, rows: Sequence[JobRow], now: int) -> None:
+        deadlines = [now + r.execution_timeout_ms * 1000 for r in rows if r.execution_timeout_ms]
+        if deadlines:
+            self.ops.timeouts.note_deadline(min(deadlines))
 
     async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
         now = self.clock.now_us()

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class ReaperConfig:
     # Longest sleep between runs, also the delay for leases granted by other replicas.
-    max_interval_s: float = 5.0
+    max_interval_s: float = 15.0
     # Attempts ended per run; a full batch triggers another run at once.
     batch_size: int = 500
 

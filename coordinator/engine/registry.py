@@ -25,8 +25,9 @@ from coordinator.engine.chore import Chore
 
 @dataclass
 class RegistryConfig:
-    # How often cluster flags are read (how soon another replica's cluster drain applies here).
-    sync_interval_s: float = 5.0
+    # How often cluster flags are read when no NOTIFY arrives (a safety net: a
+    # flag set on another replica is announced at once on PostgreSQL).
+    sync_interval_s: float = 15.0
     # How often this coordinator's worker rows are rewritten when nothing changed.
     refresh_s: float = 15.0
     # Rows not refreshed for this long are treated as gone (their coordinator died).

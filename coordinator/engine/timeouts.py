@@ -26,7 +26,7 @@ class TimeoutConfig:
     # Longest sleep between runs: how late a timeout is noticed at worst when
     # the attempt was leased by another replica (own leases are found by the
     # earliest-deadline wake-up below).
-    max_interval_s: float = 5.0
+    max_interval_s: float = 15.0
     # Time past the deadline left to the worker to report the timeout itself.
     grace_s: float = 2.0
     # Running attempts read per run; a full batch of expired ones runs again at once.
@@ -59,6 +59,15 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
         self._deadlines = deadlines
         self._end = end
         self._last_now = 0
+        # When the next run is due (us); leases with earlier deadlines wake it.
+        self._next_run: int | None = None
+
+    def note_deadline(self, deadline_us: int) -> None:
+        """An attempt was leased here that must end by ``deadline_us``."""
+        due = deadline_us + int(self.config.grace_s * US_PER_SECOND)
+        if self._next_run is None or due < self._next_run:
+            self._next_run = due
+            self.wake()
 
     async def run_once(self) -> TimeoutResult:
         now = self._clock.now_us()
@@ -82,7 +91,9 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
         delay = self.config.max_interval_s
         if result.next_deadline is not None:
             delay = min(delay, (result.next_deadline - self._last_now) / US_PER_SECOND + 0.01)
-        return max(delay, 0.01)
+        delay = max(delay, 0.01)
+        self._next_run = self._last_now + int(delay * US_PER_SECOND)
+        return delay
 
     def describe(self, result: TimeoutResult) -> str:
         return (

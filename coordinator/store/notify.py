@@ -67,9 +67,11 @@ class WakeListener:
 
 
 def _parse_due(payload: str) -> int:
-    """A due time, or -1 when the concurrency limits changed."""
+    """A due time, -1 when the concurrency limits changed, -2 when cluster flags did."""
     if payload == "limits":
         return -1
+    if payload == "flags":
+        return -2
     try:
         return int(payload)
     except ValueError:

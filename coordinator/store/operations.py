@@ -504,8 +504,10 @@ class OperationQueries(StoreBase):
             return {n: v for n, v in conn.execute(query)}
 
     def cluster_flag_set(self, name: str, value: str | None, now: int) -> None:
-        """Set a flag, or delete it when ``value`` is None."""
+        """Set a flag, or delete it when ``value`` is None; other replicas are told at once."""
         with self.tx() as conn:
+            if self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'flags')"))
             if value is None:
                 conn.execute(cluster_flags.delete().where(cluster_flags.c.name == name))
                 return
