@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Sequence
 
 import grpc
@@ -17,7 +19,8 @@ class ChannelConfig:
     Args:
         target: ``host:port`` of the coordinator.
         credentials: TLS/mTLS channel credentials; None for plaintext.
-        token: Bearer token sent as ``authorization: Bearer <token>``.
+        token: Bearer token sent as ``authorization: Bearer <token>``; when
+            None, the ``WFJOBS_TOKEN`` environment variable is used if set.
         metadata: Extra metadata sent with every call.
         options: Extra gRPC channel options.
     """
@@ -34,6 +37,8 @@ class ChannelConfig:
         self.target = target
         self.credentials = credentials
         pairs = [(key.lower(), value) for key, value in metadata]
+        if token is None:
+            token = os.environ.get("WFJOBS_TOKEN") or None
         if token:
             pairs.append(("authorization", f"Bearer {token}"))
         self.metadata: Metadata = tuple(pairs)
