@@ -664,9 +664,8 @@ class Worker:
                 continue
             self._running[running.key] = running
             running.task = asyncio.create_task(self._execute(running), name=f"job-{leased.job.id}")
-        derived_interval = self._heartbeat_interval is None and self._accepted_heartbeat_ms <= 0
-        if self._heartbeater is not None and derived_interval:
-            # The fallback interval depends on the shortest lease held.
+        if self._heartbeater is not None and self._heartbeat_interval is None:
+            # The interval depends on the shortest lease held.
             self._heartbeater.reschedule()
         if len(self._running) > self._concurrency:
             logger.warning(
@@ -810,14 +809,15 @@ class Worker:
         return leases
 
     def _current_heartbeat_interval(self) -> float:
+        """The configured or recommended interval, shortened to a third of the
+        shortest lease held: a lease is renewed well before it can expire."""
         if self._heartbeat_interval:
             return self._heartbeat_interval
-        if self._accepted_heartbeat_ms > 0:
-            return self._accepted_heartbeat_ms / 1000
+        base = self._accepted_heartbeat_ms / 1000 if self._accepted_heartbeat_ms > 0 else 10.0
         durations = [r.lease_duration for r in self._running.values() if r.lease_duration]
         if durations:
-            return max(0.25, min(durations) / 3)
-        return 10.0
+            return max(0.25, min(base, min(durations) / 3))
+        return base
 
     def _on_context_heartbeat(self, ctx: JobContext, details: Any) -> None:
         loop, heartbeater = self._loop, self._heartbeater
