@@ -26,6 +26,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import json
 import sys
 import types
@@ -138,7 +139,10 @@ def encode_payload(value: Any, content_type: str | None = None) -> job_pb2.Paylo
     return job_pb2.Payload(data=data, content_type=detected)
 
 
+@functools.lru_cache(maxsize=256)
 def _media_type(content_type: str) -> tuple[str, dict[str, str]]:
+    """Media type and parameters (cached: payloads reuse a few content types;
+    callers must not modify the returned dict)."""
     head, *params = content_type.split(";")
     parsed: dict[str, str] = {}
     for param in params:
@@ -212,6 +216,8 @@ def decode_payload(data: bytes, content_type: str, type_hint: Any = Any) -> Any:
             decoded = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise PayloadDecodeError(f"payload is not valid JSON: {exc}") from exc
+        if type_hint is dict and type(decoded) is dict:
+            return decoded  # the common untyped handler: nothing to validate
     return decode_value(decoded, type_hint)
 
 

@@ -719,7 +719,10 @@ class Worker:
                 loop.call_later(max(0.0, deadline_in), ctx._cancel, CancelReason.DEADLINE_EXCEEDED)
             )
         try:
-            if handler.is_async:
+            if handler.is_async and deadline_in is None:
+                scope = None
+                result = await handler.func(**kwargs)
+            elif handler.is_async:
                 async with asyncio.timeout(deadline_in) as scope:
                     result = await handler.func(**kwargs)
             else:
