@@ -107,7 +107,13 @@ def test_credit_and_stream_limits(limited) -> None:
             first = await _stream(stub, 1, hold)
             accepted = await first.read()
             assert accepted.WhichOneof("kind") == "accepted"
-            second = await _stream(stub, 1, hold)
+            # The refusal comes when the call opens; send nothing on it, so that a
+            # write racing the refusal cannot turn the status into a client error.
+            async def silent():
+                await hold.wait()
+                yield wpb.AcquireJobsRequest()
+
+            second = stub.AcquireJobs(silent(), metadata=auth("worker-a-secret"))
             with pytest.raises(grpc.aio.AioRpcError) as info:
                 await second.read()
             assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
