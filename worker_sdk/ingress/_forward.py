@@ -1,0 +1,182 @@
+"""The broker-independent step of ingress: one message in, one ``Enqueue`` out, one verdict.
+
+Design note. Each adapter turns the verdict into its broker's words:
+
+=================  =============================  ==================================
+verdict            when                           RabbitMQ / NATS JetStream
+=================  =============================  ==================================
+``ENQUEUED``       Enqueue returned (new job or   ack / ack
+                   an existing one: redelivery)
+``DEAD_LETTER``    the body is not a valid        copy to the dead-letter exchange
+                   envelope, or the coordinator   with the reason, then reject
+                   answered INVALID_ARGUMENT or   without requeue / publish to the
+                   PERMISSION_DENIED              dead-letter subject, then term
+``RETRY``          any other failure: the         back off, then nack with requeue
+                   coordinator is unreachable,    / nak with a delay
+                   overloaded, unauthenticated…
+=================  =============================  ==================================
+
+Acknowledging only after ``Enqueue`` returned makes delivery at-least-once
+into the coordinator; the idempotency key makes the job exactly-once.
+PERMISSION_DENIED is taken as the message naming a tenant outside the
+adapter's token scope (a fault of that message); a token without the
+scheduler role shows up the same way, so the adapters log it loudly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import random
+
+import grpc
+
+from .._errors import WorkflowJobsError
+from .._scheduler import AsyncSchedulerClient
+from ._envelope import EnvelopeFormat, InboundMessage, MalformedMessageError, parse_message
+
+__all__ = ["Backoff", "BackoffConfig", "Forwarder", "IngressStats", "Verdict", "VerdictKind"]
+
+log = logging.getLogger("worker_sdk.ingress")
+
+# Coordinator answers that mean the message itself is at fault: retrying cannot help.
+_PERMANENT_CODES = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED})
+
+
+class VerdictKind(enum.Enum):
+    """What the adapter does with the message."""
+
+    ENQUEUED = "enqueued"
+    DEAD_LETTER = "dead-letter"
+    RETRY = "retry"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of forwarding one message.
+
+    Attributes:
+        kind: Acknowledge, dead-letter or retry.
+        reason: Why it is dead-lettered or retried (empty when enqueued).
+        job_id: The job's id when enqueued.
+        deduplicated: True when the job already existed (a redelivery).
+    """
+
+    kind: VerdictKind
+    reason: str = ""
+    job_id: str = ""
+    deduplicated: bool = False
+
+
+@dataclasses.dataclass
+class IngressStats:
+    """Counters of one adapter, for logs and tests."""
+
+    enqueued: int = 0
+    deduplicated: int = 0
+    dead_lettered: int = 0
+    retried: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BackoffConfig:
+    """How long to wait before handing a message back after a transient failure.
+
+    Attributes:
+        initial: Delay after the first failure, in seconds.
+        maximum: Cap on the delay, in seconds.
+        multiplier: Growth per consecutive failure.
+        jitter: Fraction (0..1) of each delay that is randomised.
+    """
+
+    initial: float = 0.5
+    maximum: float = 30.0
+    multiplier: float = 2.0
+    jitter: float = 0.2
+
+
+class Backoff:
+    """Exponential backoff shared by every message of one adapter.
+
+    The failures that cause retries (coordinator down or overloaded) concern
+    the coordinator, not one message, so consecutive failures of any message
+    grow the delay and any success resets it.
+    """
+
+    def __init__(self, config: BackoffConfig, rng: random.Random | None = None) -> None:
+        self._config = config
+        self._failures = 0
+        self._rng = rng or random.Random()
+
+    def next_delay(self) -> float:
+        """Record a failure; return how long to wait before retrying."""
+        c = self._config
+        delay = min(c.maximum, c.initial * c.multiplier**self._failures)
+        self._failures += 1
+        return delay * (1 - c.jitter * self._rng.random())
+
+    def reset(self) -> None:
+        """Record a success."""
+        self._failures = 0
+
+
+class Forwarder:
+    """Parses a message, enqueues its job and says what to do with the message.
+
+    Args:
+        scheduler: Client of the coordinator's ``JobSchedulerService``.
+        envelope: How message bodies are read.
+    """
+
+    def __init__(self, scheduler: AsyncSchedulerClient, envelope: EnvelopeFormat) -> None:
+        self._scheduler = scheduler
+        self._envelope = envelope
+        self.stats = IngressStats()
+
+    async def forward(self, message: InboundMessage) -> Verdict:
+        """Enqueue the job ``message`` describes.
+
+        Returns:
+            The verdict; never raises for a failed enqueue.
+        """
+        try:
+            request = parse_message(message, self._envelope)
+            spec = request.to_proto()
+        except (MalformedMessageError, ValueError, TypeError) as e:
+            self.stats.dead_lettered += 1
+            return Verdict(VerdictKind.DEAD_LETTER, reason=f"malformed message: {e}")
+        try:
+            job = await self._scheduler.enqueue(
+                spec.job_type,
+                spec.payload,
+                tenant_id=spec.tenant_id,
+                workflow=spec.workflow,
+                category=spec.category,
+                priority=spec.priority,
+                due=request.due,
+                delay=request.delay,
+                retry_policy=spec.retry_policy if spec.HasField("retry_policy") else None,
+                execution_timeout=request.execution_timeout,
+                heartbeat_timeout=request.heartbeat_timeout,
+                idempotency_key=spec.idempotency_key,
+                concurrency_key=spec.concurrency_key or None,
+                traceparent=spec.traceparent or None,
+                tracestate=spec.tracestate or None,
+            )
+        except WorkflowJobsError as e:
+            if e.code in _PERMANENT_CODES:
+                self.stats.dead_lettered += 1
+                if e.code == grpc.StatusCode.PERMISSION_DENIED:
+                    log.error("coordinator denied an enqueue (check the adapter's token): %s", e)
+                return Verdict(VerdictKind.DEAD_LETTER, reason=f"rejected by the coordinator: {e}")
+            self.stats.retried += 1
+            return Verdict(VerdictKind.RETRY, reason=str(e))
+        except (TimeoutError, OSError) as e:
+            self.stats.retried += 1
+            return Verdict(VerdictKind.RETRY, reason=f"{type(e).__name__}: {e}")
+        if job.deduplicated:
+            self.stats.deduplicated += 1
+        else:
+            self.stats.enqueued += 1
+        return Verdict(VerdictKind.ENQUEUED, job_id=job.id, deduplicated=job.deduplicated)
