@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}", flush=True)
     print(f"machine: {machine}", flush=True)
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     rows: list[Row] = []
     for name in figures:
         figure_started = time.monotonic()
@@ -100,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(run_figure(name, config))
         print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
 
+    load = f"at start {load_before:.1f}, at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     report = render_report(rows, machine=machine, runs=runs, quick=args.quick,
-                           figures=figures, elapsed_s=time.monotonic() - started)
+                           figures=figures, elapsed_s=time.monotonic() - started, load=load)
     if args.output is not None:
         destination = args.output
         destination.parent.mkdir(parents=True, exist_ok=True)

@@ -166,7 +166,7 @@ def machine_description(postgres_version: str) -> str:
 
 
 def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figures: list[str],
-                  elapsed_s: float) -> str:
+                  elapsed_s: float, load: str = "") -> str:
     """The whole Markdown document written to `bench/results/latest.md`."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick (reduced sizes, smoke check only)" if quick else "full"
@@ -178,6 +178,8 @@ def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figu
             f"- machine: {machine}",
             f"- mode: {mode}; median of {runs} run(s) per figure; figures: {', '.join(figures)}",
             f"- wall time: {elapsed_s:.0f} s",
+            *([f"- load average (1 min) {load}; the machine is shared, so other "
+               "work may have run beside the bench"] if load else []),
             "- all processes on one machine over loopback; no-op handlers; "
             "workers are separate processes",
             "",
