@@ -39,6 +39,14 @@ proto: install
 proto-check: proto
 	git diff --exit-code -- workflowjobs/
 
+## Benchmark side by side with PgQueuer and Procrastinate (writes bench/results/latest.md).
+bench:
+	bash bench/run.sh
+
+## Every figure at reduced size, in a few minutes (writes bench/results/quick.md).
+bench-quick:
+	bash bench/run.sh --quick
+
 lint: install node_modules/.installed
 	$(VENV)/bin/ruff check .
 	npx buf lint

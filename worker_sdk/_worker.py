@@ -528,7 +528,9 @@ class Worker:
             self._requests = queue
             self._outstanding_credit = 0
             self._coordinator_draining = False
-            self._grant_credit()
+            # Credit goes out once the coordinator accepts the hello: a refused
+            # hello then ends the call with the coordinator's status, not with
+            # a client-side write error on a closed stream.
             call = self._stub.AcquireJobs(
                 self._request_stream(queue), metadata=self._channel_config.metadata
             )

@@ -130,7 +130,6 @@ async def _acquire(target: str, token: str, credits: int, job_types=("noop",), w
                 hello=wpb.WorkerHello(worker_id=f"w-{token}", job_types=list(job_types))
             )
         )
-        await requests.put(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=credits)))
 
         async def outgoing():
             while True:
@@ -140,6 +139,11 @@ async def _acquire(target: str, token: str, credits: int, job_types=("noop",), w
         leased: list[wpb.LeasedJob] = []
         try:
             async for response in call:
+                if response.WhichOneof("kind") == "accepted":
+                    # Grant credit once accepted, as the SDK does.
+                    await requests.put(
+                        wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=credits))
+                    )
                 if response.WhichOneof("kind") == "jobs":
                     leased.extend(response.jobs.jobs)
                     if len(leased) >= (want or credits):
