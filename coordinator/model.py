@@ -150,48 +150,6 @@ class NewJob:
     replay_of: str | None = None
 
 
-class JobRow(Protocol):
-    """A stored job as the store returns it (a SQLAlchemy row)."""
-
-    id: str
-    job_type: str
-    tenant_id: str
-    definition_id: str
-    definition_version: int
-    instance_id: str
-    activity_id: str
-    activity_node_id: str
-    bookmark_id: str
-    correlation_id: str
-    payload: bytes
-    content_type: str
-    category: int
-    priority: int
-    status: int
-    attempt: int
-    max_attempts: int
-    retry_policy: str | None
-    execution_timeout_ms: int | None
-    heartbeat_timeout_ms: int | None
-    created_at: int
-    due_at: int
-    started_at: int | None
-    finished_at: int | None
-    lease_owner: str | None
-    lease_token: str | None
-    lease_expires_at: int | None
-    last_error: str | None
-    last_error_kind: str | None
-    result: bytes | None
-    result_content_type: str | None
-    idempotency_key: str | None
-    traceparent: str
-    tracestate: str
-    concurrency_key: str | None
-    cancel_requested: bool
-    replay_of: str | None
-
-
 @dataclass(slots=True)
 class JobRecord:
     """A stored job, fields in the table's column order (``JobRecord(*row)``).
@@ -237,6 +195,10 @@ class JobRecord:
     concurrency_key: str | None
     cancel_requested: bool
     replay_of: str | None
+
+
+# What the store hands out for a stored job.
+JobRow = JobRecord
 
 
 class AttemptRow(Protocol):
