@@ -252,6 +252,16 @@ class Exclusions:
 
 
 @dataclass(frozen=True, slots=True)
+class DirectLeases:
+    """Jobs of an insert offered straight to idle workers (job id -> worker id)."""
+
+    owners: dict[str, str]
+    lease_token: str
+    now: int
+    default_lease_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """One job to lease to one worker."""
 

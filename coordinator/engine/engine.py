@@ -12,7 +12,7 @@ import base64
 import functools
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -24,7 +24,7 @@ from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
-from coordinator.engine.sessions import WorkerSession
+from coordinator.engine.sessions import LeaseBatch, WorkerSession
 from coordinator.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -41,6 +41,7 @@ from coordinator.model import (
     Claim,
     Completion,
     ConcurrencyLimit,
+    DirectLeases,
     Failure,
     JobFilter,
     JobRecord,
@@ -143,6 +144,8 @@ class Engine:
         self._finish_waiters: dict[str, asyncio.Event] = {}
         self._enqueue_queue: list[tuple[NewJob, asyncio.Future[tuple[str, bool, int]]]] = []
         self._enqueue_flushing = False
+        # Stored forms of jobs leased at insert, until enqueue_one returns them.
+        self._direct_leased: dict[str, JobRecord] = {}
         self.limits = LimitBook()
         self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -303,30 +306,129 @@ class Engine:
         if not self._enqueue_flushing:
             self._enqueue_flushing = True
             asyncio.get_running_loop().create_task(self._flush_enqueues())
-        job_id, dedup, _ = await future
+        try:
+            job_id, dedup, status = await future
+        finally:
+            leased = self._direct_leased.pop(prepared.id, None)
         if dedup:
             row, _ = await self.get_job(job_id)
             return row, True
+        if status == JobStatus.RUNNING and leased is not None:
+            return leased, False
         return _record_of_new(prepared), False
 
     async def _flush_enqueues(self) -> None:
         try:
             while self._enqueue_queue:
                 batch, self._enqueue_queue = self._enqueue_queue, []
+                jobs = [j for j, _ in batch]
+                now = self.clock.now_us()
+                direct, offered = self._direct_offers(jobs, now)
                 try:
-                    results = await self._call(self.store.job_insert_many, [j for j, _ in batch])
+                    results = await self._call(self.store.job_insert_many, jobs, direct)
                 except Exception as e:  # noqa: BLE001 - handed to every waiting caller
+                    self._refund(offered.values())
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(e)
                     continue
+                if direct is not None:
+                    await self._deliver_direct(jobs, results, direct, offered)
                 for (_, future), result in zip(batch, results, strict=True):
                     if not future.done():
                         future.set_result(result)
-                self.dispatcher.wake(min(j.due_at for j, _ in batch))
+                if any(status == JobStatus.PENDING for _, _, status in results):
+                    self.dispatcher.wake(min(j.due_at for j, _ in batch))
                 self.telemetry.enqueued([j for j, _ in batch], results)
         finally:
             self._enqueue_flushing = False
+
+    def _direct_offers(
+        self, jobs: Sequence[NewJob], now: int
+    ) -> tuple[DirectLeases | None, dict[str, WorkerSession]]:
+        """Offer due jobs to workers that wait with free credit (direct dispatch).
+
+        A worker with idle credit had nothing eligible at the last acquisition,
+        so handing it a new job at insert costs no fairness or priority, and
+        saves the job a trip through a dispatcher pass. Not under concurrency
+        limits (they need the counting path) nor while draining. The credit is
+        reserved now and refunded for jobs the store does not lease.
+        """
+        if self.limits or self.dispatcher.paused or not self.store.is_postgres:
+            return None, {}
+        idle = [
+            s
+            for s in self.dispatcher.sessions.values()
+            if s.credits > 0 and not s.draining and not s.closed
+        ]
+        if not idle:
+            return None, {}
+        offered: dict[str, WorkerSession] = {}
+        for job in jobs:
+            if job.due_at > now:
+                continue
+            for session in idle:
+                if (
+                    session.credits > 0
+                    and job.job_type in session.job_types
+                    and (session.tenants is None or job.tenant_id in session.tenants)
+                ):
+                    session.credits -= 1
+                    offered[job.id] = session
+                    break
+        if not offered:
+            return None, {}
+        owners = {job_id: s.worker_id for job_id, s in offered.items()}
+        return DirectLeases(owners, new_token(), now, self.config.default_lease_ms), offered
+
+    def _refund(self, sessions: Iterable[WorkerSession]) -> None:
+        for session in sessions:
+            self.dispatcher.grant(session, 1)
+
+    async def _deliver_direct(
+        self,
+        jobs: Sequence[NewJob],
+        results: Sequence[tuple[str, bool, int]],
+        direct: DirectLeases,
+        offered: dict[str, WorkerSession],
+    ) -> None:
+        status_of = {job_id: status for job_id, _, status in results}
+        by_session: dict[str, list[JobRecord]] = {}
+        refunds: list[WorkerSession] = []
+        for job in jobs:
+            session = offered.get(job.id)
+            if session is None:
+                continue
+            if status_of.get(job.id) != JobStatus.RUNNING:
+                refunds.append(session)
+                continue
+            record = _record_of_new(job)
+            record.status = int(JobStatus.RUNNING)
+            record.attempt = 1
+            record.lease_owner = session.worker_id
+            record.lease_token = direct.lease_token
+            record.started_at = direct.now
+            record.lease_expires_at = direct.now + (
+                (job.heartbeat_timeout_ms or direct.default_lease_ms) * 1000
+            )
+            self._direct_leased[job.id] = record
+            by_session.setdefault(session.worker_id, []).append(record)
+        self._refund(refunds)
+        orphans: list[tuple[str, str]] = []
+        for worker_id, records in by_session.items():
+            session = offered[records[0].id]
+            if session.closed or self.dispatcher.sessions.get(worker_id) is not session:
+                orphans.extend((r.id, direct.lease_token) for r in records)
+                continue
+            session.in_flight.update(r.id for r in records)
+            session.outbox.put_nowait(LeaseBatch(records, direct.lease_token))
+        leased = [r for records in by_session.values() for r in records]
+        if leased:
+            self.reaper.note_expiry(min(r.lease_expires_at or direct.now for r in leased))
+            self._note_deadlines(leased, direct.now)
+            self.telemetry.leased(leased, direct.now)
+        if orphans:
+            await self._release_orphans(orphans)
 
     async def enqueue_inline(
         self, job: NewJob, owner: str, *, enqueue_if_paused: bool

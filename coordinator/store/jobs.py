@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from coordinator.model import (
     AttemptEnd,
@@ -25,6 +26,7 @@ from coordinator.model import (
     Candidate,
     Claim,
     Completion,
+    DirectLeases,
     Exclusions,
     JobFilter,
     JobRecord,
@@ -37,6 +39,20 @@ from coordinator.store.base import StoreBase, driver_sql, instance_paused, pause
 from coordinator.store.schema import job_attempts, jobs, lanes
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+# One VALUES row of a NewJob, each value cast to its column's type (a VALUES
+# list feeding INSERT ... SELECT does not take types from the target table).
+_TYPED_PLACEHOLDERS = tuple(
+    f"CAST(%({f}_N)s AS {jobs.c[f].type.compile(dialect=postgresql.dialect())})"
+    for f in _NEW_JOB_FIELDS
+)
+
+
+def _values_row(i: int) -> str:
+    """VALUES row ``i`` of a NewJob plus its offered owner."""
+    cells = [p.replace("_N)s", f"_{i})s") for p in _TYPED_PLACEHOLDERS]
+    return "(" + ", ".join(cells) + f", CAST(%(owner_{i})s AS text))"
+
+
 # Up to this many jobs go in one INSERT statement; larger batches use COPY.
 _SMALL_BATCH = 64
 
@@ -76,17 +92,28 @@ class JobQueries(StoreBase):
 
     # -- enqueue ---------------------------------------------------------------
 
-    def job_insert_many(self, new_jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+    def job_insert_many(
+        self,
+        new_jobs: Sequence[NewJob],
+        direct: DirectLeases | None = None,
+    ) -> list[tuple[str, bool, int]]:
         """Insert jobs atomically, deduplicating on (tenant, idempotency key).
 
+        ``direct`` offers some of the jobs to idle workers: on the single
+        statement path (PostgreSQL, small batch, no idempotency keys, known
+        lanes) those are stored already RUNNING and leased, unless a pause
+        covers them; everywhere else they are stored PENDING like the rest.
         Returns ``(job_id, deduplicated, status)`` in input order.
         """
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         new_lanes -= self._known_lanes
         keyed = any(j.idempotency_key for j in new_jobs)
         if self.is_postgres and not keyed and not new_lanes and len(new_jobs) <= _SMALL_BATCH:
-            self._insert_small(new_jobs)
-            return [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
+            leased = self._insert_small(new_jobs, direct)
+            return [
+                (j.id, False, int(JobStatus.RUNNING if j.id in leased else JobStatus.PENDING))
+                for j in new_jobs
+            ]
         with self.tx() as conn:
             if new_lanes:
                 self._lane_upsert(conn, new_lanes)
@@ -187,26 +214,52 @@ class JobQueries(StoreBase):
         self._known_lanes.add(lane)
         return stored, False, bool(paused)
 
-    def _insert_small(self, new_jobs: Sequence[NewJob]) -> None:
+    def _insert_small(self, new_jobs: Sequence[NewJob], direct: DirectLeases | None) -> set[str]:
         """A few jobs in one autocommit statement that also sends the wake-up.
 
         One round trip instead of BEGIN, COPY, NOTIFY and COMMIT: this is the
         path of single enqueues under load, where latency is what counts.
+        Jobs offered in ``direct`` are stored leased to their worker unless a
+        pause covers them; the insert waits for any pause being committed
+        (its lock conflicts with the pause's), so a finished pause is seen.
+        Returns the ids stored leased.
         """
-        status = int(JobStatus.PENDING)
-        row = "(" + ", ".join(["%s"] * (len(_NEW_JOB_FIELDS) + 1)) + ")"
+        owners = direct.owners if direct is not None else {}
+        cols = ", ".join(_NEW_JOB_FIELDS)
+        leased_when = f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)}"
         sql = (
-            f"WITH ins AS (INSERT INTO wfj_jobs ({', '.join((*_NEW_JOB_FIELDS, 'status'))}) "
-            f"VALUES {', '.join([row] * len(new_jobs))} RETURNING 1) "
-            "SELECT pg_notify('wfj_wake', %s), (SELECT count(*) FROM ins)"
+            f"WITH ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
+            "lease_token, started_at, lease_expires_at) "
+            f"SELECT {', '.join('v.' + f for f in _NEW_JOB_FIELDS)}, "
+            f"CASE WHEN {leased_when} THEN 2 ELSE 1 END, "
+            f"CASE WHEN {leased_when} THEN 1 ELSE 0 END, "
+            f"CASE WHEN {leased_when} THEN v.owner END, "
+            f"CASE WHEN {leased_when} THEN %(token)s END, "
+            f"CASE WHEN {leased_when} THEN %(now)s END, "
+            f"CASE WHEN {leased_when} THEN %(now)s + COALESCE(v.heartbeat_timeout_ms, "
+            "%(lease_ms)s) * 1000 END "
+            f"FROM (VALUES {', '.join(_values_row(i) for i in range(len(new_jobs)))}) "
+            f"AS v({cols}, owner) "
+            "RETURNING id, status) "
+            "SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
         )
-        params: list[Any] = []
-        for job in new_jobs:
-            params.extend(getattr(job, f) for f in _NEW_JOB_FIELDS)
-            params.append(status)
-        params.append(str(min(j.due_at for j in new_jobs)))
+        params: dict[str, Any] = {
+            "token": direct.lease_token if direct is not None else None,
+            "now": direct.now if direct is not None else 0,
+            "lease_ms": direct.default_lease_ms if direct is not None else 0,
+            "due": str(min(j.due_at for j in new_jobs)),
+        }
+        for i, job in enumerate(new_jobs):
+            for f in _NEW_JOB_FIELDS:
+                params[f"{f}_{i}"] = getattr(job, f)
+            params[f"owner_{i}"] = owners.get(job.id)
+        sql = driver_sql(sql)
         with self.statement() as conn:
-            conn.exec_driver_sql(sql, tuple(params))
+            return {
+                job_id
+                for _, job_id, status in conn.exec_driver_sql(sql, params)
+                if status == int(JobStatus.RUNNING)
+            }
 
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
         """Bulk insert with COPY: several times cheaper per row than INSERT."""
@@ -319,8 +372,7 @@ class JobQueries(StoreBase):
             return []
         scoped = tenants is not None
         if self.is_postgres:
-            sql = (
-                f"""
+            sql = f"""
                 SELECT j.id, j.tenant_id, j.priority, j.due_at, j.job_type, j.definition_id,
                        j.concurrency_key
                 FROM wfj_lanes l
@@ -339,7 +391,6 @@ class JobQueries(StoreBase):
                   AND NOT l.tenant_id = ANY(:x_tenants) AND NOT l.definition_id = ANY(:x_definitions)
                   {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
                 """
-            )
             with self.statement() as conn:
                 return [Candidate(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
         lane_sql = sa.text(
@@ -405,8 +456,7 @@ class JobQueries(StoreBase):
             return []
         fair_tenants, starts, weights, floor = fair
         scoped = tenants is not None
-        sql = (
-            f"""
+        sql = f"""
             WITH cand AS (
                 SELECT j.id, j.tenant_id, j.priority, j.due_at
                 FROM wfj_lanes l
@@ -450,7 +500,6 @@ class JobQueries(StoreBase):
             WHERE j.id = locked.id
             RETURNING j.*
             """
-        )
         params = {
             "now": now,
             "n": len(owners),
@@ -531,8 +580,7 @@ class JobQueries(StoreBase):
             return []
         lease_expr = f"(:now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000)"
         if self.is_postgres:
-            sql = (
-                f"""
+            sql = f"""
                 UPDATE wfj_jobs AS j
                 SET status = 2, attempt = j.attempt + 1, lease_owner = c.owner,
                     lease_token = :token, started_at = :now,
@@ -547,7 +595,6 @@ class JobQueries(StoreBase):
                 WHERE j.id = c.id
                 RETURNING j.*
                 """
-            )
             params = {
                 "ids": [c.job_id for c in claims],
                 "owners": [c.owner for c in claims],
@@ -581,8 +628,7 @@ class JobQueries(StoreBase):
         if not completions:
             return set()
         if self.is_postgres:
-            sql = (
-                """
+            sql = """
                 WITH input AS (
                     SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
                                          CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
@@ -599,7 +645,6 @@ class JobQueries(StoreBase):
                 SELECT id, attempt, lease_owner, started_at, :now, 1 FROM done
                 RETURNING job_id
                 """
-            )
             params = {
                 "ids": [c.job_id for c in completions],
                 "tokens": [c.lease_token for c in completions],
@@ -800,15 +845,13 @@ class JobQueries(StoreBase):
         if not refs:
             return []
         if self.is_postgres:
-            sql = (
-                f"""
+            sql = f"""
                 UPDATE wfj_jobs j
                 SET lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
                 FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])) AS i(id, token)
                 WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = 2
                 RETURNING j.id, j.lease_expires_at, j.cancel_requested
                 """
-            )
             params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
             with self.statement() as conn:
                 return [tuple(r) for r in conn.exec_driver_sql(driver_sql(sql), params)]  # type: ignore[misc]

@@ -1,0 +1,57 @@
+"""A job enqueued while a worker waits with free credit is leased at insert."""
+
+from __future__ import annotations
+
+from coordinator.engine import LeaseBatch, WorkerSession
+from coordinator.model import JobStatus, PauseKind, PauseScope
+from wfj_engine import Harness, run
+from wfj_testing import make_job
+
+
+def _delivered(session: WorkerSession) -> list:
+    out = []
+    while not session.outbox.empty():
+        item = session.outbox.get_nowait()
+        if isinstance(item, LeaseBatch):
+            out.extend(item.jobs)
+    return out
+
+
+def test_idle_worker_gets_the_job_at_insert(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        # The lane's first job creates it; direct leasing serves known lanes.
+        await h.engine.enqueue([make_job(job_type="other")])
+        await h.engine.enqueue_one(make_job(job_type="noop", tenant_id="warm-up"))
+        session = WorkerSession("idle", frozenset({"noop"}), tenants=frozenset({"tenant-a"}))
+        h.engine.open_session(session)
+        await h.engine.enqueue([make_job()])  # tenant-a's lane, before any credit
+        [(first, _)] = await h.lease(1, worker="drain-first")
+        h.engine.grant(session, 2)
+        row, _ = await h.engine.enqueue_one(make_job())
+        stored, _ = await h.job(row.id)
+        if h.engine.store.is_postgres:
+            # Leased in the insert statement, not by an acquisition pass.
+            assert (row.status, stored.status) == (JobStatus.RUNNING, JobStatus.RUNNING)
+            assert stored.lease_owner == "idle" and session.credits == 1
+            [delivered] = _delivered(session)
+            assert delivered.id == row.id and delivered.lease_token == stored.lease_token
+        else:
+            # The SQLite store has no direct path: the job waits for a pass.
+            assert stored.status == JobStatus.PENDING and session.credits == 2
+
+    run(store_url, scenario)
+
+
+def test_paused_job_is_not_leased_at_insert_and_credit_comes_back(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.pause(PauseScope(PauseKind.DEFINITION, "", "def-1"), "ops", "", None)
+        session = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(session)
+        h.engine.grant(session, 1)
+        row, _ = await h.engine.enqueue_one(make_job())
+        stored, _ = await h.job(row.id)
+        assert stored.status == JobStatus.PENDING and stored.lease_token is None
+        assert session.credits == 1
+        assert _delivered(session) == []
+
+    run(store_url, scenario)
