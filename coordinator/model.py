@@ -119,6 +119,15 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class JobTypeDefaults:
+    """Settings a job of this type gets when its enqueue leaves them unset."""
+
+    retry_policy: RetryPolicy = RetryPolicy()
+    execution_timeout_ms: int | None = None
+    heartbeat_timeout_ms: int | None = None
+
+
 @dataclass(slots=True)
 class NewJob:
     """A validated job about to be stored."""

@@ -19,7 +19,15 @@ import grpc
 
 from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
 
-from ._convert import JobCategory, JobStatus, JobView, category_to_proto, to_duration, to_timestamp
+from ._convert import (
+    JobCategory,
+    JobStatus,
+    JobView,
+    RetryPolicy,
+    category_to_proto,
+    to_duration,
+    to_timestamp,
+)
 from ._errors import error_from_rpc
 from ._transport import ChannelConfig
 
@@ -384,6 +392,41 @@ class AdminClient:
         """Set a tenant's fair-share weight (> 0; default 1)."""
         request = admin_service_pb2.SetTenantWeightRequest(tenant_id=tenant_id, weight=weight)
         self._call(self._stub.SetTenantWeight, request)
+
+    def set_job_type_defaults(
+        self,
+        job_type: str,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        execution_timeout: timedelta | float | None = None,
+        heartbeat_timeout: timedelta | float | None = None,
+    ) -> None:
+        """Set what jobs of ``job_type`` get when their enqueue leaves it unset.
+
+        Calling with nothing but the job type removes its defaults.
+
+        Args:
+            job_type: The job type.
+            retry_policy: Default retry policy (max attempts, backoff, ...).
+            execution_timeout: Default longest run of one attempt.
+            heartbeat_timeout: Default lease length between heartbeats.
+        """
+        defaults = admin_service_pb2.JobTypeDefaults(job_type=job_type)
+        if retry_policy is not None:
+            defaults.retry_policy.CopyFrom(retry_policy.to_proto())
+        if execution_timeout is not None:
+            defaults.execution_timeout.CopyFrom(to_duration(execution_timeout))
+        if heartbeat_timeout is not None:
+            defaults.heartbeat_timeout.CopyFrom(to_duration(heartbeat_timeout))
+        self._call(
+            self._stub.SetJobTypeDefaults,
+            admin_service_pb2.SetJobTypeDefaultsRequest(defaults=defaults),
+        )
+
+    def list_job_type_defaults(self) -> list[admin_service_pb2.JobTypeDefaults]:
+        """Every job type's defaults."""
+        request = admin_service_pb2.ListJobTypeDefaultsRequest()
+        return list(self._call(self._stub.ListJobTypeDefaults, request).defaults)
 
     def set_concurrency_limit(self, kind: str | int, value: str, max_running: int) -> None:
         """Limit running jobs cluster-wide for a scope; ``max_running=0`` removes the limit.

@@ -183,3 +183,20 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.ListWorkersResponse:
         workers = await self._engine.ops.list_workers()
         return apb.ListWorkersResponse(workers=[convert.worker_to_proto(w) for w in workers])
+
+    async def SetJobTypeDefaults(
+        self, request: apb.SetJobTypeDefaultsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetJobTypeDefaultsResponse:
+        job_type, defaults = convert.type_defaults_from_proto(request.defaults)
+        await self._engine.set_job_type_defaults(job_type, defaults)
+        return apb.SetJobTypeDefaultsResponse()
+
+    async def ListJobTypeDefaults(
+        self, request: apb.ListJobTypeDefaultsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListJobTypeDefaultsResponse:
+        return apb.ListJobTypeDefaultsResponse(
+            defaults=[
+                convert.type_defaults_to_proto(job_type, d)
+                for job_type, d in sorted(self._engine.type_defaults.items())
+            ]
+        )

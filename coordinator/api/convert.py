@@ -19,6 +19,7 @@ from coordinator.model import (
     JobFilter,
     JobRow,
     JobStatus,
+    JobTypeDefaults,
     LimitKind,
     NewJob,
     PauseKind,
@@ -98,7 +99,7 @@ def retry_policy_to_proto(text: str | None) -> jpb.RetryPolicy:
     )
 
 
-def new_job_from_spec(spec: jpb.JobSpec, default_max_attempts: int) -> NewJob:
+def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
     """A job spec from the wire as a domain job (id and times filled by the engine)."""
     if spec.category not in _CATEGORIES:
         raise InvalidArgument(f"category {spec.category} is not a known JobCategory")
@@ -120,7 +121,8 @@ def new_job_from_spec(spec: jpb.JobSpec, default_max_attempts: int) -> NewJob:
         category=spec.category,
         priority=spec.priority,
         due_at=ts_to_us(spec.due_time, "due_time") if spec.HasField("due_time") else 0,
-        max_attempts=policy.max_attempts or default_max_attempts,
+        # 0: not set here; the engine applies the job type's default, else its own.
+        max_attempts=policy.max_attempts or 0,
         retry_policy=policy.to_json(),
         execution_timeout_ms=(
             duration_ms(spec.execution_timeout, "execution_timeout")
@@ -338,4 +340,29 @@ def worker_to_proto(w: Any) -> apb.WorkerInfo:
         coordinator_id=w.coordinator_id,
         credits=w.credits,
         draining=w.draining,
+    )
+
+
+def type_defaults_from_proto(d: apb.JobTypeDefaults) -> tuple[str, JobTypeDefaults]:
+    return d.job_type, JobTypeDefaults(
+        retry_policy=retry_policy_from_proto(d.retry_policy),
+        execution_timeout_ms=(
+            duration_ms(d.execution_timeout, "execution_timeout")
+            if d.HasField("execution_timeout")
+            else None
+        ),
+        heartbeat_timeout_ms=(
+            duration_ms(d.heartbeat_timeout, "heartbeat_timeout")
+            if d.HasField("heartbeat_timeout")
+            else None
+        ),
+    )
+
+
+def type_defaults_to_proto(job_type: str, d: JobTypeDefaults) -> apb.JobTypeDefaults:
+    return apb.JobTypeDefaults(
+        job_type=job_type,
+        retry_policy=retry_policy_to_proto(d.retry_policy.to_json()),
+        execution_timeout=ms_to_duration(d.execution_timeout_ms),
+        heartbeat_timeout=ms_to_duration(d.heartbeat_timeout_ms),
     )

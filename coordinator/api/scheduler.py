@@ -11,14 +11,13 @@ from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
 
 
 class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
-    def __init__(self, engine: Engine, default_max_attempts: int = 3) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._default_max_attempts = default_max_attempts
 
     async def Enqueue(
         self, request: spb.EnqueueRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueResponse:
-        job = convert.new_job_from_spec(request.job, self._default_max_attempts)
+        job = convert.new_job_from_spec(request.job)
         if request.HasField("inline"):
             row, dedup, token = await self._engine.enqueue_inline(
                 job, request.inline.worker_id, enqueue_if_paused=request.inline.enqueue_if_paused
@@ -35,7 +34,7 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     async def EnqueueBatch(
         self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueBatchResponse:
-        jobs = [convert.new_job_from_spec(s, self._default_max_attempts) for s in request.jobs]
+        jobs = [convert.new_job_from_spec(s) for s in request.jobs]
         results = await self._engine.enqueue(jobs)
         return spb.EnqueueBatchResponse(
             results=[

@@ -33,6 +33,7 @@ from coordinator.errors import (
 )
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
+    DEFAULT_RETRY_POLICY,
     FINISHED_STATUSES,
     AttemptEnd,
     AttemptOutcome,
@@ -47,12 +48,14 @@ from coordinator.model import (
     JobRecord,
     JobRow,
     JobStatus,
+    JobTypeDefaults,
     LeasedForFailure,
     LimitKind,
     NewJob,
     PauseKind,
     PauseScope,
     Release,
+    RetryPolicy,
 )
 from coordinator.store import Store
 from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
@@ -147,6 +150,7 @@ class Engine:
         # Stored forms of jobs leased at insert, until enqueue_one returns them.
         self._direct_leased: dict[str, JobRecord] = {}
         self.limits = LimitBook()
+        self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
@@ -199,12 +203,39 @@ class Engine:
             loop.call_soon_threadsafe(self.dispatcher.wake, due_at)
 
     async def reload_limits(self) -> None:
-        """Re-read the concurrency limits (after a change here or on another replica)."""
+        """Re-read concurrency limits and job type defaults (after a change here
+        or on another replica)."""
         rows = await self._call(self.store.limit_list)
         self.limits = LimitBook(
             ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows
         )
+        self.type_defaults = {
+            r.job_type: JobTypeDefaults(
+                RetryPolicy.from_json(r.retry_policy),
+                r.execution_timeout_ms,
+                r.heartbeat_timeout_ms,
+            )
+            for r in await self._call(self.store.job_type_defaults_list)
+        }
         self.dispatcher.wake()
+
+    async def set_job_type_defaults(self, job_type: str, defaults: JobTypeDefaults) -> None:
+        if not job_type:
+            raise InvalidArgument("defaults.job_type is required")
+        for name, value in (
+            ("execution_timeout", defaults.execution_timeout_ms),
+            ("heartbeat_timeout", defaults.heartbeat_timeout_ms),
+        ):
+            if value is not None and value <= 0:
+                raise InvalidArgument(f"{name} must be positive when set")
+        await self._call(
+            self.store.job_type_defaults_set,
+            job_type,
+            defaults.retry_policy.to_json(),
+            defaults.execution_timeout_ms,
+            defaults.heartbeat_timeout_ms,
+        )
+        await self.reload_limits()
 
     async def set_limit(self, limit: ConcurrencyLimit) -> None:
         if limit.max_running < 0:
@@ -267,6 +298,7 @@ class Engine:
                 f"payload is {len(job.payload)} bytes; the limit is "
                 f"{self.config.max_payload_bytes} bytes (store large data elsewhere and pass a reference)"
             )
+        self._apply_type_defaults(job)
         if job.max_attempts < 1:
             raise InvalidArgument("max_attempts must be at least 1")
         for name in ("execution_timeout_ms", "heartbeat_timeout_ms"):
@@ -277,6 +309,25 @@ class Engine:
         job.created_at = now
         job.due_at = max(job.due_at, now) if job.due_at else now
         return job
+
+    def _apply_type_defaults(self, job: NewJob) -> None:
+        """Fill what the job left unset from its type's defaults, then the engine's.
+
+        The effective policy is stored with the job, so a later change of the
+        type's defaults does not alter jobs already enqueued.
+        """
+        defaults = self.type_defaults.get(job.job_type)
+        if defaults is not None:
+            own = RetryPolicy.from_json(job.retry_policy)
+            merged = own.merged_over(defaults.retry_policy)
+            job.retry_policy = merged.to_json()
+            if job.execution_timeout_ms is None:
+                job.execution_timeout_ms = defaults.execution_timeout_ms
+            if job.heartbeat_timeout_ms is None:
+                job.heartbeat_timeout_ms = defaults.heartbeat_timeout_ms
+        if job.max_attempts == 0:
+            policy = RetryPolicy.from_json(job.retry_policy)
+            job.max_attempts = policy.max_attempts or DEFAULT_RETRY_POLICY.max_attempts or 3
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
         """Store jobs atomically; returns (id, deduplicated, status) per job."""

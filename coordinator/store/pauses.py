@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from coordinator.model import PauseScope
 from coordinator.store.base import StoreBase
-from coordinator.store.schema import concurrency_limits, pauses, tenants
+from coordinator.store.schema import concurrency_limits, job_type_defaults, pauses, tenants
 
 
 def _active(now: int) -> Any:
@@ -140,6 +140,34 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             query = sa.select(pauses).where(where).order_by(pauses.c.created_at, pauses.c.id)
             return list(conn.execute(query))
+
+    def job_type_defaults_list(self) -> list[Any]:
+        with self.tx() as conn:
+            return list(
+                conn.execute(sa.select(job_type_defaults).order_by(job_type_defaults.c.job_type))
+            )
+
+    def job_type_defaults_set(
+        self,
+        job_type: str,
+        retry_policy: str | None,
+        execution_timeout_ms: int | None,
+        heartbeat_timeout_ms: int | None,
+    ) -> None:
+        """Replace a job type's defaults; all None removes them. Replicas are told."""
+        with self.tx() as conn:
+            conn.execute(job_type_defaults.delete().where(job_type_defaults.c.job_type == job_type))
+            if retry_policy or execution_timeout_ms is not None or heartbeat_timeout_ms is not None:
+                conn.execute(
+                    job_type_defaults.insert().values(
+                        job_type=job_type,
+                        retry_policy=retry_policy,
+                        execution_timeout_ms=execution_timeout_ms,
+                        heartbeat_timeout_ms=heartbeat_timeout_ms,
+                    )
+                )
+            if self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
 
     def limit_list(self) -> list[Any]:
         with self.tx() as conn:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 
 metadata = sa.MetaData()
 
@@ -124,6 +124,15 @@ workers = sa.Table(
     sa.Column("slots", sa.Integer, nullable=False, server_default="0"),
     sa.Column("connected_at", sa.BigInteger, nullable=False),
     sa.Column("last_seen_at", sa.BigInteger, nullable=False),
+)
+
+job_type_defaults = sa.Table(
+    "wfj_job_type_defaults",
+    metadata,
+    sa.Column("job_type", sa.Text, primary_key=True),
+    sa.Column("retry_policy", sa.Text),
+    sa.Column("execution_timeout_ms", sa.BigInteger),
+    sa.Column("heartbeat_timeout_ms", sa.BigInteger),
 )
 
 cluster_flags = sa.Table(

@@ -463,3 +463,35 @@ class ListWorkersResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ...) -> None: ...
+
+class JobTypeDefaults(_message.Message):
+    __slots__ = ("job_type", "retry_policy", "execution_timeout", "heartbeat_timeout")
+    JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    job_type: str
+    retry_policy: _job_pb2.RetryPolicy
+    execution_timeout: _duration_pb2.Duration
+    heartbeat_timeout: _duration_pb2.Duration
+    def __init__(self, job_type: _Optional[str] = ..., retry_policy: _Optional[_Union[_job_pb2.RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class SetJobTypeDefaultsRequest(_message.Message):
+    __slots__ = ("defaults",)
+    DEFAULTS_FIELD_NUMBER: _ClassVar[int]
+    defaults: JobTypeDefaults
+    def __init__(self, defaults: _Optional[_Union[JobTypeDefaults, _Mapping]] = ...) -> None: ...
+
+class SetJobTypeDefaultsResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListJobTypeDefaultsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListJobTypeDefaultsResponse(_message.Message):
+    __slots__ = ("defaults",)
+    DEFAULTS_FIELD_NUMBER: _ClassVar[int]
+    defaults: _containers.RepeatedCompositeFieldContainer[JobTypeDefaults]
+    def __init__(self, defaults: _Optional[_Iterable[_Union[JobTypeDefaults, _Mapping]]] = ...) -> None: ...

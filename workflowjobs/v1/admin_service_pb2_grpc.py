@@ -130,6 +130,16 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersResponse.FromString,
                 _registered_method=True)
+        self.SetJobTypeDefaults = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/SetJobTypeDefaults',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsResponse.FromString,
+                _registered_method=True)
+        self.ListJobTypeDefaults = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/ListJobTypeDefaults',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -251,6 +261,20 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetJobTypeDefaults(self, request, context):
+        """Defaults for jobs of one type (retry policy, timeouts); a job's own
+        settings at enqueue override them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobTypeDefaults(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -348,6 +372,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListWorkers,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersResponse.SerializeToString,
+            ),
+            'SetJobTypeDefaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetJobTypeDefaults,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsResponse.SerializeToString,
+            ),
+            'ListJobTypeDefaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobTypeDefaults,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -864,6 +898,60 @@ class AdminService:
             '/workflowjobs.v1.AdminService/ListWorkers',
             workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.ListWorkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetJobTypeDefaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/SetJobTypeDefaults',
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetJobTypeDefaultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobTypeDefaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/ListJobTypeDefaults',
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.FromString,
             options,
             channel_credentials,
             insecure,

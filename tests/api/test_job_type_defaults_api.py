@@ -1,0 +1,32 @@
+"""Job type defaults over real gRPC, through the SDK's AdminClient."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wfj_testing import Coordinator
+from worker_sdk import AdminClient, InvalidArgumentError, RetryPolicy, SchedulerClient
+
+
+def test_set_list_and_apply_defaults(tmp_path: Path) -> None:
+    coordinator = Coordinator(f"sqlite:///{tmp_path / 'defaults.db'}", tmp_path / "c.log")
+    try:
+        with AdminClient(coordinator.target) as admin, SchedulerClient(coordinator.target) as sched:
+            admin.set_job_type_defaults(
+                "report", retry_policy=RetryPolicy(max_attempts=9), execution_timeout=120
+            )
+            [listed] = admin.list_job_type_defaults()
+            assert (listed.job_type, listed.retry_policy.max_attempts) == ("report", 9)
+            assert listed.execution_timeout.seconds == 120
+            job = sched.enqueue("report", {"month": 11})
+            assert job.max_attempts == 9
+            try:
+                admin.set_job_type_defaults("", execution_timeout=1)
+            except InvalidArgumentError as e:
+                assert "job_type is required" in str(e)
+            else:
+                raise AssertionError("an empty job type was accepted")
+            admin.set_job_type_defaults("report")
+            assert admin.list_job_type_defaults() == []
+    finally:
+        coordinator.stop()

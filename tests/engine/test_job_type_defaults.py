@@ -1,0 +1,61 @@
+"""Per-job-type defaults on both stores: applied when a job leaves a setting unset."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.errors import InvalidArgument
+from coordinator.model import JobTypeDefaults, RetryPolicy
+from wfj_engine import Harness, run
+from wfj_testing import make_job
+
+EMAIL = JobTypeDefaults(
+    retry_policy=RetryPolicy(max_attempts=7, initial_backoff_ms=250),
+    execution_timeout_ms=60_000,
+    heartbeat_timeout_ms=5_000,
+)
+
+
+def test_type_defaults_fill_unset_settings(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.set_job_type_defaults("email", EMAIL)
+        [(plain, _, _)] = await h.engine.enqueue([make_job(job_type="email", max_attempts=0)])
+        own = make_job(
+            job_type="email",
+            max_attempts=2,
+            retry_policy=RetryPolicy(max_attempts=2).to_json(),
+            heartbeat_timeout_ms=1_000,
+        )
+        [(overridden, _, _)] = await h.engine.enqueue([own])
+        [(other_type, _, _)] = await h.engine.enqueue([make_job(job_type="sms", max_attempts=0)])
+        job, _ = await h.job(plain)
+        assert (job.max_attempts, job.execution_timeout_ms, job.heartbeat_timeout_ms) == (
+            7,
+            60_000,
+            5_000,
+        )
+        assert RetryPolicy.from_json(job.retry_policy).initial_backoff_ms == 250
+        job, _ = await h.job(overridden)
+        assert (job.max_attempts, job.heartbeat_timeout_ms, job.execution_timeout_ms) == (
+            2,
+            1_000,
+            60_000,
+        )
+        job, _ = await h.job(other_type)
+        assert (job.max_attempts, job.execution_timeout_ms) == (3, None)
+
+    run(store_url, scenario)
+
+
+def test_type_defaults_are_replaced_and_removed(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.set_job_type_defaults("email", EMAIL)
+        await h.engine.set_job_type_defaults("email", JobTypeDefaults())
+        assert h.engine.type_defaults == {}
+        [(job_id, _, _)] = await h.engine.enqueue([make_job(job_type="email", max_attempts=0)])
+        job, _ = await h.job(job_id)
+        assert job.max_attempts == 3
+        with pytest.raises(InvalidArgument, match="execution_timeout must be positive"):
+            await h.engine.set_job_type_defaults("email", JobTypeDefaults(execution_timeout_ms=0))
+
+    run(store_url, scenario)
