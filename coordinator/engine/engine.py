@@ -733,13 +733,19 @@ class Engine:
             [*done, *(j for j, e in ends.items() if e.new_status != JobStatus.PENDING)]
         )
         results = []
+        credited: set[str] = set()
         for o in outcomes:
-            if o.job_id in done:
+            # A job named twice in one report was recorded once: only the
+            # first mention is answered as accepted.
+            if o.job_id in credited:
+                results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            elif o.job_id in done:
                 results.append(OutcomeResult(o.job_id, True, JobStatus.COMPLETED))
             elif o.job_id in ends:
                 results.append(OutcomeResult(o.job_id, True, ends[o.job_id].new_status))
             else:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            credited.add(o.job_id)
         return results
 
     async def report_one(self, outcome: Outcome) -> OutcomeResult:

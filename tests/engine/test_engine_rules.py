@@ -184,3 +184,17 @@ def test_weights_scale_shares(store_url: str) -> None:
         assert taken["heavy"] == 150 and taken["light"] == 50, taken
 
     run(store_url, scenario)
+
+
+def test_an_outcome_named_twice_in_one_report_is_recorded_once(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        first, second = await h.engine.report(
+            [Completion(job_id, token, b"a"), Completion(job_id, token, b"b")]
+        )
+        assert (first.accepted, second.accepted) == (True, False)
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.COMPLETED and len(attempts) == 1
+
+    run(store_url, scenario)
