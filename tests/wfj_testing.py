@@ -115,7 +115,10 @@ class Coordinator:
 
 
 class WorkerProcess:
-    """``tests/e2e/worker_app.py`` in a subprocess; every execution goes to ``record``."""
+    """A worker app (``tests/e2e/worker_app.py`` unless ``app`` says otherwise)
+    in a subprocess; every execution goes to ``record``."""
+
+    app = REPO / "tests" / "e2e" / "worker_app.py"
 
     def __init__(self, target: str, record: Path, log_path: Path, *args: str) -> None:
         self.record = record
@@ -124,7 +127,7 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                str(REPO / "tests" / "e2e" / "worker_app.py"),
+                str(self.app),
                 "--target",
                 target,
                 "--record",
@@ -135,6 +138,9 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             env=_env(),
         )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 
 from coordinator.model import AttemptOutcome, JobStatus
 from coordinator.store.base import create_sa_engine
-from wfj_testing import REPO, wait_until
+from wfj_testing import REPO, WorkerProcess, wait_until
 from worker_sdk import JobRequest, SchedulerClient
 
 SCALE = float(os.environ.get("WFJOBS_FAULTS_SCALE", "1"))
@@ -131,38 +131,10 @@ class CoordinatorProcess:
         )
 
 
-class FaultWorker:
+class FaultWorker(WorkerProcess):
     """``fault_worker.py`` in a subprocess; executions go to ``record``."""
 
-    def __init__(self, target: str, record: Path, log_path: Path, *args: str) -> None:
-        self.record = record
-        self.log_path = log_path
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in kill()/stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER_APP), "--target", target, "--record", str(record), *args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=_env(),
-        )
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if not self._log.closed:
-            self._log.close()
+    app = WORKER_APP
 
 
 class WorkerPool:
