@@ -13,9 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-import grpc
+from typing import Any, Unpack
 
 from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
 
@@ -28,8 +26,7 @@ from ._convert import (
     to_duration,
     to_timestamp,
 )
-from ._errors import error_from_rpc
-from ._transport import ChannelConfig
+from ._transport import BlockingClient, ClientOptions
 
 __all__ = ["AdminClient", "BulkResult", "JobExplanation", "JobFilter", "JobPage"]
 
@@ -156,7 +153,7 @@ def _pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_p
     )
 
 
-class AdminClient:
+class AdminClient(BlockingClient):
     """Blocking client of ``AdminService``. Use as a context manager or call :meth:`close`.
 
     Args:
@@ -171,42 +168,9 @@ class AdminClient:
     Every method raises a :class:`WorkflowJobsError` subclass when the call fails.
     """
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:50051",
-        *,
-        credentials: grpc.ChannelCredentials | None = None,
-        token: str | None = None,
-        metadata: Sequence[tuple[str, str]] = (),
-        timeout: float | None = 30.0,
-        channel_options: Sequence[tuple[str, Any]] = (),
-        channel: grpc.Channel | None = None,
-    ) -> None:
-        config = ChannelConfig(
-            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
-        )
-        self._metadata = config.metadata
-        self._owns_channel = channel is None
-        self._channel = channel if channel is not None else config.sync_channel()
+    def __init__(self, target: str = "127.0.0.1:50051", **options: Unpack[ClientOptions]) -> None:
+        super().__init__(target, **options)
         self._stub = admin_service_pb2_grpc.AdminServiceStub(self._channel)
-        self._timeout = timeout
-
-    def close(self) -> None:
-        """Close the channel (when this client opened it)."""
-        if self._owns_channel:
-            self._channel.close()
-
-    def __enter__(self) -> AdminClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Any, request: Any) -> Any:
-        try:
-            return method(request, timeout=self._timeout, metadata=self._metadata)
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from exc
 
     # -- jobs ---------------------------------------------------------------------------------
 

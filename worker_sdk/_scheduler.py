@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import grpc
 
@@ -29,7 +29,7 @@ from ._convert import (
     job_specs,
 )
 from ._errors import DeadlineExceededError, error_from_rpc
-from ._transport import ChannelConfig
+from ._transport import BlockingClient, ChannelConfig, ClientOptions
 
 __all__ = ["AsyncSchedulerClient", "EnqueueResult", "SchedulerClient"]
 
@@ -68,7 +68,7 @@ def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list
     ]
 
 
-class SchedulerClient:
+class SchedulerClient(BlockingClient):
     """Blocking client of ``JobSchedulerService``. Use as a context manager or call :meth:`close`.
 
     Args:
@@ -81,46 +81,9 @@ class SchedulerClient:
         channel: Use this channel instead of opening one (it is not closed by :meth:`close`).
     """
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:50051",
-        *,
-        credentials: grpc.ChannelCredentials | None = None,
-        token: str | None = None,
-        metadata: Sequence[tuple[str, str]] = (),
-        timeout: float | None = 30.0,
-        channel_options: Sequence[tuple[str, Any]] = (),
-        channel: grpc.Channel | None = None,
-    ) -> None:
-        config = ChannelConfig(
-            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
-        )
-        self._metadata = config.metadata
-        self._owns_channel = channel is None
-        self._channel = channel if channel is not None else config.sync_channel()
+    def __init__(self, target: str = "127.0.0.1:50051", **options: Unpack[ClientOptions]) -> None:
+        super().__init__(target, **options)
         self._stub = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self._channel)
-        self._timeout = timeout
-
-    def close(self) -> None:
-        """Close the channel (when this client opened it)."""
-        if self._owns_channel:
-            self._channel.close()
-
-    def __enter__(self) -> SchedulerClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
-        try:
-            return method(
-                request,
-                timeout=timeout if timeout is not None else self._timeout,
-                metadata=_tracing.outgoing_metadata(self._metadata),
-            )
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from exc
 
     def enqueue(
         self,

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any, Self, TypedDict
 
 import grpc
 
-__all__ = ["ChannelConfig"]
+from . import _tracing
+from ._errors import error_from_rpc
+
+__all__ = ["BlockingClient", "ChannelConfig", "ClientOptions"]
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -54,3 +58,68 @@ class ChannelConfig:
         if self.credentials is not None:
             return grpc.aio.secure_channel(self.target, self.credentials, options=self.options)
         return grpc.aio.insecure_channel(self.target, options=self.options)
+
+
+class ClientOptions(TypedDict, total=False):
+    """Keyword options of the blocking clients (see :class:`BlockingClient`)."""
+
+    credentials: grpc.ChannelCredentials | None
+    token: str | None
+    metadata: Sequence[tuple[str, str]]
+    timeout: float | None
+    channel_options: Sequence[tuple[str, Any]]
+    channel: grpc.Channel | None
+
+
+class BlockingClient:
+    """Channel ownership and call plumbing shared by the blocking clients.
+
+    Args:
+        target: ``host:port`` of the coordinator.
+        credentials: TLS/mTLS channel credentials; None for plaintext.
+        token: Bearer token (default: the ``WFJOBS_TOKEN`` environment variable).
+        metadata: Extra metadata sent with every call.
+        timeout: Default deadline of each call, in seconds (None: no deadline).
+        channel_options: Extra gRPC channel options.
+        channel: Use this channel instead of opening one (it is not closed by ``close``).
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float | None = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        config = ChannelConfig(
+            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+        )
+        self._metadata = config.metadata
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else config.sync_channel()
+        self._timeout = timeout
+
+    def close(self) -> None:
+        """Close the channel (when this client opened it)."""
+        if self._owns_channel:
+            self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return method(
+                request,
+                timeout=timeout if timeout is not None else self._timeout,
+                metadata=_tracing.outgoing_metadata(self._metadata),
+            )
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from exc
