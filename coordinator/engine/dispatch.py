@@ -17,7 +17,7 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from coordinator.clock import US_PER_SECOND, Clock
@@ -83,6 +83,8 @@ class Dispatcher:
         self.sessions: dict[str, WorkerSession] = {}
         self._wake = asyncio.Event()
         self._due: list[int] = []
+        # Which session holds each job in flight (for forget: one lookup a job).
+        self._owner_of: dict[str, WorkerSession] = {}
         self._task: asyncio.Task[None] | None = None
         self.paused = False  # drain: no new acquisitions
         self.passes = 0
@@ -122,7 +124,40 @@ class Dispatcher:
     def remove_session(self, session: WorkerSession) -> None:
         if self.sessions.get(session.worker_id) is session:
             del self.sessions[session.worker_id]
+        for job_id in session.in_flight:
+            if self._owner_of.get(job_id) is session:
+                del self._owner_of[job_id]
         session.close()
+
+    def deliver(self, rows: Sequence[JobRow], lease_token: str) -> list[tuple[str, str]]:
+        """Queue leased jobs on their owners' streams, several per message.
+
+        Returns (job id, token) of the jobs whose owner is gone: the caller
+        hands those back.
+        """
+        by_owner: dict[str, list[JobRow]] = {}
+        for row in rows:
+            by_owner.setdefault(row.lease_owner or "", []).append(row)
+        orphans: list[tuple[str, str]] = []
+        for owner, owned in by_owner.items():
+            session = self.sessions.get(owner)
+            if session is None or session.closed:
+                orphans.extend((r.id, lease_token) for r in owned)
+                continue
+            for r in owned:
+                session.in_flight.add(r.id)
+                self._owner_of[r.id] = session
+            step = max(1, session.max_batch_size)
+            for i in range(0, len(owned), step):
+                session.outbox.put_nowait(LeaseBatch(list(owned[i : i + step]), lease_token))
+        return orphans
+
+    def forget(self, job_ids: Iterable[str]) -> None:
+        """The jobs' attempts ended: they are no longer in flight anywhere."""
+        for job_id in job_ids:
+            session = self._owner_of.pop(job_id, None)
+            if session is not None:
+                session.in_flight.discard(job_id)
 
     def grant(self, session: WorkerSession, credits: int) -> None:
         if session.closed or credits <= 0:
@@ -208,20 +243,12 @@ class Dispatcher:
         if not rows:
             return AcquisitionResult(wanted, 0, dropped)
         self._fair.charge([r.tenant_id for r in rows])
-        by_owner: dict[str, list[JobRow]] = {}
+        leased_to: dict[str, int] = {}
         for row in rows:
-            by_owner.setdefault(row.lease_owner or "", []).append(row)
-        orphans: list[tuple[str, str]] = []
-        for owner, owned in by_owner.items():
-            session = self.sessions.get(owner)
-            if session is None or session.closed:
-                orphans.extend((r.id, token) for r in owned)
-                continue
-            session.credits = max(0, session.credits - len(owned))
-            session.in_flight.update(r.id for r in owned)
-            step = max(1, session.max_batch_size)
-            for i in range(0, len(owned), step):
-                session.outbox.put_nowait(LeaseBatch(owned[i : i + step], token))
+            leased_to[row.lease_owner or ""] = leased_to.get(row.lease_owner or "", 0) + 1
+        for session in sessions:
+            session.credits = max(0, session.credits - leased_to.get(session.worker_id, 0))
+        orphans = self.deliver(rows, token)
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.
             await self._release(orphans)

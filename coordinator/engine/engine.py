@@ -24,7 +24,7 @@ from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
-from coordinator.engine.sessions import LeaseBatch, WorkerSession
+from coordinator.engine.sessions import WorkerSession
 from coordinator.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -465,19 +465,9 @@ class Engine:
             self._direct_leased[job.id] = record
             by_session.setdefault(session.worker_id, []).append(record)
         self._refund(refunds)
-        orphans: list[tuple[str, str]] = []
-        for worker_id, records in by_session.items():
-            session = offered[records[0].id]
-            if session.closed or self.dispatcher.sessions.get(worker_id) is not session:
-                orphans.extend((r.id, direct.lease_token) for r in records)
-                continue
-            session.in_flight.update(r.id for r in records)
-            session.outbox.put_nowait(LeaseBatch(records, direct.lease_token))
         leased = [r for records in by_session.values() for r in records]
-        if leased:
-            self.reaper.note_expiry(min(r.lease_expires_at or direct.now for r in leased))
-            self._note_deadlines(leased, direct.now)
-            self.telemetry.leased(leased, direct.now)
+        self._leased(leased, direct.now)
+        orphans = self.dispatcher.deliver(leased, direct.lease_token)
         if orphans:
             await self._release_orphans(orphans)
 
@@ -526,10 +516,8 @@ class Engine:
             if paused:
                 self.dispatcher.wake()
             return row, dedup, None
-        self.reaper.note_expiry(row.lease_expires_at or now)
-        self._note_deadlines([row], now)
         self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
-        self.telemetry.leased([row], now)
+        self._leased([row], now)
         return row, False, token
 
     # -- reads -------------------------------------------------------------------
@@ -631,10 +619,7 @@ class Engine:
             now,
             self.config.default_lease_ms,
         )
-        if rows:
-            self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
-            self._note_deadlines(rows, now)
-            self.telemetry.leased(rows, now)
+        self._leased(rows, now)
         return rows
 
     async def _claim(
@@ -644,16 +629,19 @@ class Engine:
         rows = await self._call(
             self.store.job_claim, claims, token, now, self.config.default_lease_ms, admission
         )
-        if rows:
-            self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
-            self._note_deadlines(rows, now)
-            self.telemetry.leased(rows, now)
+        self._leased(rows, now)
         return rows
 
-    def _note_deadlines(self, rows: Sequence[JobRow], now: int) -> None:
+    def _leased(self, rows: Sequence[JobRow], now: int) -> None:
+        """Bookkeeping for jobs just leased, however they were leased: the
+        reaper and the timeout chore learn their deadlines, metrics count them."""
+        if not rows:
+            return
+        self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
         deadlines = [now + r.execution_timeout_ms * 1000 for r in rows if r.execution_timeout_ms]
         if deadlines:
             self.ops.timeouts.note_deadline(min(deadlines))
+        self.telemetry.leased(rows, now)
 
     async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
         now = self.clock.now_us()
@@ -780,11 +768,8 @@ class Engine:
             rng=self._rng,
         )
 
-    def _forget_in_flight(self, job_ids: Any) -> None:
-        sessions = self.dispatcher.sessions.values()
-        for job_id in job_ids:
-            for session in sessions:
-                session.in_flight.discard(job_id)
+    def _forget_in_flight(self, job_ids: Iterable[str]) -> None:
+        self.dispatcher.forget(job_ids)
 
     def _check_refs(self, refs: Sequence[tuple[str, str]]) -> None:
         if len(refs) > self.config.max_batch_size:
