@@ -62,34 +62,90 @@ def wait_until(
         time.sleep(interval)
 
 
-def _env() -> dict[str, str]:
+def subprocess_env(
+    extra: dict[str, str] | None = None, without: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """This environment, with the repository importable, plus ``extra``, less ``without``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env.update(extra or {})
+    for name in without:
+        env.pop(name, None)
     return env
 
 
-class Coordinator:
-    """A real coordinator subprocess on a free loopback port."""
+class ManagedProcess:
+    """A subprocess writing to ``log_path``; ``stop`` is SIGTERM, then SIGKILL."""
 
-    def __init__(self, database_url: str, log_path: Path, *, migrate: bool = True) -> None:
-        self.database_url = database_url
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def _spawn(
+        self,
+        args: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        without: tuple[str, ...] = (),
+    ) -> None:
         self.log_path = log_path
-        args = [
-            sys.executable,
-            "-m",
-            "coordinator",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--database-url",
-            database_url,
-            "--drain-timeout",
-            "5",
-        ]
-        if migrate:
-            args.append("--migrate")
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=_env())
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in kill()/stop()
+        self.proc = subprocess.Popen(
+            args, stdout=self._log, stderr=subprocess.STDOUT, env=subprocess_env(env, without)
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if not self._log.closed:
+            self._log.close()
+
+
+def coordinator_args(database_url: str, listen: str, *extra: str) -> list[str]:
+    """``python -m coordinator serve`` with the test suite's usual flags."""
+    return [
+        sys.executable,
+        "-m",
+        "coordinator",
+        "serve",
+        "--listen",
+        listen,
+        "--database-url",
+        database_url,
+        "--migrate",
+        *extra,
+    ]
+
+
+class Coordinator(ManagedProcess):
+    """A real coordinator subprocess on loopback (a free port unless ``listen`` names one)."""
+
+    def __init__(
+        self,
+        database_url: str,
+        log_path: Path,
+        *,
+        listen: str = "127.0.0.1:0",
+        args: tuple[str, ...] = ("--drain-timeout", "5"),
+    ) -> None:
+        self.database_url = database_url
+        self._spawn(coordinator_args(database_url, listen, *args), log_path)
         port = wait_until(self._port, 30, f"coordinator to listen (log: {log_path})")
         self.target = f"127.0.0.1:{port}"
 
@@ -99,22 +155,8 @@ class Coordinator:
         match = _LISTEN_RE.search(self.log_path.read_text(errors="replace"))
         return int(match.group(1)) if match else None
 
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-
-
-class WorkerProcess:
+class WorkerProcess(ManagedProcess):
     """A worker app (``tests/e2e/worker_app.py`` unless ``app`` says otherwise)
     in a subprocess; every execution goes to ``record``."""
 
@@ -122,41 +164,8 @@ class WorkerProcess:
 
     def __init__(self, target: str, record: Path, log_path: Path, *args: str) -> None:
         self.record = record
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.log_path = log_path
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(self.app),
-                "--target",
-                target,
-                "--record",
-                str(record),
-                *args,
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=_env(),
-        )
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if not self._log.closed:
-            self._log.close()
+        command = [sys.executable, str(self.app), "--target", target, "--record", str(record)]
+        self._spawn([*command, *args], log_path)
 
 
 def read_records(*paths: Path) -> list[list[str]]:

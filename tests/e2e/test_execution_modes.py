@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from wfj_testing import REPO, Coordinator, _env, wait_until
+from wfj_testing import REPO, Coordinator, ManagedProcess, subprocess_env, wait_until
 from worker_sdk import (
     AdminClient,
     AsyncSchedulerClient,
@@ -51,61 +50,11 @@ WAIT = 60.0
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
-class ModesProcess:
+class ModesProcess(ManagedProcess):
     """``modes_app.py`` in a subprocess, killed at teardown."""
 
     def __init__(self, mode: str, log: Path, *args: str) -> None:
-        self.log_path = log
-        self._log = log.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(APP), mode, *args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=_env(),
-        )
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if not self._log.closed:
-            self._log.close()
-
-
-class CoordinatorOnPort(Coordinator):
-    """A coordinator listening on a port chosen in advance (to start after its clients)."""
-
-    def __init__(self, database_url: str, log_path: Path, port: int) -> None:
-        self.database_url, self.log_path = database_url, log_path
-        self._log = log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "coordinator",
-                "serve",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--database-url",
-                database_url,
-                "--migrate",
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=_env(),
-        )
-        wait_until(self._port, 30, f"coordinator to listen (log: {log_path})")
-        self.target = f"127.0.0.1:{port}"
+        self._spawn([sys.executable, str(APP), mode, *args], log)
 
 
 @pytest.fixture
@@ -116,11 +65,8 @@ def spawn(tmp_path: Path) -> Iterator[dict[str, Callable[..., Any]]]:
     def coordinator(database_url: str, port: int | None = None) -> Coordinator:
         counter["n"] += 1
         log = tmp_path / f"coordinator-{counter['n']}.log"
-        c = (
-            Coordinator(database_url, log)
-            if port is None
-            else CoordinatorOnPort(database_url, log, port)
-        )
+        listen = f"127.0.0.1:{port or 0}"
+        c = Coordinator(database_url, log, listen=listen)
         started.append(c)
         return c
 
@@ -433,13 +379,13 @@ def test_http_example_answers_from_an_inline_job_and_hands_big_ones_off(spawn, t
             [sys.executable, example, "--target", coordinator.target, "--port", "0"],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_env(),
+            env=subprocess_env(),
         )
     worker = subprocess.Popen(
         [sys.executable, example, "--target", coordinator.target, "--worker"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=_env(),
+        env=subprocess_env(),
     )
     try:
         port = wait_until(

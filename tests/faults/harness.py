@@ -15,10 +15,7 @@ from __future__ import annotations
 import collections
 import os
 import random
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,7 +25,7 @@ import sqlalchemy as sa
 
 from coordinator.model import AttemptOutcome, JobStatus
 from coordinator.store.base import create_sa_engine
-from wfj_testing import REPO, WorkerProcess, wait_until
+from wfj_testing import ManagedProcess, WorkerProcess, coordinator_args, wait_until
 from worker_sdk import JobRequest, SchedulerClient
 
 SCALE = float(os.environ.get("WFJOBS_FAULTS_SCALE", "1"))
@@ -45,14 +42,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env.update(extra or {})
-    return env
-
-
-class CoordinatorProcess:
+class CoordinatorProcess(ManagedProcess):
     """A coordinator subprocess on a fixed port, so it can be killed and restarted in place."""
 
     def __init__(
@@ -73,56 +63,20 @@ class CoordinatorProcess:
         self.args = list(args)
         self.name = name
         self.starts = 0
-        self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
     def start(self) -> None:
         self.starts += 1
-        self.log_path = self.log_dir / f"{self.name}-{self.starts}.log"
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in kill()/stop()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "coordinator",
-                "serve",
-                "--listen",
-                self.target,
-                "--database-url",
-                self.database_url,
-                "--migrate",
-                "--drain-timeout",
-                "2",
-                *self.args,
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=_env(self.env),
+        command = coordinator_args(
+            self.database_url, self.target, "--drain-timeout", "2", *self.args
         )
+        self._spawn(command, self.log_dir / f"{self.name}-{self.starts}.log", self.env)
         wait_until(self._listening, 30, f"{self.name} to listen (log: {self.log_path})")
 
     def _listening(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"{self.name} exited: {self.log_path.read_text()[-3000:]}")
-        return "listening on" in self.log_path.read_text(errors="replace")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if not self._log.closed:
-            self._log.close()
+        if not self.alive():
+            raise AssertionError(f"{self.name} exited: {self.log()[-3000:]}")
+        return "listening on" in self.log()
 
     def log_text(self) -> str:
         return "\n".join(

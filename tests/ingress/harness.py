@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from wfj_testing import REPO, wait_until
+from wfj_testing import Coordinator, ManagedProcess, wait_until
 from worker_sdk import AdminClient, JobFilter, JobView
 
 AMQP_URL = os.environ.get("WFJOBS_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672/")
@@ -280,71 +278,24 @@ def nats_problem() -> str | None:
 # -- processes -------------------------------------------------------------------------------
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env.pop("WFJOBS_TOKEN", None)
-    return env
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-class Process:
-    """A subprocess with its output in a log file."""
+class Process(ManagedProcess):
+    """A subprocess with its output in a log file (no SDK token in its environment)."""
 
     def __init__(self, args: list[str], log_path: Path) -> None:
-        self.log_path = log_path
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=_env())
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
+        self._spawn(args, log_path, without=("WFJOBS_TOKEN",))
 
 
-class Coordinator(Process):
+def start_coordinator(database_url: str, port: int, log_path: Path) -> Coordinator:
     """A coordinator on a fixed port, so an adapter can be started before it."""
-
-    def __init__(self, database_url: str, port: int, log_path: Path) -> None:
-        self.target = f"127.0.0.1:{port}"
-        super().__init__(
-            [
-                sys.executable,
-                "-m",
-                "coordinator",
-                "serve",
-                "--listen",
-                self.target,
-                "--database-url",
-                database_url,
-                "--migrate",
-                "--drain-timeout",
-                "2",
-            ],
-            log_path,
-        )
-        wait_until(self._listening, 30, f"coordinator to listen (log: {log_path})")
-
-    def _listening(self) -> bool:
-        if not self.running():
-            raise AssertionError(f"coordinator exited: {self.log()[-3000:]}")
-        return "listening on" in self.log()
+    return Coordinator(
+        database_url, log_path, listen=f"127.0.0.1:{port}", args=("--drain-timeout", "2")
+    )
 
 
 class Adapter(Process):
@@ -352,7 +303,7 @@ class Adapter(Process):
 
     def wait_ready(self) -> None:
         def ready() -> bool:
-            if not self.running():
+            if not self.alive():
                 raise AssertionError(f"adapter exited: {self.log()[-3000:]}")
             return "ingress consuming" in self.log()
 
@@ -374,7 +325,7 @@ class Ingress:
 
     def coordinator(self) -> Coordinator:
         port = int(self.target.rsplit(":", 1)[1])
-        c = Coordinator(self.database_url, port, self.tmp / f"coordinator-{len(self.started)}.log")
+        c = start_coordinator(self.database_url, port, self.tmp / f"coordinator-{len(self.started)}.log")
         self.started.append(c)
         return c
 

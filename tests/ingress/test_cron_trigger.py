@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from ingress.harness import Coordinator, Process, free_port
+from ingress.harness import Process, free_port, start_coordinator
 
 from wfj_testing import REPO, wait_until
 from worker_sdk import AdminClient, JobFilter
@@ -18,7 +18,7 @@ EXAMPLE = REPO / "examples" / "cron_trigger.py"
 
 
 def test_two_triggers_on_one_schedule_enqueue_one_job_per_fire(tmp_path: Path) -> None:
-    coordinator = Coordinator(f"sqlite:///{tmp_path / 'cron.db'}", free_port(), tmp_path / "c.log")
+    coordinator = start_coordinator(f"sqlite:///{tmp_path / 'cron.db'}", free_port(), tmp_path / "c.log")
     # Both start firing at the same second, so every fire happens on both: a double fire.
     start_at = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
     triggers = [
@@ -46,7 +46,7 @@ def test_two_triggers_on_one_schedule_enqueue_one_job_per_fire(tmp_path: Path) -
         for n in range(2)
     ]
     try:
-        wait_until(lambda: not any(t.running() for t in triggers), 60, "both triggers to finish")
+        wait_until(lambda: not any(t.alive() for t in triggers), 60, "both triggers to finish")
         fired = [
             line.split()
             for t in triggers

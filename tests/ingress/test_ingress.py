@@ -97,7 +97,7 @@ def test_an_adapter_killed_between_enqueue_and_ack_makes_no_duplicate(ingress: I
     ingress.coordinator()
     crashing = ingress.adapter(script=CRASH_BEFORE_ACK)
     ingress.broker.publish(envelope(job_type="report.build", payload={"n": 1}), message_id="r-1")
-    wait_until(lambda: not crashing.running(), 30, "the adapter to die before acking")
+    wait_until(lambda: not crashing.alive(), 30, "the adapter to die before acking")
     (job,) = ingress.jobs(job_type="report.build")
     assert ingress.broker.unsettled() == 1, "the message was acked although the adapter died"
 
