@@ -14,6 +14,7 @@ milliseconds instead of microseconds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
@@ -39,6 +40,8 @@ from coordinator.store.base import StoreBase, driver_sql, instance_paused, pause
 from coordinator.store.schema import job_attempts, jobs, lanes
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+# Up to this many jobs go in one INSERT statement; larger batches use COPY.
+_SMALL_BATCH = 64
 # One VALUES row of a NewJob, each value cast to its column's type (a VALUES
 # list feeding INSERT ... SELECT does not take types from the target table).
 _TYPED_PLACEHOLDERS = tuple(
@@ -47,14 +50,84 @@ _TYPED_PLACEHOLDERS = tuple(
 )
 
 
+@functools.lru_cache(maxsize=_SMALL_BATCH)
+def _insert_small_sql(rows: int) -> str:
+    """The statement of ``_insert_small`` for ``rows`` jobs, built once per size."""
+    cols = ", ".join(_NEW_JOB_FIELDS)
+    leased_when = f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)}"
+    sql = (
+        f"WITH ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
+        "lease_token, started_at, lease_expires_at) "
+        f"SELECT {', '.join('v.' + f for f in _NEW_JOB_FIELDS)}, "
+        f"CASE WHEN {leased_when} THEN 2 ELSE 1 END, "
+        f"CASE WHEN {leased_when} THEN 1 ELSE 0 END, "
+        f"CASE WHEN {leased_when} THEN v.owner END, "
+        f"CASE WHEN {leased_when} THEN %(token)s END, "
+        f"CASE WHEN {leased_when} THEN %(now)s END, "
+        f"CASE WHEN {leased_when} THEN %(now)s + COALESCE(v.heartbeat_timeout_ms, "
+        "%(lease_ms)s) * 1000 END "
+        f"FROM (VALUES {', '.join(_values_row(i) for i in range(rows))}) "
+        f"AS v({cols}, owner) "
+        "RETURNING id, status) "
+        "SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
+    )
+    return driver_sql(sql)
+
+
+@functools.lru_cache(maxsize=8)
+def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
+    """The statement of ``job_claim_fair``, built once per shape."""
+    sql = f"""
+        WITH cand AS (
+            SELECT j.id, j.tenant_id, j.priority, j.due_at
+            FROM wfj_lanes l
+            CROSS JOIN LATERAL (
+                SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
+                WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
+                  AND x.definition_id = l.definition_id
+                  AND x.status = 1 AND x.due_at <= :now
+                  AND NOT {instance_paused("x")}
+                ORDER BY x.priority DESC, x.due_at, x.id
+                LIMIT :n
+            ) j
+            WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+              {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
+        ), ranked AS (
+            SELECT c.id, c.priority, c.due_at,
+                   COALESCE(f.vstart, :floor)
+                   + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
+            FROM cand c
+            LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_starts AS float8[]),
+                             CAST(:f_weights AS float8[])) AS f(tenant_id, vstart, weight)
+              ON f.tenant_id = c.tenant_id
+            WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.due_at, c.id)
+        ), picked AS (
+            SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
+            FROM ranked
+            ORDER BY vkey, priority DESC, due_at, id
+            LIMIT :n
+        ), locked AS (
+            SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
+            WHERE x.status + 0 = 1 AND x.due_at <= :now
+              AND NOT {pause_blocks("x", with_instance=True)}
+            FOR UPDATE OF x SKIP LOCKED
+        )
+        UPDATE wfj_jobs AS j
+        SET status = 2, attempt = j.attempt + 1,
+            lease_owner = (CAST(:owners AS text[]))[locked.pos],
+            lease_token = :token, started_at = :now,
+            lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+        FROM locked
+        WHERE j.id = locked.id
+        RETURNING j.*
+        """
+    return driver_sql(sql)
+
+
 def _values_row(i: int) -> str:
     """VALUES row ``i`` of a NewJob plus its offered owner."""
     cells = [p.replace("_N)s", f"_{i})s") for p in _TYPED_PLACEHOLDERS]
     return "(" + ", ".join(cells) + f", CAST(%(owner_{i})s AS text))"
-
-
-# Up to this many jobs go in one INSERT statement; larger batches use COPY.
-_SMALL_BATCH = 64
 
 
 def _insert_row(job: NewJob) -> dict[str, Any]:
@@ -225,24 +298,6 @@ class JobQueries(StoreBase):
         Returns the ids stored leased.
         """
         owners = direct.owners if direct is not None else {}
-        cols = ", ".join(_NEW_JOB_FIELDS)
-        leased_when = f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)}"
-        sql = (
-            f"WITH ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
-            "lease_token, started_at, lease_expires_at) "
-            f"SELECT {', '.join('v.' + f for f in _NEW_JOB_FIELDS)}, "
-            f"CASE WHEN {leased_when} THEN 2 ELSE 1 END, "
-            f"CASE WHEN {leased_when} THEN 1 ELSE 0 END, "
-            f"CASE WHEN {leased_when} THEN v.owner END, "
-            f"CASE WHEN {leased_when} THEN %(token)s END, "
-            f"CASE WHEN {leased_when} THEN %(now)s END, "
-            f"CASE WHEN {leased_when} THEN %(now)s + COALESCE(v.heartbeat_timeout_ms, "
-            "%(lease_ms)s) * 1000 END "
-            f"FROM (VALUES {', '.join(_values_row(i) for i in range(len(new_jobs)))}) "
-            f"AS v({cols}, owner) "
-            "RETURNING id, status) "
-            "SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
-        )
         params: dict[str, Any] = {
             "token": direct.lease_token if direct is not None else None,
             "now": direct.now if direct is not None else 0,
@@ -253,11 +308,12 @@ class JobQueries(StoreBase):
             for f in _NEW_JOB_FIELDS:
                 params[f"{f}_{i}"] = getattr(job, f)
             params[f"owner_{i}"] = owners.get(job.id)
-        sql = driver_sql(sql)
         with self.statement() as conn:
             return {
                 job_id
-                for _, job_id, status in conn.exec_driver_sql(sql, params)
+                for _, job_id, status in conn.exec_driver_sql(
+                    _insert_small_sql(len(new_jobs)), params
+                )
                 if status == int(JobStatus.RUNNING)
             }
 
@@ -455,51 +511,6 @@ class JobQueries(StoreBase):
         if tenants is not None and not tenants:
             return []
         fair_tenants, starts, weights, floor = fair
-        scoped = tenants is not None
-        sql = f"""
-            WITH cand AS (
-                SELECT j.id, j.tenant_id, j.priority, j.due_at
-                FROM wfj_lanes l
-                CROSS JOIN LATERAL (
-                    SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
-                    WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
-                      AND x.definition_id = l.definition_id
-                      AND x.status = 1 AND x.due_at <= :now
-                      AND NOT {instance_paused("x")}
-                    ORDER BY x.priority DESC, x.due_at, x.id
-                    LIMIT :n
-                ) j
-                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
-                  {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
-            ), ranked AS (
-                SELECT c.id, c.priority, c.due_at,
-                       COALESCE(f.vstart, :floor)
-                       + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
-                FROM cand c
-                LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_starts AS float8[]),
-                                 CAST(:f_weights AS float8[])) AS f(tenant_id, vstart, weight)
-                  ON f.tenant_id = c.tenant_id
-                WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.due_at, c.id)
-            ), picked AS (
-                SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
-                FROM ranked
-                ORDER BY vkey, priority DESC, due_at, id
-                LIMIT :n
-            ), locked AS (
-                SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
-                WHERE x.status + 0 = 1 AND x.due_at <= :now
-                  AND NOT {pause_blocks("x", with_instance=True)}
-                FOR UPDATE OF x SKIP LOCKED
-            )
-            UPDATE wfj_jobs AS j
-            SET status = 2, attempt = j.attempt + 1,
-                lease_owner = (CAST(:owners AS text[]))[locked.pos],
-                lease_token = :token, started_at = :now,
-                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-            FROM locked
-            WHERE j.id = locked.id
-            RETURNING j.*
-            """
         params = {
             "now": now,
             "n": len(owners),
@@ -512,8 +523,9 @@ class JobQueries(StoreBase):
             "owners": list(owners),
             "token": lease_token,
         }
+        sql = _claim_fair_sql(tenants is not None, int(default_lease_ms))
         with self.statement() as conn:
-            return [JobRecord(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
+            return [JobRecord(*r) for r in conn.exec_driver_sql(sql, params)]
 
     def job_running_counts(
         self, kinds: Sequence[int], conn: sa.Connection | None = None
