@@ -22,7 +22,9 @@ Per-request checks live in ``_POLICIES`` below; what cannot be decided from
 the request alone (which jobs a worker may receive, per-lease heartbeat and
 outcome answers) is decided by the servicers from ``current_principal()``.
 
-Health and reflection stay open unless configured otherwise.
+Health and reflection stay open unless configured otherwise; when closed,
+any valid token may call them (whatever its roles and tenants), which is what
+load balancers and probes need.
 
 Token file: JSON lines, one credential per line; blank lines and lines
 starting with ``#`` are ignored::
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -71,6 +74,8 @@ REFLECTION_SERVICES = (
     "grpc.reflection.v1alpha.ServerReflection",
     "grpc.reflection.v1.ServerReflection",
 )
+# Services any authenticated caller may use when they are not left open.
+_ANY_TOKEN_SERVICES = frozenset((HEALTH_SERVICE, *REFLECTION_SERVICES))
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -362,6 +367,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if principal is None:
             raise Unauthenticated("the bearer token is not known to this coordinator")
         service = method.split("/")[1] if method.count("/") >= 2 else method
+        if service in _ANY_TOKEN_SERVICES:
+            return principal
         role = _ROLE_OF_SERVICE.get(service, "admin")
         if role not in principal.roles:
             raise PermissionDenied(
@@ -381,7 +388,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or service in self._open:
             return handler
         metadata = handler_call_details.invocation_metadata
-        policy = _POLICIES.get(method, _cluster_wide)
+        if service in _ANY_TOKEN_SERVICES:
+            policy: Policy = _servicer_decides
+        else:
+            policy = _POLICIES.get(method, _cluster_wide)
         engine = self._engine
 
         if handler.unary_unary is not None:
@@ -421,17 +431,25 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             # Only grpc.health.v1.Health/Watch has this shape (when health is not open).
             inner_us = handler.unary_stream
 
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def admit(request: Any, context: grpc.aio.ServicerContext) -> None:
                 try:
                     principal = self._authorize(method, metadata)
-                    await _cluster_wide(request, principal, engine)
+                    await policy(request, principal, engine)
                 except (Unauthenticated, PermissionDenied) as e:
                     await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await admit(request, context)
                 async for item in inner_us(request, context):
                     yield item
 
+            async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
+                # The grpc.aio health servicer writes with context.write.
+                await admit(request, context)
+                await inner_us(request, context)
+
             return grpc.unary_stream_rpc_method_handler(
-                unary_stream,
+                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

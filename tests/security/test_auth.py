@@ -89,6 +89,51 @@ def test_health_and_reflection_stay_open(channel) -> None:
     assert "workflowjobs.v1.AdminService" in names
 
 
+def test_closed_health_and_reflection_take_any_valid_token(tmp_path) -> None:
+    """WFJOBS_AUTH_OPEN_HEALTH=0 / _REFLECTION=0: any known token, whatever its
+    roles and tenants, may probe; no token or an unknown one is refused."""
+    from faults.harness import CoordinatorProcess
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    tokens = tmp_path / "tokens.jsonl"
+    write_tokens(tokens, CREDENTIALS)
+    coordinator = CoordinatorProcess(
+        f"sqlite:///{tmp_path / 'closed.db'}",
+        tmp_path,
+        env={
+            "WFJOBS_TOKENS_FILE": str(tokens),
+            "WFJOBS_AUTH_OPEN_HEALTH": "0",
+            "WFJOBS_AUTH_OPEN_REFLECTION": "0",
+        },
+    )
+    try:
+        with grpc.insecure_channel(coordinator.target) as ch:
+            health = health_pb2_grpc.HealthStub(ch)
+            request = health_pb2.HealthCheckRequest()
+            assert code_of(health.Check, request)[0] == grpc.StatusCode.UNAUTHENTICATED
+            assert code_of(health.Check, request, "nope")[0] == grpc.StatusCode.UNAUTHENTICATED
+            for token in ("worker-a-secret", "sched-a-secret", "admin-a-secret", "root-secret"):
+                answer = health.Check(request, metadata=auth(token), timeout=10)
+                assert answer.status == health_pb2.HealthCheckResponse.SERVING, token
+            watch = health.Watch(request, metadata=auth("worker-b-secret"), timeout=10)
+            assert next(iter(watch)).status == health_pb2.HealthCheckResponse.SERVING
+            watch.cancel()
+            reflection = reflection_pb2_grpc.ServerReflectionStub(ch)
+            ask = reflection_pb2.ServerReflectionRequest(list_services="")
+            with pytest.raises(grpc.RpcError) as info:
+                list(reflection.ServerReflectionInfo(iter([ask]), timeout=10))
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            [reply] = list(
+                reflection.ServerReflectionInfo(
+                    iter([ask]), metadata=auth("sched-a-secret"), timeout=10
+                )
+            )
+            names = {s.name for s in reply.list_services_response.service}
+            assert "workflowjobs.v1.AdminService" in names
+    finally:
+        coordinator.stop()
+
+
 def test_roles_gate_services(channel) -> None:
     admin = apb_grpc.AdminServiceStub(channel)
     scheduler = spb_grpc.JobSchedulerServiceStub(channel)
