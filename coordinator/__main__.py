@@ -16,7 +16,7 @@ import signal
 import sys
 from typing import Any
 
-from coordinator.errors import SchemaMismatch, StoreUnavailable
+from coordinator.errors import DatabaseInUse, SchemaMismatch, StoreUnavailable
 from coordinator.settings import Settings
 from coordinator.telemetry.logs import configure_logging
 
@@ -173,8 +173,11 @@ async def serve(settings: Settings) -> None:
     from coordinator.api.server import CoordinatorServer
     from coordinator.engine import Engine
     from coordinator.store import open_store
+    from coordinator.store.filelock import lock_sqlite_file
     from coordinator.telemetry import setup_telemetry
 
+    # Held until the process exits: a second coordinator on the file refuses to start.
+    file_lock = lock_sqlite_file(settings.database_url)
     if settings.migrate_on_start:
         migrate(settings.database_url)
     store = open_store(settings.database_url)
@@ -201,6 +204,8 @@ async def serve(settings: Settings) -> None:
     log.info("shutting down: draining for up to %.0fs", settings.drain_timeout_s)
     await server.stop(settings.drain_timeout_s)
     telemetry.shutdown()
+    if file_lock is not None:
+        file_lock.release()
     log.info("stopped")
 
 
@@ -239,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     except SchemaMismatch as e:
         log.error("%s", e)
         return 2
+    except DatabaseInUse as e:
+        log.error("%s", e)
+        return 6
     except ValueError as e:
         log.error("%s", e)
         return 5

@@ -56,3 +56,7 @@ class StoreUnavailable(WorkflowJobsError):
 
 class SchemaMismatch(WorkflowJobsError):
     """The database schema is not the one this coordinator was built for."""
+
+
+class DatabaseInUse(WorkflowJobsError):
+    """Another coordinator holds this SQLite database file."""
