@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from coordinator.errors import DatabaseInUse, SchemaMismatch, StoreUnavailable
+from coordinator.masking import display_url
 from coordinator.settings import Settings
 from coordinator.telemetry.logs import configure_logging
 
@@ -150,13 +151,6 @@ def _check_security(settings: Settings) -> None:
         )
 
 
-def _describe(url: str) -> str:
-    if "@" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://…@{rest.split('@', 1)[1]}"
-    return url
-
-
 def migrate(url: str) -> None:
     from coordinator.store import open_store
     from coordinator.store.migrate import upgrade
@@ -164,7 +158,7 @@ def migrate(url: str) -> None:
     store = open_store(url)
     try:
         upgrade(store)
-        log.info("schema of %s is up to date", _describe(url))
+        log.info("schema of %s is up to date", display_url(url))
     finally:
         store.dispose()
 
@@ -194,7 +188,7 @@ async def serve(settings: Settings) -> None:
         server.engine.coordinator_id,
         host,
         server.port,
-        _describe(settings.database_url),
+        display_url(settings.database_url),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

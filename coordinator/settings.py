@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
+
+from coordinator.masking import display_url
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///wfjobs.db"
@@ -47,6 +50,16 @@ class Settings:
     # Requests per second per credential (0 = unlimited) and the burst above it.
     rate_per_credential: float = 1_000.0
     rate_burst: int = 2_000
+
+    def __repr__(self) -> str:
+        # Settings get logged and printed; the database password must not be.
+        fields = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "database_url":
+                value = display_url(value)
+            fields.append(f"{f.name}={value!r}")
+        return f"Settings({', '.join(fields)})"
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 
 from coordinator.errors import SchemaMismatch, StoreUnavailable
+from coordinator.masking import display_url, mask_credentials
 from coordinator.store.schema import SCHEMA_REVISION
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,21 @@ def driver_sql(sql: str) -> str:
 
 
 def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
-    """An SQLAlchemy engine configured for the dialect in ``url``."""
+    """An SQLAlchemy engine configured for the dialect in ``url``.
+
+    Raises:
+        ValueError: ``url`` is not an SQLite or PostgreSQL URL (the message
+            shows the URL with its password masked).
+    """
+    try:
+        scheme = sa.engine.make_url(url).get_backend_name()
+    except sa.exc.ArgumentError:
+        scheme = ""
+    if scheme not in ("sqlite", "postgresql", "postgres"):
+        raise ValueError(
+            f"database URL {display_url(url)!r} is not one this coordinator can open; use "
+            "sqlite:///path/to/file.db or postgresql://user:password@host:5432/database"
+        )
     if url.startswith("sqlite"):
         engine = sa.create_engine(
             url,
@@ -112,13 +127,15 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
 
 
 @contextlib.contextmanager
-def _domain_errors() -> Iterator[None]:
+def domain_errors() -> Iterator[None]:
     try:
         yield
     except exc.OperationalError as e:
-        raise StoreUnavailable(f"database unavailable: {e.orig or e}") from e
+        raise StoreUnavailable(f"database unavailable: {mask_credentials(str(e.orig or e))}") from e
     except exc.InterfaceError as e:
-        raise StoreUnavailable(f"database connection lost: {e.orig or e}") from e
+        raise StoreUnavailable(
+            f"database connection lost: {mask_credentials(str(e.orig or e))}"
+        ) from e
 
 
 class StoreBase:
@@ -134,7 +151,7 @@ class StoreBase:
     @contextlib.contextmanager
     def tx(self) -> Iterator[sa.Connection]:
         """One transaction; database errors become domain errors."""
-        with _domain_errors(), self.engine.begin() as conn:
+        with domain_errors(), self.engine.begin() as conn:
             yield conn
 
     @contextlib.contextmanager
@@ -149,7 +166,7 @@ class StoreBase:
             with self.tx() as conn:
                 yield conn
             return
-        with _domain_errors(), self._autocommit.connect() as conn:
+        with domain_errors(), self._autocommit.connect() as conn:
             yield conn
 
     def _notify_wake(self, conn: sa.Connection, due_at: int) -> None:
@@ -176,7 +193,7 @@ class StoreBase:
         revision = self.schema_revision()
         if revision == SCHEMA_REVISION:
             return
-        hint = f"run: python -m coordinator migrate --database-url '{self.url}'"
+        hint = f"run: python -m coordinator migrate --database-url '{display_url(self.url)}'"
         if revision is None:
             raise SchemaMismatch(f"the database has no workflow-jobs schema; {hint}")
         raise SchemaMismatch(

@@ -11,22 +11,38 @@ from __future__ import annotations
 import logging
 import sys
 
+from coordinator.masking import mask_credentials
 from worker_sdk.jsonlog import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
+class MaskingFormatter(logging.Formatter):
+    """Formats with ``inner``, then masks any credential in the line.
+
+    Masking the finished line covers the message, its arguments and any
+    exception text (a driver error may quote a connection string).
+    """
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self._inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_credentials(self._inner.format(record))
+
+
 def configure_logging(log_format: str = "text", level: str = "INFO") -> None:
-    """Send the root logger to stderr as ``text`` or ``json``.
+    """Send the root logger to stderr as ``text`` or ``json``, credentials masked.
 
     Raises:
         ValueError: ``log_format`` is neither.
     """
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(MaskingFormatter(JsonFormatter()))
     elif log_format == "text":
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+        handler.setFormatter(MaskingFormatter(logging.Formatter(TEXT_FORMAT)))
     else:
         raise ValueError(f"WFJOBS_LOG_FORMAT must be 'text' or 'json', not {log_format!r}")
     root = logging.getLogger()
@@ -34,4 +50,4 @@ def configure_logging(log_format: str = "text", level: str = "INFO") -> None:
     root.setLevel(level.upper())
 
 
-__all__ = ["configure_logging"]
+__all__ = ["MaskingFormatter", "configure_logging"]
