@@ -36,7 +36,10 @@ class SqliteFileLock:
 
 def sqlite_database_path(url: str) -> Path | None:
     """The database file of an SQLite URL; None for other stores and in-memory SQLite."""
-    parsed = sa.make_url(url)
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # not a URL at all: opening the store refuses it with a clear error
     if parsed.get_backend_name() != "sqlite":
         return None
     database = parsed.database or ""
