@@ -16,6 +16,9 @@ import psycopg
 BENCH_DATABASES = (
     "wfjobs_bench", "wfjobs_bench_large", "pgqueuer_bench", "procrastinate_bench",
 )
+# The bench's own measuring sessions (counters, samplers, the snapshot holder)
+# connect under this name, so that per-backend CPU leaves them out.
+PROBE_APPLICATION_NAME = "wfjobs-bench-probe"
 
 
 @dataclass(frozen=True)

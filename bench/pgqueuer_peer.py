@@ -18,11 +18,12 @@ import asyncpg
 from pgqueuer import AsyncpgDriver, Queries, QueueManager
 from pgqueuer.models import Job
 
-from bench.database import PostgresServer
+from bench.database import PROBE_APPLICATION_NAME, PostgresServer
 from bench.processes import ManagedProcess
 from bench.recording import StartRecorder
 
 DATABASE = "pgqueuer_bench"
+QUEUE_TABLE = "pgqueuer"  # PgQueuer's default queue table (jobs wait and run here)
 ENTRYPOINT = "noop"
 PAYLOAD = b"{}"
 
@@ -39,6 +40,7 @@ class PgQueuerSystem:
         self.server = server
         self.batch_size = batch_size
         self.name = f"PgQueuer batch {batch_size}"
+        self.database = DATABASE
         self.dsn = server.dsn(DATABASE)
 
     async def prepare(self) -> None:
@@ -86,7 +88,8 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await asyncpg.connect(dsn))
+        return cls(await asyncpg.connect(
+            dsn, server_settings={"application_name": PROBE_APPLICATION_NAME}))
 
     async def completed(self) -> int:
         return int(await self._conn.fetchval(

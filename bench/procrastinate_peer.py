@@ -15,7 +15,7 @@ import asyncio
 import psycopg
 from procrastinate import App, PsycopgConnector
 
-from bench.database import PostgresServer
+from bench.database import PROBE_APPLICATION_NAME, PostgresServer
 from bench.processes import ManagedProcess
 
 DATABASE = "procrastinate_bench"
@@ -44,6 +44,7 @@ class ProcrastinateSystem:
         self.server = server
         self.concurrency = concurrency
         self.name = "Procrastinate"
+        self.database = DATABASE
         self.dsn = server.dsn(DATABASE)
 
     async def prepare(self) -> None:
@@ -87,7 +88,8 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await psycopg.AsyncConnection.connect(dsn, autocommit=True))
+        return cls(await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME))
 
     async def completed(self) -> int:
         cur = await self._conn.execute(

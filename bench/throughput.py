@@ -6,15 +6,24 @@ batches of 1,000 while the workers already run them; the clock stops when
 the database counts N completed jobs (polled every 50 ms). Rate = N ÷ time,
 so it includes enqueueing, acquisition, the handler call and recording the
 outcome. Runs of the systems are interleaved so machine noise spreads evenly.
+
+CPU per job (`bench.cpu`) is read over the same window, from the clock's
+start to the last completion: each coordinator, each worker process and the
+PostgreSQL client backends of the run's database, each divided by all N jobs
+(so the rows add up to the total). It is shown for workflow-jobs beside
+PgQueuer batch 100 (worker processes + backends; it has no coordinator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from bench.config import BenchConfig
+from bench.cpu import BACKENDS, CpuMeter, per_job_us
+from bench.database import PostgresServer
 from bench.pgqueuer_peer import PgQueuerSystem
 from bench.processes import ManagedProcess, ProcessFailed, enforce_deadlines, stop_all
 from bench.procrastinate_peer import ProcrastinateSystem
@@ -22,6 +31,10 @@ from bench.results import Row, Target
 from bench.wfjobs import WorkflowJobsSystem
 
 POLL_INTERVAL_S = 0.05
+CPU_SAMPLE_INTERVAL_S = 0.25  # how often the backends of the run are listed again
+COORDINATOR = "coordinator"
+WORKERS = "worker processes"
+TOTAL = "total"
 
 
 class CompletionCounter(Protocol):
@@ -33,6 +46,8 @@ class QueueSystem(Protocol):
     """What the throughput figure needs from a queue under test."""
 
     name: str
+    server: PostgresServer
+    database: str
 
     async def prepare(self) -> None:
         """Fresh database and schema (and, for workflow-jobs, a running coordinator)."""
@@ -46,22 +61,50 @@ class QueueSystem(Protocol):
     async def open_counter(self) -> CompletionCounter: ...
 
 
+@dataclass
+class Measurement:
+    """One throughput run.
+
+    Attributes:
+        rate: Jobs/s from the first enqueue to the last completion.
+        cpu_us: CPU µs per job by process label: `COORDINATOR` (all coordinators),
+            "worker process i", `WORKERS` (all of them), `BACKENDS` and `TOTAL`.
+    """
+
+    rate: float
+    cpu_us: dict[str, float] = field(default_factory=dict)
+
+
+def worker_label(index: int) -> str:
+    return f"worker process {index + 1}"
+
+
 async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch: int,
-                       timeout_s: float) -> float:
-    """One run: jobs/s from the first enqueue to the last completion."""
+                       timeout_s: float) -> Measurement:
+    """One run: jobs/s from the first enqueue to the last completion, and CPU per job."""
     await system.prepare()
     workers: list[ManagedProcess] = []
     try:
         workers = system.start_workers(processes, deadline_s=timeout_s + 120)
         await system.wait_ready(workers, timeout_s=60)
         counter = await system.open_counter()
+        coordinator_pids = getattr(system, "coordinator_pids", list)()
+        labelled = {worker_label(i): [w.pid] for i, w in enumerate(workers)}
+        if coordinator_pids:
+            labelled[COORDINATOR] = coordinator_pids
+        meter = CpuMeter(system.server, system.database, labelled)
         try:
+            await meter.start()
             started = time.perf_counter()
+            next_sample = started + CPU_SAMPLE_INTERVAL_S
             enqueue = asyncio.create_task(system.enqueue(jobs, batch))
             while True:
                 completed = await counter.completed()
                 if completed >= jobs:
                     break
+                if time.perf_counter() >= next_sample:
+                    await meter.sample()
+                    next_sample = time.perf_counter() + CPU_SAMPLE_INTERVAL_S
                 if enqueue.done() and enqueue.exception() is not None:
                     raise enqueue.exception()  # type: ignore[misc]
                 for worker in workers:
@@ -75,15 +118,20 @@ async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch:
                 enforce_deadlines()
                 await asyncio.sleep(POLL_INTERVAL_S)
             elapsed = time.perf_counter() - started
+            used = await meter.stop()
             await enqueue
         finally:
+            await meter.close()
             await counter.close()
     finally:
         stop_all(workers)
         close = getattr(system, "close", None)
         if close is not None:
             await close()
-    return jobs / elapsed
+    cpu = per_job_us(used, jobs)
+    cpu[WORKERS] = sum(cpu[worker_label(i)] for i in range(len(workers)))
+    cpu[TOTAL] = cpu[WORKERS] + cpu[BACKENDS] + cpu.get(COORDINATOR, 0.0)
+    return Measurement(rate=jobs / elapsed, cpu_us=cpu)
 
 
 def run(config: BenchConfig) -> list[Row]:
@@ -104,21 +152,24 @@ async def _run(config: BenchConfig) -> list[Row]:
         cases.append((f"proc/{processes}", ProcrastinateSystem(config.server), processes, small))
 
     samples: dict[str, list[float]] = {key: [] for key, *_ in cases}
+    cpu: dict[str, list[dict[str, float]]] = {key: [] for key, *_ in cases}
     errors: dict[str, str] = {}
     for run_index in range(config.runs):
         for key, system, processes, n in cases:
             if key in errors:
                 continue
             try:
-                rate = await measure_once(system, processes=processes, jobs=n,
-                                          batch=sizes.enqueue_batch,
-                                          timeout_s=max(120.0, n / 100))
+                measured = await measure_once(system, processes=processes, jobs=n,
+                                              batch=sizes.enqueue_batch,
+                                              timeout_s=max(120.0, n / 100))
             except Exception as exc:  # reported in the table; the bench goes on
                 errors[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 print(f"  throughput {key}: {errors[key]}", flush=True)
                 continue
-            samples[key].append(rate)
-            print(f"  throughput run {run_index + 1} {key}: {rate:,.0f} jobs/s", flush=True)
+            samples[key].append(measured.rate)
+            cpu[key].append(measured.cpu_us)
+            print(f"  throughput run {run_index + 1} {key}: {measured.rate:,.0f} jobs/s; CPU µs/job "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in measured.cpu_us.items()), flush=True)
 
     def note(*keys: str, extra: str = "") -> str:
         parts = [f"{k} failed: {errors[k]}" for k in keys if k in errors]
@@ -149,5 +200,39 @@ async def _run(config: BenchConfig) -> list[Row]:
             comparison_name="Procrastinate",
             note=note(f"ours/{processes}", f"proc/{processes}",
                       extra=f"Procrastinate ran {small:,} jobs (rate is what counts)"),
+        ))
+        rows += cpu_rows(label, processes, cpu[f"ours/{processes}"], cpu[f"pgq100/{processes}"],
+                         note=note(f"ours/{processes}", f"pgq100/{processes}"))
+    return rows
+
+
+CPU_TARGETS = {
+    COORDINATOR: Target.at_most(25.0, "≤ 25 µs"),
+    WORKERS: Target.at_most(25.0, "≤ 25 µs"),
+    TOTAL: Target.at_most(100.0, "≤ 100 µs"),
+}
+
+
+def cpu_rows(label: str, processes: int, ours: list[dict[str, float]],
+             peer: list[dict[str, float]], *, note: str = "",
+             peer_name: str = "PgQueuer batch 100") -> list[Row]:
+    """CPU per job rows of one throughput case: each process, the groups, the total."""
+    labels = [COORDINATOR]
+    if processes > 1:
+        labels += [worker_label(i) for i in range(processes)]
+    labels += [WORKERS, BACKENDS, TOTAL]
+    first_note = "; ".join(filter(None, [
+        "process CPU (user + system) over the run ÷ all jobs; PostgreSQL: client backends "
+        "of the run's database", note]))
+    rows = []
+    for index, what in enumerate(labels):
+        peer_has = what != COORDINATOR
+        rows.append(Row(
+            figure=f"{label}: CPU per job, {what}", unit="µs",
+            ours=[run[what] for run in ours if what in run],
+            comparison=[run[what] for run in peer if what in run] if peer_has else [],
+            comparison_name=peer_name if peer_has else "",
+            target=CPU_TARGETS.get(what), higher_is_better=False,
+            note=first_note if index == 0 else "",
         ))
     return rows

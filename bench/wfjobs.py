@@ -19,7 +19,7 @@ import grpc
 import psycopg
 
 from bench import profiling
-from bench.database import PostgresServer
+from bench.database import PROBE_APPLICATION_NAME, PostgresServer
 from bench.processes import ManagedProcess, ProcessFailed
 from workflowjobs.v1 import (
     admin_service_pb2,
@@ -173,7 +173,8 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await psycopg.AsyncConnection.connect(dsn, autocommit=True))
+        return cls(await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME))
 
     async def completed(self) -> int:
         cur = await self._conn.execute(
@@ -186,45 +187,87 @@ class CompletionCounter:
         await self._conn.close()
 
 
+def start_coordinators(server: PostgresServer, count: int = 1, *,
+                       deadline_s: float = 900.0) -> list[Coordinator]:
+    """A fresh bench database, migrated once, served by `count` coordinator processes."""
+    server.recreate_database(DATABASE)
+    coordinators = [Coordinator(server, deadline_s=deadline_s) for _ in range(count)]
+    coordinators[0].migrate()
+    try:
+        for coordinator in coordinators:
+            coordinator.start()
+    except BaseException:
+        stop_coordinators(coordinators)
+        raise
+    return coordinators
+
+
+def stop_coordinators(coordinators: Sequence[Coordinator]) -> None:
+    for coordinator in coordinators:
+        coordinator.stop()
+
+
 class WorkflowJobsSystem:
     """Drives workflow-jobs for the throughput figure (see `bench.throughput.QueueSystem`).
+
+    With several coordinators (replicas on the one bench database), worker
+    process i connects to coordinator i mod n and the enqueue batches go to
+    the coordinators in turn.
 
     Args:
         server: The bench PostgreSQL.
         worker_concurrency: Handler slots per worker process.
+        coordinators: Coordinator processes serving the database.
     """
 
-    name = "workflow-jobs"
+    database = DATABASE
 
-    def __init__(self, server: PostgresServer, worker_concurrency: int = 200) -> None:
+    def __init__(self, server: PostgresServer, worker_concurrency: int = 200,
+                 coordinators: int = 1) -> None:
         self.server = server
         self.worker_concurrency = worker_concurrency
-        self.coordinator: Coordinator | None = None
+        self.coordinator_count = coordinators
+        self.name = "workflow-jobs" if coordinators == 1 else f"workflow-jobs, {coordinators} coordinators"
+        self.coordinators: list[Coordinator] = []
 
     async def prepare(self) -> None:
-        self.server.recreate_database(DATABASE)
-        self.coordinator = Coordinator(self.server)
-        self.coordinator.migrate()
-        self.coordinator.start()
+        self.coordinators = start_coordinators(self.server, self.coordinator_count)
+
+    def coordinator_pids(self) -> list[int]:
+        return [c.pid for c in self.coordinators]
 
     def start_workers(self, processes: int, deadline_s: float) -> list[ManagedProcess]:
-        assert self.coordinator is not None
-        return start_workers(self.coordinator.target, processes,
-                             concurrency=self.worker_concurrency, deadline_s=deadline_s)
+        assert self.coordinators
+        started = []
+        for i in range(processes):
+            target = self.coordinators[i % len(self.coordinators)].target
+            started += start_workers(target, 1, concurrency=self.worker_concurrency,
+                                     deadline_s=deadline_s, name=f"wfjobs-worker-{i}")
+        return started
 
     async def wait_ready(self, workers: list[ManagedProcess], timeout_s: float) -> None:
-        assert self.coordinator is not None
-        await wait_connected(self.coordinator.target, len(workers), workers, timeout_s)
+        n = len(self.coordinators)
+        for index, coordinator in enumerate(self.coordinators):
+            expected = len(range(index, len(workers), n))
+            await wait_connected(coordinator.target, expected, workers, timeout_s)
 
     async def enqueue(self, jobs: int, batch: int) -> None:
-        assert self.coordinator is not None
-        await enqueue_noop(self.coordinator.target, jobs, batch)
+        assert self.coordinators
+        spec = job_spec()
+        channels = [grpc.aio.insecure_channel(c.target) for c in self.coordinators]
+        try:
+            stubs = [scheduler_service_pb2_grpc.JobSchedulerServiceStub(c) for c in channels]
+            for k, start in enumerate(range(0, jobs, batch)):
+                request = scheduler_service_pb2.EnqueueBatchRequest(
+                    jobs=[spec] * min(batch, jobs - start))
+                await stubs[k % len(stubs)].EnqueueBatch(request, timeout=60)
+        finally:
+            for channel in channels:
+                await channel.close()
 
     async def open_counter(self) -> CompletionCounter:
         return await CompletionCounter.open(self.server.dsn(DATABASE))
 
     async def close(self) -> None:
-        if self.coordinator is not None:
-            self.coordinator.stop()
-            self.coordinator = None
-
+        stop_coordinators(self.coordinators)
+        self.coordinators = []
