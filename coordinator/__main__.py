@@ -49,6 +49,14 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         help="seconds running RPCs get to finish on SIGTERM (env WFJOBS_DRAIN_TIMEOUT)",
     )
     serve.add_argument(
+        "--retention",
+        default=defaults.retention,
+        help="how long finished jobs are kept before they are purged: one duration for "
+        "every finished status (7d, the default) or per status "
+        "(completed=7d,cancelled=1d,faulted=forever); 'off' keeps them all "
+        "(env WFJOBS_RETENTION)",
+    )
+    serve.add_argument(
         "--tls-cert", default=defaults.tls_cert, help="PEM certificate chain (env WFJOBS_TLS_CERT)"
     )
     serve.add_argument(
@@ -79,12 +87,18 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
 
 
 def _engine_config(settings: Settings) -> Any:
+    """The engine's config; ``ValueError`` names a setting that does not parse."""
     from coordinator.engine import EngineConfig
+    from coordinator.engine.operations import OperationsConfig
+    from coordinator.engine.retention import RetentionConfig, parse_retention
 
     return EngineConfig(
         max_payload_bytes=settings.max_payload_bytes,
         max_batch_size=settings.max_batch_size,
         max_string_length=settings.max_string_length,
+        operations=OperationsConfig(
+            retention=RetentionConfig(keep_s=parse_retention(settings.retention))
+        ),
     )
 
 
@@ -190,6 +204,12 @@ async def serve(settings: Settings) -> None:
         server.port,
         display_url(settings.database_url),
     )
+    from coordinator.engine.retention import describe_retention
+
+    log.info(
+        "finished jobs kept: %s",
+        describe_retention(server.engine.ops.config.retention.keep_s),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -226,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             database_url=args.database_url,
             migrate_on_start=args.migrate,
             drain_timeout_s=args.drain_timeout,
+            retention=args.retention,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
@@ -233,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             allow_unauthenticated=args.allow_unauthenticated,
         )
         _check_security(settings)
+        _engine_config(settings)  # a malformed setting fails here, before anything starts
         asyncio.run(serve(settings))
         return 0
     except SchemaMismatch as e:

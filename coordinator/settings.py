@@ -25,6 +25,9 @@ class Settings:
     # Log format: "text" or "json".
     log_format: str = "text"
     log_level: str = "INFO"
+    # How long finished jobs are kept, per status (coordinator/engine/retention.py):
+    # "7d", "completed=7d,cancelled=1d,faulted=30d", "faulted=forever" or "off".
+    retention: str = "7d"
 
     # -- security (docs/security.md) --
     # PEM certificate chain and key: serve TLS instead of plaintext.
@@ -71,6 +74,7 @@ class Settings:
             drain_timeout_s=float(env.get("WFJOBS_DRAIN_TIMEOUT", "30")),
             log_format=env.get("WFJOBS_LOG_FORMAT", "text"),
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
+            retention=env.get("WFJOBS_RETENTION", "7d"),
             tls_cert=env.get("WFJOBS_TLS_CERT") or None,
             tls_key=env.get("WFJOBS_TLS_KEY") or None,
             tls_client_ca=env.get("WFJOBS_TLS_CLIENT_CA") or None,

@@ -68,7 +68,7 @@ class OperationsConfig:
     registry: RegistryConfig = field(default_factory=RegistryConfig)
     # Backstop for attempts running past their execution timeout.
     timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
-    # Purge of old finished jobs (off by default).
+    # Purge of old finished jobs (default: each finished status kept 7 days).
     retention: RetentionConfig = field(default_factory=RetentionConfig)
 
 
@@ -372,8 +372,8 @@ class Operations:
             rng=self._engine._rng,
         )
 
-    async def _purge(self, before: int, limit: int) -> int:
-        return await self._call(self._store.job_purge_finished, before, limit)
+    async def _purge(self, cutoffs: dict[int, int], limit: int) -> int:
+        return await self._call(self._store.job_purge_finished, cutoffs, limit)
 
     # -- helpers -------------------------------------------------------------------------
 

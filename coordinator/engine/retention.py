@@ -1,31 +1,94 @@
-"""Retention: purges finished jobs after a configurable age (off by default).
+"""Retention: purges finished jobs once they are older than their status's keep time.
 
-COMPLETED and CANCELLED jobs whose ``finished_at`` is older than
-``finished_after_days`` are deleted with their attempt history, in batches.
-FAULTED jobs are the dead-letter set and are never purged: an operator
-retries or inspects them. On PostgreSQL one replica at a time purges (the
+Each finished status (COMPLETED, FAULTED, CANCELLED) has its own keep time;
+the default keeps every finished job for 7 days. A job whose ``finished_at``
+is older than its status's keep time is deleted with its attempt history.
+Each run deletes at most ``batch_size`` jobs in one transaction; a full batch
+runs again at once, so a large backlog is purged in bounded steps and never
+in one long transaction. On PostgreSQL one replica at a time purges (the
 store takes an advisory lock per batch).
+
+The setting (``--retention`` / ``WFJOBS_RETENTION``, see ``parse_retention``)
+is one duration for every finished status (``7d``), per-status entries
+(``completed=7d,cancelled=1d,faulted=30d``; a status left out keeps the 7-day
+default), ``forever`` for a status that is never purged, or ``off`` (keep
+everything).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 from coordinator.clock import US_PER_SECOND, Clock
 from coordinator.engine.chore import Chore
+from coordinator.model import FINISHED_STATUSES, JobStatus
 
-_DAY_US = 86_400 * US_PER_SECOND
+DEFAULT_KEEP_S = 7 * 86_400.0
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_FOREVER = ("forever", "never", "off")
+
+
+def _default_keep() -> dict[JobStatus, float | None]:
+    return dict.fromkeys(FINISHED_STATUSES, DEFAULT_KEEP_S)
 
 
 @dataclass
 class RetentionConfig:
-    # Purge finished (COMPLETED, CANCELLED) jobs older than this many days; 0 keeps them forever.
-    finished_after_days: float = 0.0
+    # Seconds each finished status is kept after finished_at; None keeps it forever.
+    keep_s: dict[JobStatus, float | None] = field(default_factory=_default_keep)
     # Sleep between runs once nothing is left to purge.
     interval_s: float = 3600.0
     # Jobs deleted per transaction; a full batch runs again at once.
     batch_size: int = 1000
+
+
+def _duration(text: str, where: str) -> float | None:
+    text = text.strip().lower()
+    if text in _FOREVER:
+        return None
+    match = _DURATION.match(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(
+            f"retention {where}: {text!r} is not a duration; use a positive number with a "
+            "unit s, m, h or d (e.g. 7d, 12h) or 'forever'"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def parse_retention(text: str) -> dict[JobStatus, float | None]:
+    """Keep times per finished status from ``7d``, ``off`` or ``completed=7d,faulted=30d``."""
+    text = text.strip()
+    if not text:
+        return _default_keep()
+    if "=" not in text:
+        return dict.fromkeys(FINISHED_STATUSES, _duration(text, "for every finished status"))
+    keep = _default_keep()
+    names = {s.name.lower(): s for s in FINISHED_STATUSES}
+    for entry in text.split(","):
+        name, sep, value = entry.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in names:
+            raise ValueError(
+                f"retention entry {entry.strip()!r}: expected STATUS=DURATION with STATUS one "
+                f"of {', '.join(names)} (e.g. completed=7d,faulted=30d)"
+            )
+        keep[names[name]] = _duration(value, f"of {name}")
+    return keep
+
+
+def describe_retention(keep: Mapping[JobStatus, float | None]) -> str:
+    def one(seconds: float | None) -> str:
+        if seconds is None:
+            return "forever"
+        for unit in ("d", "h", "m"):
+            if seconds % _UNITS[unit] == 0:
+                return f"{int(seconds // _UNITS[unit])}{unit}"
+        return f"{seconds:g}s"
+
+    return ", ".join(f"{s.name.lower()} {one(keep.get(s))}" for s in FINISHED_STATUSES)
 
 
 @dataclass
@@ -35,7 +98,7 @@ class RetentionResult:
 
 
 class RetentionCleaner(Chore[RetentionResult]):
-    """Start/stop loop around ``run_once``; ``start`` does nothing while disabled."""
+    """Start/stop loop around ``run_once``; ``start`` does nothing when every status is kept forever."""
 
     name = "retention"
 
@@ -43,7 +106,7 @@ class RetentionCleaner(Chore[RetentionResult]):
         self,
         config: RetentionConfig,
         clock: Clock,
-        purge: Callable[[int, int], Awaitable[int]],
+        purge: Callable[[dict[int, int], int], Awaitable[int]],
     ) -> None:
         super().__init__()
         self.config = config
@@ -52,17 +115,26 @@ class RetentionCleaner(Chore[RetentionResult]):
 
     @property
     def enabled(self) -> bool:
-        return self.config.finished_after_days > 0
+        return any(v is not None for v in self.config.keep_s.values())
 
     def start(self) -> None:
         if self.enabled:
             super().start()
 
-    async def run_once(self) -> RetentionResult:
-        if not self.enabled:
+    def cutoffs(self, now: int) -> dict[int, int]:
+        """Per status: jobs that finished before this time are purged."""
+        return {
+            int(status): now - int(seconds * US_PER_SECOND)
+            for status, seconds in self.config.keep_s.items()
+            if seconds is not None
+        }
+
+    async def run_once(self, now: int | None = None) -> RetentionResult:
+        """Purge one batch as of ``now`` (default: the clock's time)."""
+        cutoffs = self.cutoffs(self._clock.now_us() if now is None else now)
+        if not cutoffs:
             return RetentionResult(0)
-        before = self._clock.now_us() - int(self.config.finished_after_days * _DAY_US)
-        purged = await self._purge(before, self.config.batch_size)
+        purged = await self._purge(cutoffs, self.config.batch_size)
         return RetentionResult(purged, full_batch=purged >= self.config.batch_size)
 
     def delay_after(self, result: RetentionResult | None) -> float:
@@ -74,4 +146,11 @@ class RetentionCleaner(Chore[RetentionResult]):
         return f"purged {result.purged} finished job(s)" if result.purged else ""
 
 
-__all__ = ["RetentionCleaner", "RetentionConfig", "RetentionResult"]
+__all__ = [
+    "DEFAULT_KEEP_S",
+    "RetentionCleaner",
+    "RetentionConfig",
+    "RetentionResult",
+    "describe_retention",
+    "parse_retention",
+]

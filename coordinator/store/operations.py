@@ -11,20 +11,26 @@ per job: no query here lowers ``attempt`` (see ``job_retry``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.model import AttemptOutcome, JobFilter, JobRow, JobStatus, RetryPolicy
+from coordinator.model import (
+    FINISHED_STATUSES,
+    AttemptOutcome,
+    JobFilter,
+    JobRow,
+    JobStatus,
+    RetryPolicy,
+)
 from coordinator.store.base import StoreBase
 from coordinator.store.jobs import _filter_clauses
 from coordinator.store.schema import cluster_flags, job_attempts, jobs, workers
 
 RETRYABLE_STATUSES = (JobStatus.FAULTED, JobStatus.CANCELLED)
 CANCELLABLE_STATUSES = (JobStatus.PENDING, JobStatus.RUNNING)
-PURGEABLE_STATUSES = (JobStatus.COMPLETED, JobStatus.CANCELLED)
 # Attempt outcomes that count as failures in stats.
 FAILED_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.TIMED_OUT)
 
@@ -366,12 +372,22 @@ class OperationQueries(StoreBase):
         with self.tx() as conn:
             return [RunningDeadline(*r) for r in conn.execute(query)]
 
-    def job_purge_finished(self, before: int, limit: int) -> int:
-        """Delete up to ``limit`` COMPLETED or CANCELLED jobs finished before ``before``.
+    def job_purge_finished(self, cutoffs: Mapping[int, int], limit: int) -> int:
+        """Delete up to ``limit`` finished jobs, with their attempts, whose status is a
+        key of ``cutoffs`` and whose ``finished_at`` is before that status's cutoff.
 
-        FAULTED jobs (the dead-letter set) are never purged. On PostgreSQL one
+        Statuses not in ``cutoffs`` are kept. The batch takes any eligible rows
+        (no ordering), so each call stops at ``limit`` rows. On PostgreSQL one
         replica at a time purges (transaction-level advisory lock).
         """
+        finished = {int(s) for s in FINISHED_STATUSES}
+        clauses = [
+            sa.and_(jobs.c.status == status, jobs.c.finished_at < before)
+            for status, before in cutoffs.items()
+            if status in finished
+        ]
+        if not clauses or limit <= 0:
+            return 0
         with self.tx() as conn:
             if self.is_postgres:
                 got = conn.execute(
@@ -380,15 +396,7 @@ class OperationQueries(StoreBase):
                 if not got:
                     return 0
             ids = list(
-                conn.execute(
-                    sa.select(jobs.c.id)
-                    .where(
-                        jobs.c.status.in_([int(s) for s in PURGEABLE_STATUSES]),
-                        jobs.c.finished_at < before,
-                    )
-                    .order_by(jobs.c.finished_at)
-                    .limit(limit)
-                ).scalars()
+                conn.execute(sa.select(jobs.c.id).where(sa.or_(*clauses)).limit(limit)).scalars()
             )
             if not ids:
                 return 0

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.engine import DrainSignal, Engine, EngineConfig, LeaseBatch, WorkerSession
-from coordinator.engine.operations import OperationsConfig
-from coordinator.engine.retention import RetentionConfig
+from coordinator.engine.retention import RetentionConfig, parse_retention
 from coordinator.errors import FailedPrecondition, InvalidArgument, LeaseLost, NotFound
 from coordinator.model import (
     AttemptOutcome,
@@ -294,20 +293,87 @@ def test_stats_count_retries_apart_from_final_failures(store_url: str) -> None:
     run(store_url, scenario)
 
 
-def test_retention_purges_old_finished_jobs_only_when_enabled(store_url: str) -> None:
+DAY = 86_400
+
+
+async def _finish_one_of_each(h: Harness) -> dict[JobStatus, str]:
+    """A COMPLETED, a FAULTED and a CANCELLED job, all finished now."""
+    completed, faulted = await h.enqueue(), await h.enqueue(max_attempts=1)
+    cancelled = await h.enqueue()
+    await h.engine.ops.cancel_job(cancelled, "")
+    tokens = {row.id: token for row, token in await h.lease()}
+    await h.engine.report(
+        [Completion(completed, tokens[completed], b"{}"), Failure(faulted, tokens[faulted], "x")]
+    )
+    return {
+        JobStatus.COMPLETED: completed,
+        JobStatus.FAULTED: faulted,
+        JobStatus.CANCELLED: cancelled,
+    }
+
+
+async def _exists(h: Harness, job_id: str) -> bool:
+    try:
+        await h.job(job_id)
+    except NotFound:
+        return False
+    return True
+
+
+def test_retention_keeps_finished_jobs_seven_days_by_default(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
-        cancelled = await h.enqueue()
-        await h.engine.ops.cancel_job(cancelled, "")
-        h.clock.advance(3 * 86_400)
-        assert not h.engine.ops.retention.enabled
-        assert (await h.engine.ops.retention.run_once()).purged == 0
-        config = OperationsConfig(retention=RetentionConfig(finished_after_days=2))
-        engine = Engine(open_store(store_url), EngineConfig(operations=config), clock=h.clock)
-        try:
-            assert (await engine.ops.retention.run_once()).purged == 1
-        finally:
-            await engine.stop()
-        with pytest.raises(NotFound):
-            await h.job(cancelled)
+        jobs = await _finish_one_of_each(h)
+        retention = h.engine.ops.retention
+        assert retention.enabled
+        now = h.clock.now_us()
+        assert (await retention.run_once(now + (7 * DAY - 1) * SECOND)).purged == 0
+        assert all([await _exists(h, j) for j in jobs.values()])
+        assert (await retention.run_once(now + (7 * DAY + 1) * SECOND)).purged == 3
+        assert not any([await _exists(h, j) for j in jobs.values()])
+
+    run(store_url, scenario)
+
+
+def test_retention_per_status_in_bounded_batches(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        first = await _finish_one_of_each(h)
+        h.clock.advance(2 * DAY)
+        later = await _finish_one_of_each(h)
+        start = h.clock.now_us() - 2 * DAY * SECOND
+        retention = h.engine.ops.retention
+        retention.config = RetentionConfig(
+            keep_s=parse_retention("completed=1d,cancelled=forever,faulted=3d"), batch_size=1
+        )
+
+        async def purge_all(now: int) -> list[int]:
+            runs = [await retention.run_once(now)]
+            while runs[-1].full_batch:
+                runs.append(await retention.run_once(now))
+            return [r.purged for r in runs]
+
+        # 1.5 days in: only the first COMPLETED job is past its day.
+        assert await purge_all(start + int(1.5 * DAY) * SECOND) == [1, 0]
+        assert not await _exists(h, first[JobStatus.COMPLETED])
+        # 3.5 days in: the second COMPLETED and the first FAULTED, one per batch.
+        assert await purge_all(start + int(3.5 * DAY) * SECOND) == [1, 1, 0]
+        assert not await _exists(h, later[JobStatus.COMPLETED])
+        assert not await _exists(h, first[JobStatus.FAULTED])
+        assert await _exists(h, later[JobStatus.FAULTED])
+        # CANCELLED is kept forever.
+        assert await purge_all(start + 400 * DAY * SECOND) == [1, 0]
+        assert await _exists(h, first[JobStatus.CANCELLED])
+        assert await _exists(h, later[JobStatus.CANCELLED])
+
+    run(store_url, scenario)
+
+
+def test_retention_off_keeps_everything(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        jobs = await _finish_one_of_each(h)
+        retention = h.engine.ops.retention
+        retention.config = RetentionConfig(keep_s=parse_retention("off"))
+        assert not retention.enabled
+        assert (await retention.run_once(h.clock.now_us() + 400 * DAY * SECOND)).purged == 0
+        assert all([await _exists(h, j) for j in jobs.values()])
 
     run(store_url, scenario)

@@ -172,10 +172,15 @@ def test_running_deadlines_and_purge(store: Store) -> None:
     store.job_cancel(done.id, "", T0)
     _end(store, done.id, "tok", JobStatus.CANCELLED, now=T0 + SECOND)
     faulted = _faulted(store)
-    assert store.job_purge_finished(T0 + SECOND, 10) == 0  # finished exactly then: kept
-    assert store.job_purge_finished(T0 + 2 * SECOND, 10) == 1
+    cancelled = int(JobStatus.CANCELLED)
+    assert store.job_purge_finished({cancelled: T0 + SECOND}, 10) == 0  # finished then: kept
+    # A status without a cutoff is kept, however old.
+    assert store.job_purge_finished({int(JobStatus.COMPLETED): T0 + 9 * SECOND}, 10) == 0
+    assert store.job_purge_finished({cancelled: T0 + 2 * SECOND}, 10) == 1
     assert store.job_get(done.id) is None and store.job_attempts(done.id) == []
-    assert store.job_get(faulted) is not None  # the dead-letter set is never purged
+    assert store.job_get(faulted) is not None
+    assert store.job_purge_finished({int(JobStatus.FAULTED): T0 + 9 * SECOND}, 10) == 1
+    assert store.job_get(faulted) is None
 
 
 def test_attempt_failure_counts_tell_retries_from_final_failures(store: Store) -> None:
