@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
-Figures (in table order): throughput, latency, paused, backlog, fairness,
+Figures (in table order): throughput, replicas, latency, paused, backlog, fairness,
 idle, memory. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
@@ -37,6 +37,7 @@ from bench.results import (
 
 FIGURES = {
     "throughput": "bench.throughput",
+    "replicas": "bench.replicas",
     "latency": "bench.latency",
     "paused": "bench.paused",
     "backlog": "bench.backlog",

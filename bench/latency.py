@@ -13,6 +13,7 @@ Both systems run two worker processes; PgQueuer with its default batch size (10)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -86,32 +87,37 @@ def latencies_ms(paths: list[Path]) -> list[float]:
 
 
 async def measure_ours(server: PostgresServer, rate: int, seconds: float,
-                       concurrency: int) -> tuple[list[float], str]:
-    server.recreate_database(wfjobs.DATABASE)
-    coordinator = wfjobs.Coordinator(server)
-    coordinator.migrate()
-    coordinator.start()
+                       concurrency: int, coordinators: int = 1) -> tuple[list[float], str]:
+    """Our latency run; with several coordinators, worker process i connects to
+    coordinator i mod n and the sends go to the coordinators in turn."""
+    started = wfjobs.start_coordinators(server, coordinators, deadline_s=seconds + 600)
     record = LOG_DIR / f"latency-ours-{time.monotonic_ns()}"
     paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
     workers: list[ManagedProcess] = []
+    channels = [grpc.aio.insecure_channel(c.target) for c in started]
     try:
-        workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
-                                       concurrency=concurrency, deadline_s=seconds + 180,
-                                       record=str(record))
-        await wfjobs.wait_connected(coordinator.target, WORKER_PROCESSES, workers)
-        async with grpc.aio.insecure_channel(coordinator.target) as channel:
-            scheduler = scheduler_service_pb2_grpc.JobSchedulerServiceStub(channel)
+        for i in range(WORKER_PROCESSES):
+            workers += wfjobs.start_workers(started[i % coordinators].target, 1,
+                                            concurrency=concurrency, deadline_s=seconds + 180,
+                                            record=str(record), first_index=i)
+        for index, coordinator in enumerate(started):
+            await wfjobs.wait_connected(coordinator.target,
+                                        len(range(index, WORKER_PROCESSES, coordinators)), workers)
+        stubs = [scheduler_service_pb2_grpc.JobSchedulerServiceStub(c) for c in channels]
+        turn = itertools.count()
 
-            async def send(payload: bytes) -> object:
-                spec = wfjobs.job_spec(data=payload)
-                return await scheduler.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec),
-                                               timeout=30)
+        async def send(payload: bytes) -> object:
+            spec = wfjobs.job_spec(data=payload)
+            stub = stubs[next(turn) % len(stubs)]
+            return await stub.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec), timeout=30)
 
-            total, achieved, failed = await offer_load(send, rate, seconds)
+        total, achieved, failed = await offer_load(send, rate, seconds)
         seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
     finally:
+        for channel in channels:
+            await channel.close()
         stop_all(workers)
-        coordinator.stop()
+        wfjobs.stop_coordinators(started)
     return latencies_ms(paths), _note(total, achieved, failed, seen)
 
 

@@ -29,10 +29,17 @@ class Target:
         text: How the target reads in the table (e.g. "≤ 5 ms").
         check: Given (ours, comparison, ratio), whether the target is met.
             Any argument may be None when unmeasured; the check then returns None.
+        judged: False for a figure the specification only asks to report
+            (no pass/miss verdict).
     """
 
     text: str
     check: Callable[[float | None, float | None, float | None], bool | None]
+    judged: bool = True
+
+    @staticmethod
+    def reported(text: str) -> Target:
+        return Target(text, lambda _o, _c, _r: None, judged=False)
 
     @staticmethod
     def at_most(limit: float, text: str) -> Target:
@@ -88,7 +95,7 @@ class Row:
 
     @property
     def verdict(self) -> str:
-        if self.target is None:
+        if self.target is None or not self.target.judged:
             return ""
         met = self.target.check(self.ours_median, self.comparison_median, self.ratio)
         if met is None:

@@ -109,10 +109,14 @@ def worker_impl() -> str:
 
 def start_workers(target: str, processes: int, *, concurrency: int, deadline_s: float,
                   record: str | None = None, workers_per_process: int = 1,
-                  impl: str | None = None, name: str = "wfjobs-worker") -> list[ManagedProcess]:
-    """Start `processes` worker processes (each with `workers_per_process` workers)."""
+                  impl: str | None = None, name: str = "wfjobs-worker",
+                  first_index: int = 0) -> list[ManagedProcess]:
+    """Start `processes` worker processes (each with `workers_per_process` workers).
+
+    They are numbered from `first_index` (log names, `{record}.{i}` record files).
+    """
     started = []
-    for i in range(processes):
+    for i in range(first_index, first_index + processes):
         argv = ["python", "-m", "bench.worker_proc", "--target", target,
                 "--concurrency", str(concurrency), "--workers", str(workers_per_process),
                 "--impl", impl or worker_impl()]
@@ -242,7 +246,7 @@ class WorkflowJobsSystem:
         for i in range(processes):
             target = self.coordinators[i % len(self.coordinators)].target
             started += start_workers(target, 1, concurrency=self.worker_concurrency,
-                                     deadline_s=deadline_s, name=f"wfjobs-worker-{i}")
+                                     deadline_s=deadline_s, first_index=i)
         return started
 
     async def wait_ready(self, workers: list[ManagedProcess], timeout_s: float) -> None:
