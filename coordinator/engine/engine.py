@@ -25,6 +25,7 @@ from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.sessions import WorkerSession
+from coordinator.engine.set_aside import OutcomeNotRecorded, SetAsideBook
 from coordinator.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -143,6 +144,8 @@ class Engine:
         self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
         # Metrics and spans; replaced by coordinator.telemetry when configured.
         self.telemetry: EngineTelemetry = NO_TELEMETRY
+        # Rows the chores and outcome reports could not process (see set_aside.py).
+        self.set_aside = SetAsideBook(lambda chore, n: self.telemetry.rows_set_aside(chore, n))
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
         self._enqueue_queue: list[tuple[NewJob, asyncio.Future[tuple[str, bool, int]]]] = []
@@ -646,9 +649,15 @@ class Engine:
     async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
         now = self.clock.now_us()
         releases = [Release(job_id, token, "worker disconnected") for job_id, token in refs]
+        refused, set_aside = self.set_aside.collector()
         await self._call(
-            self.store.job_end_attempts, refs, functools.partial(_decide_release, releases), now
+            self.store.job_end_attempts,
+            refs,
+            functools.partial(_decide_release, releases),
+            now,
+            set_aside,
         )
+        self.set_aside.record("releases", refused, now)
         self.dispatcher.wake()
 
     def serves(self, job_type: str) -> bool:
@@ -707,12 +716,14 @@ class Engine:
         others = [o for o in outcomes if not isinstance(o, Completion)]
         done: set[str] = set()
         ends: dict[str, AttemptEnd] = {}
+        refused, set_aside = self.set_aside.collector()
         if completions:
             done = await self._call(self.store.job_complete_many, completions, now)
         if others:
             decide = functools.partial(self._decide_other, {o.job_id: o for o in others}, now)
             refs = [(o.job_id, o.lease_token) for o in others]
-            ends = await self._call(self.store.job_end_attempts, refs, decide, now)
+            ends = await self._call(self.store.job_end_attempts, refs, decide, now, set_aside)
+            self.set_aside.record("outcomes", refused, now)
             if any(e.new_status == JobStatus.PENDING for e in ends.values()):
                 self.dispatcher.wake(min(e.due_at or now for e in ends.values()))
         self._forget_in_flight(o.job_id for o in outcomes)
@@ -722,11 +733,15 @@ class Engine:
         )
         results = []
         credited: set[str] = set()
+        not_recorded = dict(refused)
         for o in outcomes:
             # A job named twice in one report was recorded once: only the
             # first mention is answered as accepted.
             if o.job_id in credited:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            elif o.job_id in not_recorded:
+                error = OutcomeNotRecorded(o.job_id, not_recorded[o.job_id])
+                results.append(OutcomeResult(o.job_id, False, error=error))
             elif o.job_id in done:
                 results.append(OutcomeResult(o.job_id, True, JobStatus.COMPLETED))
             elif o.job_id in ends:
@@ -739,6 +754,8 @@ class Engine:
     async def report_one(self, outcome: Outcome) -> OutcomeResult:
         """Like ``report`` for one outcome, telling a lost lease from an unknown job."""
         (result,) = await self.report([outcome])
+        if isinstance(result.error, OutcomeNotRecorded):
+            raise result.error
         if not result.accepted:
             row = await self._call(self.store.job_get, outcome.job_id)
             if row is None:
@@ -783,15 +800,25 @@ class Engine:
 
     async def _reap_once(self, now: int) -> ReaperResult:
         decide = functools.partial(self._decide_expired, now)
+        skipped = self.set_aside.skipped("lease-reaper", now)
+        refused, set_aside = self.set_aside.collector()
         ends = await self._call(
-            self.store.lease_reclaim_expired, decide, now, self.config.reaper.batch_size
+            self.store.lease_reclaim_expired,
+            decide,
+            now,
+            self.config.reaper.batch_size,
+            skipped,
+            set_aside,
         )
+        self.set_aside.record("lease-reaper", refused, now)
         if any(e.new_status == JobStatus.PENDING for e in ends):
             self.dispatcher.wake(min(e.due_at or now for e in ends))
         self._forget_in_flight(e.job_id for e in ends)
         self.telemetry.reaped(ends)
         self._notify_finished([e.job_id for e in ends if e.new_status != JobStatus.PENDING])
-        next_expiry = await self._call(self.store.lease_next_expiry)
+        next_expiry = await self._call(
+            self.store.lease_next_expiry, self.set_aside.skipped("lease-reaper", now)
+        )
         return ReaperResult(len(ends), next_expiry)
 
     def _decide_expired(self, now: int, row: LeasedForFailure) -> AttemptEnd:

@@ -319,7 +319,8 @@ class Operations:
         store = self._store
         if write:
             records = [_record(s) for s in self._engine.dispatcher.sessions.values()]
-            await self._call(store.worker_sync, self._engine.coordinator_id, records, now)
+            refused = await self._call(store.worker_sync, self._engine.coordinator_id, records, now)
+            self._engine.set_aside.record("cluster-sync", refused, now, what="worker")
             removed = await self._call(store.worker_delete_stale, now - self._stale_us())
             written = len(records)
         flags = await self._call(store.cluster_flag_list)
@@ -341,16 +342,19 @@ class Operations:
         return SyncResult(written, removed)
 
     async def _running_deadlines(self, limit: int) -> list[RunningDeadline]:
-        return await self._call(self._store.job_running_deadlines, limit)
+        skipped = self._engine.set_aside.skipped("execution-timeouts", self._now())
+        return await self._call(self._store.job_running_deadlines, limit, skipped)
 
     async def _end_timed_out(self, expired: Sequence[RunningDeadline], now: int) -> int:
         by_id = {r.job_id: r for r in expired}
         decide = functools.partial(self._decide_timed_out, by_id, now)
         refs = [(r.job_id, r.lease_token) for r in expired]
-        ends: dict[str, AttemptEnd] = await self._call(
-            self._store.job_end_attempts, refs, decide, now
-        )
         engine = self._engine
+        refused, set_aside = engine.set_aside.collector()
+        ends: dict[str, AttemptEnd] = await self._call(
+            self._store.job_end_attempts, refs, decide, now, set_aside
+        )
+        engine.set_aside.record("execution-timeouts", refused, now)
         if any(e.new_status == JobStatus.PENDING for e in ends.values()):
             engine.dispatcher.wake(min(e.due_at or now for e in ends.values()))
         engine._forget_in_flight(ends)

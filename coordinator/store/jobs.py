@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
@@ -38,6 +39,8 @@ from coordinator.model import (
 )
 from coordinator.store.base import StoreBase, driver_sql, instance_paused, pause_blocks
 from coordinator.store.schema import job_attempts, jobs, lanes
+
+log = logging.getLogger(__name__)
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
 # Up to this many jobs go in one INSERT statement; larger batches use COPY.
@@ -149,6 +152,19 @@ class LimitAdmission(Protocol):
     def admit(self, running: dict[tuple[int, str], int]) -> Sequence[Claim]:
         """The claims that fit, given RUNNING counts per limited scope."""
         ...
+
+
+# Called with (job id, error) for a row set aside: left untouched because
+# deciding or writing it failed, while the rest of its batch went ahead.
+SetAside = Callable[[str, BaseException], None]
+
+# Errors a row's own values cause when written (out of range, refused by a
+# constraint, not bindable), as opposed to a database that went away.
+ROW_WRITE_ERRORS = (sa.exc.DataError, sa.exc.IntegrityError, OverflowError, ValueError, TypeError)
+
+
+def _log_set_aside(job_id: str, error: BaseException) -> None:
+    log.error("job %s set aside: %s: %s", job_id, type(error).__name__, error)
 
 
 _LEASED_FOR_FAILURE = (
@@ -708,30 +724,47 @@ class JobQueries(StoreBase):
         refs: Sequence[tuple[str, str]],
         decide: Callable[[LeasedForFailure], AttemptEnd],
         now: int,
+        set_aside: SetAside | None = None,
     ) -> dict[str, AttemptEnd]:
         """End running attempts named by (job id, lease token) as ``decide`` rules.
 
         Rows are locked first, so the decision and the write are atomic.
-        Returns the applied decisions by job id; missing ids lost their lease.
+        Returns the applied decisions by job id; missing ids lost their lease
+        or were set aside: a row whose decision raises, or whose write the
+        database refuses, is left untouched and handed to ``set_aside``
+        (logged when it is None) while the other rows are written.
         """
         if not refs:
             return {}
         with self.tx() as conn:
             leased = self._lock_leased(conn, refs)
-            ends = [decide(row) for row in leased]
-            self._apply_ends(conn, leased, ends, now)
+            ends = self._decide_and_apply(conn, leased, decide, now, set_aside)
         return {e.job_id: e for e in ends}
 
     def lease_reclaim_expired(
-        self, decide: Callable[[LeasedForFailure], AttemptEnd], now: int, limit: int
+        self,
+        decide: Callable[[LeasedForFailure], AttemptEnd],
+        now: int,
+        limit: int,
+        exclude: Collection[str] = (),
+        set_aside: SetAside | None = None,
     ) -> list[AttemptEnd]:
-        """End up to ``limit`` attempts whose lease expired before ``now``."""
+        """End up to ``limit`` attempts whose lease expired before ``now``.
+
+        Jobs in ``exclude`` (set aside by an earlier run) are skipped; rows
+        that fail now are set aside as in ``job_end_attempts``.
+        """
         lock = "FOR UPDATE SKIP LOCKED" if self.is_postgres else ""
+        skip = "AND id NOT IN :exclude " if exclude else ""
         sql = sa.text(
             f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
-            f"WHERE status = 2 AND lease_expires_at < :now "
+            f"WHERE status = 2 AND lease_expires_at < :now {skip}"
             f"ORDER BY lease_expires_at LIMIT :limit {lock}"
         )
+        params: dict[str, Any] = {"now": now, "limit": limit}
+        if exclude:
+            sql = sql.bindparams(sa.bindparam("exclude", expanding=True))
+            params["exclude"] = list(exclude)
         with self.tx() as conn:
             if self.is_postgres:
                 got_lock = conn.execute(
@@ -739,17 +772,67 @@ class JobQueries(StoreBase):
                 ).scalar()
                 if not got_lock:
                     return []
-            leased = [LeasedForFailure(*r) for r in conn.execute(sql, {"now": now, "limit": limit})]
-            ends = [decide(row) for row in leased]
-            self._apply_ends(conn, leased, ends, now)
-        return ends
+            leased = [LeasedForFailure(*r) for r in conn.execute(sql, params)]
+            return self._decide_and_apply(conn, leased, decide, now, set_aside)
 
-    def lease_next_expiry(self) -> int | None:
-        """Earliest lease expiry among running jobs."""
+    def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None:
+        """Earliest lease expiry among running jobs not in ``exclude``."""
+        sql = sa.text(
+            "SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = 2"
+            + (" AND id NOT IN :exclude" if exclude else "")
+        )
+        params: dict[str, Any] = {}
+        if exclude:
+            sql = sql.bindparams(sa.bindparam("exclude", expanding=True))
+            params["exclude"] = list(exclude)
         with self.tx() as conn:
-            return conn.execute(
-                sa.text("SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = 2")
-            ).scalar()
+            return conn.execute(sql, params).scalar()
+
+    def _decide_and_apply(
+        self,
+        conn: sa.Connection,
+        leased: Sequence[LeasedForFailure],
+        decide: Callable[[LeasedForFailure], AttemptEnd],
+        now: int,
+        set_aside: SetAside | None,
+    ) -> list[AttemptEnd]:
+        """Decide and write each row's end; a row that fails either is set aside.
+
+        The batch is written in one statement under a savepoint; only when the
+        database refuses it is it written again row by row, each under its
+        own savepoint, so the refused rows are found and the rest still land.
+        """
+        report = set_aside or _log_set_aside
+        rows: list[LeasedForFailure] = []
+        ends: list[AttemptEnd] = []
+        for row in leased:
+            try:
+                end = decide(row)
+            except Exception as e:  # noqa: BLE001 - one row's data must not fail the batch
+                report(row.id, e)
+                continue
+            rows.append(row)
+            ends.append(end)
+        if not ends:
+            return []
+        try:
+            with conn.begin_nested():
+                self._apply_ends(conn, rows, ends, now)
+            return ends
+        except ROW_WRITE_ERRORS as e:
+            if len(ends) == 1:
+                report(ends[0].job_id, e)
+                return []
+        applied = []
+        for end in ends:
+            try:
+                with conn.begin_nested():
+                    self._apply_ends(conn, rows, [end], now)
+            except ROW_WRITE_ERRORS as e:
+                report(end.job_id, e)
+                continue
+            applied.append(end)
+        return applied
 
     def _lock_leased(
         self, conn: sa.Connection, refs: Sequence[tuple[str, str]]

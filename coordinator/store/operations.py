@@ -26,7 +26,7 @@ from coordinator.model import (
     RetryPolicy,
 )
 from coordinator.store.base import StoreBase
-from coordinator.store.jobs import _filter_clauses
+from coordinator.store.jobs import ROW_WRITE_ERRORS, _filter_clauses
 from coordinator.store.schema import cluster_flags, job_attempts, jobs, workers
 
 RETRYABLE_STATUSES = (JobStatus.FAULTED, JobStatus.CANCELLED)
@@ -37,6 +37,9 @@ FAILED_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.LEASE_EXPIRED, AttemptO
 # Rows changed per transaction by bulk actions, so one call never holds locks
 # on a whole tenant's backlog at once.
 BULK_CHUNK = 1000
+# Longest execution timeout the deadline arithmetic counts (ten years); longer
+# stored values mean "never" in practice and would overflow a 64-bit integer.
+MAX_TIMEOUT_MS = 10 * 365 * 86_400 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,9 +358,19 @@ class OperationQueries(StoreBase):
 
     # -- execution timeouts and retention --------------------------------------
 
-    def job_running_deadlines(self, limit: int) -> list[RunningDeadline]:
-        """The ``limit`` running attempts with an execution timeout that end soonest."""
-        deadline = (jobs.c.started_at + jobs.c.execution_timeout_ms * 1000).label("deadline")
+    def job_running_deadlines(
+        self, limit: int, exclude: Sequence[str] = ()
+    ) -> list[RunningDeadline]:
+        """The ``limit`` running attempts with an execution timeout that end soonest.
+
+        Jobs in ``exclude`` (set aside by the timeout chore) are skipped. The
+        timeout counts as at most ``MAX_TIMEOUT_MS``, so a stored value of any
+        size cannot overflow the deadline arithmetic and fail the whole query.
+        """
+        timeout_ms = sa.func.least(jobs.c.execution_timeout_ms, MAX_TIMEOUT_MS)
+        if not self.is_postgres:
+            timeout_ms = sa.func.min(jobs.c.execution_timeout_ms, MAX_TIMEOUT_MS)
+        deadline = (jobs.c.started_at + timeout_ms * 1000).label("deadline")
         query = (
             sa.select(jobs.c.id, jobs.c.lease_token, deadline)
             .where(
@@ -369,6 +382,8 @@ class OperationQueries(StoreBase):
             .order_by(deadline)
             .limit(limit)
         )
+        if exclude:
+            query = query.where(jobs.c.id.notin_(list(exclude)))
         with self.tx() as conn:
             return [RunningDeadline(*r) for r in conn.execute(query)]
 
@@ -433,12 +448,16 @@ class OperationQueries(StoreBase):
 
     # -- worker registry ---------------------------------------------------------
 
-    def worker_sync(self, coordinator_id: str, connected: Sequence[WorkerRecord], now: int) -> None:
+    def worker_sync(
+        self, coordinator_id: str, connected: Sequence[WorkerRecord], now: int
+    ) -> list[tuple[str, BaseException]]:
         """Make the registry hold exactly ``connected`` for this coordinator.
 
         Upserts every connected worker (``last_seen_at = now``) and deletes
         this coordinator's other rows. Rows of a worker that reconnected to
-        another replica belong to that replica and are left alone.
+        another replica belong to that replica and are left alone. A record
+        the database refuses (e.g. a character it cannot store) is set aside
+        and returned with its error; the others are written.
         """
         ids = [w.worker_id for w in connected]
         with self.tx() as conn:
@@ -447,7 +466,7 @@ class OperationQueries(StoreBase):
                 delete = delete.where(workers.c.worker_id.notin_(ids))
             conn.execute(delete)
             if not connected:
-                return
+                return []
             insert = self._insert(workers)
             values = [
                 {
@@ -479,7 +498,20 @@ class OperationQueries(StoreBase):
                     )
                 },
             )
-            conn.execute(stmt, values)
+            try:
+                with conn.begin_nested():
+                    conn.execute(stmt, values)
+                return []
+            except ROW_WRITE_ERRORS:
+                pass
+            refused: list[tuple[str, BaseException]] = []
+            for value in values:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(stmt, [value])
+                except ROW_WRITE_ERRORS as e:
+                    refused.append((value["worker_id"], e))
+            return refused
 
     def worker_delete_stale(self, before: int) -> int:
         """Remove rows not refreshed since ``before`` (their coordinator died)."""

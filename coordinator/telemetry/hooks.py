@@ -38,6 +38,9 @@ class EngineTelemetry:
     def reaper_ran(self, reclaimed: int, started_ns: int) -> None:
         """A reaper run that began at ``started_ns`` ended ``reclaimed`` attempts."""
 
+    def rows_set_aside(self, chore: str, count: int) -> None:
+        """``chore`` set ``count`` rows aside: processing them failed, the rest went ahead."""
+
 
 NO_TELEMETRY = EngineTelemetry()
 

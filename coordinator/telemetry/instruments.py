@@ -104,6 +104,11 @@ class OtelEngineTelemetry(EngineTelemetry):
         self.lease_expired_total = counter(
             "wfjobs.leases.expired", "Attempts ended by the reaper because their lease expired."
         )
+        self.set_aside_total = meter.create_counter(
+            "wfjobs.rows.set_aside",
+            unit="{row}",
+            description="Rows a chore or outcome report could not process and set aside.",
+        )
         self.acquisition_duration = meter.create_histogram(
             "wfjobs.acquisition.duration",
             unit="s",
@@ -251,6 +256,10 @@ class OtelEngineTelemetry(EngineTelemetry):
                 attributes={"wfjobs.reclaimed": reclaimed},
             )
             span.end(end_time=ended_ns)
+
+    def rows_set_aside(self, chore: str, count: int) -> None:
+        if self._meter is not None and count:
+            self.set_aside_total.add(count, {"chore": chore})
 
     # -- observable gauges ---------------------------------------------------------------------
 

@@ -4,12 +4,16 @@ validation, or by hand) never break a job's lifecycle, on both stores."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 import sqlalchemy as sa
 
+from coordinator.engine import WorkerSession
 from coordinator.engine.retries import BACKOFF_CEILING_MS
-from coordinator.model import Failure, JobStatus
+from coordinator.errors import FailedPrecondition
+from coordinator.model import AttemptOutcome, Completion, Failure, JobStatus, Release
+from coordinator.telemetry.hooks import EngineTelemetry
 from wfj_engine import Harness, run
 from wfj_testing import T0
 
@@ -66,5 +70,146 @@ def test_fail_job_on_a_huge_attempt_number_is_retried_within_the_cap(store_url: 
         job, _ = await h.job(job_id)
         # The default cap (300 s, jitter 20 %) is reached, never exceeded.
         assert T0 + 240 * 1_000_000 <= job.due_at <= T0 + 300 * 1_000_000
+
+    run(store_url, scenario)
+
+
+# A stored policy that does not parse into a RetryPolicy: deciding its job's
+# failure raises. Chores and outcome reports must set the row aside and go on.
+UNREADABLE_POLICY = '{"backoff_multiplier": 2.0, "written_by": "an old release"}'
+
+
+class CountingTelemetry(EngineTelemetry):
+    def __init__(self) -> None:
+        self.set_aside: dict[str, int] = {}
+
+    def rows_set_aside(self, chore: str, count: int) -> None:
+        self.set_aside[chore] = self.set_aside.get(chore, 0) + count
+
+
+def test_reaper_sets_a_poisoned_row_aside_and_reclaims_the_rest(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario(h: Harness) -> None:
+        h.engine.telemetry = telemetry = CountingTelemetry()
+        ids = [await h.enqueue(max_attempts=5) for _ in range(3)]
+        assert len(await h.lease(3)) == 3
+        poisoned, healthy = ids[1], [ids[0], ids[2]]
+        _poison(h, poisoned, retry_policy=UNREADABLE_POLICY)
+        h.clock.advance(120)
+        with caplog.at_level(logging.ERROR, logger="coordinator.engine.set_aside"):
+            result = await h.engine._reap_once(h.clock.now_us())
+        assert result.reclaimed == 2
+        for job_id in healthy:
+            job, [attempt] = await h.job(job_id)
+            assert (job.status, attempt.outcome) == (
+                JobStatus.PENDING,
+                AttemptOutcome.LEASE_EXPIRED,
+            )
+        assert (await h.job(poisoned))[0].status == JobStatus.RUNNING
+        assert telemetry.set_aside == {"lease-reaper": 1}
+        assert f"lease-reaper: job {poisoned} set aside" in caplog.text
+        # Set aside: the next run neither retries it nor wakes for its past expiry.
+        again = await h.engine._reap_once(h.clock.now_us())
+        assert (again.reclaimed, again.next_expiry) == (0, None)
+        assert telemetry.set_aside == {"lease-reaper": 1}
+        # An operator cancels it; once the recheck time has passed the reaper ends it.
+        await h.engine.ops.cancel_job(poisoned, "unreadable policy")
+        h.clock.advance(h.engine.set_aside.recheck_s)
+        assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
+        assert (await h.job(poisoned))[0].status == JobStatus.CANCELLED
+
+    run(store_url, scenario)
+
+
+def test_execution_timeouts_set_a_poisoned_row_aside_and_end_the_rest(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        h.engine.telemetry = telemetry = CountingTelemetry()
+        healthy = await h.enqueue(execution_timeout_ms=1000, max_attempts=5)
+        poisoned = await h.enqueue(execution_timeout_ms=1000, max_attempts=5)
+        # A timeout so long that deadline arithmetic in 64 bits would overflow.
+        endless = await h.enqueue(execution_timeout_ms=1000, max_attempts=5)
+        assert len(await h.lease(3)) == 3
+        _poison(h, poisoned, retry_policy=UNREADABLE_POLICY)
+        _poison(h, endless, execution_timeout_ms=2**62)
+        chore = h.engine.ops.timeouts
+        h.clock.advance(60)
+        result = await chore.run_once()
+        assert result.ended == 1
+        job, [attempt] = await h.job(healthy)
+        assert attempt.outcome == AttemptOutcome.TIMED_OUT and job.status == JobStatus.PENDING
+        assert (await h.job(poisoned))[0].status == JobStatus.RUNNING
+        assert (await h.job(endless))[0].status == JobStatus.RUNNING
+        assert telemetry.set_aside == {"execution-timeouts": 1}
+        assert (await chore.run_once()).ended == 0
+        assert telemetry.set_aside == {"execution-timeouts": 1}
+
+    run(store_url, scenario)
+
+
+def test_report_outcomes_answers_each_outcome_beside_a_poisoned_one(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        ids = [await h.enqueue(max_attempts=5) for _ in range(3)]
+        tokens = {row.id: token for row, token in await h.lease(3)}
+        poisoned, completed, failed = ids
+        _poison(h, poisoned, retry_policy=UNREADABLE_POLICY)
+        results = await h.engine.report(
+            [
+                Failure(poisoned, tokens[poisoned], "boom", "IOError"),
+                Completion(completed, tokens[completed], b"ok"),
+                Failure(failed, tokens[failed], "boom", "IOError"),
+            ]
+        )
+        assert [(r.job_id, r.accepted, r.status) for r in results] == [
+            (poisoned, False, None),
+            (completed, True, JobStatus.COMPLETED),
+            (failed, True, JobStatus.PENDING),
+        ]
+        assert isinstance(results[0].error, FailedPrecondition)
+        assert "could not be recorded" in str(results[0].error)
+        assert (await h.job(poisoned))[0].status == JobStatus.RUNNING
+        # FailJob on it answers the same deliberate error, not an internal one.
+        with pytest.raises(FailedPrecondition, match="stored data is unusable"):
+            await h.engine.report_one(Failure(poisoned, tokens[poisoned], "boom", "IOError"))
+
+    run(store_url, scenario)
+
+
+def test_a_write_the_database_refuses_is_set_aside_from_its_batch(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        h.engine.telemetry = telemetry = CountingTelemetry()
+        big, small = await h.enqueue(), await h.enqueue()
+        tokens = {row.id: token for row, token in await h.lease(2)}
+        # A release refunds the attempt (max_attempts + 1): past int4 on PostgreSQL.
+        _poison(h, big, max_attempts=2**31 - 1)
+        results = await h.engine.report(
+            [Release(big, tokens[big], "shutdown"), Release(small, tokens[small], "shutdown")]
+        )
+        assert (results[1].accepted, results[1].status) == (True, JobStatus.PENDING)
+        assert (await h.job(small))[0].status == JobStatus.PENDING
+        if h.engine.store.is_sqlite:  # 64-bit integers: nothing to refuse
+            assert results[0].accepted
+        else:
+            assert not results[0].accepted
+            assert isinstance(results[0].error, FailedPrecondition)
+            assert (await h.job(big))[0].status == JobStatus.RUNNING
+            assert telemetry.set_aside == {"outcomes": 1}
+
+    run(store_url, scenario)
+
+
+def test_cluster_sync_writes_every_worker_but_one_the_database_refuses(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        h.engine.telemetry = telemetry = CountingTelemetry()
+        for worker_id, hostname in (("good-1", "box"), ("odd", "bad\x00host"), ("good-2", "box")):
+            h.engine.open_session(WorkerSession(worker_id, frozenset({"noop"}), hostname=hostname))
+        await h.engine.ops._sync(h.clock.now_us(), True)
+        stored = {w.worker_id for w in h.engine.store.worker_list(0)}
+        assert {"good-1", "good-2"} <= stored
+        if h.engine.store.is_postgres:  # its text cannot hold NUL
+            assert "odd" not in stored
+            assert telemetry.set_aside == {"cluster-sync": 1}
+        else:
+            assert "odd" in stored
 
     run(store_url, scenario)
