@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from workflowjobs.v1 import job_pb2
 
+from ._backoff import backoff_delay
 from ._codec import decode_payload, encode_payload
 
 __all__ = [
@@ -202,13 +204,33 @@ class RetryPolicy:
         Returns:
             None when the policy sets no initial backoff.
         """
+        seconds = self.delay_seconds(attempt, u=0.0)
+        return None if seconds is None else timedelta(seconds=seconds)
+
+    def delay_seconds(self, attempt: int, *, u: float | None = None) -> float | None:
+        """The delay after failed attempt number ``attempt`` (1-based), with jitter.
+
+        The formula is the one in the ``RetryPolicy`` comment of ``job.proto``
+        (jitter only shortens the delay). An unset multiplier is 2, an unset
+        ``max_backoff`` caps nothing.
+
+        Args:
+            attempt: The attempt that failed.
+            u: The uniform draw in [0, 1) applied to the jitter; random when None.
+
+        Returns:
+            Seconds, or None when the policy sets no initial backoff.
+        """
         if self.initial_backoff is None:
             return None
-        multiplier = self.backoff_multiplier or 2.0
-        delay = self.initial_backoff * (multiplier ** max(0, attempt - 1))
-        if self.max_backoff is not None:
-            delay = min(delay, self.max_backoff)
-        return delay
+        return backoff_delay(
+            attempt,
+            initial=self.initial_backoff.total_seconds(),
+            multiplier=self.backoff_multiplier or 2.0,
+            maximum=self.max_backoff.total_seconds() if self.max_backoff else math.inf,
+            jitter=self.jitter,
+            u=u,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import random
 import typing
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from workflowjobs.v1 import job_pb2
@@ -148,9 +147,7 @@ class HandlerSpec:
             return True, None
         if policy.max_attempts and attempt >= policy.max_attempts:
             return True, None
-        backoff = policy.backoff(attempt)
-        if backoff is None:
+        delay = policy.delay_seconds(attempt)
+        if delay is None:
             return False, None
-        if policy.jitter:
-            backoff *= 1 - min(1.0, policy.jitter) * random.random()
-        return False, datetime.now(UTC) + backoff
+        return False, datetime.now(UTC) + timedelta(seconds=delay)

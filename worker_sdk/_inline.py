@@ -7,16 +7,17 @@ job already ``RUNNING`` and leased to the caller, in the same transaction as the
 insert, so no remote worker can take it first. The caller then behaves exactly
 like a worker holding that one lease:
 
-* the handler runs through the worker's own invocation path
-  (``Worker._invoke``: payload decoding, execution timeout, blocking handlers in
-  a thread pool with the context variables copied in, errors mapped to
-  failures with the handler's retry policy), with an :class:`InlineJobContext`;
+* the handler runs through the worker's own execution path
+  (:func:`worker_sdk._execution.run_attempt`: payload decoding, execution
+  timeout, blocking handlers in a thread pool with the context variables copied
+  in, errors mapped to failures with the handler's retry policy, span and
+  metrics), with an :class:`InlineJobContext`;
 * a :class:`~worker_sdk._heartbeat.Heartbeater` renews the lease while the
   handler runs and until the outcome is recorded; ``LOST`` and
   ``CANCEL_REQUESTED`` answers set the context's cancel signal;
 * with tracing on, the ``Enqueue`` runs in an ``enqueue <job type>`` span whose
-  context becomes the job's traceparent, and the attempt gets the same
-  ``execute <job type>`` span and handler metrics as on a worker;
+  context becomes the job's traceparent (a hand-off is recorded on the
+  ``execute`` span as a release, a continuation as a completion);
 * the outcome goes through ``ReportOutcomes`` like a worker's, and the caller
   waits for the answer, so an :class:`InlineResult` always says what the
   coordinator recorded.
@@ -57,10 +58,8 @@ import dataclasses
 import enum
 import logging
 import os
-import random
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -76,14 +75,13 @@ from workflowjobs.v1 import (
     worker_service_pb2_grpc,
 )
 
-from . import _metrics, _tracing
+from . import _tracing
+from ._backoff import RETRYABLE_CODES, Backoff, BackoffConfig
 from ._codec import encode_payload
 from ._context import (
     NO_CHECKPOINT,
     CancelReason,
     JobContext,
-    reset_current_job,
-    set_current_job,
 )
 from ._convert import JobCategory, JobRequest, JobStatus, JobView, from_timestamp
 from ._errors import (
@@ -94,13 +92,13 @@ from ._errors import (
     error_for_status,
     error_from_rpc,
 )
+from ._execution import Attempt, Outcome, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
-from ._outcomes import _RETRYABLE_CODES
 from ._results import job_outcome
 from ._scheduler import AsyncSchedulerClient
 from ._transport import ChannelConfig
-from ._worker import Worker, _RunningJob
+from ._worker import Worker, channel_config_of, handler_of
 
 __all__ = [
     "ContinueAs",
@@ -115,6 +113,9 @@ __all__ = [
 logger = logging.getLogger("worker_sdk.inline")
 
 CALLER_CANCELLED = "inline caller cancelled"
+
+# Outcome reports and continuation enqueues retried while the coordinator is away.
+_CALL_BACKOFF = BackoffConfig(initial=0.05, maximum=5.0, jitter=0.5)
 
 
 class JobPausedError(FailedPreconditionError):
@@ -178,8 +179,6 @@ class InlineJobContext(JobContext):
         self.budget_deadline: datetime | None = self.start_time + budget if budget else None
         """When the inline time budget runs out, or None without a budget."""
         self._requested: HandOff | ContinueAs | None = None
-        self._returned: Any = None
-        self._raised: BaseException | None = None
 
     @property
     def is_inline(self) -> bool:
@@ -293,10 +292,10 @@ class _Connection:
     worker: worker_service_pb2_grpc.WorkerServiceStub
 
 
-class _Attempt:
+class _InlineAttempt:
     """One inline attempt: its lease, heartbeats, handler task and timers."""
 
-    def __init__(self, running: _RunningJob, cancel_grace: float) -> None:
+    def __init__(self, running: Attempt, cancel_grace: float) -> None:
         self.running = running
         self.ctx: InlineJobContext = running.ctx  # type: ignore[assignment]
         self.cancel_grace = cancel_grace
@@ -357,35 +356,25 @@ class _Attempt:
 
 
 def _wrap_for_inline(spec: HandlerSpec, ctx: InlineJobContext) -> HandlerSpec:
-    """The handler, noting on ``ctx`` what it returned, raised or asked for."""
+    """The handler, noting on ``ctx`` the hand-off it asked for."""
     func = spec.func
     if spec.is_async:
 
         async def call_async(**kwargs: Any) -> Any:
             try:
-                value = await func(**kwargs)
+                return await func(**kwargs)
             except (HandOff, ContinueAs) as request:
                 ctx._requested = request
                 return None
-            except Exception as exc:
-                ctx._raised = exc
-                raise
-            ctx._returned = value
-            return value
 
         return dataclasses.replace(spec, func=call_async)
 
     def call(**kwargs: Any) -> Any:
         try:
-            value = func(**kwargs)
+            return func(**kwargs)
         except (HandOff, ContinueAs) as request:
             ctx._requested = request
             return None
-        except Exception as exc:
-            ctx._raised = exc
-            raise
-        ctx._returned = value
-        return value
 
     return dataclasses.replace(spec, func=call)
 
@@ -452,7 +441,7 @@ class InlineRunner:
     ) -> None:
         if isinstance(target, Worker):
             self._worker = target
-            self._config = target._channel_config
+            self._config = channel_config_of(target)
         else:
             self._config = ChannelConfig(
                 target,
@@ -495,7 +484,7 @@ class InlineRunner:
 
     def _handler_spec(self, job_type: str, func: Callable[..., Any] | None) -> HandlerSpec:
         if func is None:
-            spec = self._worker._handlers.get(job_type)
+            spec = handler_of(self._worker, job_type)
             if spec is None:
                 raise ValueError(
                     f"no handler registered for job type {job_type!r}; register one or pass handler="
@@ -726,8 +715,8 @@ class InlineRunner:
             start_time=now,
             budget=budget,
         )
-        attempt = _Attempt(
-            _RunningJob(
+        attempt = _InlineAttempt(
+            Attempt(
                 leased=worker_service_pb2.LeasedJob(
                     job=job,
                     lease_token=response.lease_token,
@@ -761,7 +750,7 @@ class InlineRunner:
 
     async def _run_handler(
         self,
-        attempt: _Attempt,
+        attempt: _InlineAttempt,
         budget: timedelta | None,
         budget_grace: float,
         caller_context: contextvars.Context | None,
@@ -793,34 +782,21 @@ class InlineRunner:
             raise
         return attempt.task.result()
 
-    async def _invoke(self, running: _RunningJob) -> Any:
-        # The worker's own invocation path, span and metrics; see the module's design note.
+    async def _invoke(self, running: Attempt) -> Outcome:
+        # The worker's own execution path; see the module's design note.
         ctx = running.ctx
-        token = set_current_job(ctx)
-        started = time.monotonic()
-        running.span = _tracing.start_execution(ctx)
-        try:
-            outcome = await self._worker._invoke(running)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            outcome = self._worker._outcome_after_cancel(running)
-        finally:
-            reset_current_job(token)
-        request = getattr(ctx, "_requested", None)
-        if isinstance(request, HandOff):
-            traced: Any = worker_service_pb2.Release(reason=request.reason)
-        elif isinstance(request, ContinueAs):
-            traced = worker_service_pb2.Completion()
-        else:
-            traced = outcome
-        if running.span is not None:
-            running.span.finish(traced)
-        _metrics.record_handler(ctx.job_type, time.monotonic() - started, traced)
-        return outcome
 
-    def _job_outcome(self, attempt: _Attempt, outcome: Any) -> worker_service_pb2.JobOutcome:
+        def traced(outcome: Outcome) -> Outcome:
+            request = getattr(ctx, "_requested", None)
+            if isinstance(request, HandOff):
+                return worker_service_pb2.Release(reason=request.reason)
+            if isinstance(request, ContinueAs):
+                return worker_service_pb2.Completion()
+            return outcome
+
+        return await run_attempt(running, executor=None, worker_id=self._worker_id, traced=traced)
+
+    def _job_outcome(self, attempt: _InlineAttempt, outcome: Any) -> worker_service_pb2.JobOutcome:
         """The outcome to report, with hand-off checkpoints applied."""
         ctx = attempt.ctx
         job_outcome = worker_service_pb2.JobOutcome(job_id=ctx.job_id, lease_token=ctx.lease_token)
@@ -851,7 +827,9 @@ class InlineRunner:
             job_outcome.failed.CopyFrom(outcome)
         return job_outcome
 
-    async def _settle(self, conn: _Connection, attempt: _Attempt, outcome: Any) -> InlineResult:
+    async def _settle(
+        self, conn: _Connection, attempt: _InlineAttempt, outcome: Any
+    ) -> InlineResult:
         ctx = attempt.ctx
         if ctx.lease_lost:
             error = LeaseLostError(
@@ -914,14 +892,14 @@ class InlineRunner:
             )
         if kind == "completed":
             return InlineResult(
-                InlineStatus.COMPLETED, job_status=status, value=ctx._returned, **base
+                InlineStatus.COMPLETED, job_status=status, value=attempt.running.value, **base
             )
         end = InlineStatus.CANCELLED if status == JobStatus.CANCELLED else InlineStatus.FAILED
         return InlineResult(
             end,
             job_status=status,
             error=job_outcome.failed.error,
-            exception=ctx._raised,
+            exception=attempt.running.error,
             **base,
         )
 
@@ -951,7 +929,7 @@ class InlineRunner:
         return str(response.job.id)
 
     async def _report(
-        self, conn: _Connection, attempt: _Attempt, outcome: worker_service_pb2.JobOutcome
+        self, conn: _Connection, attempt: _InlineAttempt, outcome: worker_service_pb2.JobOutcome
     ) -> JobStatus:
         request = worker_service_pb2.ReportOutcomesRequest(outcomes=[outcome])
         response = await self._retrying(
@@ -975,13 +953,13 @@ class InlineRunner:
         """Retry ``call`` on transient errors for up to ``report_timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._report_timeout
-        backoff = 0.05
+        backoff = Backoff(_CALL_BACKOFF)
         while True:
             try:
                 return await call()
             except grpc.aio.AioRpcError as exc:
-                delay = backoff * (0.5 + random.random() / 2)
-                if exc.code() not in _RETRYABLE_CODES or loop.time() + delay > deadline:
+                delay = backoff.next_delay()
+                if exc.code() not in RETRYABLE_CODES or loop.time() + delay > deadline:
                     raise error_from_rpc(exc) from exc
                 logger.warning(
                     "could not %s (%s: %s); retrying in %.2fs",
@@ -991,7 +969,6 @@ class InlineRunner:
                     delay,
                 )
                 await asyncio.sleep(delay)
-                backoff = min(backoff * 2, 5.0)
 
     # -- connections and lifecycle ------------------------------------------------------------
 

@@ -20,27 +20,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
 from collections.abc import Sequence
 
 import grpc
 
 from workflowjobs.v1 import worker_service_pb2, worker_service_pb2_grpc
 
+from ._backoff import RETRYABLE_CODES, Backoff, BackoffConfig
+
 __all__ = ["OutcomeReporter", "ReporterConfig"]
-
-_RETRYABLE_CODES = frozenset(
-    {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        grpc.StatusCode.ABORTED,
-        grpc.StatusCode.CANCELLED,
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.INTERNAL,
-    }
-)
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReporterConfig:
@@ -199,7 +187,11 @@ class OutcomeReporter:
             self._update_idle()
 
     async def _send(self, batch: list[worker_service_pb2.JobOutcome]) -> None:
-        backoff = self._config.initial_backoff
+        backoff = Backoff(
+            BackoffConfig(
+                initial=self._config.initial_backoff, maximum=self._config.max_backoff, jitter=0.5
+            )
+        )
         request = worker_service_pb2.ReportOutcomesRequest(outcomes=batch)
         while True:
             try:
@@ -207,19 +199,19 @@ class OutcomeReporter:
                     request, timeout=self._config.rpc_timeout, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as exc:
-                if exc.code() in _RETRYABLE_CODES and not self._give_up.is_set():
+                if exc.code() in RETRYABLE_CODES and not self._give_up.is_set():
+                    delay = backoff.next_delay()
                     self._logger.warning(
                         "reporting %d outcome(s) failed (%s: %s); retrying in %.2fs",
                         len(batch),
                         exc.code().name,
                         exc.details(),
-                        backoff,
+                        delay,
                     )
-                    if await self._wait_or_give_up(backoff * (0.5 + random.random() / 2)):
+                    if await self._wait_or_give_up(delay):
                         return
-                    backoff = min(backoff * 2, self._config.max_backoff)
                     continue
-                if len(batch) > 1 and exc.code() not in _RETRYABLE_CODES:
+                if len(batch) > 1 and exc.code() not in RETRYABLE_CODES:
                     for outcome in batch:
                         await self._send([outcome])
                     return

@@ -46,15 +46,10 @@ Shutdown order (``shutdown()``, SIGTERM/SIGINT under ``run()``):
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import dataclasses
-import functools
 import logging
 import os
-import random
 import signal
 import socket
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -65,24 +60,21 @@ import grpc
 
 from workflowjobs.v1 import job_pb2, worker_service_pb2, worker_service_pb2_grpc
 
-from . import _metrics, _tracing
-from ._codec import encode_payload
-from ._context import CancelReason, JobContext, reset_current_job, set_current_job
-from ._convert import RetryPolicy, from_timestamp, to_timestamp
+from . import _tracing
+from ._backoff import Backoff, BackoffConfig
+from ._context import CancelReason, JobContext
+from ._convert import RetryPolicy, from_timestamp
 from ._errors import (
-    NonRetryableError,
-    PayloadDecodeError,
-    PayloadEncodeError,
-    RetryAfter,
     error_from_rpc,
 )
+from ._execution import Attempt, Outcome, job_outcome, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._outcomes import OutcomeReporter, ReporterConfig
 from ._transport import ChannelConfig
 from ._version import __version__
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "channel_config_of", "handler_of"]
 
 logger = logging.getLogger("worker_sdk.worker")
 
@@ -96,32 +88,6 @@ _FATAL_STREAM_CODES = frozenset(
         grpc.StatusCode.UNIMPLEMENTED,
     }
 )
-
-
-@dataclasses.dataclass(eq=False)
-class _RunningJob:
-    leased: worker_service_pb2.LeasedJob
-    ctx: JobContext
-    handler: HandlerSpec | None
-    lease_duration: float | None
-    task: asyncio.Task[None] | None = None
-    cancel_reason: str | None = None
-    handed_back: bool = False
-    timers: list[asyncio.TimerHandle] = dataclasses.field(default_factory=list)
-    span: _tracing.ExecutionSpan | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.leased.job.id, self.leased.lease_token)
-
-
-def _failure(
-    error: str, kind: str, *, non_retryable: bool = False, retry_time: datetime | None = None
-) -> worker_service_pb2.Failure:
-    failure = worker_service_pb2.Failure(error=error, error_kind=kind, non_retryable=non_retryable)
-    if retry_time is not None:
-        failure.retry_time.CopyFrom(to_timestamp(retry_time))
-    return failure
 
 
 class Worker:
@@ -216,7 +182,7 @@ class Worker:
         self._force_stop = asyncio.Event()
         self._stopped = asyncio.Event()
         self._fatal_error: BaseException | None = None
-        self._running: dict[tuple[str, str], _RunningJob] = {}
+        self._running: dict[tuple[str, str], Attempt] = {}
         self._outstanding_credit = 0
         self._requests: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] | None = None
         self._credit_timer: asyncio.TimerHandle | None = None
@@ -521,7 +487,13 @@ class Worker:
 
     async def _stream_loop(self) -> None:
         assert self._stub is not None
-        backoff = self._reconnect_initial_backoff
+        backoff = Backoff(
+            BackoffConfig(
+                initial=self._reconnect_initial_backoff,
+                maximum=self._reconnect_max_backoff,
+                jitter=0.5,
+            )
+        )
         while not self._stop_requested.is_set():
             queue: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] = asyncio.Queue()
             queue.put_nowait(self._hello())
@@ -541,7 +513,7 @@ class Worker:
                     if kind == "jobs":
                         self._on_jobs(response.jobs)
                     elif kind == "accepted":
-                        backoff = self._reconnect_initial_backoff
+                        backoff.reset()
                         self._on_accepted(response.accepted)
                     elif kind == "drain":
                         self._on_drain(response.drain)
@@ -553,20 +525,21 @@ class Worker:
                     return
                 if exc.code() in _FATAL_STREAM_CODES:
                     raise error_from_rpc(exc) from exc
+                delay = backoff.next_delay()
                 logger.warning(
-                    "job stream to %s broke (%s: %s); reconnecting in ~%.2fs",
+                    "job stream to %s broke (%s: %s); reconnecting in %.2fs",
                     self._channel_config.target,
                     exc.code().name,
                     exc.details(),
-                    backoff,
+                    delay,
                 )
+            else:
+                delay = backoff.next_delay()
             finally:
                 if self._requests is queue:
                     self._requests = None
                 queue.put_nowait(None)
                 self._stream_call = None
-            delay = backoff * (0.5 + random.random() / 2)
-            backoff = min(backoff * 2, self._reconnect_max_backoff)
             try:
                 await asyncio.wait_for(self._stop_requested.wait(), delay)
             except TimeoutError:
@@ -652,7 +625,7 @@ class Worker:
                 heartbeat_callback=self._on_context_heartbeat,
                 start_time=now,
             )
-            running = _RunningJob(
+            running = Attempt(
                 leased=leased,
                 ctx=ctx,
                 handler=self._handlers.get(leased.job.job_type),
@@ -676,101 +649,11 @@ class Worker:
                 self._concurrency,
             )
 
-    async def _execute(self, running: _RunningJob) -> None:
-        ctx = running.ctx
-        token = set_current_job(ctx)
-        started = time.monotonic()
-        running.span = _tracing.start_execution(ctx)
-        try:
-            outcome = await self._invoke(running)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            outcome = self._outcome_after_cancel(running)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
-            logger.exception("internal error running job %s", ctx.job_id)
-            outcome = _failure(f"{type(exc).__name__}: {exc}", type(exc).__name__)
-        finally:
-            reset_current_job(token)
-            for timer in running.timers:
-                timer.cancel()
-        if running.span is not None:
-            running.span.finish(outcome)
-        _metrics.record_handler(ctx.job_type, time.monotonic() - started, outcome)
+    async def _execute(self, running: Attempt) -> None:
+        outcome = await run_attempt(running, executor=self._executor, worker_id=self._worker_id)
         self._finish(running, outcome)
 
-    async def _invoke(self, running: _RunningJob) -> Any:
-        ctx = running.ctx
-        handler = running.handler
-        if handler is None:
-            return _failure(
-                f"UnknownJobType: worker {self._worker_id} has no handler for {ctx.job_type!r}",
-                "UnknownJobType",
-            )
-        try:
-            kwargs = handler.arguments(ctx)
-        except PayloadDecodeError as exc:
-            return _failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True)
-        loop = asyncio.get_running_loop()
-        deadline_in = (
-            (ctx.deadline - datetime.now(UTC)).total_seconds() if ctx.deadline is not None else None
-        )
-        if deadline_in is not None:
-            running.timers.append(
-                loop.call_later(max(0.0, deadline_in), ctx._cancel, CancelReason.DEADLINE_EXCEEDED)
-            )
-        try:
-            if handler.is_async and deadline_in is None:
-                scope = None
-                result = await handler.func(**kwargs)
-            elif handler.is_async:
-                async with asyncio.timeout(deadline_in) as scope:
-                    result = await handler.func(**kwargs)
-            else:
-                scope = None
-                call = functools.partial(contextvars.copy_context().run, handler.func, **kwargs)
-                result = await loop.run_in_executor(self._executor, call)
-        except TimeoutError as exc:
-            if scope is not None and scope.expired():
-                timeout = ctx.job.execution_timeout.ToTimedelta().total_seconds()
-                return _failure(
-                    f"TimeoutError: execution timeout of {timeout:g}s exceeded", "TimeoutError"
-                )
-            return self._failure_from_exception(handler, ctx, exc)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every handler error becomes a Failure
-            return self._failure_from_exception(handler, ctx, exc)
-        try:
-            payload = encode_payload(result)
-        except PayloadEncodeError as exc:
-            return _failure(f"PayloadEncodeError: {exc}", "PayloadEncodeError", non_retryable=True)
-        return worker_service_pb2.Completion(result=payload)
-
-    def _failure_from_exception(
-        self, handler: HandlerSpec, ctx: JobContext, exc: Exception
-    ) -> worker_service_pb2.Failure:
-        error = f"{type(exc).__name__}: {exc}"
-        _tracing.record_exception(exc)
-        if isinstance(exc, NonRetryableError):
-            return _failure(error, exc.kind, non_retryable=True)
-        if isinstance(exc, RetryAfter):
-            return _failure(error, type(exc).__name__, retry_time=exc.at)
-        kind = type(exc).__name__
-        non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
-        ctx.logger.warning("job attempt %d failed: %s", ctx.attempt, error)
-        return _failure(error, kind, non_retryable=non_retryable, retry_time=retry_time)
-
-    def _outcome_after_cancel(self, running: _RunningJob) -> Any:
-        reason = running.cancel_reason or CancelReason.WORKER_SHUTDOWN
-        if reason == CancelReason.CANCEL_REQUESTED:
-            return _failure(
-                "JobCancelledError: cancel requested", "JobCancelledError", non_retryable=True
-            )
-        return worker_service_pb2.Release(reason=reason)
-
-    def _finish(self, running: _RunningJob, outcome: Any) -> None:
+    def _finish(self, running: Attempt, outcome: Any) -> None:
         self._running.pop(running.key, None)
         if running.handed_back:
             return
@@ -782,24 +665,17 @@ class Worker:
             self._submit(running, outcome)
         self._slot_freed()
 
-    def _release(self, running: _RunningJob, reason: str, *, track: bool = True) -> None:
+    def _release(self, running: Attempt, reason: str, *, track: bool = True) -> None:
         running.handed_back = True
         if track:
             self._running.pop(running.key, None)
         self._submit(running, worker_service_pb2.Release(reason=reason))
 
-    def _submit(self, running: _RunningJob, outcome: Any) -> None:
+    def _submit(self, running: Attempt, outcome: Outcome) -> None:
         assert self._reporter is not None
-        job_outcome = worker_service_pb2.JobOutcome(
-            job_id=running.leased.job.id, lease_token=running.leased.lease_token
+        self._reporter.submit(
+            job_outcome(running.leased.job.id, running.leased.lease_token, outcome)
         )
-        if isinstance(outcome, worker_service_pb2.Completion):
-            job_outcome.completed.CopyFrom(outcome)
-        elif isinstance(outcome, worker_service_pb2.Failure):
-            job_outcome.failed.CopyFrom(outcome)
-        else:
-            job_outcome.released.CopyFrom(outcome)
-        self._reporter.submit(job_outcome)
 
     # -- heartbeats ---------------------------------------------------------------------------
 
@@ -856,3 +732,13 @@ class Worker:
                     running.timers.append(
                         self._loop.call_later(self._cancel_grace, running.task.cancel)
                     )
+
+
+def channel_config_of(worker: Worker) -> ChannelConfig:
+    """How ``worker`` connects, for an :class:`~worker_sdk.InlineRunner` sharing it."""
+    return worker._channel_config
+
+
+def handler_of(worker: Worker, job_type: str) -> HandlerSpec | None:
+    """The handler ``worker`` has registered for ``job_type``, if any."""
+    return worker._handlers.get(job_type)

@@ -46,7 +46,6 @@ import argparse
 import asyncio
 import dataclasses
 import logging
-import random
 import signal
 import threading
 import uuid
@@ -58,6 +57,7 @@ import grpc
 
 from workflowjobs.v1 import job_pb2
 
+from ._backoff import Backoff, BackoffConfig
 from ._convert import JobRequest
 from ._errors import WorkflowJobsError
 from ._scheduler import EnqueueResult, SchedulerClient
@@ -368,10 +368,11 @@ class OutboxRelay:
             self._client = target
         self._batch_size = batch_size
         self._poll_interval = poll_interval
-        self._initial_backoff = initial_backoff
-        self._max_backoff = max_backoff
         self._delete_forwarded = delete_forwarded
-        self._backoff = initial_backoff
+        # Full jitter: each delay is uniform between 0 and the capped doubling.
+        self._backoff = Backoff(
+            BackoffConfig(initial=initial_backoff, maximum=max_backoff, jitter=1.0)
+        )
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -491,13 +492,12 @@ class OutboxRelay:
 
     def _delay_after(self, result: RelayResult) -> float:
         if result.failed:
-            delay = random.uniform(0, self._backoff)
+            delay = self._backoff.next_delay()
             logger.warning(
                 "outbox relay: forwarding failed (%s); retrying in %.2fs", result.error, delay
             )
-            self._backoff = min(self._backoff * 2, self._max_backoff)
             return delay
-        self._backoff = self._initial_backoff
+        self._backoff.reset()
         if result.forwarded or result.rejected:
             logger.info("outbox relay: forwarded %d job(s)", result.forwarded)
             if result.forwarded + result.rejected >= self._batch_size:

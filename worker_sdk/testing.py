@@ -1,9 +1,11 @@
 """Run handlers without a coordinator, for users' unit tests.
 
-:func:`run_handler` calls a handler the way the worker does: it encodes the
-payload with the payload codec, decodes it for the handler's parameter
-annotation, builds a :class:`JobContext` (reachable through :func:`current_job`
-too), and can set the cancel signal after a delay::
+:func:`run_handler` runs a handler through the worker's own execution path: it
+encodes the payload with the payload codec, decodes it for the handler's
+parameter annotation, builds a :class:`JobContext` (reachable through
+:func:`current_job` too), runs a blocking handler in a thread and an async one
+on an event loop (both bounded by the job's execution timeout), and can set
+the cancel signal after a delay::
 
     from worker_sdk.testing import run_handler
 
@@ -14,19 +16,17 @@ too), and can set the cancel signal after a delay::
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
-import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from workflowjobs.v1 import job_pb2
+from workflowjobs.v1 import job_pb2, worker_service_pb2
 
 from ._codec import encode_payload
-from ._context import CancelReason, JobContext, reset_current_job, set_current_job
+from ._context import CancelReason, JobContext
 from ._convert import WorkflowRef, to_duration
+from ._execution import Attempt, run_attempt
 from ._handler import HandlerSpec
 
 __all__ = ["arun_handler", "make_job_context", "run_handler"]
@@ -129,6 +129,8 @@ def run_handler(
     Raises:
         PayloadDecodeError: The payload does not fit the handler's parameter
             (the worker fails such an attempt without retrying).
+        PayloadEncodeError: The return value cannot be encoded as a result.
+        TimeoutError: An async handler ran past the context's execution timeout.
         Exception: Whatever the handler raised.
     """
     spec = HandlerSpec.build(job_type, func)
@@ -141,24 +143,7 @@ def run_handler(
         workflow=workflow,
         content_type=content_type,
     )
-    if spec.is_async:
-        return asyncio.run(_run_async(spec, ctx, cancel_after))
-    if cancel_after is not None and cancel_after <= 0:
-        ctx._cancel(CancelReason.CANCEL_REQUESTED)
-    timer = None
-    if cancel_after is not None and cancel_after > 0:
-        timer = threading.Timer(cancel_after, ctx._cancel, args=(CancelReason.CANCEL_REQUESTED,))
-        timer.daemon = True
-        timer.start()
-    token = set_current_job(ctx)
-    try:
-        result = spec.func(**spec.arguments(ctx))
-    finally:
-        reset_current_job(token)
-        if timer is not None:
-            timer.cancel()
-    encode_payload(result)
-    return result
+    return asyncio.run(_run(spec, ctx, cancel_after))
 
 
 async def arun_handler(
@@ -185,28 +170,24 @@ async def arun_handler(
         workflow=workflow,
         content_type=content_type,
     )
-    return await _run_async(spec, ctx, cancel_after)
+    return await _run(spec, ctx, cancel_after)
 
 
-async def _run_async(spec: HandlerSpec, ctx: JobContext, cancel_after: float | None) -> Any:
-    loop = asyncio.get_running_loop()
-    timer = None
-    if cancel_after is not None:
-        if cancel_after <= 0:
-            ctx._cancel(CancelReason.CANCEL_REQUESTED)
-        else:
-            timer = loop.call_later(cancel_after, ctx._cancel, CancelReason.CANCEL_REQUESTED)
-    token = set_current_job(ctx)
-    try:
-        kwargs = spec.arguments(ctx)
-        if spec.is_async:
-            result = await spec.func(**kwargs)
-        else:
-            call = functools.partial(contextvars.copy_context().run, spec.func, **kwargs)
-            result = await loop.run_in_executor(None, call)
-    finally:
-        reset_current_job(token)
-        if timer is not None:
-            timer.cancel()
-    encode_payload(result)
-    return result
+async def _run(spec: HandlerSpec, ctx: JobContext, cancel_after: float | None) -> Any:
+    attempt = Attempt(
+        leased=worker_service_pb2.LeasedJob(job=ctx.job, lease_token=ctx.lease_token),
+        ctx=ctx,
+        handler=spec,
+        lease_duration=None,
+    )
+    if cancel_after is not None and cancel_after <= 0:
+        ctx._cancel(CancelReason.CANCEL_REQUESTED)
+    elif cancel_after is not None:
+        loop = asyncio.get_running_loop()
+        attempt.timers.append(
+            loop.call_later(cancel_after, ctx._cancel, CancelReason.CANCEL_REQUESTED)
+        )
+    await run_attempt(attempt, executor=None, worker_id=ctx.worker_id)
+    if attempt.error is not None:
+        raise attempt.error
+    return attempt.value

@@ -66,8 +66,8 @@ def backoff_ms(policy: RetryPolicy, attempt: int, rng: random.Random) -> int:
         base = cap  # compared in log space: multiplier ** exponent may not fit a float
     else:
         base = min(initial * multiplier**exponent, cap)
-    spread = base * jitter
-    delay = base - spread + rng.random() * 2 * spread
+    # The formula of the RetryPolicy comment in job.proto: jitter only shortens.
+    delay = base * (1 - jitter * rng.random())
     return int(min(max(delay, 0.0), cap))
 
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import random
 
 import grpc
 
+from .._backoff import Backoff, BackoffConfig
 from .._errors import WorkflowJobsError
 from .._scheduler import AsyncSchedulerClient
 from ._envelope import EnvelopeFormat, InboundMessage, MalformedMessageError, parse_message
@@ -77,48 +77,6 @@ class IngressStats:
     deduplicated: int = 0
     dead_lettered: int = 0
     retried: int = 0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class BackoffConfig:
-    """How long to wait before handing a message back after a transient failure.
-
-    Attributes:
-        initial: Delay after the first failure, in seconds.
-        maximum: Cap on the delay, in seconds.
-        multiplier: Growth per consecutive failure.
-        jitter: Fraction (0..1) of each delay that is randomised.
-    """
-
-    initial: float = 0.5
-    maximum: float = 30.0
-    multiplier: float = 2.0
-    jitter: float = 0.2
-
-
-class Backoff:
-    """Exponential backoff shared by every message of one adapter.
-
-    The failures that cause retries (coordinator down or overloaded) concern
-    the coordinator, not one message, so consecutive failures of any message
-    grow the delay and any success resets it.
-    """
-
-    def __init__(self, config: BackoffConfig, rng: random.Random | None = None) -> None:
-        self._config = config
-        self._failures = 0
-        self._rng = rng or random.Random()
-
-    def next_delay(self) -> float:
-        """Record a failure; return how long to wait before retrying."""
-        c = self._config
-        delay = min(c.maximum, c.initial * c.multiplier**self._failures)
-        self._failures += 1
-        return delay * (1 - c.jitter * self._rng.random())
-
-    def reset(self) -> None:
-        """Record a success."""
-        self._failures = 0
 
 
 class Forwarder:

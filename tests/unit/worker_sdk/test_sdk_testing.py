@@ -12,6 +12,7 @@ from worker_sdk import (
     JobContext,
     NonRetryableError,
     PayloadDecodeError,
+    PayloadEncodeError,
     WorkflowRef,
     current_job,
 )
@@ -120,3 +121,22 @@ def test_arun_handler_runs_blocking_handler_in_a_thread_with_context() -> None:
 def test_current_job_outside_a_handler_raises() -> None:
     with pytest.raises(RuntimeError, match="outside a job handler"):
         current_job()
+
+
+def test_execution_timeout_of_the_context_bounds_an_async_handler() -> None:
+    async def slow(ctx: JobContext) -> None:
+        await asyncio.sleep(60)
+
+    ctx = make_job_context(execution_timeout=0.05)
+
+    with pytest.raises(TimeoutError):
+        run_handler(slow, context=ctx)
+    assert ctx.cancel_reason == CancelReason.DEADLINE_EXCEEDED
+
+
+def test_unencodable_result_fails_as_on_a_worker() -> None:
+    def handler() -> object:
+        return object()
+
+    with pytest.raises(PayloadEncodeError):
+        run_handler(handler)

@@ -1,0 +1,234 @@
+"""Running one attempt: the one path from a leased job to its outcome.
+
+Design note
+-----------
+:class:`~worker_sdk.Worker`, :class:`~worker_sdk.InlineRunner` and
+:func:`worker_sdk.testing.run_handler` run a handler through
+:func:`run_attempt`, so an attempt behaves the same wherever it runs:
+
+1. bind the job's context (:func:`~worker_sdk.current_job`) and start the
+   ``execute <job type>`` span;
+2. decode the payload for the handler's parameter (a payload that does not
+   fit fails the attempt for good: a retry would not fit better);
+3. invoke the handler: an async one on the event loop, bounded by the job's
+   execution timeout; a blocking one in the caller's thread pool, with the
+   context variables copied in; the deadline also sets the cancel signal;
+4. turn what happened into an outcome: ``Completion`` (the result encoded),
+   ``Failure`` (error kind, non-retryable flag, the handler's retry policy
+   applied) or ``Release`` (cancelled by shutdown, lease loss or a budget);
+5. end the span and record the handler metrics.
+
+The caller owns what happens next (report it, hand the job back, return the
+value to a test). What the handler returned or raised stays on the
+:class:`Attempt` for callers that hand it on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from datetime import UTC, datetime
+from typing import Any
+
+from workflowjobs.v1 import worker_service_pb2
+
+from . import _metrics, _tracing
+from ._codec import encode_payload
+from ._context import CancelReason, JobContext, reset_current_job, set_current_job
+from ._convert import to_timestamp
+from ._errors import NonRetryableError, PayloadDecodeError, PayloadEncodeError, RetryAfter
+from ._handler import HandlerSpec
+
+__all__ = ["Attempt", "Outcome", "failure", "job_outcome", "run_attempt"]
+
+logger = logging.getLogger("worker_sdk.worker")
+
+Outcome = worker_service_pb2.Completion | worker_service_pb2.Failure | worker_service_pb2.Release
+"""What an attempt ended with, as reported to the coordinator."""
+
+
+@dataclasses.dataclass(eq=False)
+class Attempt:
+    """One attempt of a leased job, from start to outcome.
+
+    Attributes:
+        leased: The job and its lease as pushed by the coordinator.
+        ctx: The handler's context.
+        handler: The registered handler, or None when this process has none.
+        lease_duration: Seconds the lease lasted when the job arrived.
+        task: The task running :func:`run_attempt`, once started.
+        cancel_reason: Why the attempt is being stopped, once it is.
+        handed_back: The job was released without waiting for the handler.
+        timers: Timers to cancel when the attempt ends.
+        span: The attempt's span while tracing is on.
+        value: What the handler returned.
+        error: What the handler raised (or the payload decode/encode error).
+    """
+
+    leased: worker_service_pb2.LeasedJob
+    ctx: JobContext
+    handler: HandlerSpec | None
+    lease_duration: float | None
+    task: asyncio.Task[Any] | None = None
+    cancel_reason: str | None = None
+    handed_back: bool = False
+    timers: list[asyncio.TimerHandle] = dataclasses.field(default_factory=list)
+    span: _tracing.ExecutionSpan | None = None
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(job id, lease token)``: one attempt of one job."""
+        return (self.leased.job.id, self.leased.lease_token)
+
+
+def failure(
+    error: str, kind: str, *, non_retryable: bool = False, retry_time: datetime | None = None
+) -> worker_service_pb2.Failure:
+    """A ``Failure`` outcome."""
+    result = worker_service_pb2.Failure(error=error, error_kind=kind, non_retryable=non_retryable)
+    if retry_time is not None:
+        result.retry_time.CopyFrom(to_timestamp(retry_time))
+    return result
+
+
+def job_outcome(job_id: str, lease_token: str, outcome: Outcome) -> worker_service_pb2.JobOutcome:
+    """The ``JobOutcome`` reporting ``outcome`` for one lease."""
+    message = worker_service_pb2.JobOutcome(job_id=job_id, lease_token=lease_token)
+    if isinstance(outcome, worker_service_pb2.Completion):
+        message.completed.CopyFrom(outcome)
+    elif isinstance(outcome, worker_service_pb2.Failure):
+        message.failed.CopyFrom(outcome)
+    else:
+        message.released.CopyFrom(outcome)
+    return message
+
+
+async def run_attempt(
+    attempt: Attempt,
+    *,
+    executor: Executor | None,
+    worker_id: str,
+    traced: Callable[[Outcome], Outcome] | None = None,
+) -> Outcome:
+    """Run the attempt's handler and return its outcome (see the module's design note).
+
+    Never raises for anything the handler does: a cancelled task returns the
+    outcome its cancel reason calls for.
+
+    Args:
+        attempt: The attempt to run.
+        executor: Thread pool of blocking handlers; None for the loop's default.
+        worker_id: Named in the failure of a job type this process cannot run.
+        traced: Maps the outcome to the one recorded on the span and in the
+            metrics, when the caller reports something else (an inline hand-off).
+    """
+    ctx = attempt.ctx
+    token = set_current_job(ctx)
+    started = time.monotonic()
+    attempt.span = _tracing.start_execution(ctx)
+    try:
+        outcome = await _invoke(attempt, executor, worker_id)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        outcome = outcome_after_cancel(attempt)
+    except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
+        logger.exception("internal error running job %s", ctx.job_id)
+        outcome = failure(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+    finally:
+        reset_current_job(token)
+        for timer in attempt.timers:
+            timer.cancel()
+    recorded = traced(outcome) if traced is not None else outcome
+    if attempt.span is not None:
+        attempt.span.finish(recorded)
+    _metrics.record_handler(ctx.job_type, time.monotonic() - started, recorded)
+    return outcome
+
+
+def outcome_after_cancel(attempt: Attempt) -> Outcome:
+    """The outcome of an attempt whose task was cancelled."""
+    reason = attempt.cancel_reason or CancelReason.WORKER_SHUTDOWN
+    if reason == CancelReason.CANCEL_REQUESTED:
+        return failure(
+            "JobCancelledError: cancel requested", "JobCancelledError", non_retryable=True
+        )
+    return worker_service_pb2.Release(reason=reason)
+
+
+async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -> Outcome:
+    ctx = attempt.ctx
+    handler = attempt.handler
+    if handler is None:
+        return failure(
+            f"UnknownJobType: worker {worker_id} has no handler for {ctx.job_type!r}",
+            "UnknownJobType",
+        )
+    try:
+        kwargs = handler.arguments(ctx)
+    except PayloadDecodeError as exc:
+        attempt.error = exc
+        return failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True)
+    loop = asyncio.get_running_loop()
+    deadline_in = (
+        (ctx.deadline - datetime.now(UTC)).total_seconds() if ctx.deadline is not None else None
+    )
+    if deadline_in is not None:
+        attempt.timers.append(
+            loop.call_later(max(0.0, deadline_in), ctx._cancel, CancelReason.DEADLINE_EXCEEDED)
+        )
+    try:
+        if handler.is_async and deadline_in is None:
+            scope = None
+            result = await handler.func(**kwargs)
+        elif handler.is_async:
+            async with asyncio.timeout(deadline_in) as scope:
+                result = await handler.func(**kwargs)
+        else:
+            scope = None
+            call = functools.partial(contextvars.copy_context().run, handler.func, **kwargs)
+            result = await loop.run_in_executor(executor, call)
+    except TimeoutError as exc:
+        attempt.error = exc
+        if scope is not None and scope.expired():
+            timeout = ctx.job.execution_timeout.ToTimedelta().total_seconds()
+            return failure(
+                f"TimeoutError: execution timeout of {timeout:g}s exceeded", "TimeoutError"
+            )
+        return _failure_from_exception(handler, ctx, exc)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every handler error becomes a Failure
+        attempt.error = exc
+        return _failure_from_exception(handler, ctx, exc)
+    attempt.value = result
+    try:
+        payload = encode_payload(result)
+    except PayloadEncodeError as exc:
+        attempt.error = exc
+        return failure(f"PayloadEncodeError: {exc}", "PayloadEncodeError", non_retryable=True)
+    return worker_service_pb2.Completion(result=payload)
+
+
+def _failure_from_exception(
+    handler: HandlerSpec, ctx: JobContext, exc: Exception
+) -> worker_service_pb2.Failure:
+    error = f"{type(exc).__name__}: {exc}"
+    _tracing.record_exception(exc)
+    if isinstance(exc, NonRetryableError):
+        return failure(error, exc.kind, non_retryable=True)
+    if isinstance(exc, RetryAfter):
+        return failure(error, type(exc).__name__, retry_time=exc.at)
+    kind = type(exc).__name__
+    non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
+    ctx.logger.warning("job attempt %d failed: %s", ctx.attempt, error)
+    return failure(error, kind, non_retryable=non_retryable, retry_time=retry_time)
