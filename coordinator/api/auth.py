@@ -89,6 +89,9 @@ class Principal:
     tenants: frozenset[str] | None
     # None means every job type (workers only).
     job_types: frozenset[str] | None = None
+    # Identifies the credential (its token's hash); two principals with the
+    # same key are the same credential.
+    key: str = ""
 
     def allows_tenant(self, tenant_id: str) -> bool:
         return self.tenants is None or tenant_id in self.tenants
@@ -157,6 +160,7 @@ def parse_tokens(text: str, source: str = "token file") -> dict[str, Principal]:
                 if job_types is None
                 else frozenset(_string_list(job_types, where, "job_types"))
             ),
+            key=digest,
         )
     return book
 

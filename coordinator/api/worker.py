@@ -74,6 +74,8 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             sdk_version=hello.sdk_version,
             max_batch_size=hello.max_batch_size or 100,
             tenants=tenant_scope(),
+            principal=principal.key if principal is not None else None,
+            credential=principal.name if principal is not None else "",
         )
         self._engine.open_session(session)
         reader = asyncio.get_running_loop().create_task(
@@ -138,7 +140,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         refs = [(lease.job_id, lease.lease_token) for lease in request.leases]
         foreign = await self._foreign_jobs([job_id for job_id, _ in refs])
         own = [ref for ref in refs if ref[0] not in foreign]
-        answers = await self._engine.heartbeat(request.worker_id, own)
+        principal = current_principal()
+        answers = await self._engine.heartbeat(
+            request.worker_id, own, principal.key if principal is not None else None
+        )
         if foreign:
             # Another tenant's job answers exactly like a lease that is gone.
             by_id = iter(answers)

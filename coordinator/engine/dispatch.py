@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from coordinator.clock import US_PER_SECOND, Clock
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.sessions import LeaseBatch, WorkerSession
+from coordinator.errors import AlreadyExists
 from coordinator.ids import new_token
 from coordinator.model import Candidate, Claim, JobRow
 from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
@@ -116,8 +117,19 @@ class Dispatcher:
         self._wake.set()
 
     def add_session(self, session: WorkerSession) -> None:
+        """Register a stream under its worker id.
+
+        The same credential reconnecting replaces its own older stream; a live
+        stream of another credential keeps the id and the newcomer is refused.
+        """
         old = self.sessions.get(session.worker_id)
-        if old is not None and old is not session:
+        if old is not None and old is not session and not old.closed:
+            if old.principal != session.principal:
+                raise AlreadyExists(
+                    f"worker_id {session.worker_id!r} is already connected to this "
+                    "coordinator under a different credential; give each worker process "
+                    "its own worker_id (the connected worker keeps its stream)"
+                )
             old.close()
         self.sessions[session.worker_id] = session
 
@@ -129,35 +141,63 @@ class Dispatcher:
                 del self._owner_of[job_id]
         session.close()
 
-    def deliver(self, rows: Sequence[JobRow], lease_token: str) -> list[tuple[str, str]]:
-        """Queue leased jobs on their owners' streams, several per message.
+    def deliver(
+        self,
+        assignments: Iterable[tuple[WorkerSession, Sequence[JobRow]]],
+        lease_token: str,
+    ) -> list[tuple[str, str]]:
+        """Queue leased jobs on the streams of the sessions they were leased to.
 
-        Returns (job id, token) of the jobs whose owner is gone: the caller
-        hands those back.
+        A lease belongs to the session object it was granted to: a job goes to
+        that session or nowhere, never to another stream that announced the
+        same worker id, and never to a session whose credential does not
+        cover the job's tenant. Returns (job id, token) of the jobs not
+        delivered (the session is gone, or the tenant is out of its scope):
+        the caller hands those back.
         """
-        by_owner: dict[str, list[JobRow]] = {}
-        for row in rows:
-            by_owner.setdefault(row.lease_owner or "", []).append(row)
         orphans: list[tuple[str, str]] = []
-        for owner, owned in by_owner.items():
-            session = self.sessions.get(owner)
-            if session is None or session.closed:
+        for session, owned in assignments:
+            if session.closed:
                 orphans.extend((r.id, lease_token) for r in owned)
                 continue
+            foreign = [r for r in owned if not session.covers(r.tenant_id)]
+            if foreign:
+                log.error(
+                    "not delivering %d job(s) to worker %r: their tenant is outside its "
+                    "credential's scope; handing them back",
+                    len(foreign),
+                    session.worker_id,
+                )
+                orphans.extend((r.id, lease_token) for r in foreign)
+                owned = [r for r in owned if session.covers(r.tenant_id)]
             for r in owned:
-                session.in_flight.add(r.id)
+                session.in_flight[r.id] = lease_token
                 self._owner_of[r.id] = session
             step = max(1, session.max_batch_size)
             for i in range(0, len(owned), step):
                 session.outbox.put_nowait(LeaseBatch(list(owned[i : i + step]), lease_token))
         return orphans
 
-    def forget(self, job_ids: Iterable[str]) -> None:
-        """The jobs' attempts ended: they are no longer in flight anywhere."""
-        for job_id in job_ids:
-            session = self._owner_of.pop(job_id, None)
-            if session is not None:
-                session.in_flight.discard(job_id)
+    def forget(self, refs: Iterable[str | tuple[str, str]]) -> None:
+        """The jobs' attempts ended: they are no longer in flight here.
+
+        A (job id, lease token) ref forgets the job only while that token is
+        the one delivered, so the end of an older attempt never removes the
+        entry of the session holding the current one.
+        """
+        for ref in refs:
+            job_id, token = (ref, None) if isinstance(ref, str) else ref
+            session = self._owner_of.get(job_id)
+            if session is None:
+                continue
+            if token is not None and session.in_flight.get(job_id) != token:
+                continue
+            del self._owner_of[job_id]
+            session.in_flight.pop(job_id, None)
+
+    def in_flight_refs(self) -> list[tuple[str, str]]:
+        """(job id, lease token) of every job delivered here whose end is not known."""
+        return [(job_id, s.in_flight[job_id]) for job_id, s in self._owner_of.items()]
 
     def grant(self, session: WorkerSession, credits: int) -> None:
         if session.closed or credits <= 0:
@@ -243,12 +283,20 @@ class Dispatcher:
         if not rows:
             return AcquisitionResult(wanted, 0, dropped)
         self._fair.charge([r.tenant_id for r in rows])
-        leased_to: dict[str, int] = {}
+        # The rows name the worker id of the session each was leased to; the
+        # sessions of this pass are the ones that asked (one per worker id).
+        by_label = {s.worker_id: s for s in sessions}
+        owned: dict[WorkerSession, list[JobRow]] = {}
+        orphans: list[tuple[str, str]] = []
         for row in rows:
-            leased_to[row.lease_owner or ""] = leased_to.get(row.lease_owner or "", 0) + 1
-        for session in sessions:
-            session.credits = max(0, session.credits - leased_to.get(session.worker_id, 0))
-        orphans = self.deliver(rows, token)
+            session = by_label.get(row.lease_owner or "")
+            if session is None:
+                orphans.append((row.id, token))
+            else:
+                owned.setdefault(session, []).append(row)
+        for session, leased in owned.items():
+            session.credits = max(0, session.credits - len(leased))
+        orphans.extend(self.deliver(owned.items(), token))
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.
             await self._release(orphans)

@@ -66,6 +66,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Outcome = Completion | Failure | Release
+# What a queued single enqueue learns: (id, deduplicated, status), and the
+# stored form of the job when the insert leased it to a waiting worker.
+_Enqueued = tuple[tuple[str, bool, int], "JobRecord | None"]
 
 
 @dataclass
@@ -148,10 +151,8 @@ class Engine:
         self.set_aside = SetAsideBook(lambda chore, n: self.telemetry.rows_set_aside(chore, n))
         self._listener: Any = None
         self._finish_waiters: dict[str, asyncio.Event] = {}
-        self._enqueue_queue: list[tuple[NewJob, asyncio.Future[tuple[str, bool, int]]]] = []
+        self._enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]] = []
         self._enqueue_flushing = False
-        # Stored forms of jobs leased at insert, until enqueue_one returns them.
-        self._direct_leased: dict[str, JobRecord] = {}
         self.limits = LimitBook()
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
@@ -355,15 +356,12 @@ class Engine:
         next statement, so many callers cost few transactions.
         """
         prepared = self.prepare(job, self.clock.now_us())
-        future: asyncio.Future[tuple[str, bool, int]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[_Enqueued] = asyncio.get_running_loop().create_future()
         self._enqueue_queue.append((prepared, future))
         if not self._enqueue_flushing:
             self._enqueue_flushing = True
             asyncio.get_running_loop().create_task(self._flush_enqueues())
-        try:
-            job_id, dedup, status = await future
-        finally:
-            leased = self._direct_leased.pop(prepared.id, None)
+        (job_id, dedup, status), leased = await future
         if dedup:
             row, _ = await self.get_job(job_id)
             return row, True
@@ -375,27 +373,44 @@ class Engine:
         try:
             while self._enqueue_queue:
                 batch, self._enqueue_queue = self._enqueue_queue, []
-                jobs = [j for j, _ in batch]
-                now = self.clock.now_us()
-                direct, offered = self._direct_offers(jobs, now)
                 try:
-                    results = await self._call(self.store.job_insert_many, jobs, direct)
-                except Exception as e:  # noqa: BLE001 - handed to every waiting caller
-                    self._refund(offered.values())
+                    await self._flush_batch(batch)
+                except BaseException as e:
+                    # Nothing a flush raises may leave a caller waiting for its deadline.
                     for _, future in batch:
                         if not future.done():
-                            future.set_exception(e)
-                    continue
-                if direct is not None:
-                    await self._deliver_direct(jobs, results, direct, offered)
-                for (_, future), result in zip(batch, results, strict=True):
-                    if not future.done():
-                        future.set_result(result)
-                if any(status == JobStatus.PENDING for _, _, status in results):
-                    self.dispatcher.wake(min(j.due_at for j, _ in batch))
-                self.telemetry.enqueued([j for j, _ in batch], results)
+                            if isinstance(e, Exception):
+                                future.set_exception(e)
+                            else:
+                                future.cancel()
+                    if not isinstance(e, Exception):
+                        raise
         finally:
             self._enqueue_flushing = False
+
+    async def _flush_batch(self, batch: list[tuple[NewJob, asyncio.Future[_Enqueued]]]) -> None:
+        jobs = [j for j, _ in batch]
+        now = self.clock.now_us()
+        direct, offered = self._direct_offers(jobs, now)
+        try:
+            results = await self._call(self.store.job_insert_many, jobs, direct)
+        except Exception:
+            self._refund(offered.values())
+            raise
+        leased: dict[WorkerSession, list[JobRecord]] = {}
+        if direct is not None:
+            leased = self._direct_records(jobs, results, direct, offered)
+        record_of = {r.id: r for records in leased.values() for r in records}
+        # Callers get their answer first: the jobs are committed whatever
+        # happens to their delivery below.
+        for (job, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result((result, record_of.get(job.id)))
+        if any(status == JobStatus.PENDING for _, _, status in results):
+            self.dispatcher.wake(min(j.due_at for j in jobs))
+        self.telemetry.enqueued(jobs, results)
+        if direct is not None and leased:
+            await self._deliver_direct(leased, direct)
 
     def _direct_offers(
         self, jobs: Sequence[NewJob], now: int
@@ -439,15 +454,17 @@ class Engine:
         for session in sessions:
             self.dispatcher.grant(session, 1)
 
-    async def _deliver_direct(
+    def _direct_records(
         self,
         jobs: Sequence[NewJob],
         results: Sequence[tuple[str, bool, int]],
         direct: DirectLeases,
         offered: dict[str, WorkerSession],
-    ) -> None:
+    ) -> dict[WorkerSession, list[JobRecord]]:
+        """The stored forms of the jobs the insert leased, by the session they
+        were offered to; credit of offers the store did not lease comes back."""
         status_of = {job_id: status for job_id, _, status in results}
-        by_session: dict[str, list[JobRecord]] = {}
+        by_session: dict[WorkerSession, list[JobRecord]] = {}
         refunds: list[WorkerSession] = []
         for job in jobs:
             session = offered.get(job.id)
@@ -465,14 +482,28 @@ class Engine:
             record.lease_expires_at = direct.now + (
                 (job.heartbeat_timeout_ms or direct.default_lease_ms) * 1000
             )
-            self._direct_leased[job.id] = record
-            by_session.setdefault(session.worker_id, []).append(record)
+            by_session.setdefault(session, []).append(record)
         self._refund(refunds)
-        leased = [r for records in by_session.values() for r in records]
-        self._leased(leased, direct.now)
-        orphans = self.dispatcher.deliver(leased, direct.lease_token)
-        if orphans:
+        return by_session
+
+    async def _deliver_direct(
+        self, leased: dict[WorkerSession, list[JobRecord]], direct: DirectLeases
+    ) -> None:
+        """Queue jobs leased at insert on the very sessions they were offered to."""
+        records = [r for rs in leased.values() for r in rs]
+        self._leased(records, direct.now)
+        orphans = self.dispatcher.deliver(leased.items(), direct.lease_token)
+        if not orphans:
+            return
+        try:
             await self._release_orphans(orphans)
+        except Exception:  # noqa: BLE001 - the reaper ends these leases when they expire
+            log.warning(
+                "could not hand back %d job(s) leased to a worker that left; "
+                "their leases expire and they are retried",
+                len(orphans),
+                exc_info=True,
+            )
 
     async def enqueue_inline(
         self, job: NewJob, owner: str, *, enqueue_if_paused: bool
@@ -687,11 +718,15 @@ class Engine:
 
     # -- leases and outcomes ---------------------------------------------------------
 
-    async def heartbeat(self, worker_id: str, refs: Sequence[tuple[str, str]]) -> list[LeaseAnswer]:
+    async def heartbeat(
+        self, worker_id: str, refs: Sequence[tuple[str, str]], principal: str | None = None
+    ) -> list[LeaseAnswer]:
+        """Extend leases; ``principal`` is the caller's credential key (None = auth off)."""
         self._check_refs(refs)
         now = self.clock.now_us()
         session = self.dispatcher.sessions.get(worker_id)
-        if session is not None:
+        if session is not None and session.principal == principal:
+            # Only the credential that opened the stream vouches for it.
             session.last_heartbeat_at = now
         rows = await self._call(
             self.store.lease_extend_many, refs, now, self.config.default_lease_ms
@@ -726,7 +761,11 @@ class Engine:
             self.set_aside.record("outcomes", refused, now)
             if any(e.new_status == JobStatus.PENDING for e in ends.values()):
                 self.dispatcher.wake(min(e.due_at or now for e in ends.values()))
-        self._forget_in_flight(o.job_id for o in outcomes)
+        # Only outcomes that applied end an attempt: a rejected one (a stale
+        # holder's) must not touch the entry of the session holding the job now.
+        self._forget_in_flight(
+            (o.job_id, o.lease_token) for o in outcomes if o.job_id in done or o.job_id in ends
+        )
         self.telemetry.outcomes(done, ends)
         self._notify_finished(
             [*done, *(j for j, e in ends.items() if e.new_status != JobStatus.PENDING)]
@@ -785,8 +824,9 @@ class Engine:
             rng=self._rng,
         )
 
-    def _forget_in_flight(self, job_ids: Iterable[str]) -> None:
-        self.dispatcher.forget(job_ids)
+    def _forget_in_flight(self, refs: Iterable[str | tuple[str, str]]) -> None:
+        """Attempts ended: job ids, or (job id, lease token) of the attempt that ended."""
+        self.dispatcher.forget(refs)
 
     def _check_refs(self, refs: Sequence[tuple[str, str]]) -> None:
         if len(refs) > self.config.max_batch_size:

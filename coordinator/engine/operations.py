@@ -357,7 +357,7 @@ class Operations:
         engine.set_aside.record("execution-timeouts", refused, now)
         if any(e.new_status == JobStatus.PENDING for e in ends.values()):
             engine.dispatcher.wake(min(e.due_at or now for e in ends.values()))
-        engine._forget_in_flight(ends)
+        engine._forget_in_flight((job_id, by_id[job_id].lease_token) for job_id in ends)
         engine._notify_finished([j for j, e in ends.items() if e.new_status != JobStatus.PENDING])
         return len(ends)
 

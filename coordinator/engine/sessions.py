@@ -3,6 +3,12 @@
 A ``WorkerSession`` is one open AcquireJobs stream. Credits are the jobs the
 worker said it can take; the dispatcher never leases more than that. Leased
 jobs are queued on the session's outbox for the API layer to send.
+
+Identity. The coordinator owns it: a session is the object itself (and its
+``session_id``), opened under one credential (``principal``); the
+``worker_id`` the client announces is a label. A lease granted to a session
+is delivered to that session object or handed back, never to whichever
+session holds the same label later.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from coordinator.ids import new_token
 from coordinator.model import JobRow
 
 
@@ -42,17 +49,34 @@ class WorkerSession:
     max_batch_size: int = 100
     # Tenants this worker's credential may receive jobs of; None = every tenant.
     tenants: frozenset[str] | None = None
+    # The credential that opened the stream (an opaque key; None = auth off),
+    # and its name for messages.
+    principal: str | None = None
+    credential: str = ""
+    # Unique per stream, assigned by the coordinator.
+    session_id: str = field(default_factory=new_token)
     connected_at: int = 0
     last_heartbeat_at: int = 0
     credits: int = 0
     draining: bool = False
     closed: bool = False
-    in_flight: set[str] = field(default_factory=set)
+    # Jobs delivered on this stream whose attempt has not ended: job id -> lease token.
+    in_flight: dict[str, str] = field(default_factory=dict)
     outbox: asyncio.Queue[OutboxItem] = field(default_factory=asyncio.Queue)
+    # Set when the coordinator ends the stream with an error (e.g. a revoked
+    # credential): the sender sends nothing more and ends the call with it.
+    ended_by: Exception | None = None
 
-    def close(self) -> None:
-        """End the session; the stream's sender stops at the ``None`` marker."""
+    def close(self, error: Exception | None = None) -> None:
+        """End the session; the stream's sender stops at the ``None`` marker,
+        or at once when ``error`` is given."""
+        if error is not None and self.ended_by is None:
+            self.ended_by = error
         if not self.closed:
             self.closed = True
             self.credits = 0
             self.outbox.put_nowait(None)
+
+    def covers(self, tenant_id: str) -> bool:
+        """True when this session's credential may receive ``tenant_id``'s jobs."""
+        return self.tenants is None or tenant_id in self.tenants

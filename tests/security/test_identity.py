@@ -1,0 +1,194 @@
+"""Worker session identity over real gRPC (SPEC §5.13, §5.18), on both stores.
+
+The worker id a client announces is a label: a stream belongs to the
+credential that opened it, a hello colliding with another credential's live
+stream is refused, and a revoked credential's streams end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from faults.harness import CoordinatorProcess
+from security.conftest import write_tokens
+
+from workflowjobs.v1 import job_pb2 as jpb
+from workflowjobs.v1 import scheduler_service_pb2 as spb
+from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+from workflowjobs.v1 import worker_service_pb2 as wpb
+from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+pytestmark = pytest.mark.e2e
+
+CREDENTIALS = {
+    "iso-a-secret": (["worker"], ["a"], None),
+    "iso-b-secret": (["worker"], ["b"], None),
+    "iso-root-secret": (["admin", "scheduler", "worker"], ["*"], None),
+}
+WAIT_S = 30
+
+
+def auth(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    tokens = tmp_path / "tokens.jsonl"
+    write_tokens(tokens, CREDENTIALS)
+    drop = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'identity.db'}"
+    else:
+        request.getfixturevalue("pg_database")
+        from conftest import new_pg_database
+
+        url, drop = new_pg_database("wfj_identity")
+    process = CoordinatorProcess(url, tmp_path, env={"WFJOBS_TOKENS_FILE": str(tokens)})
+    process.tokens_file = tokens  # type: ignore[attr-defined]
+    try:
+        yield process
+    finally:
+        process.stop()
+        if drop is not None:
+            drop()
+
+
+class RawStream:
+    """One AcquireJobs stream on a raw stub: hello, credit, collect pushed jobs."""
+
+    def __init__(self, channel: grpc.aio.Channel, token: str, worker_id: str) -> None:
+        self._requests: asyncio.Queue = asyncio.Queue()
+        self._requests.put_nowait(
+            wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id=worker_id, job_types=["iso"]))
+        )
+        self.call = wpb_grpc.WorkerServiceStub(channel).AcquireJobs(
+            self._outgoing(), metadata=auth(token)
+        )
+        self.jobs: list[wpb.LeasedJob] = []
+        self.accepted = asyncio.Event()
+        self.arrived = asyncio.Event()
+        self.error: grpc.aio.AioRpcError | None = None
+        self.ended = asyncio.Event()
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _outgoing(self):
+        while True:
+            item = await self._requests.get()
+            if item is None:
+                return
+            yield item
+
+    async def _read(self) -> None:
+        try:
+            async for response in self.call:
+                kind = response.WhichOneof("kind")
+                if kind == "accepted":
+                    self.accepted.set()
+                elif kind == "jobs":
+                    self.jobs.extend(response.jobs.jobs)
+                    self.arrived.set()
+        except grpc.aio.AioRpcError as e:
+            self.error = e
+        finally:
+            self.ended.set()
+
+    def grant(self, credits: int) -> None:
+        self._requests.put_nowait(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=credits)))
+
+    async def wait_for_jobs(self, n: int) -> list[wpb.LeasedJob]:
+        async def enough() -> None:
+            while len(self.jobs) < n:
+                if self.ended.is_set():
+                    raise AssertionError(f"stream ended after {len(self.jobs)} of {n} jobs")
+                self.arrived.clear()
+                await asyncio.wait(
+                    [
+                        asyncio.ensure_future(self.arrived.wait()),
+                        asyncio.ensure_future(self.ended.wait()),
+                    ],
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+
+        await asyncio.wait_for(enough(), WAIT_S)
+        return self.jobs
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await asyncio.wait_for(self.ended.wait(), WAIT_S)
+
+
+async def _enqueue(channel: grpc.aio.Channel, tenants: list[str]) -> list[str]:
+    stub = spb_grpc.JobSchedulerServiceStub(channel)
+    response = await stub.EnqueueBatch(
+        spb.EnqueueBatchRequest(
+            jobs=[
+                jpb.JobSpec(job_type="iso", tenant_id=t, payload=jpb.Payload(data=t.encode()))
+                for t in tenants
+            ]
+        ),
+        metadata=auth("iso-root-secret"),
+        timeout=WAIT_S,
+    )
+    return [r.job_id for r in response.results]
+
+
+def test_same_worker_id_under_two_credentials_never_crosses(coordinator) -> None:
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            a = RawStream(channel, "iso-a-secret", "shared-id")
+            await asyncio.wait_for(a.accepted.wait(), WAIT_S)
+            a.grant(100)
+            # Another credential announcing the same id is refused, and says why ...
+            hostile = RawStream(channel, "iso-b-secret", "shared-id")
+            await asyncio.wait_for(hostile.ended.wait(), WAIT_S)
+            assert hostile.error is not None
+            assert hostile.error.code() == grpc.StatusCode.ALREADY_EXISTS
+            assert "under a different credential" in hostile.error.details()
+            assert hostile.jobs == []
+            # ... however often it tries; the first worker keeps its stream.
+            for _ in range(3):
+                again = RawStream(channel, "iso-b-secret", "shared-id")
+                await asyncio.wait_for(again.ended.wait(), WAIT_S)
+                assert again.error is not None
+                assert again.error.code() == grpc.StatusCode.ALREADY_EXISTS
+            b = RawStream(channel, "iso-b-secret", "b-own-id")
+            await asyncio.wait_for(b.accepted.wait(), WAIT_S)
+            b.grant(100)
+            tenants = ["a", "b"] * 30
+            ids = await _enqueue(channel, tenants)
+            tenant_of = dict(zip(ids, tenants, strict=True))
+            got_a = await a.wait_for_jobs(30)
+            got_b = await b.wait_for_jobs(30)
+            assert not a.ended.is_set(), f"the first worker lost its stream: {a.error}"
+            assert {j.job.tenant_id for j in got_a} == {"a"}
+            assert {j.job.id for j in got_a} == {i for i, t in tenant_of.items() if t == "a"}
+            assert {j.job.tenant_id for j in got_b} == {"b"}
+            assert {j.job.payload.data for j in got_a} == {b"a"}
+            await a.close()
+            await b.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_same_credential_reconnecting_replaces_its_own_stream(coordinator) -> None:
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            first = RawStream(channel, "iso-a-secret", "restarting")
+            await asyncio.wait_for(first.accepted.wait(), WAIT_S)
+            second = RawStream(channel, "iso-a-secret", "restarting")
+            await asyncio.wait_for(second.accepted.wait(), WAIT_S)
+            # The older stream is closed by the coordinator, without an error.
+            await asyncio.wait_for(first.ended.wait(), WAIT_S)
+            assert first.error is None
+            second.grant(5)
+            [job_id] = await _enqueue(channel, ["a"])
+            [leased] = await second.wait_for_jobs(1)
+            assert leased.job.id == job_id and first.jobs == []
+            await second.close()
+
+    asyncio.run(scenario())
