@@ -463,14 +463,14 @@ class Engine:
     ) -> dict[WorkerSession, list[JobRecord]]:
         """The stored forms of the jobs the insert leased, by the session they
         were offered to; credit of offers the store did not lease comes back."""
-        status_of = {job_id: status for job_id, _, status in results}
         by_session: dict[WorkerSession, list[JobRecord]] = {}
         refunds: list[WorkerSession] = []
-        for job in jobs:
+        for job, (_, deduplicated, status) in zip(jobs, results, strict=True):
             session = offered.get(job.id)
             if session is None:
                 continue
-            if status_of.get(job.id) != JobStatus.RUNNING:
+            # A deduplicated job was stored earlier; its status is not this lease's.
+            if deduplicated or status != JobStatus.RUNNING:
                 refunds.append(session)
                 continue
             record = _record_of_new(job)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from coordinator.errors import StoreUnavailable
 from coordinator.model import (
     AttemptEnd,
     AttemptRow,
@@ -43,6 +44,13 @@ from coordinator.store.schema import job_attempts, jobs, lanes
 log = logging.getLogger(__name__)
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+# The conflict target of the partial unique index on (tenant, idempotency key).
+_SKIP_STORED_KEYS = (
+    "ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING "
+)
+# Rounds of insert-then-read before giving up on a key whose stored job keeps
+# being deleted between the two (retention removing it, say).
+_DEDUP_ROUNDS = 3
 # Up to this many jobs go in one INSERT statement; larger batches use COPY.
 _SMALL_BATCH = 64
 # One VALUES row of a NewJob, each value cast to its column's type (a VALUES
@@ -53,9 +61,13 @@ _TYPED_PLACEHOLDERS = tuple(
 )
 
 
-@functools.lru_cache(maxsize=_SMALL_BATCH)
-def _insert_small_sql(rows: int) -> str:
-    """The statement of ``_insert_small`` for ``rows`` jobs, built once per size."""
+@functools.lru_cache(maxsize=2 * _SMALL_BATCH)
+def _insert_small_sql(rows: int, keyed: bool) -> str:
+    """The statement of ``_insert_small`` for ``rows`` jobs, built once per shape.
+
+    With ``keyed``, rows whose (tenant, idempotency key) is already stored are
+    skipped by the unique index itself (``ON CONFLICT DO NOTHING``).
+    """
     cols = ", ".join(_NEW_JOB_FIELDS)
     leased_when = f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)}"
     sql = (
@@ -71,6 +83,7 @@ def _insert_small_sql(rows: int) -> str:
         "%(lease_ms)s) * 1000 END "
         f"FROM (VALUES {', '.join(_values_row(i) for i in range(rows))}) "
         f"AS v({cols}, owner) "
+        f"{_SKIP_STORED_KEYS if keyed else ''}"
         "RETURNING id, status) "
         "SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
     )
@@ -188,27 +201,36 @@ class JobQueries(StoreBase):
     ) -> list[tuple[str, bool, int]]:
         """Insert jobs atomically, deduplicating on (tenant, idempotency key).
 
+        Deduplication holds under any concurrency: the insert skips a key
+        already stored or being stored by a concurrent transaction (the unique
+        index decides, waiting for that transaction to end), then the job
+        stored under each key is read back. Every caller with the same tenant
+        and key gets the same job; the first of repeats inside a batch is the
+        one stored.
+
         ``direct`` offers some of the jobs to idle workers: on the single
-        statement path (PostgreSQL, small batch, no idempotency keys, known
-        lanes) those are stored already RUNNING and leased, unless a pause
-        covers them; everywhere else they are stored PENDING like the rest.
+        statement path (PostgreSQL, small batch, known lanes) those are stored
+        already RUNNING and leased, unless a pause covers them; everywhere
+        else they are stored PENDING like the rest.
         Returns ``(job_id, deduplicated, status)`` in input order.
         """
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         new_lanes -= self._known_lanes
         keyed = any(j.idempotency_key for j in new_jobs)
-        if self.is_postgres and not keyed and not new_lanes and len(new_jobs) <= _SMALL_BATCH:
-            leased = self._insert_small(new_jobs, direct)
-            return [
-                (j.id, False, int(JobStatus.RUNNING if j.id in leased else JobStatus.PENDING))
-                for j in new_jobs
-            ]
+        if self.is_postgres and not new_lanes and len(new_jobs) <= _SMALL_BATCH:
+            with self.statement() as conn:
+                return self._insert_deduplicated(
+                    conn,
+                    new_jobs,
+                    functools.partial(self._insert_small, conn, direct=direct, keyed=keyed),
+                )
         with self.tx() as conn:
             if new_lanes:
                 self._lane_upsert(conn, new_lanes)
             if keyed:
-                rows = [_insert_row(j) for j in new_jobs]
-                result = self._insert_deduplicated(conn, new_jobs, rows)
+                result = self._insert_deduplicated(
+                    conn, new_jobs, functools.partial(self._insert_skipping_keys, conn)
+                )
             elif self.is_postgres:
                 self._copy_in(conn, new_jobs)
                 result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
@@ -255,15 +277,6 @@ class JobQueries(StoreBase):
         keep_if_paused: bool,
     ) -> tuple[JobRow | None, bool, bool]:
         with self.tx() as conn:
-            if job.idempotency_key:
-                existing = conn.execute(
-                    sa.select(jobs).where(
-                        jobs.c.tenant_id == job.tenant_id,
-                        jobs.c.idempotency_key == job.idempotency_key,
-                    )
-                ).first()
-                if existing is not None:
-                    return JobRecord(*existing), True, False
             lane = (job.tenant_id, job.job_type, job.definition_id)
             if lane not in self._known_lanes:
                 self._lane_upsert(conn, {lane})
@@ -277,7 +290,20 @@ class JobQueries(StoreBase):
                 started_at=now,
                 lease_expires_at=now + lease_ms * 1000,
             )
-            conn.execute(jobs.insert(), row)
+            for _ in range(_DEDUP_ROUNDS):
+                if conn.execute(self._insert_skipping_keys_sql().returning(jobs.c.id), row).first():
+                    break
+                # The key is stored: that job is the answer, as it is.
+                existing = conn.execute(
+                    sa.select(jobs).where(
+                        jobs.c.tenant_id == job.tenant_id,
+                        jobs.c.idempotency_key == job.idempotency_key,
+                    )
+                ).first()
+                if existing is not None:
+                    return JobRecord(*existing), True, False
+            else:
+                raise _key_vanished([job])
             paused = conn.execute(
                 sa.text(
                     f"SELECT {pause_blocks('x', with_instance=True)} FROM wfj_jobs x WHERE id = :id"
@@ -303,7 +329,14 @@ class JobQueries(StoreBase):
         self._known_lanes.add(lane)
         return stored, False, bool(paused)
 
-    def _insert_small(self, new_jobs: Sequence[NewJob], direct: DirectLeases | None) -> set[str]:
+    def _insert_small(
+        self,
+        conn: sa.Connection,
+        new_jobs: Sequence[NewJob],
+        *,
+        direct: DirectLeases | None,
+        keyed: bool,
+    ) -> dict[str, int]:
         """A few jobs in one autocommit statement that also sends the wake-up.
 
         One round trip instead of BEGIN, COPY, NOTIFY and COMMIT: this is the
@@ -311,7 +344,8 @@ class JobQueries(StoreBase):
         Jobs offered in ``direct`` are stored leased to their worker unless a
         pause covers them; the insert waits for any pause being committed
         (its lock conflicts with the pause's), so a finished pause is seen.
-        Returns the ids stored leased.
+        With ``keyed``, jobs whose key is stored are skipped.
+        Returns the status of each job stored, by id.
         """
         owners = direct.owners if direct is not None else {}
         params: dict[str, Any] = {
@@ -324,14 +358,8 @@ class JobQueries(StoreBase):
             for f in _NEW_JOB_FIELDS:
                 params[f"{f}_{i}"] = getattr(job, f)
             params[f"owner_{i}"] = owners.get(job.id)
-        with self.statement() as conn:
-            return {
-                job_id
-                for _, job_id, status in conn.exec_driver_sql(
-                    _insert_small_sql(len(new_jobs)), params
-                )
-                if status == int(JobStatus.RUNNING)
-            }
+        sql = _insert_small_sql(len(new_jobs), keyed)
+        return {job_id: status for _, job_id, status in conn.exec_driver_sql(sql, params)}
 
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
         """Bulk insert with COPY: several times cheaper per row than INSERT."""
@@ -350,35 +378,81 @@ class JobQueries(StoreBase):
             from sqlalchemy.dialects.sqlite import insert
         conn.execute(insert(lanes).on_conflict_do_nothing(), values)
 
+    def _insert_skipping_keys_sql(self) -> Any:
+        """INSERT of job rows that skips a row whose (tenant, key) is stored."""
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(jobs).on_conflict_do_nothing(
+            index_elements=[jobs.c.tenant_id, jobs.c.idempotency_key],
+            index_where=jobs.c.idempotency_key.isnot(None),
+        )
+
+    def _insert_skipping_keys(
+        self, conn: sa.Connection, new_jobs: Sequence[NewJob]
+    ) -> dict[str, int]:
+        conn.execute(self._insert_skipping_keys_sql(), [_insert_row(j) for j in new_jobs])
+        # Which rows were stored is read back by the caller, key by key.
+        return {}
+
     def _insert_deduplicated(
-        self, conn: sa.Connection, new_jobs: Sequence[NewJob], rows: list[dict[str, Any]]
+        self,
+        conn: sa.Connection,
+        new_jobs: Sequence[NewJob],
+        insert: Callable[[Sequence[NewJob]], dict[str, int]],
     ) -> list[tuple[str, bool, int]]:
-        # Resolve keys already stored, and repeats inside the batch, before
-        # inserting; the unique index still guards against concurrent enqueues.
-        keys = {(j.tenant_id, j.idempotency_key) for j in new_jobs if j.idempotency_key}
-        existing: dict[tuple[str, str], tuple[str, int]] = {}
-        for tenant, key_group in _group_keys(keys).items():
-            found = conn.execute(
-                sa.select(jobs.c.idempotency_key, jobs.c.id, jobs.c.status).where(
-                    jobs.c.tenant_id == tenant, jobs.c.idempotency_key.in_(key_group)
-                )
-            )
-            for key, job_id, status in found:
-                existing[(tenant, key)] = (job_id, status)
-        result: list[tuple[str, bool, int]] = []
-        to_insert: list[dict[str, Any]] = []
-        for job, row in zip(new_jobs, rows, strict=True):
-            ident = (job.tenant_id, job.idempotency_key or "")
-            if job.idempotency_key and ident in existing:
-                job_id, status = existing[ident]
-                result.append((job_id, True, status))
-                continue
+        """Store ``new_jobs`` with ``insert`` (which skips stored keys), then
+        answer each keyed job with the job its key names.
+
+        ``insert`` returns the status of the rows it knows it stored; any
+        other keyed job is answered from the read that follows, which sees
+        every committed row (the insert waited for any concurrent writer of
+        the key).
+        """
+        first_of_key: dict[tuple[str, str], NewJob] = {}
+        to_insert: list[NewJob] = []
+        for job in new_jobs:
             if job.idempotency_key:
-                existing[ident] = (job.id, int(JobStatus.PENDING))
-            to_insert.append(row)
-            result.append((job.id, False, int(JobStatus.PENDING)))
-        if to_insert:
-            conn.execute(jobs.insert(), to_insert)
+                ident = (job.tenant_id, job.idempotency_key)
+                if ident in first_of_key:
+                    continue
+                first_of_key[ident] = job
+            to_insert.append(job)
+        inserted: dict[str, int] = {}
+        stored: dict[tuple[str, str], tuple[str, int]] = {}
+        for _ in range(_DEDUP_ROUNDS):
+            inserted.update(insert(to_insert))
+            keys: set[tuple[str, str | None]] = set()
+            for j in to_insert:
+                if j.idempotency_key and j.id in inserted:
+                    stored[(j.tenant_id, j.idempotency_key)] = (j.id, inserted[j.id])
+                elif j.idempotency_key:
+                    keys.add((j.tenant_id, j.idempotency_key))
+            for tenant, key_group in _group_keys(keys).items():
+                found = conn.execute(
+                    sa.select(jobs.c.idempotency_key, jobs.c.id, jobs.c.status).where(
+                        jobs.c.tenant_id == tenant, jobs.c.idempotency_key.in_(key_group)
+                    )
+                )
+                for key, job_id, status in found:
+                    stored[(tenant, key)] = (job_id, status)
+            # A key is missing only when its job was deleted between the
+            # insert that skipped it and the read: insert those again.
+            to_insert = [
+                j for j in first_of_key.values() if (j.tenant_id, j.idempotency_key) not in stored
+            ]
+            if not to_insert:
+                break
+        else:
+            raise _key_vanished(to_insert)
+        result: list[tuple[str, bool, int]] = []
+        for job in new_jobs:
+            if job.idempotency_key:
+                job_id, status = stored[(job.tenant_id, job.idempotency_key)]
+                result.append((job_id, job_id != job.id, status))
+            else:
+                result.append((job.id, False, inserted.get(job.id, int(JobStatus.PENDING))))
         return result
 
     # -- reads -----------------------------------------------------------------
@@ -965,6 +1039,14 @@ class JobQueries(StoreBase):
                 if row is not None:
                     out.append((row[0], row[1], bool(row[2])))
         return out
+
+
+def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
+    keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
+    return StoreUnavailable(
+        f"the job stored under idempotency key {keys} was deleted while this enqueue "
+        "was reading it; retry the enqueue"
+    )
 
 
 def _group_keys(keys: set[tuple[str, str | None]]) -> dict[str, list[str]]:

@@ -55,3 +55,30 @@ def test_paused_job_is_not_leased_at_insert_and_credit_comes_back(store_url: str
         assert _delivered(session) == []
 
     run(store_url, scenario)
+
+
+def test_keyed_job_is_leased_at_insert_and_its_repeat_returns_it_without_credit(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.enqueue([make_job()])  # the lane exists
+        [_] = await h.lease(1, worker="drain-first")
+        session = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(session)
+        h.engine.grant(session, 2)
+        first, dedup_first = await h.engine.enqueue_one(make_job(idempotency_key="order-7"))
+        again, dedup_again = await h.engine.enqueue_one(make_job(idempotency_key="order-7"))
+        assert (dedup_first, dedup_again) == (False, True)
+        assert again.id == first.id
+        stored, _ = await h.job(first.id)
+        if h.engine.store.is_postgres:
+            # The key is settled in the insert statement, which also leases.
+            assert stored.status == JobStatus.RUNNING and stored.lease_owner == "idle"
+            assert again.lease_token == stored.lease_token
+            [delivered] = _delivered(session)
+            assert delivered.id == first.id
+            assert session.credits == 1
+        else:
+            assert stored.status == JobStatus.PENDING and session.credits == 2
+
+    run(store_url, scenario)

@@ -1,0 +1,186 @@
+"""Races at the store, forced into a known interleaving on both dialects.
+
+Each test holds what the racing writers need in another connection (see
+``wfj_races.Gate``), waits until every racer is blocked on it, then lets them
+go at once. The guarded writes must give one clean answer whatever the order.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import sqlalchemy as sa
+
+from coordinator.model import (
+    AttemptEnd,
+    AttemptOutcome,
+    Claim,
+    JobStatus,
+    LeasedForFailure,
+)
+from coordinator.store import Store, open_store
+from wfj_races import Gate, outcome_of
+from wfj_testing import SECOND, T0, make_job
+
+LEASE_MS = 30_000
+RACERS = 8
+
+
+def _lease(store: Store, job_id: str, token: str, now: int = T0, owner: str = "w1") -> None:
+    [row] = store.job_claim([Claim(job_id, owner)], token, now, LEASE_MS)
+    assert row.lease_token == token
+
+
+def _fail(row: LeasedForFailure) -> AttemptEnd:
+    return AttemptEnd(
+        job_id=row.id,
+        outcome=AttemptOutcome.FAILED,
+        new_status=JobStatus.FAULTED,
+        error="boom",
+        error_kind="ValueError",
+    )
+
+
+def _expire(row: LeasedForFailure) -> AttemptEnd:
+    return AttemptEnd(
+        job_id=row.id,
+        outcome=AttemptOutcome.LEASE_EXPIRED,
+        new_status=JobStatus.PENDING,
+        due_at=T0 + 60 * SECOND,
+        error="lease expired",
+        error_kind="LeaseExpired",
+    )
+
+
+def _history(store: Store, job_id: str) -> list[tuple[int, int]]:
+    return [(a.number, a.outcome) for a in store.job_attempts(job_id)]
+
+
+# -- idempotent enqueue --------------------------------------------------------
+
+
+def _keyed_jobs_of(store: Store, tenant: str, key: str) -> list[str]:
+    with store.engine.connect() as conn:
+        return list(
+            conn.execute(
+                sa.text("SELECT id FROM wfj_jobs WHERE tenant_id = :t AND idempotency_key = :k"),
+                {"t": tenant, "k": key},
+            ).scalars()
+        )
+
+
+def test_enqueues_racing_an_uncommitted_insert_of_their_key_get_that_job(
+    store_url: str, store: Store
+) -> None:
+    # The tenant already has jobs of this type: no lane insert serialises the racers.
+    store.job_insert_many([make_job(tenant_id="t-idem")])
+    winner = make_job(tenant_id="t-idem", idempotency_key="order-1")
+    with Gate(store_url) as gate:
+        gate.insert(winner)  # another caller's enqueue of the key, not committed yet
+        racers = [
+            gate.race(
+                gate.store().job_insert_many,
+                [make_job(tenant_id="t-idem", idempotency_key="order-1")],
+            )
+            for _ in range(RACERS)
+        ]
+        gate.open(waiting=RACERS)
+        outcomes = [outcome_of(f) for f in racers]
+    assert outcomes == [[(winner.id, True, JobStatus.PENDING)]] * RACERS
+    assert _keyed_jobs_of(store, "t-idem", "order-1") == [winner.id]
+
+
+def test_enqueues_racing_an_insert_that_rolls_back_store_one_job(
+    store_url: str, store: Store
+) -> None:
+    store.job_insert_many([make_job(tenant_id="t-idem")])
+    loser = make_job(tenant_id="t-idem", idempotency_key="order-2")
+    mine = [make_job(tenant_id="t-idem", idempotency_key="order-2") for _ in range(RACERS)]
+    with Gate(store_url) as gate:
+        gate.insert(loser)
+        racers = [gate.race(gate.store().job_insert_many, [job]) for job in mine]
+        gate.open(waiting=RACERS, commit=False)
+        outcomes = [outcome_of(f) for f in racers]
+    assert all(isinstance(o, list) for o in outcomes), outcomes
+    answers = [o[0] for o in outcomes]
+    [stored] = _keyed_jobs_of(store, "t-idem", "order-2")
+    assert stored in {j.id for j in mine}
+    assert {job_id for job_id, _, _ in answers} == {stored}
+    assert sorted(dedup for _, dedup, _ in answers) == [False] + [True] * (RACERS - 1)
+
+
+def test_a_key_conflict_in_a_batch_does_not_fail_its_neighbours(
+    store_url: str, store: Store
+) -> None:
+    store.job_insert_many([make_job(tenant_id="t-idem")])
+    winner = make_job(tenant_id="t-idem", idempotency_key="order-3")
+    batch = [
+        make_job(tenant_id="t-idem"),
+        make_job(tenant_id="t-idem", idempotency_key="order-3"),
+        make_job(tenant_id="t-idem", idempotency_key="order-4"),
+        make_job(tenant_id="t-idem", idempotency_key="order-3"),
+    ]
+    with Gate(store_url) as gate:
+        gate.insert(winner)
+        racer = gate.race(gate.store().job_insert_many, batch)
+        gate.open(waiting=1)
+        outcome = outcome_of(racer)
+    assert outcome == [
+        (batch[0].id, False, JobStatus.PENDING),
+        (winner.id, True, JobStatus.PENDING),
+        (batch[2].id, False, JobStatus.PENDING),
+        (winner.id, True, JobStatus.PENDING),
+    ]
+    assert store.job_get(batch[0].id) is not None
+    assert store.job_get(batch[2].id) is not None
+    assert store.job_get(batch[1].id) is None
+
+
+def test_inline_enqueues_racing_an_insert_of_their_key_get_that_job(
+    store_url: str, store: Store
+) -> None:
+    store.job_insert_many([make_job(tenant_id="t-idem")])
+    winner = make_job(tenant_id="t-idem", idempotency_key="order-5")
+    with Gate(store_url) as gate:
+        gate.insert(winner)
+        racers = [
+            gate.race(
+                gate.store().job_insert_leased,
+                make_job(tenant_id="t-idem", idempotency_key="order-5"),
+                f"inline-{i}",
+                f"tok-{i}",
+                T0,
+                LEASE_MS,
+                False,
+            )
+            for i in range(RACERS)
+        ]
+        gate.open(waiting=RACERS)
+        outcomes = [outcome_of(f) for f in racers]
+    for outcome in outcomes:
+        assert not isinstance(outcome, Exception), outcome
+        row, dedup, paused = outcome
+        assert (row.id, row.status, dedup, paused) == (winner.id, JobStatus.PENDING, True, False)
+    assert _keyed_jobs_of(store, "t-idem", "order-5") == [winner.id]
+
+
+def test_fifty_threads_enqueueing_one_key_get_one_job(store_url: str, store: Store) -> None:
+    store.job_insert_many([make_job(tenant_id="t-idem")])
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        for key in ("k1", "k2", "k3"):
+            start = threading.Barrier(50)
+
+            def enqueue(s: Store, key: str = key, start: threading.Barrier = start) -> object:
+                start.wait()
+                return s.job_insert_many([make_job(tenant_id="t-idem", idempotency_key=key)])
+
+            with ThreadPoolExecutor(max_workers=50) as pool:
+                futures = [pool.submit(enqueue, stores[i % len(stores)]) for i in range(50)]
+                answers = [outcome_of(f) for f in futures]
+            [stored] = _keyed_jobs_of(store, "t-idem", key)
+            assert all(isinstance(a, list) and a[0][0] == stored for a in answers), answers
+    finally:
+        for s in stores:
+            s.dispose()
