@@ -47,6 +47,14 @@ class LimitKind(enum.IntEnum):
     CONCURRENCY_KEY = 4
 
 
+# Most attempts a caller may configure for one job (retry_policy.max_attempts).
+MAX_ATTEMPTS = 10_000
+# Most attempts a job's budget ever reaches, counting attempts refunded by
+# releases and budgets granted by operator retries. Far below 2**31 - 1, so
+# ``attempt`` and ``max_attempts`` (32-bit columns) cannot overflow.
+ATTEMPT_CEILING = 1_000_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a failed attempt is retried. ``None`` fields fall back to defaults."""

@@ -51,6 +51,8 @@ def us_to_ts(us: int | None) -> timestamp_pb2.Timestamp | None:
 def duration_ms(d: duration_pb2.Duration, field: str) -> int:
     if d.seconds < 0 or d.nanos < 0:
         raise InvalidArgument(f"{field} must not be negative")
+    if d.nanos >= 1_000_000_000:
+        raise InvalidArgument(f"{field} is not a valid duration (nanos must be below 10^9)")
     if d.seconds > 366 * 86400:
         raise InvalidArgument(f"{field} is longer than a year")
     return d.seconds * 1000 + d.nanos // 1_000_000
@@ -62,23 +64,22 @@ def ms_to_duration(ms: int | None) -> duration_pb2.Duration | None:
     return duration_pb2.Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
 
 
-def retry_policy_from_proto(p: jpb.RetryPolicy) -> RetryPolicy:
-    if p.max_attempts < 0:
-        raise InvalidArgument("retry_policy.max_attempts must not be negative")
-    if p.backoff_multiplier < 0 or (p.backoff_multiplier and p.backoff_multiplier < 1):
-        raise InvalidArgument("retry_policy.backoff_multiplier must be >= 1")
-    if not 0 <= p.jitter <= 1:
-        raise InvalidArgument("retry_policy.jitter must be between 0 and 1")
+def retry_policy_from_proto(p: jpb.RetryPolicy, field: str = "retry_policy") -> RetryPolicy:
+    """The wire policy as a domain policy; zero fields mean "unset".
+
+    Bounds (finite, in range) are the engine's rule (``engine/bounds.py``),
+    checked for every policy it stores.
+    """
     return RetryPolicy(
         max_attempts=p.max_attempts or None,
         initial_backoff_ms=(
-            duration_ms(p.initial_backoff, "retry_policy.initial_backoff")
+            duration_ms(p.initial_backoff, f"{field}.initial_backoff")
             if p.HasField("initial_backoff")
             else None
         ),
         backoff_multiplier=p.backoff_multiplier or None,
         max_backoff_ms=(
-            duration_ms(p.max_backoff, "retry_policy.max_backoff")
+            duration_ms(p.max_backoff, f"{field}.max_backoff")
             if p.HasField("max_backoff")
             else None
         ),
@@ -345,14 +346,14 @@ def worker_to_proto(w: Any) -> apb.WorkerInfo:
 
 def type_defaults_from_proto(d: apb.JobTypeDefaults) -> tuple[str, JobTypeDefaults]:
     return d.job_type, JobTypeDefaults(
-        retry_policy=retry_policy_from_proto(d.retry_policy),
+        retry_policy=retry_policy_from_proto(d.retry_policy, "defaults.retry_policy"),
         execution_timeout_ms=(
-            duration_ms(d.execution_timeout, "execution_timeout")
+            duration_ms(d.execution_timeout, "defaults.execution_timeout")
             if d.HasField("execution_timeout")
             else None
         ),
         heartbeat_timeout_ms=(
-            duration_ms(d.heartbeat_timeout, "heartbeat_timeout")
+            duration_ms(d.heartbeat_timeout, "defaults.heartbeat_timeout")
             if d.HasField("heartbeat_timeout")
             else None
         ),

@@ -6,6 +6,9 @@ import grpc
 
 from coordinator.api import convert
 from coordinator.engine import Engine
+from coordinator.errors import InvalidArgument
+from coordinator.model import NewJob
+from workflowjobs.v1 import job_pb2 as jpb
 from workflowjobs.v1 import scheduler_service_pb2 as spb
 from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
 
@@ -34,7 +37,7 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     async def EnqueueBatch(
         self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueBatchResponse:
-        jobs = [convert.new_job_from_spec(s) for s in request.jobs]
+        jobs = [_batch_job(index, s) for index, s in enumerate(request.jobs)]
         results = await self._engine.enqueue(jobs)
         return spb.EnqueueBatchResponse(
             results=[
@@ -54,3 +57,11 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     ) -> spb.WaitForJobResponse:
         row = await self._engine.wait_for_finish(request.job_id)
         return spb.WaitForJobResponse(job=convert.job_to_proto(row))
+
+
+def _batch_job(index: int, spec: jpb.JobSpec) -> NewJob:
+    """One job of a batch; a malformed one is named by its position."""
+    try:
+        return convert.new_job_from_spec(spec)
+    except InvalidArgument as e:
+        raise InvalidArgument(f"jobs[{index}]: {e}") from None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from coordinator.clock import Clock, SystemClock
+from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.limits import Admission, LimitBook
@@ -34,8 +35,10 @@ from coordinator.errors import (
 )
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
+    ATTEMPT_CEILING,
     DEFAULT_RETRY_POLICY,
     FINISHED_STATUSES,
+    MAX_ATTEMPTS,
     AttemptEnd,
     AttemptOutcome,
     AttemptRow,
@@ -226,12 +229,19 @@ class Engine:
     async def set_job_type_defaults(self, job_type: str, defaults: JobTypeDefaults) -> None:
         if not job_type:
             raise InvalidArgument("defaults.job_type is required")
+        limit = self.config.max_string_length
+        if len(job_type) > limit:
+            raise InvalidArgument(
+                f"defaults.job_type is {len(job_type)} characters long; the limit is {limit}"
+            )
+        check_retry_policy(defaults.retry_policy, "defaults.retry_policy", limit)
         for name, value in (
             ("execution_timeout", defaults.execution_timeout_ms),
             ("heartbeat_timeout", defaults.heartbeat_timeout_ms),
         ):
             if value is not None and value <= 0:
                 raise InvalidArgument(f"{name} must be positive when set")
+            check_timeout(value, f"defaults.{name}")
         await self._call(
             self.store.job_type_defaults_set,
             job_type,
@@ -302,13 +312,15 @@ class Engine:
                 f"payload is {len(job.payload)} bytes; the limit is "
                 f"{self.config.max_payload_bytes} bytes (store large data elsewhere and pass a reference)"
             )
+        if job.retry_policy:
+            check_retry_policy(_parse_policy(job.retry_policy), "retry_policy", limit)
+        check_timeout(job.execution_timeout_ms, "execution_timeout")
+        check_timeout(job.heartbeat_timeout_ms, "heartbeat_timeout")
         self._apply_type_defaults(job)
-        if job.max_attempts < 1:
-            raise InvalidArgument("max_attempts must be at least 1")
-        for name in ("execution_timeout_ms", "heartbeat_timeout_ms"):
-            value = getattr(job, name)
-            if value is not None and value < 0:
-                raise InvalidArgument(f"{name.removesuffix('_ms')} must not be negative")
+        if not _is_int(job.max_attempts) or not 1 <= job.max_attempts <= MAX_ATTEMPTS:
+            raise InvalidArgument(
+                f"max_attempts must be between 1 and {MAX_ATTEMPTS:,}, got {job.max_attempts}"
+            )
         job.id = new_id()
         job.created_at = now
         job.due_at = max(job.due_at, now) if job.due_at else now
@@ -342,7 +354,15 @@ class Engine:
                 f"batch of {len(jobs)} jobs exceeds the limit of {self.config.max_batch_size}"
             )
         now = self.clock.now_us()
-        prepared = [self.prepare(j, now) for j in jobs]
+        if len(jobs) == 1:
+            prepared = [self.prepare(jobs[0], now)]
+        else:
+            prepared = []
+            for index, job in enumerate(jobs):
+                try:
+                    prepared.append(self.prepare(job, now))
+                except InvalidArgument as e:
+                    raise InvalidArgument(f"jobs[{index}]: {e}") from None
         result = await self._call(self.store.job_insert_many, prepared)
         self.dispatcher.wake(min(j.due_at for j in prepared))
         self.telemetry.enqueued(prepared, result)
@@ -991,6 +1011,19 @@ def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
             new_status=JobStatus.CANCELLED,
             error=release.reason or "cancelled",
         )
+    # A release gives its attempt back by raising the budget, up to the ceiling;
+    # past it the attempt counts, and a job with none left faults.
+    refund = row.max_attempts < ATTEMPT_CEILING
+    if not refund and row.attempt >= row.max_attempts:
+        return AttemptEnd(
+            job_id=release.job_id,
+            outcome=AttemptOutcome.RELEASED,
+            new_status=JobStatus.FAULTED,
+            error=(
+                f"released after {row.attempt} attempts, the most one job may run "
+                f"({ATTEMPT_CEILING:,}); replay it to run it again"
+            ),
+        )
     return AttemptEnd(
         job_id=release.job_id,
         outcome=AttemptOutcome.RELEASED,
@@ -998,8 +1031,19 @@ def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
         error=release.reason or "released by worker",
         payload=release.payload,
         payload_content_type=release.content_type,
-        refund_attempt=True,
+        refund_attempt=refund,
     )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_policy(text: str) -> RetryPolicy:
+    try:
+        return RetryPolicy.from_json(text)
+    except (ValueError, TypeError):
+        raise InvalidArgument("retry_policy is not a valid retry policy") from None
 
 
 def _check_id(job_id: str) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy.dialects import postgresql
 
 from coordinator.errors import StoreUnavailable
 from coordinator.model import (
+    ATTEMPT_CEILING,
     AttemptEnd,
     AttemptRow,
     Candidate,
@@ -962,6 +963,7 @@ class JobQueries(StoreBase):
                     "b_payload": end.payload,
                     "b_pctype": end.payload_content_type,
                     "b_refund": 1 if end.refund_attempt else 0,
+                    "b_ceiling": ATTEMPT_CEILING,
                     "b_finished": now if finished else None,
                 }
             )
@@ -990,8 +992,10 @@ class JobQueries(StoreBase):
                     payload = COALESCE(:b_payload, payload),
                     content_type = COALESCE(:b_pctype, content_type),
                     -- A released attempt keeps its number in the history (numbers are
-                    -- unique per job); it is refunded by raising the budget instead.
-                    max_attempts = max_attempts + :b_refund,
+                    -- unique per job); it is refunded by raising the budget instead,
+                    -- never past the ceiling (so the 32-bit column cannot overflow).
+                    max_attempts = CASE WHEN max_attempts < :b_ceiling
+                        THEN max_attempts + :b_refund ELSE max_attempts END,
                     finished_at = :b_finished,
                     lease_token = NULL,
                     lease_expires_at = NULL

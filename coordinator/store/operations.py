@@ -17,7 +17,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from coordinator.errors import FailedPrecondition
 from coordinator.model import (
+    ATTEMPT_CEILING,
     FINISHED_STATUSES,
     AttemptOutcome,
     JobFilter,
@@ -91,7 +93,8 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
     gives the job a fresh budget instead: ``max_attempts`` becomes
     ``attempt + budget``, where the budget is the job's configured max attempts
     (recorded in its retry policy the first time it is raised). Keeping the
-    attempts grants one more attempt when the job had used them all.
+    attempts grants one more attempt when the job had used them all. The
+    budget never passes ``ATTEMPT_CEILING`` (see ``at_attempt_ceiling``).
     """
     policy = RetryPolicy.from_json(row.retry_policy)
     budget = policy.max_attempts or row.max_attempts
@@ -108,6 +111,7 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
         max_attempts = max(row.max_attempts, row.attempt + 1)
     else:
         max_attempts = row.attempt + budget
+    max_attempts = min(max_attempts, ATTEMPT_CEILING)
     return {
         "status": int(JobStatus.PENDING),
         "due_at": now,
@@ -121,6 +125,11 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
     }
 
 
+def at_attempt_ceiling(row: Any) -> bool:
+    """True when the job has run as many attempts as any job may: it cannot be retried."""
+    return row.attempt >= ATTEMPT_CEILING
+
+
 class OperationQueries(StoreBase):
     """Queries over ``wfj_jobs`` for operator actions, ``wfj_workers`` and ``wfj_cluster_flags``."""
 
@@ -132,6 +141,11 @@ class OperationQueries(StoreBase):
             row = self._lock_job(conn, job_id)
             if row is None or row.status not in RETRYABLE_STATUSES:
                 return StateChange(row, False)
+            if at_attempt_ceiling(row):
+                raise FailedPrecondition(
+                    f"job {job_id} has run {row.attempt} attempts, the most one job may run "
+                    f"({ATTEMPT_CEILING:,}); replay it to run it as a new job"
+                )
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status.in_([int(s) for s in RETRYABLE_STATUSES]))
@@ -293,6 +307,8 @@ class OperationQueries(StoreBase):
                 after = rows[-1].id
                 matched += len(rows)
                 for row in rows:
+                    if at_attempt_ceiling(row):
+                        continue  # matched, not changed: only a replay runs it again
                     changed += conn.execute(
                         jobs.update()
                         .where(jobs.c.id == row.id, jobs.c.status.in_(wanted))

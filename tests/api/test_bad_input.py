@@ -54,7 +54,7 @@ def spec(**fields) -> jpb.JobSpec:
         (spec(payload=jpb.Payload(data=b"x" * (1024 * 1024 + 1))), "payload is 1048577 bytes"),
         (spec(category=99), "category 99 is not a known JobCategory"),
         (spec(job_type="x" * 600), "job_type is 600 characters long"),
-        (spec(retry_policy=jpb.RetryPolicy(max_attempts=-1)), "max_attempts must not be negative"),
+        (spec(retry_policy=jpb.RetryPolicy(max_attempts=-1)), "max_attempts must be between 1"),
         (spec(retry_policy=jpb.RetryPolicy(jitter=2)), "jitter must be between 0 and 1"),
     ],
 )
@@ -164,3 +164,97 @@ def test_still_serving_after_bad_input(channel: grpc.Channel) -> None:
     scheduler = spb_grpc.JobSchedulerServiceStub(channel)
     job = scheduler.Enqueue(spb.EnqueueRequest(job=spec()), timeout=10).job
     assert job.status == jpb.JOB_STATUS_PENDING
+
+
+def _seconds(s: float):
+    from google.protobuf import duration_pb2
+
+    return duration_pb2.Duration(seconds=int(s))
+
+
+# Each policy or timeout out of bounds, with the field its answer must name.
+BAD_POLICIES = [
+    (jpb.RetryPolicy(backoff_multiplier=float("nan")), "retry_policy.backoff_multiplier"),
+    (jpb.RetryPolicy(backoff_multiplier=float("inf")), "retry_policy.backoff_multiplier"),
+    (jpb.RetryPolicy(backoff_multiplier=1e308), "retry_policy.backoff_multiplier"),
+    (jpb.RetryPolicy(backoff_multiplier=0.5), "retry_policy.backoff_multiplier"),
+    (jpb.RetryPolicy(max_attempts=2**31 - 1), "retry_policy.max_attempts"),
+    (jpb.RetryPolicy(max_attempts=10_001), "retry_policy.max_attempts"),
+    (jpb.RetryPolicy(jitter=float("nan")), "retry_policy.jitter"),
+    (jpb.RetryPolicy(initial_backoff=_seconds(400 * 86400)), "retry_policy.initial_backoff"),
+    (jpb.RetryPolicy(max_backoff=_seconds(10**11)), "retry_policy.max_backoff"),
+    (jpb.RetryPolicy(non_retryable_error_kinds=["x"] * 101), "retry_policy.non_retryable_error_kinds"),
+]
+BAD_TIMEOUTS = [
+    ({"execution_timeout": _seconds(-1)}, "execution_timeout"),
+    ({"execution_timeout": _seconds(10**11)}, "execution_timeout"),
+    ({"heartbeat_timeout": _seconds(400 * 86400)}, "heartbeat_timeout"),
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    BAD_POLICIES,
+    ids=[f"{f.rsplit('.', 1)[1]}-{i}" for i, (_, f) in enumerate(BAD_POLICIES)],
+)
+def test_unbounded_retry_policies_are_refused_everywhere(
+    channel: grpc.Channel, policy: jpb.RetryPolicy, field: str
+) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    admin = apb_grpc.AdminServiceStub(channel)
+    code, details = code_of(scheduler.Enqueue, spb.EnqueueRequest(job=spec(retry_policy=policy)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in details, details
+    batch = spb.EnqueueBatchRequest(jobs=[spec(), spec(retry_policy=policy)])
+    code, details = code_of(scheduler.EnqueueBatch, batch)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in details, details
+    assert "jobs[1]" in details
+    defaults = apb.JobTypeDefaults(job_type="bounded", retry_policy=policy)
+    code, details = code_of(
+        admin.SetJobTypeDefaults, apb.SetJobTypeDefaultsRequest(defaults=defaults)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and f"defaults.{field}" in details, details
+    assert admin.ListJobTypeDefaults(apb.ListJobTypeDefaultsRequest()).defaults == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"), BAD_TIMEOUTS, ids=[f"{f}-{i}" for i, (_, f) in enumerate(BAD_TIMEOUTS)]
+)
+def test_unbounded_timeouts_are_refused_everywhere(
+    channel: grpc.Channel, fields: dict, field: str
+) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    admin = apb_grpc.AdminServiceStub(channel)
+    code, details = code_of(scheduler.Enqueue, spb.EnqueueRequest(job=spec(**fields)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in details, details
+    code, details = code_of(
+        scheduler.EnqueueBatch, spb.EnqueueBatchRequest(jobs=[spec(**fields), spec()])
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and f"jobs[0]: {field}" in details, details
+    defaults = apb.JobTypeDefaults(job_type="bounded", **fields)
+    code, details = code_of(
+        admin.SetJobTypeDefaults, apb.SetJobTypeDefaultsRequest(defaults=defaults)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in details, details
+
+
+def test_policies_at_the_bounds_are_accepted(channel: grpc.Channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    policy = jpb.RetryPolicy(
+        max_attempts=10_000,
+        backoff_multiplier=100,
+        jitter=1,
+        initial_backoff=_seconds(365 * 86400),
+        max_backoff=_seconds(365 * 86400),
+    )
+    job = scheduler.Enqueue(
+        spb.EnqueueRequest(
+            job=spec(
+                job_type="at-bounds",
+                retry_policy=policy,
+                execution_timeout=_seconds(366 * 86400),
+                heartbeat_timeout=_seconds(366 * 86400),
+            )
+        ),
+        timeout=10,
+    ).job
+    assert job.max_attempts == 10_000 and job.retry_policy.backoff_multiplier == 100

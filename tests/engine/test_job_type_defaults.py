@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import InvalidArgument
-from coordinator.model import JobTypeDefaults, RetryPolicy
+from coordinator.model import JobFilter, JobTypeDefaults, RetryPolicy
 from wfj_engine import Harness, run
 from wfj_testing import make_job
 
@@ -57,5 +57,32 @@ def test_type_defaults_are_replaced_and_removed(store_url: str) -> None:
         assert job.max_attempts == 3
         with pytest.raises(InvalidArgument, match="execution_timeout must be positive"):
             await h.engine.set_job_type_defaults("email", JobTypeDefaults(execution_timeout_ms=0))
+
+    run(store_url, scenario)
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    [
+        (RetryPolicy(backoff_multiplier=float("nan")), "backoff_multiplier"),
+        (RetryPolicy(backoff_multiplier=1e308), "backoff_multiplier"),
+        (RetryPolicy(max_attempts=2**31 - 1), "max_attempts"),
+        (RetryPolicy(max_backoff_ms=10**15), "max_backoff"),
+    ],
+    ids=["nan-multiplier", "huge-multiplier", "int32-max-attempts", "huge-max-backoff"],
+)
+def test_unbounded_policies_are_refused_by_the_engine(
+    store_url: str, policy: RetryPolicy, field: str
+) -> None:
+    async def scenario(h: Harness) -> None:
+        with pytest.raises(InvalidArgument, match=f"defaults.retry_policy.{field}"):
+            await h.engine.set_job_type_defaults("email", JobTypeDefaults(retry_policy=policy))
+        assert h.engine.type_defaults == {}
+        with pytest.raises(InvalidArgument, match=f"retry_policy.{field}"):
+            await h.engine.enqueue([make_job(retry_policy=policy.to_json())])
+        with pytest.raises(InvalidArgument, match=r"jobs\[1\]: execution_timeout"):
+            await h.engine.enqueue([make_job(), make_job(execution_timeout_ms=-5)])
+        page = await h.engine.list_jobs(JobFilter(), 10, "")
+        assert page.jobs == []
 
     run(store_url, scenario)

@@ -12,7 +12,15 @@ import sqlalchemy as sa
 from coordinator.engine import WorkerSession
 from coordinator.engine.retries import BACKOFF_CEILING_MS
 from coordinator.errors import FailedPrecondition
-from coordinator.model import AttemptOutcome, Completion, Failure, JobStatus, Release
+from coordinator.model import (
+    ATTEMPT_CEILING,
+    AttemptOutcome,
+    Completion,
+    Failure,
+    JobFilter,
+    JobStatus,
+    Release,
+)
 from coordinator.telemetry.hooks import EngineTelemetry
 from wfj_engine import Harness, run
 from wfj_testing import T0
@@ -119,6 +127,54 @@ def test_reaper_sets_a_poisoned_row_aside_and_reclaims_the_rest(
         assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
         assert (await h.job(poisoned))[0].status == JobStatus.CANCELLED
 
+
+INT4_MAX = 2**31 - 1
+
+
+def _columns(h: Harness, job_id: str) -> tuple[int, int, int]:
+    with h.engine.store.engine.connect() as conn:
+        row = conn.execute(
+            sa.text("SELECT status, attempt, max_attempts FROM wfj_jobs WHERE id = :id"),
+            {"id": job_id},
+        ).one()
+    return row.status, row.attempt, row.max_attempts
+
+
+def test_release_refund_never_overflows_the_attempt_budget(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5)
+        [(_, token)] = await h.lease()
+        # A budget stored before bounds existed: one more refunded attempt overflows int4.
+        _poison(h, job_id, max_attempts=INT4_MAX)
+        [result] = await h.engine.report([Release(job_id, token, "shutting down")])
+        assert result.accepted and result.status == JobStatus.PENDING
+        status, attempt, max_attempts = _columns(h, job_id)
+        assert (status, attempt) == (JobStatus.PENDING, 1)
+        assert max_attempts <= INT4_MAX
+        job, _ = await h.job(job_id)  # still readable, as the wire's int32 needs
+        assert job.max_attempts == max_attempts
+
+    run(store_url, scenario)
+
+
+def test_release_at_the_ceiling_consumes_the_attempt_and_faults_when_none_are_left(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5)
+        [(_, token)] = await h.lease()
+        _poison(h, job_id, attempt=ATTEMPT_CEILING - 1, max_attempts=ATTEMPT_CEILING)
+        [result] = await h.engine.report([Release(job_id, token)])
+        assert result.status == JobStatus.PENDING  # not refunded: the budget is at the ceiling
+        assert _columns(h, job_id) == (JobStatus.PENDING, ATTEMPT_CEILING - 1, ATTEMPT_CEILING)
+        [(row, token)] = await h.lease()
+        assert row.attempt == ATTEMPT_CEILING
+        [result] = await h.engine.report([Release(job_id, token)])
+        assert result.accepted and result.status == JobStatus.FAULTED
+        job, _ = await h.job(job_id)
+        assert "the most one job may run" in (job.last_error or "")
+        assert _columns(h, job_id) == (JobStatus.FAULTED, ATTEMPT_CEILING, ATTEMPT_CEILING)
+
     run(store_url, scenario)
 
 
@@ -172,6 +228,35 @@ def test_report_outcomes_answers_each_outcome_beside_a_poisoned_one(store_url: s
         with pytest.raises(FailedPrecondition, match="stored data is unusable"):
             await h.engine.report_one(Failure(poisoned, tokens[poisoned], "boom", "IOError"))
 
+
+async def _faulted_pair(h: Harness) -> tuple[str, str]:
+    """Two FAULTED jobs: one for a single retry, one (tenant "bulk") for a bulk retry."""
+    single = await h.enqueue(max_attempts=1)
+    bulk = await h.enqueue(max_attempts=1, tenant_id="bulk")
+    for _ in range(2):
+        [(row, token)] = await h.lease(n=1)
+        await h.engine.report([Failure(row.id, token, "boom", "IOError")])
+    return single, bulk
+
+
+@pytest.mark.parametrize("keep_attempts", [False, True])
+def test_operator_retry_budget_never_overflows(store_url: str, keep_attempts: bool) -> None:
+    async def scenario(h: Harness) -> None:
+        single, bulk = await _faulted_pair(h)
+        for job_id in (single, bulk):
+            # attempt + a budget of 2**31 - 1 does not fit a 32-bit column.
+            _poison(h, job_id, attempt=1000, max_attempts=INT4_MAX, retry_policy=None)
+        row = await h.engine.ops.retry_job(single, keep_attempts=keep_attempts)
+        assert row.status == JobStatus.PENDING
+        result = await h.engine.ops.bulk_retry(
+            JobFilter(tenant_id="bulk"), dry_run=False, keep_attempts=keep_attempts
+        )
+        assert (result.matched, result.changed) == (1, 1)
+        for job_id in (single, bulk):
+            status, attempt, max_attempts = _columns(h, job_id)
+            assert (status, attempt) == (JobStatus.PENDING, 1000)
+            assert 1000 < max_attempts <= ATTEMPT_CEILING
+
     run(store_url, scenario)
 
 
@@ -211,5 +296,22 @@ def test_cluster_sync_writes_every_worker_but_one_the_database_refuses(store_url
             assert telemetry.set_aside == {"cluster-sync": 1}
         else:
             assert "odd" in stored
+
+
+def test_operator_retry_past_the_attempt_ceiling_is_refused(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        single, bulk = await _faulted_pair(h)
+        for job_id in (single, bulk):
+            _poison(h, job_id, attempt=INT4_MAX - 1, max_attempts=INT4_MAX - 1)
+        with pytest.raises(FailedPrecondition, match="replay it"):
+            await h.engine.ops.retry_job(single, keep_attempts=True)
+        result = await h.engine.ops.bulk_retry(
+            JobFilter(tenant_id="bulk"), dry_run=False, keep_attempts=True
+        )
+        assert (result.matched, result.changed) == (1, 0)
+        for job_id in (single, bulk):
+            assert _columns(h, job_id) == (JobStatus.FAULTED, INT4_MAX - 1, INT4_MAX - 1)
+        copy = await h.engine.ops.replay_job(single)
+        assert copy.status == JobStatus.PENDING and copy.attempt == 0
 
     run(store_url, scenario)

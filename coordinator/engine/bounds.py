@@ -1,0 +1,93 @@
+"""What a caller may configure for a job: retry policy and timeouts.
+
+Every retry policy and timeout is checked before it is stored (enqueue,
+batch enqueue, job-type defaults), so the rules that compute with them never
+meet NaN, infinities or numbers outside the store's columns. The bounds are
+documented in ``protos/workflowjobs/v1/job.proto`` and ``docs/limits.md``.
+A violation is ``InvalidArgument`` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+
+from coordinator.errors import InvalidArgument
+from coordinator.model import MAX_ATTEMPTS, RetryPolicy
+
+# Largest backoff_multiplier: 100 ** n passes any max_backoff within a few attempts.
+MAX_BACKOFF_MULTIPLIER = 100.0
+# Longest initial_backoff / max_backoff (365 days, the engine's backoff ceiling).
+MAX_BACKOFF_MS = 365 * 86_400 * 1000
+# Longest execution_timeout / heartbeat_timeout (366 days).
+MAX_TIMEOUT_MS = 366 * 86_400 * 1000
+# Most entries in non_retryable_error_kinds.
+MAX_NON_RETRYABLE_KINDS = 100
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_retry_policy(policy: RetryPolicy, field: str, max_string_length: int) -> None:
+    """Raise ``InvalidArgument`` naming ``field.<name>`` unless every set value is in bounds."""
+    if policy.max_attempts is not None and (
+        not _is_int(policy.max_attempts) or not 1 <= policy.max_attempts <= MAX_ATTEMPTS
+    ):
+        raise InvalidArgument(
+            f"{field}.max_attempts must be between 1 and {MAX_ATTEMPTS:,} "
+            f"(0 or unset: the default), got {policy.max_attempts}"
+        )
+    for name in ("initial_backoff_ms", "max_backoff_ms"):
+        value = getattr(policy, name)
+        if value is not None and (not _is_int(value) or not 0 <= value <= MAX_BACKOFF_MS):
+            raise InvalidArgument(
+                f"{field}.{name.removesuffix('_ms')} must be between 0 and 365 days, "
+                f"got {value} ms"
+            )
+    multiplier = policy.backoff_multiplier
+    if multiplier is not None and (
+        not _is_number(multiplier)
+        or not math.isfinite(multiplier)
+        or not 1.0 <= multiplier <= MAX_BACKOFF_MULTIPLIER
+    ):
+        raise InvalidArgument(
+            f"{field}.backoff_multiplier must be a finite number between 1 and "
+            f"{MAX_BACKOFF_MULTIPLIER:g} (0 or unset: the default), got {multiplier}"
+        )
+    jitter = policy.jitter
+    if jitter is not None and (
+        not _is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0
+    ):
+        raise InvalidArgument(f"{field}.jitter must be between 0 and 1, got {jitter}")
+    kinds = policy.non_retryable_error_kinds
+    if len(kinds) > MAX_NON_RETRYABLE_KINDS:
+        raise InvalidArgument(
+            f"{field}.non_retryable_error_kinds lists {len(kinds)} kinds; "
+            f"the limit is {MAX_NON_RETRYABLE_KINDS}"
+        )
+    for kind in kinds:
+        if not kind or len(kind) > max_string_length:
+            raise InvalidArgument(
+                f"{field}.non_retryable_error_kinds entries must be 1 to "
+                f"{max_string_length} characters"
+            )
+
+
+def check_timeout(value: int | None, field: str) -> None:
+    """Raise ``InvalidArgument`` unless ``value`` (ms) is unset or in [0, 366 days]."""
+    if value is not None and (not _is_int(value) or not 0 <= value <= MAX_TIMEOUT_MS):
+        raise InvalidArgument(f"{field} must be between 0 and 366 days, got {value} ms")
+
+
+__all__ = [
+    "MAX_BACKOFF_MS",
+    "MAX_BACKOFF_MULTIPLIER",
+    "MAX_NON_RETRYABLE_KINDS",
+    "MAX_TIMEOUT_MS",
+    "check_retry_policy",
+    "check_timeout",
+]
