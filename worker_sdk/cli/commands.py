@@ -1,22 +1,8 @@
-"""``wfjobs``: the operator's command line, over the worker SDK's clients.
+"""The commands of ``wfjobs`` and its argument parser.
 
-    wfjobs [--target HOST:PORT] [--json] COMMAND ...
-
-Commands: ``jobs list|show|retry|cancel|unlock|replay|explain``, ``pause``,
-``unpause``, ``pauses``, ``drain``, ``undrain``, ``stats``, ``workers``,
-``enqueue``. Output is a table for people, or JSON (protobuf field names, as
-grpcurl prints them) with ``--json``. The coordinator's address comes from
-``--target``, else ``WFJOBS_TARGET``, else 127.0.0.1:50051.
-
-Exit codes (stable, for scripts):
-    0  success
-    1  unexpected error
-    2  bad usage, or the coordinator rejected the input (INVALID_ARGUMENT)
-    3  not found (job, pause, worker)
-    4  wrong state (FAILED_PRECONDITION, ALREADY_EXISTS), e.g. retrying a running job
-    5  coordinator unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED)
-    6  the coordinator does not implement the call (UNIMPLEMENTED)
-    7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+One :class:`Commands` method per command, each returning an exit code; the
+parser maps command lines onto them. Printing is :mod:`worker_sdk.cli.output`,
+running one command line is :func:`worker_sdk.cli.main`.
 """
 
 from __future__ import annotations
@@ -28,16 +14,38 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import Any
 
 import grpc
-from google.protobuf import json_format
-from google.protobuf.message import Message
 
 from worker_sdk import AdminClient, JobFilter, JobView, SchedulerClient, WorkflowJobsError
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
+
+from .output import (
+    Output,
+    cell,
+    duration_text,
+    enum_name,
+    job_json,
+    message_dict,
+    scope_text,
+    time_text,
+    timestamp,
+)
+
+EXIT_CODES_HELP = """\
+Exit codes (stable, for scripts):
+    0  success
+    1  unexpected error
+    2  bad usage, or the coordinator rejected the input (INVALID_ARGUMENT)
+    3  not found (job, pause, worker)
+    4  wrong state (FAILED_PRECONDITION, ALREADY_EXISTS), e.g. retrying a running job
+    5  coordinator unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED)
+    6  the coordinator does not implement the call (UNIMPLEMENTED)
+    7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+"""
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "WFJOBS_TARGET"
@@ -51,7 +59,7 @@ EXIT_UNAVAILABLE = 5
 EXIT_UNIMPLEMENTED = 6
 EXIT_DENIED = 7
 
-_EXIT_BY_CODE = {
+EXIT_BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
     grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
     grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
@@ -70,71 +78,6 @@ _PAUSE_KINDS = ("tenant", "definition", "instance", "job-type")
 
 class UsageError(Exception):
     """Arguments that make no sense together; exit code 2."""
-
-
-# -- output ------------------------------------------------------------------------------
-
-
-class Output:
-    """Prints tables or JSON."""
-
-    def __init__(self, as_json: bool, stream: TextIO) -> None:
-        self.as_json = as_json
-        self._stream = stream
-
-    def json(self, value: Any) -> None:
-        self._stream.write(json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
-
-    def line(self, text: str = "") -> None:
-        self._stream.write(text + "\n")
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        if not rows:
-            self.line("(none)")
-            return
-        cells = [[_cell(v) for v in row] for row in rows]
-        widths = [len(h) for h in headers]
-        for row in cells:
-            widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        self.line(fmt.format(*headers).rstrip())
-        for row in cells:
-            self.line(fmt.format(*row).rstrip())
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, datetime):
-        return _time(value)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _time(value: datetime | None) -> str:
-    if value is None:
-        return "-"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
-
-
-def _ts(ts: Any) -> datetime | None:
-    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
-        return None
-    return ts.ToDatetime(tzinfo=UTC)
-
-
-def _message(msg: Message) -> dict[str, Any]:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
-
-
-def _job_json(job: JobView) -> dict[str, Any]:
-    return _message(job.raw)
-
-
-def _enum_name(value: Any) -> str:
-    return getattr(value, "name", str(value)).lower()
 
 
 # -- argument helpers ----------------------------------------------------------------------
@@ -246,7 +189,7 @@ class Commands:
             if not a.all or not token:
                 break
         if self.out.as_json:
-            self.out.json({"jobs": [_job_json(j) for j in jobs], "next_page_token": token})
+            self.out.json({"jobs": [job_json(j) for j in jobs], "next_page_token": token})
             return EXIT_OK
         self.out.table(
             ["ID", "TYPE", "TENANT", "STATUS", "ATTEMPT", "CREATED", "DUE", "LAST ERROR"],
@@ -255,7 +198,7 @@ class Commands:
                     j.id,
                     j.job_type,
                     j.tenant_id,
-                    _enum_name(j.status),
+                    enum_name(j.status),
                     f"{j.attempt}/{j.max_attempts}",
                     j.create_time,
                     j.due_time,
@@ -271,7 +214,7 @@ class Commands:
     def jobs_show(self) -> int:
         job = self.admin.get_job(self.args.job_id)
         if self.out.as_json:
-            self.out.json(_job_json(job))
+            self.out.json(job_json(job))
             return EXIT_OK
         self._show(job)
         return EXIT_OK
@@ -284,11 +227,11 @@ class Commands:
             ("tenant", job.tenant_id),
             (
                 "status",
-                _enum_name(job.status) + (" (cancel requested)" if job.cancel_requested else ""),
+                enum_name(job.status) + (" (cancel requested)" if job.cancel_requested else ""),
             ),
             ("attempt", f"{job.attempt} of {job.max_attempts}"),
             ("priority", job.priority),
-            ("category", _enum_name(job.category)),
+            ("category", enum_name(job.category)),
             (
                 "definition",
                 f"{wf.definition_id} v{wf.definition_version}" if wf.definition_id else None,
@@ -309,7 +252,7 @@ class Commands:
         for key, value in fields:
             if value is not None:
                 self.out.line(
-                    f"{key:<{width}}  {_cell(value) if not isinstance(value, str) else value}"
+                    f"{key:<{width}}  {cell(value) if not isinstance(value, str) else value}"
                 )
         if job.attempts:
             self.out.line()
@@ -321,8 +264,8 @@ class Commands:
                         a.worker_id or None,
                         a.start_time,
                         a.end_time,
-                        _duration(a.start_time, a.end_time),
-                        _enum_name(a.outcome),
+                        duration_text(a.start_time, a.end_time),
+                        enum_name(a.outcome),
                         a.error or None,
                     )
                     for a in job.attempts
@@ -359,9 +302,9 @@ class Commands:
     def jobs_replay(self) -> int:
         job = self.admin.replay_job(self.args.job_id)
         if self.out.as_json:
-            self.out.json(_job_json(job))
+            self.out.json(job_json(job))
         else:
-            self.out.line(f"replayed {self.args.job_id} as {job.id} ({_enum_name(job.status)})")
+            self.out.line(f"replayed {self.args.job_id} as {job.id} ({enum_name(job.status)})")
         return EXIT_OK
 
     def jobs_explain(self) -> int:
@@ -369,14 +312,14 @@ class Commands:
         if self.out.as_json:
             self.out.json(
                 {
-                    "job": _job_json(explanation.job),
-                    "reasons": [_message(r) for r in explanation.reasons],
+                    "job": job_json(explanation.job),
+                    "reasons": [message_dict(r) for r in explanation.reasons],
                 }
             )
             return EXIT_OK
         job = explanation.job
         self.out.line(
-            f"job {job.id} ({job.job_type}, tenant {job.tenant_id}) is {_enum_name(job.status)}"
+            f"job {job.id} ({job.job_type}, tenant {job.tenant_id}) is {enum_name(job.status)}"
         )
         if not explanation.reasons:
             self.out.line("nothing holds it back: it runs as soon as a worker has a free slot")
@@ -394,16 +337,16 @@ class Commands:
             except WorkflowJobsError as e:
                 if e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise
-                code = code or _EXIT_BY_CODE.get(e.code, EXIT_ERROR)
+                code = code or EXIT_BY_CODE.get(e.code, EXIT_ERROR)
                 if self.out.as_json:
                     results.append({"job_id": job_id, "error": e.message, "code": e.code.name})
                 else:
                     sys.stderr.write(f"wfjobs: {job_id}: {e.message}\n")
                 continue
             if self.out.as_json:
-                results.append(_job_json(job))
+                results.append(job_json(job))
             else:
-                state = _enum_name(job.status)
+                state = enum_name(job.status)
                 if job.cancel_requested and job.status.name == "RUNNING":
                     state = "running, cancel requested (the handler is told at its next heartbeat)"
                 self.out.line(f"{verb} {job.id}: now {state}")
@@ -452,40 +395,42 @@ class Commands:
             kind, value, tenant_id=tenant, actor=a.actor, reason=a.reason, expire_time=expire
         )
         if self.out.as_json:
-            self.out.json(_message(record))
+            self.out.json(message_dict(record))
         else:
             until = (
-                f" until {_time(_ts(record.expire_time))}" if record.HasField("expire_time") else ""
+                f" until {time_text(timestamp(record.expire_time))}"
+                if record.HasField("expire_time")
+                else ""
             )
-            self.out.line(f"paused {_scope_text(record.scope)}{until} (pause {record.id})")
+            self.out.line(f"paused {scope_text(record.scope)}{until} (pause {record.id})")
         return EXIT_OK
 
     def unpause(self) -> int:
         kind, value, tenant = self._scope()
         lifted = self.admin.unpause(kind, value, tenant_id=tenant, actor=self.args.actor)
         if self.out.as_json:
-            self.out.json([_message(r) for r in lifted])
+            self.out.json([message_dict(r) for r in lifted])
         else:
             for record in lifted:
-                self.out.line(f"unpaused {_scope_text(record.scope)} (pause {record.id})")
+                self.out.line(f"unpaused {scope_text(record.scope)} (pause {record.id})")
         return EXIT_OK
 
     def pauses(self) -> int:
         records = self.admin.list_pauses(include_lifted=self.args.all, tenant_id=self.args.tenant)
         if self.out.as_json:
-            self.out.json([_message(r) for r in records])
+            self.out.json([message_dict(r) for r in records])
             return EXIT_OK
         self.out.table(
             ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
             [
                 (
                     r.id,
-                    _scope_text(r.scope),
+                    scope_text(r.scope),
                     r.actor or None,
                     r.reason or None,
-                    _ts(r.create_time),
-                    _ts(r.expire_time) if r.HasField("expire_time") else None,
-                    _ts(r.lift_time) if r.HasField("lift_time") else None,
+                    timestamp(r.create_time),
+                    timestamp(r.expire_time) if r.HasField("expire_time") else None,
+                    timestamp(r.lift_time) if r.HasField("lift_time") else None,
                 )
                 for r in records
             ],
@@ -520,7 +465,7 @@ class Commands:
     def stats(self) -> int:
         s = self.admin.get_stats(tenant_id=self.args.tenant, window=self.args.window)
         if self.out.as_json:
-            self.out.json(_message(s))
+            self.out.json(message_dict(s))
             return EXIT_OK
         age = s.oldest_pending_age.ToTimedelta().total_seconds()
         window = self.args.window.total_seconds() if self.args.window else 300
@@ -555,7 +500,7 @@ class Commands:
     def workers(self) -> int:
         workers = self.admin.list_workers()
         if self.out.as_json:
-            self.out.json([_message(w) for w in workers])
+            self.out.json([message_dict(w) for w in workers])
             return EXIT_OK
         self.out.table(
             [
@@ -578,8 +523,8 @@ class Commands:
                     ",".join(w.job_types),
                     w.slots,
                     len(w.in_flight_job_ids),
-                    _ts(w.connect_time),
-                    _ts(w.last_heartbeat_time),
+                    timestamp(w.connect_time),
+                    timestamp(w.last_heartbeat_time),
                     w.coordinator_id[:8],
                     w.draining,
                 )
@@ -619,25 +564,11 @@ class Commands:
             if a.wait is not None:
                 job = scheduler.wait_for_job(job.id, timeout=a.wait.total_seconds() or None)
         if self.out.as_json:
-            self.out.json(_job_json(job))
+            self.out.json(job_json(job))
         else:
             note = " (already existed)" if job.deduplicated else ""
-            self.out.line(f"{job.id} {_enum_name(job.status)}{note}")
+            self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
-
-
-def _duration(start: datetime | None, end: datetime | None) -> str | None:
-    if start is None or end is None:
-        return None
-    return f"{(end - start).total_seconds():.3f}s"
-
-
-def _scope_text(scope: Any) -> str:
-    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
-    if kind == "tenant":
-        return f"tenant {scope.tenant_id}"
-    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
-    return f"{kind.replace('_', '-')} {scope.value}{where}"
 
 
 # -- the parser ------------------------------------------------------------------------------
@@ -666,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wfjobs",
         description="Operate a workflow-jobs coordinator.",
-        epilog=__doc__.split("Exit codes", 1)[1].join(["Exit codes", ""]),
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
@@ -769,63 +700,3 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait for the outcome (optionally at most this long)",
     )
     return parser
-
-
-def _connection_hint(target: str, error: WorkflowJobsError) -> str:
-    source = (
-        "--target"
-        if "--target" in " ".join(sys.argv)
-        else (f"{TARGET_ENV}" if os.environ.get(TARGET_ENV) else "the default")
-    )
-    reason = "connection refused" if "refused" in error.message.lower() else error.message
-    return (
-        f"wfjobs: cannot reach the coordinator at {target} ({reason}).\n"
-        f"  Is it running and listening there? The address came from {source}; "
-        f"set --target HOST:PORT or {TARGET_ENV}."
-    )
-
-
-def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
-    """Run one command; returns the exit code (see the module docstring)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    args.target = getattr(args, "target", None) or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
-    args.json = getattr(args, "json", False)
-    args.timeout = getattr(args, "timeout", 30.0)
-    out = Output(args.json, stdout or sys.stdout)
-    commands = Commands(args, out)
-    try:
-        return getattr(commands, args.handler)()
-    except UsageError as e:
-        sys.stderr.write(f"wfjobs: {e}\n")
-        return EXIT_USAGE
-    except ValueError as e:  # from the SDK's argument checks (unknown enum names, ...)
-        sys.stderr.write(f"wfjobs: {e}\n")
-        return EXIT_USAGE
-    except WorkflowJobsError as e:
-        if e.code == grpc.StatusCode.UNAVAILABLE:
-            sys.stderr.write(_connection_hint(args.target, e) + "\n")
-        elif e.code == grpc.StatusCode.UNIMPLEMENTED:
-            sys.stderr.write(
-                f"wfjobs: the coordinator at {args.target} does not implement this call "
-                f"({e.message}); it is probably older than this CLI\n"
-            )
-        elif e.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            sys.stderr.write(
-                f"wfjobs: the coordinator at {args.target} did not answer within "
-                f"{args.timeout:g}s (--timeout)\n"
-            )
-        else:
-            sys.stderr.write(f"wfjobs: {e.message} ({e.code.name})\n")
-        return _EXIT_BY_CODE.get(e.code, EXIT_ERROR)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        commands.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

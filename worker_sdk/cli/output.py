@@ -1,0 +1,105 @@
+"""How ``wfjobs`` prints: tables and key/value blocks for people, JSON for scripts.
+
+JSON uses protobuf field names, as grpcurl prints them; times in tables are UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from worker_sdk import JobView
+from workflowjobs.v1 import admin_service_pb2 as apb
+
+__all__ = [
+    "Output",
+    "cell",
+    "duration_text",
+    "enum_name",
+    "job_json",
+    "message_dict",
+    "scope_text",
+    "time_text",
+    "timestamp",
+]
+
+
+class Output:
+    """Prints tables or JSON."""
+
+    def __init__(self, as_json: bool, stream: TextIO) -> None:
+        self.as_json = as_json
+        self._stream = stream
+
+    def json(self, value: Any) -> None:
+        self._stream.write(json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+
+    def line(self, text: str = "") -> None:
+        self._stream.write(text + "\n")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            self.line("(none)")
+            return
+        cells = [[cell(v) for v in row] for row in rows]
+        widths = [len(h) for h in headers]
+        for row in cells:
+            widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        self.line(fmt.format(*headers).rstrip())
+        for row in cells:
+            self.line(fmt.format(*row).rstrip())
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return time_text(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def time_text(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
+
+
+def timestamp(ts: Any) -> datetime | None:
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return None
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def message_dict(msg: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+
+def job_json(job: JobView) -> dict[str, Any]:
+    return message_dict(job.raw)
+
+
+def enum_name(value: Any) -> str:
+    return getattr(value, "name", str(value)).lower()
+
+
+def duration_text(start: datetime | None, end: datetime | None) -> str | None:
+    if start is None or end is None:
+        return None
+    return f"{(end - start).total_seconds():.3f}s"
+
+
+def scope_text(scope: Any) -> str:
+    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
+    if kind == "tenant":
+        return f"tenant {scope.tenant_id}"
+    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
+    return f"{kind.replace('_', '-')} {scope.value}{where}"
