@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -78,15 +80,43 @@ def test_claim_is_guarded_against_double_leasing(store: Store) -> None:
     assert second == []
 
 
-def test_in_tenant_order_is_priority_then_due_then_age(store: Store) -> None:
+def _priority_jobs() -> tuple[list, list[str]]:
+    """Jobs of one lane in scrambled insert order, and the order they must run in."""
     low_old = make_job(priority=0, due_at=T0 - 10 * SECOND)
     high = make_job(priority=5, due_at=T0)
     low_newer_same_due = make_job(priority=0, due_at=T0 - 10 * SECOND)
     low_due_later = make_job(priority=0, due_at=T0 - 5 * SECOND)
-    store.job_insert_many([low_due_later, low_newer_same_due, high, low_old])
-    cands = store.job_candidates(["noop"], 10, T0)
-    ordered = sorted(cands, key=lambda c: (-c.priority, c.due_at, c.id))
-    assert [c.id for c in ordered] == [high.id, low_old.id, low_newer_same_due.id, low_due_later.id]
+    highest_not_due = make_job(priority=9, due_at=T0 + 60 * SECOND)
+    jobs = [low_due_later, highest_not_due, low_newer_same_due, high, low_old]
+    return jobs, [high.id, low_old.id, low_newer_same_due.id, low_due_later.id]
+
+
+def test_acquisition_leases_in_priority_then_due_then_age_order(store: Store) -> None:
+    jobs, expected = _priority_jobs()
+    store.job_insert_many(jobs)
+    leased: list[str] = []
+    # One job per acquisition: what the store hands out first is what it ranks first.
+    for n in range(len(jobs)):
+        cands = store.job_candidates(["noop"], 1, T0)
+        rows = store.job_claim([Claim(c.id, "w1") for c in cands], f"tok-{n}", T0, LEASE_MS)
+        leased.extend(r.id for r in rows)
+    assert leased == expected
+
+
+def test_one_statement_acquisition_leases_in_priority_then_due_then_age_order(
+    store: Store,
+) -> None:
+    if not store.is_postgres:
+        pytest.skip("the one-statement claim is the PostgreSQL path")
+    jobs, expected = _priority_jobs()
+    store.job_insert_many(jobs)
+    leased: list[str] = []
+    for n in range(len(jobs)):
+        rows = store.job_claim_fair(
+            ["noop"], None, ["w1"], ([], [], [], 0.0), f"tok-{n}", T0, LEASE_MS
+        )
+        leased.extend(r.id for r in rows)
+    assert leased == expected
 
 
 def test_stale_lease_token_completion_changes_nothing(store: Store) -> None:

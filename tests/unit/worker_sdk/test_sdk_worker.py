@@ -468,24 +468,44 @@ def test_heartbeats_carry_leases_and_deliver_cancel_and_lost() -> None:
 
 def test_context_heartbeat_forces_an_early_heartbeat() -> None:
     async def main() -> None:
-        coordinator = ScriptedCoordinator(heartbeat_interval_ms=60_000)
+        coordinator = ScriptedCoordinator(heartbeat_interval_ms=3_600_000)
         server, port = await start_server(coordinator)
-        worker = make_worker(port, concurrency=1)
+        # The scheduled heartbeat is an hour away: any heartbeat seen within
+        # the test's wait is the one the handler asked for.
+        worker = make_worker(port, concurrency=1, heartbeat_interval=3600.0)
         release = threading.Event()
+        seen_before_asking: list[int] = []
+        contexts: list[JobContext] = []
 
         @worker.handler("progress")
         def progress(ctx: JobContext) -> None:
+            contexts.append(ctx)
+            seen_before_asking.append(len(coordinator.heartbeats))
             ctx.heartbeat({"step": 1})
             release.wait(WAIT)
 
+        job = leased("progress")
+        job.lease_expire_time.FromDatetime(datetime.now(UTC) + timedelta(hours=2))
         try:
             async with running(worker, coordinator):
-                coordinator.push(leased("progress"))
-                await coordinator.wait_for(lambda: bool(coordinator.heartbeats))
+                [job_id] = coordinator.push(job)
+                await coordinator.wait_for(
+                    lambda: any(
+                        lease.job_id == job_id for h in coordinator.heartbeats for lease in h.leases
+                    )
+                )
                 release.set()
+                await coordinator.wait_for(lambda: job_id in coordinator.outcomes)
         finally:
             release.set()
             await server.stop(None)
+
+        assert seen_before_asking == [0]
+        [beat] = [h for h in coordinator.heartbeats if h.leases]
+        assert [(lease.job_id, lease.lease_token) for lease in beat.leases] == [
+            (job_id, job.lease_token)
+        ]
+        assert contexts[0].heartbeat_details == {"step": 1}
 
     asyncio.run(main())
 
