@@ -426,6 +426,14 @@ class AdminClient(BlockingClient):
             self._stub.Drain, admin_service_pb2.DrainRequest(cluster=cluster, worker_id=worker_id)
         )
 
-    def undrain(self, *, cluster: bool = False) -> None:
-        """Lift a drain (``cluster`` for the whole cluster)."""
-        self._call(self._stub.Undrain, admin_service_pb2.UndrainRequest(cluster=cluster))
+    def undrain(self, *, cluster: bool = False, worker_id: str = "") -> None:
+        """Lift a drain: this coordinator's, the whole cluster's, or one worker's.
+
+        Args:
+            cluster: Lift the cluster drain.
+            worker_id: Undrain only this worker (drained with ``drain(worker_id=...)``).
+        """
+        self._call(
+            self._stub.Undrain,
+            admin_service_pb2.UndrainRequest(cluster=cluster, worker_id=worker_id),
+        )

@@ -175,7 +175,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def Undrain(
         self, request: apb.UndrainRequest, context: grpc.aio.ServicerContext
     ) -> apb.UndrainResponse:
-        await self._engine.ops.undrain(request.cluster)
+        await self._engine.ops.undrain(request.cluster, request.worker_id)
         return apb.UndrainResponse()
 
     async def ListWorkers(

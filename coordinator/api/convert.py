@@ -337,7 +337,7 @@ def worker_to_proto(w: Any) -> apb.WorkerInfo:
         slots=w.slots,
         in_flight_job_ids=list(w.in_flight),
         connect_time=us_to_ts(w.connected_at or None),
-        last_heartbeat_time=us_to_ts(w.last_heartbeat_at or None),
+        last_heartbeat_time=us_to_ts(w.last_seen_at or None),
         coordinator_id=w.coordinator_id,
         credits=w.credits,
         draining=w.draining,

@@ -711,10 +711,6 @@ class Engine:
         self.set_aside.record("releases", refused, now)
         self.dispatcher.wake()
 
-    def serves(self, job_type: str) -> bool:
-        """True when a worker connected here serves ``job_type``."""
-        return any(job_type in s.job_types for s in self.dispatcher.sessions.values())
-
     def open_session(self, session: WorkerSession) -> None:
         if not session.job_types:
             raise InvalidArgument("the worker must serve at least one job type")

@@ -4,6 +4,11 @@ The answer is assembled from the same rules acquisition applies (due time,
 pauses, concurrency limits, drain, who serves the job type) plus the job's
 place in its tenant's queue, so it cannot disagree with what acquisition does
 except for races with changes made while it is being computed.
+
+Workers are judged from the cluster view (``Operations.list_workers``: this
+coordinator's streams plus the worker registry every replica writes), so the
+answer is the same whichever replica is asked: a worker connected to another
+replica serves the job type, and a drained worker anywhere is named.
 """
 
 from __future__ import annotations
@@ -48,17 +53,15 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
     now = engine.clock.now_us()
     status = JobStatus(row.status)
     if status == JobStatus.RUNNING:
-        return row, [
-            WaitReason(
-                "LEASED",
-                f"running: leased by worker {row.lease_owner} until {_when(row.lease_expires_at or now)}",
-                until=row.lease_expires_at,
-            )
-        ]
+        return row, [await _leased(engine, row, now)]
     if status != JobStatus.PENDING:
         return row, [WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")]
     reasons: list[WaitReason] = []
-    if engine.dispatcher.paused:
+    if engine.ops.cluster_drain:
+        reasons.append(
+            WaitReason("DRAINING", "the cluster is drained: no coordinator hands out jobs")
+        )
+    elif engine.dispatcher.paused:
         reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
     if row.due_at > now:
         reasons.append(
@@ -111,11 +114,24 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
                         limit=limit,
                     )
                 )
-    if not engine.serves(row.job_type):
+    serving = [w for w in await engine.ops.list_workers() if row.job_type in w.job_types]
+    if not serving:
         reasons.append(
             WaitReason(
                 "NO_WORKER",
-                f"no connected worker serves job type {row.job_type!r}; start one with a handler for it",
+                f"no connected worker on any coordinator serves job type {row.job_type!r}; "
+                "start one with a handler for it",
+            )
+        )
+    elif all(w.draining for w in serving) and not engine.ops.cluster_drain:
+        names = ", ".join(f"{w.worker_id} (coordinator {w.coordinator_id})" for w in serving)
+        undrain = " ".join(f"wfjobs undrain --worker {w.worker_id};" for w in serving)
+        reasons.append(
+            WaitReason(
+                "DRAINING",
+                f"every worker serving job type {row.job_type!r} is drained: {names}; "
+                f"undrain one ({undrain.rstrip(';')}) or start another worker",
+                count=len(serving),
             )
         )
     ahead = await engine._call(
@@ -130,3 +146,30 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
             )
         )
     return row, reasons
+
+
+async def _leased(engine: Engine, row: JobRow, now: int) -> WaitReason:
+    expires = row.lease_expires_at or now
+    connected = {w.worker_id for w in await engine.ops.list_workers()}
+    if row.lease_owner in connected:
+        return WaitReason(
+            "LEASED",
+            f"running: leased by worker {row.lease_owner} until {_when(expires)}",
+            until=row.lease_expires_at,
+        )
+    if expires > now:
+        when = f"when it expires at {_when(expires)}"
+    else:
+        when = f"by the next lease reaper run (it expired at {_when(expires)})"
+    then = (
+        "the job then ends CANCELLED (a cancel was requested)"
+        if row.cancel_requested
+        else "the job is then retried or faulted by its retry policy"
+    )
+    return WaitReason(
+        "LEASED",
+        f"running: leased by worker {row.lease_owner}, which is no longer connected to any "
+        f"coordinator; the lease is reclaimed {when} and {then} "
+        f"(`wfjobs jobs unlock {row.id}` reclaims it now)",
+        until=row.lease_expires_at,
+    )

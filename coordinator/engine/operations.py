@@ -8,9 +8,13 @@ draining, the dispatcher leases nothing, running jobs go on heartbeating and
 reporting, and every worker stream receives a ``DrainRequested`` so the
 worker stops granting credit. On undrain those streams are closed; the SDK
 reconnects at once and grants credit on the new stream. A worker drained by
-id keeps its drained stream until it reconnects (there is no per-worker
-undrain: restart or reconnect the worker). Health stays SERVING: only SIGTERM
-takes a coordinator out of the load balancer.
+id stays drained until it is undrained by id (``Undrain`` with
+``worker_id``), which closes its drained stream the same way, or until it
+reconnects. Drain and undrain by id reach a worker on another replica through
+a request flag that replica's cluster sync applies. The worker registry
+records which workers are drained, so ``ListWorkers`` and ``ExplainJob`` on
+any replica see it. Health stays SERVING: only SIGTERM takes a coordinator
+out of the load balancer.
 
 ::
 
@@ -58,6 +62,7 @@ log = logging.getLogger(__name__)
 
 CLUSTER_DRAIN_FLAG = "drain"
 WORKER_DRAIN_FLAG_PREFIX = "drain-worker:"
+WORKER_UNDRAIN_FLAG_PREFIX = "undrain-worker:"
 
 
 @dataclass
@@ -85,7 +90,9 @@ class WorkerView:
     slots: int
     in_flight: tuple[str, ...]
     connected_at: int
-    last_heartbeat_at: int
+    # When the coordinator holding the worker's stream last confirmed it open,
+    # as recorded in the worker registry (the same on every replica).
+    last_seen_at: int
     credits: int
     draining: bool
 
@@ -218,7 +225,12 @@ class Operations:
             self.local_drain = True
         self._apply_drain()
 
-    async def undrain(self, cluster: bool) -> None:
+    async def undrain(self, cluster: bool, worker_id: str = "") -> None:
+        if cluster and worker_id:
+            raise InvalidArgument("give either cluster or worker_id, not both")
+        if worker_id:
+            await self._undrain_worker(worker_id)
+            return
         if cluster:
             await self._call(self._store.cluster_flag_set, CLUSTER_DRAIN_FLAG, None, self._now())
             self.cluster_drain = False
@@ -249,6 +261,60 @@ class Operations:
         if session not in self._signalled:
             session.outbox.put_nowait(DrainSignal("worker drained by an operator"))
             self._signalled.add(session)
+        self.cluster_sync.mark_dirty()
+
+    async def _undrain_worker(self, worker_id: str) -> None:
+        now = self._now()
+        session = self._engine.dispatcher.sessions.get(worker_id)
+        if session is not None:
+            self._undrain_session(session)
+            # A drain request for it still waiting on another replica is void.
+            await self._call(
+                self._store.cluster_flag_set, WORKER_DRAIN_FLAG_PREFIX + worker_id, None, now
+            )
+            return
+        rows = await self._call(self._store.worker_list, now - self._stale_us())
+        row = next((r for r in rows if r.worker_id == worker_id), None)
+        if row is None:
+            raise NotFound(
+                f"worker {worker_id!r} is not connected to any coordinator (see ListWorkers)"
+            )
+        flags = await self._call(self._store.cluster_flag_list, WORKER_DRAIN_FLAG_PREFIX)
+        pending = WORKER_DRAIN_FLAG_PREFIX + worker_id in flags
+        if pending:
+            await self._call(
+                self._store.cluster_flag_set, WORKER_DRAIN_FLAG_PREFIX + worker_id, None, now
+            )
+        if not row.draining and not pending:
+            raise FailedPrecondition(f"worker {worker_id!r} is not drained")
+        if row.draining:
+            await self._call(
+                self._store.cluster_flag_set,
+                WORKER_UNDRAIN_FLAG_PREFIX + worker_id,
+                row.coordinator_id,
+                now,
+            )
+
+    def _undrain_session(self, session: WorkerSession) -> None:
+        if session not in self._drained_sessions:
+            if session.draining or session in self._signalled:
+                raise FailedPrecondition(
+                    f"worker {session.worker_id!r} is drained because {self._drain_reason()}; "
+                    "undrain that instead"
+                )
+            raise FailedPrecondition(f"worker {session.worker_id!r} is not drained")
+        if self.draining:
+            # The coordinator or cluster drain still holds it; it was only
+            # drained by id on top of that.
+            self._drained_sessions.discard(session)
+            session.draining = False
+            self.cluster_sync.mark_dirty()
+            return
+        # The worker stopped granting credit on this stream; closing it makes
+        # the SDK reconnect and grant on a new, undrained stream.
+        self._drained_sessions.discard(session)
+        self._signalled.discard(session)
+        session.close()
 
     def _apply_drain(self) -> None:
         dispatcher = self._engine.dispatcher
@@ -274,6 +340,7 @@ class Operations:
             return
         self._signalled.add(session)
         session.outbox.put_nowait(DrainSignal(reason))
+        self.cluster_sync.mark_dirty()
 
     def _drain_reason(self) -> str:
         return (
@@ -282,18 +349,31 @@ class Operations:
             else ("coordinator drained by an operator")
         )
 
+    def _told_to_drain(self, session: WorkerSession) -> bool:
+        return session.draining or session in self._signalled
+
     # -- workers and stats -----------------------------------------------------------
 
     async def list_workers(self) -> list[WorkerView]:
-        """Workers of this coordinator (live) and of the others (as last registered)."""
+        """Every connected worker of the cluster, by worker id.
+
+        Workers of this coordinator are shown live (in-flight jobs, credits,
+        drain state) and those of the others as last registered. Last seen
+        comes from the registry for every worker, so every replica shows the
+        same time for the same worker.
+        """
         me = self._engine.coordinator_id
-        local = [
-            _session_view(s, me, s in self._signalled)
-            for s in self._engine.dispatcher.sessions.values()
-        ]
         rows = await self._call(self._store.worker_list, self._now() - self._stale_us())
-        seen = {w.worker_id for w in local}
-        remote = [_row_view(r) for r in rows if r.coordinator_id != me and r.worker_id not in seen]
+        registered = {r.worker_id: r for r in rows if r.coordinator_id == me}
+        local = []
+        for s in self._engine.dispatcher.sessions.values():
+            row = registered.get(s.worker_id)
+            seen = row.last_seen_at if row is not None else s.connected_at
+            local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
+        seen_ids = {w.worker_id for w in local}
+        remote = [
+            _row_view(r) for r in rows if r.coordinator_id != me and r.worker_id not in seen_ids
+        ]
         return sorted(local + remote, key=lambda w: w.worker_id)
 
     async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
@@ -318,7 +398,11 @@ class Operations:
         written = removed = 0
         store = self._store
         if write:
-            records = [_record(s) for s in self._engine.dispatcher.sessions.values()]
+            records = [
+                _record(s, self._told_to_drain(s))
+                for s in self._engine.dispatcher.sessions.values()
+                if not s.closed
+            ]
             refused = await self._call(store.worker_sync, self._engine.coordinator_id, records, now)
             self._engine.set_aside.record("cluster-sync", refused, now, what="worker")
             removed = await self._call(store.worker_delete_stale, now - self._stale_us())
@@ -332,13 +416,23 @@ class Operations:
         # applies to that connection only, so the flag goes once handled.
         me = self._engine.coordinator_id
         for name, owner in flags.items():
-            if name.startswith(WORKER_DRAIN_FLAG_PREFIX) and owner == me:
+            if owner != me:
+                continue
+            if name.startswith(WORKER_DRAIN_FLAG_PREFIX):
                 session = self._engine.dispatcher.sessions.get(
                     name.removeprefix(WORKER_DRAIN_FLAG_PREFIX)
                 )
                 if session is not None:
                     self._drain_session(session)
-                await self._call(store.cluster_flag_set, name, None, now)
+            elif name.startswith(WORKER_UNDRAIN_FLAG_PREFIX):
+                session = self._engine.dispatcher.sessions.get(
+                    name.removeprefix(WORKER_UNDRAIN_FLAG_PREFIX)
+                )
+                if session is not None and session in self._drained_sessions:
+                    self._undrain_session(session)
+            else:
+                continue
+            await self._call(store.cluster_flag_set, name, None, now)
         return SyncResult(written, removed)
 
     async def _running_deadlines(self, limit: int) -> list[RunningDeadline]:
@@ -429,7 +523,7 @@ def _check_id(job_id: str) -> None:
         )
 
 
-def _record(s: WorkerSession) -> WorkerRecord:
+def _record(s: WorkerSession, draining: bool) -> WorkerRecord:
     return WorkerRecord(
         worker_id=s.worker_id,
         hostname=s.hostname,
@@ -438,10 +532,13 @@ def _record(s: WorkerSession) -> WorkerRecord:
         job_types=sorted(s.job_types),
         slots=s.slots,
         connected_at=s.connected_at,
+        draining=draining,
     )
 
 
-def _session_view(s: WorkerSession, coordinator_id: str, told_to_drain: bool) -> WorkerView:
+def _session_view(
+    s: WorkerSession, coordinator_id: str, told_to_drain: bool, last_seen_at: int
+) -> WorkerView:
     return WorkerView(
         worker_id=s.worker_id,
         coordinator_id=coordinator_id,
@@ -452,9 +549,9 @@ def _session_view(s: WorkerSession, coordinator_id: str, told_to_drain: bool) ->
         slots=s.slots,
         in_flight=tuple(sorted(s.in_flight)),
         connected_at=s.connected_at,
-        last_heartbeat_at=s.last_heartbeat_at,
+        last_seen_at=last_seen_at,
         credits=s.credits,
-        draining=s.draining or told_to_drain,
+        draining=told_to_drain,
     )
 
 
@@ -471,9 +568,9 @@ def _row_view(r: Any) -> WorkerView:
         slots=r.slots,
         in_flight=(),
         connected_at=r.connected_at,
-        last_heartbeat_at=r.last_seen_at,
+        last_seen_at=r.last_seen_at,
         credits=0,
-        draining=False,
+        draining=bool(r.draining),
     )
 
 

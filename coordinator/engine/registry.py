@@ -2,16 +2,20 @@
 
 Each coordinator knows its own workers (their AcquireJobs streams) in memory.
 So that ``ListWorkers`` on any replica shows every worker, each coordinator
-writes its workers to ``wfj_workers``: at once when one connects or leaves
-(the chore is woken), and every ``refresh_s`` otherwise so ``last_seen_at``
-proves the row alive. Rows not refreshed for ``stale_after_s`` belong to a
-coordinator that died and are deleted. Heartbeats do not write here: they
-only update the session in memory, so the registry costs one small write per
-coordinator per ``refresh_s`` however busy the workers are.
+writes its workers to ``wfj_workers``: at once when one connects, leaves or
+is drained or undrained (the chore is woken), and every ``refresh_s``
+otherwise. Each write sets ``last_seen_at`` to now for every open stream: the
+stream is alive (gRPC keepalive closes one whose peer is gone), whether or
+not the worker sent anything. That time is the "last seen" ``ListWorkers``
+shows on every replica, local workers included, so all replicas agree. Rows
+not refreshed for ``stale_after_s`` belong to a coordinator that died and are
+deleted. Heartbeats and credit grants do not write here, so the registry
+costs one small write per coordinator per ``refresh_s`` however busy the
+workers are.
 
-The same run reads ``wfj_cluster_flags`` (the cluster drain, and drain
-requests for workers connected to this replica), so a flag set through one
-replica reaches the others within ``sync_interval_s``.
+The same run reads ``wfj_cluster_flags`` (the cluster drain, and drain and
+undrain requests for workers connected to this replica), so a flag set
+through one replica reaches the others within ``sync_interval_s``.
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ class WorkerRecord:
     job_types: Sequence[str]
     slots: int
     connected_at: int
+    draining: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,7 +470,8 @@ class OperationQueries(StoreBase):
     ) -> list[tuple[str, BaseException]]:
         """Make the registry hold exactly ``connected`` for this coordinator.
 
-        Upserts every connected worker (``last_seen_at = now``) and deletes
+        Upserts every connected worker (``last_seen_at = now``: its stream is
+        open, so it was alive within the transport keepalive) and deletes
         this coordinator's other rows. Rows of a worker that reconnected to
         another replica belong to that replica and are left alone. A record
         the database refuses (e.g. a character it cannot store) is set aside
@@ -495,6 +497,7 @@ class OperationQueries(StoreBase):
                     "slots": w.slots,
                     "connected_at": w.connected_at,
                     "last_seen_at": now,
+                    "draining": w.draining,
                 }
                 for w in connected
             ]
@@ -511,6 +514,7 @@ class OperationQueries(StoreBase):
                         "slots",
                         "connected_at",
                         "last_seen_at",
+                        "draining",
                     )
                 },
             )

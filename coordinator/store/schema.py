@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 
 metadata = sa.MetaData()
 
@@ -124,6 +124,8 @@ workers = sa.Table(
     sa.Column("slots", sa.Integer, nullable=False, server_default="0"),
     sa.Column("connected_at", sa.BigInteger, nullable=False),
     sa.Column("last_seen_at", sa.BigInteger, nullable=False),
+    # Told to drain (by id, or because its coordinator or the cluster drains).
+    sa.Column("draining", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 job_type_defaults = sa.Table(

@@ -112,6 +112,31 @@ def test_drain_lets_running_jobs_finish_and_holds_new_ones(
         assert "draining" not in wfjobs_json(coordinator.target, "stats")
 
 
+def test_drained_worker_is_named_by_explain_and_undrained_by_id(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        wait_until(lambda: admin.list_workers(), 30, "the worker to connect")
+        [info] = admin.list_workers()
+        out = wfjobs(coordinator.target, "drain", "--worker", info.worker_id)
+        assert out.returncode == 0, out.stderr
+        wait_until(lambda: admin.list_workers()[0].draining, 30, "the worker to be drained")
+        held = scheduler.enqueue("noop", {})
+        [reason] = [r for r in admin.explain_job(held.id).reasons if _kind(r) == "KIND_DRAINING"]
+        assert f"is drained: {info.worker_id} (coordinator" in reason.message
+        assert f"wfjobs undrain --worker {info.worker_id}" in reason.message
+        assert _status(admin, held.id) == JobStatus.PENDING
+        out = wfjobs(coordinator.target, "undrain", "--worker", info.worker_id)
+        assert out.returncode == 0, out.stderr
+        assert f"undrained worker {info.worker_id}" in out.stdout
+        wait_until(lambda: _status(admin, held.id) == JobStatus.COMPLETED, 30, "the job to run")
+        assert _events(worker, "end", held.id)
+        again = wfjobs(coordinator.target, "undrain", "--worker", info.worker_id)
+        assert again.returncode == 4 and "is not drained" in again.stderr
+
+
 def _kind(reason: Any) -> str:
     from workflowjobs.v1 import admin_service_pb2
 

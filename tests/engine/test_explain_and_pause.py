@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from coordinator.engine import WorkerSession
-from coordinator.engine.explain import explain
+import pytest
+
+from coordinator.engine import Engine, EngineConfig, WorkerSession
+from coordinator.engine.explain import _when, explain
+from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.model import ConcurrencyLimit, JobStatus, LimitKind, PauseKind, PauseScope
+from coordinator.store import open_store
 from wfj_engine import Harness, run
 from wfj_testing import SECOND, T0, make_job
 
@@ -73,7 +77,10 @@ def test_pause_without_churn(store_url: str) -> None:
             await h.engine.enqueue(paused[i : i + 2_500])
         await h.engine.pause(PauseScope(PauseKind.DEFINITION, "acme", "billing"), "ops", "", None)
         ids = [j.id for j in paused]
-        before = {r.id: dataclasses.astuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
+        before = {
+            r.id: dataclasses.astuple(r)
+            for r in await h.engine._call(h.engine.store.job_get_many, ids)
+        }
         await h.engine.enqueue(
             [make_job(tenant_id="acme", definition_id="other") for _ in range(300)]
         )
@@ -84,11 +91,167 @@ def test_pause_without_churn(store_url: str) -> None:
             got += len(leased)
             h.clock.advance(1)
         assert got == 300
-        after = {r.id: dataclasses.astuple(r) for r in await h.engine._call(h.engine.store.job_get_many, ids)}
+        after = {
+            r.id: dataclasses.astuple(r)
+            for r in await h.engine._call(h.engine.store.job_get_many, ids)
+        }
         assert after == before, "a paused row was touched"
         await h.engine.unpause(PauseScope(PauseKind.DEFINITION, "acme", "billing"), "ops")
         leased = await h.lease(500)
         assert len(leased) == 500
         assert {row.status for row, _ in leased} == {JobStatus.RUNNING}
+
+    run(store_url, scenario)
+
+
+# -- the cluster view: workers on other replicas, drained workers, gone lease holders -------
+
+
+def _replica(h: Harness, coordinator_id: str = "c2") -> Engine:
+    return Engine(
+        open_store(h.engine.store.url), EngineConfig(), clock=h.clock, coordinator_id=coordinator_id
+    )
+
+
+def test_explain_sees_workers_of_other_replicas(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = _replica(h)
+        try:
+            worker = WorkerSession("on-a", frozenset({"noop"}))
+            h.engine.open_session(worker)
+            await h.engine.ops.cluster_sync.run_once()
+            job_id = await h.enqueue()
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_id)
+                assert "NO_WORKER" not in kinds(reasons), engine.coordinator_id
+            # The worker leaves: every replica says so once its row is gone.
+            h.engine.close_session(worker)
+            await h.engine.ops.cluster_sync.run_once()
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_id)
+                [no_worker] = [r for r in reasons if r.kind == "NO_WORKER"]
+                assert "on any coordinator serves job type 'noop'" in no_worker.message
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
+def test_explain_names_drained_workers_and_undrain_by_id(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = _replica(h)
+        try:
+            local = WorkerSession("w-local", frozenset({"noop"}))
+            remote = WorkerSession("w-remote", frozenset({"noop", "x"}))
+            h.engine.open_session(local)
+            other.open_session(remote)
+            for engine in (h.engine, other):
+                await engine.ops.cluster_sync.run_once()
+            job_id = await h.enqueue()
+            await h.engine.ops.drain(cluster=False, worker_id="w-local")
+            _, reasons = await explain(h.engine, job_id)
+            assert "DRAINING" not in kinds(reasons)  # w-remote still serves it
+            await h.engine.ops.drain(cluster=False, worker_id="w-remote")
+            await other.ops.cluster_sync.run_once()  # applies the request, records it
+            await other.ops.cluster_sync.run_once()
+            await h.engine.ops.cluster_sync.run_once()
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_id)
+                [drained] = [r for r in reasons if r.kind == "DRAINING"]
+                assert "every worker serving job type 'noop' is drained" in drained.message
+                assert f"w-local (coordinator {h.engine.coordinator_id})" in drained.message
+                assert "w-remote (coordinator c2)" in drained.message
+                assert "wfjobs undrain --worker w-local" in drained.message
+                assert drained.count == 2
+                views = {w.worker_id: w.draining for w in await engine.ops.list_workers()}
+                assert views == {"w-local": True, "w-remote": True}
+            # Undrain by id, local and across replicas: the drained streams close,
+            # so the workers reconnect and grant credit again.
+            await other.ops.undrain(cluster=False, worker_id="w-local")
+            await h.engine.ops.cluster_sync.run_once()
+            assert local.closed
+            await h.engine.ops.undrain(cluster=False, worker_id="w-remote")
+            assert not remote.closed
+            await other.ops.cluster_sync.run_once()
+            assert remote.closed
+            with pytest.raises(NotFound, match="not connected to any coordinator"):
+                await h.engine.ops.undrain(cluster=False, worker_id="nobody")
+            again = WorkerSession("w-local", frozenset({"noop"}))
+            h.engine.open_session(again)
+            with pytest.raises(FailedPrecondition, match="'w-local' is not drained"):
+                await h.engine.ops.undrain(cluster=False, worker_id="w-local")
+            with pytest.raises(InvalidArgument, match="either cluster or worker_id"):
+                await h.engine.ops.undrain(cluster=True, worker_id="w-local")
+            _, reasons = await explain(h.engine, job_id)
+            assert "DRAINING" not in kinds(reasons)
+            # Drained with its coordinator: undrain the coordinator, not the worker.
+            await h.engine.ops.drain(cluster=False, worker_id="")
+            with pytest.raises(FailedPrecondition, match="coordinator drained by an operator"):
+                await h.engine.ops.undrain(cluster=False, worker_id="w-local")
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
+def test_explain_says_when_a_gone_holders_lease_is_reclaimed(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = _replica(h)
+        try:
+            job_id = await h.enqueue(heartbeat_timeout_ms=30_000)
+            [(row, _)] = await h.lease(1, worker="w-gone")  # the session closes after leasing
+            expires = row.lease_expires_at
+            _, [reason] = await explain(other, job_id)
+            assert reason.kind == "LEASED" and reason.until == expires
+            assert "w-gone, which is no longer connected to any coordinator" in reason.message
+            assert f"reclaimed when it expires at {_when(expires)}" in reason.message
+            assert "retried or faulted by its retry policy" in reason.message
+            assert f"wfjobs jobs unlock {job_id}" in reason.message
+            # Connected again (through the other replica): an ordinary lease.
+            back = WorkerSession("w-gone", frozenset({"noop"}))
+            other.open_session(back)
+            await other.ops.cluster_sync.run_once()
+            for engine in (h.engine, other):
+                _, [reason] = await explain(engine, job_id)
+                assert reason.message == f"running: leased by worker w-gone until {_when(expires)}"
+            other.close_session(back)
+            await other.ops.cluster_sync.run_once()
+            await h.engine.ops.cancel_job(job_id, "")
+            h.clock.advance(31)
+            _, [reason] = await explain(h.engine, job_id)
+            assert "by the next lease reaper run (it expired at" in reason.message
+            assert "ends CANCELLED" in reason.message
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
+def test_last_seen_is_the_registrys_on_every_replica(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        other = _replica(h)
+        try:
+            worker = WorkerSession("idle", frozenset({"noop"}))
+            h.engine.open_session(worker)  # connects at T0, never heartbeats
+            await h.engine.ops.cluster_sync.run_once()
+            refresh = h.engine.ops.config.registry.refresh_s
+            h.clock.advance(refresh + 1)
+            # Heartbeats and credit between refreshes write nothing.
+            await h.engine.heartbeat("idle", [])
+            h.engine.grant(worker, 1)
+            seen = [
+                {w.worker_id: w.last_seen_at for w in await e.ops.list_workers()}["idle"]
+                for e in (h.engine, other)
+            ]
+            assert seen == [T0, T0]
+            # The refresh vouches for the open stream: both replicas see it move.
+            await h.engine.ops.cluster_sync.run_once()
+            seen = [
+                {w.worker_id: w.last_seen_at for w in await e.ops.list_workers()}["idle"]
+                for e in (h.engine, other)
+            ]
+            assert seen == [T0 + int((refresh + 1) * SECOND)] * 2
+        finally:
+            await other.stop()
 
     run(store_url, scenario)

@@ -454,8 +454,13 @@ class Commands:
         return EXIT_OK
 
     def undrain(self) -> int:
-        self.admin.undrain(cluster=self.args.cluster)
-        what = "the cluster" if self.args.cluster else f"coordinator {self.target}"
+        a = self.args
+        self.admin.undrain(cluster=a.cluster, worker_id=a.worker or "")
+        what = (
+            f"worker {a.worker}"
+            if a.worker
+            else ("the cluster" if a.cluster else f"coordinator {self.target}")
+        )
         if self.out.as_json:
             self.out.json({"undrained": what})
         else:
@@ -670,8 +675,15 @@ def build_parser() -> argparse.ArgumentParser:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--cluster", action="store_true", help="every coordinator on the store")
     group.add_argument("--worker", metavar="WORKER_ID", help="one worker (see wfjobs workers)")
-    p = add(sub, "undrain", "undrain", "hand out jobs again")
-    p.add_argument("--cluster", action="store_true", help="lift the cluster-wide drain")
+    p = add(
+        sub,
+        "undrain",
+        "undrain",
+        "hand out jobs again: this coordinator, the cluster or one worker",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--cluster", action="store_true", help="lift the cluster-wide drain")
+    group.add_argument("--worker", metavar="WORKER_ID", help="one worker drained with --worker")
 
     p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
     p.add_argument("--tenant", default="")

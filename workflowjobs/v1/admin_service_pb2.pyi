@@ -417,10 +417,12 @@ class DrainResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class UndrainRequest(_message.Message):
-    __slots__ = ("cluster",)
+    __slots__ = ("cluster", "worker_id")
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     cluster: bool
-    def __init__(self, cluster: _Optional[bool] = ...) -> None: ...
+    worker_id: str
+    def __init__(self, cluster: _Optional[bool] = ..., worker_id: _Optional[str] = ...) -> None: ...
 
 class UndrainResponse(_message.Message):
     __slots__ = ()
