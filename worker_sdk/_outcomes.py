@@ -5,14 +5,18 @@ records outcomes in batches, so finished jobs queue here and a flusher sends
 them: at once when ``batch_size`` are pending, otherwise after at most
 ``linger`` seconds. Several reports may be in flight at once.
 
-Outcomes are never dropped while the process lives: on a transport failure the
-batch is re-sent with capped exponential backoff. Re-sending is safe because the
-coordinator's writes are guarded by the lease token: an outcome that was in fact
-recorded answers ``FAILED_PRECONDITION`` the second time. A batch rejected as a
-whole for another reason is split and re-sent one outcome at a time, so one bad
-outcome cannot sink its neighbours. Only :meth:`OutcomeReporter.flush` with a
-timeout gives up, and it logs every job it gives up on (their leases expire and
-the coordinator retries them).
+On a transport failure the batch is re-sent with capped exponential backoff.
+Re-sending is safe because the coordinator's writes are guarded by the lease
+token: an outcome that was in fact recorded answers ``FAILED_PRECONDITION`` the
+second time. A batch that fails with ``INTERNAL`` or ``UNKNOWN`` (a server
+error that one outcome may cause) is split in halves, each sent on its own and
+split again if it fails again, so a bad outcome ends up alone and its
+neighbours get through. A batch rejected as a whole with a non-retryable code
+is re-sent one outcome at a time. Nothing is retried forever: an outcome still
+unreported ``give_up_after`` seconds after its first send is abandoned with an
+ERROR log line naming the job (``gave up reporting the outcome of job(s) ...``);
+its lease expires and the coordinator retries the job. :meth:`OutcomeReporter.flush`
+with a timeout gives up the same way at shutdown.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ from ._backoff import RETRYABLE_CODES, Backoff, BackoffConfig
 
 __all__ = ["OutcomeReporter", "ReporterConfig"]
 
+# Server errors that one outcome of a batch may cause: split the batch.
+_SPLIT_CODES = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReporterConfig:
     """Tuning of the outcome reporter."""
@@ -46,6 +54,9 @@ class ReporterConfig:
     """First delay before re-sending after a transport failure, in seconds."""
     max_backoff: float = 5.0
     """Cap on the re-send delay, in seconds."""
+    give_up_after: float = 300.0
+    """Longest an outcome is re-sent after its first attempt, in seconds; then it is
+    abandoned with an error log line (its lease expires, the job is retried)."""
 
 
 class OutcomeReporter:
@@ -186,7 +197,12 @@ class OutcomeReporter:
             self._slots.release()
             self._update_idle()
 
-    async def _send(self, batch: list[worker_service_pb2.JobOutcome]) -> None:
+    async def _send(
+        self, batch: list[worker_service_pb2.JobOutcome], first_sent: float | None = None
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        if first_sent is None:
+            first_sent = loop.time()
         backoff = Backoff(
             BackoffConfig(
                 initial=self._config.initial_backoff, maximum=self._config.max_backoff, jitter=0.5
@@ -199,8 +215,29 @@ class OutcomeReporter:
                     request, timeout=self._config.rpc_timeout, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as exc:
+                if exc.code() in _SPLIT_CODES and len(batch) > 1:
+                    self._logger.warning(
+                        "reporting %d outcome(s) failed (%s: %s); sending them in two halves",
+                        len(batch),
+                        exc.code().name,
+                        exc.details(),
+                    )
+                    await self._split(batch, first_sent)
+                    return
                 if exc.code() in RETRYABLE_CODES and not self._give_up.is_set():
                     delay = backoff.next_delay()
+                    waited = loop.time() - first_sent
+                    if waited + delay > self._config.give_up_after:
+                        self._logger.error(
+                            "gave up reporting the outcome of job(s) %s after %.1fs of "
+                            "failures (last: %s: %s); their leases will expire and the "
+                            "coordinator will retry them",
+                            ", ".join(o.job_id for o in batch),
+                            waited,
+                            exc.code().name,
+                            exc.details(),
+                        )
+                        return
                     self._logger.warning(
                         "reporting %d outcome(s) failed (%s: %s); retrying in %.2fs",
                         len(batch),
@@ -213,7 +250,7 @@ class OutcomeReporter:
                     continue
                 if len(batch) > 1 and exc.code() not in RETRYABLE_CODES:
                     for outcome in batch:
-                        await self._send([outcome])
+                        await self._send([outcome], first_sent)
                     return
                 self._logger.error(
                     "coordinator rejected outcome(s) for job(s) %s: %s: %s",
@@ -225,6 +262,22 @@ class OutcomeReporter:
             self.reports_sent += 1
             self._handle_results(batch, response)
             return
+
+    async def _split(self, batch: list[worker_service_pb2.JobOutcome], first_sent: float) -> None:
+        """Send both halves of ``batch`` at once; each leaves the in-flight set when done."""
+        middle = len(batch) // 2
+        halves = [batch[:middle], batch[middle:]]
+        self._in_flight.pop(id(batch), None)
+        for half in halves:
+            self._in_flight[id(half)] = half
+
+        async def send(half: list[worker_service_pb2.JobOutcome]) -> None:
+            try:
+                await self._send(half, first_sent)
+            finally:
+                self._in_flight.pop(id(half), None)
+
+        await asyncio.gather(*(send(half) for half in halves))
 
     async def _wait_or_give_up(self, delay: float) -> bool:
         try:
