@@ -16,6 +16,7 @@ from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
     Claim,
+    Completion,
     JobStatus,
     LeasedForFailure,
 )
@@ -184,3 +185,148 @@ def test_fifty_threads_enqueueing_one_key_get_one_job(store_url: str, store: Sto
     finally:
         for s in stores:
             s.dispose()
+
+
+# -- outcomes racing on one job ------------------------------------------------
+
+
+def test_stale_and_live_holders_completing_at_once(store_url: str, store: Store) -> None:
+    job = make_job()
+    store.job_insert_many([job])
+    _lease(store, job.id, "stale")
+    assert [e.job_id for e in store.lease_reclaim_expired(_retry_now, T0 + 31 * SECOND, 10)] == [
+        job.id
+    ]
+    _lease(store, job.id, "live", now=T0 + 31 * SECOND, owner="w2")
+    with Gate(store_url) as gate:
+        gate.lock_job(job.id)
+        stale = gate.race(
+            gate.store().job_complete_many, [Completion(job.id, "stale", b"old")], T0 + 32 * SECOND
+        )
+        live = gate.race(
+            gate.store().job_complete_many, [Completion(job.id, "live", b"new")], T0 + 32 * SECOND
+        )
+        # PostgreSQL: the stale write matches no row version, so it does not even wait.
+        gate.open(waiting=1 if store.is_postgres else 2)
+        assert (outcome_of(stale), outcome_of(live)) == (set(), {job.id})
+    row = store.job_get(job.id)
+    assert (row.status, row.result, row.lease_token) == (JobStatus.COMPLETED, b"new", None)
+    assert _history(store, job.id) == [
+        (1, AttemptOutcome.LEASE_EXPIRED),
+        (2, AttemptOutcome.COMPLETED),
+    ]
+
+
+def _retry_now(row: LeasedForFailure) -> AttemptEnd:
+    return AttemptEnd(
+        job_id=row.id,
+        outcome=AttemptOutcome.LEASE_EXPIRED,
+        new_status=JobStatus.PENDING,
+        due_at=T0,
+        error="lease expired",
+    )
+
+
+def test_two_completes_and_a_fail_on_one_token_record_one_outcome(
+    store_url: str, store: Store
+) -> None:
+    job = make_job()
+    store.job_insert_many([job])
+    _lease(store, job.id, "tok")
+    with Gate(store_url) as gate:
+        gate.lock_job(job.id)
+        completes = [
+            gate.race(
+                gate.store().job_complete_many, [Completion(job.id, "tok", b"r%d" % i)], T0 + SECOND
+            )
+            for i in range(2)
+        ]
+        fail = gate.race(gate.store().job_end_attempts, [(job.id, "tok")], _fail, T0 + SECOND)
+        gate.open(waiting=3)
+        applied_completes = [outcome_of(f) for f in completes]
+        applied_fail = outcome_of(fail)
+    winners = [c for c in applied_completes if c == {job.id}]
+    assert all(c in (set(), {job.id}) for c in applied_completes), applied_completes
+    assert len(winners) + (1 if applied_fail else 0) == 1, (applied_completes, applied_fail)
+    row = store.job_get(job.id)
+    if winners:
+        assert row.status == JobStatus.COMPLETED and row.result in (b"r0", b"r1")
+        assert _history(store, job.id) == [(1, AttemptOutcome.COMPLETED)]
+    else:
+        assert applied_fail[job.id].new_status == JobStatus.FAULTED
+        assert row.status == JobStatus.FAULTED and row.last_error == "boom"
+        assert _history(store, job.id) == [(1, AttemptOutcome.FAILED)]
+
+
+# -- the reaper against a completion -------------------------------------------
+
+
+class _HeldDecision:
+    """A reaper decision that stops between the reaper's select and its update."""
+
+    def __init__(self) -> None:
+        self.selected = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, row: LeasedForFailure) -> AttemptEnd:
+        self.selected.set()
+        assert self.release.wait(30), "the test never released the reaper"
+        return _expire(row)
+
+
+def test_completion_during_a_held_reclaim_loses_cleanly(store_url: str, store: Store) -> None:
+    job = make_job(heartbeat_timeout_ms=2_000)
+    store.job_insert_many([job])
+    _lease(store, job.id, "tok")
+    held = _HeldDecision()
+    with Gate(store_url) as gate:
+        gate.open(waiting=0)  # nothing held: the reaper itself is the gate
+        reaper_store, completer = gate.store(), gate.store()
+        reaper = gate.race(reaper_store.lease_reclaim_expired, held, T0 + 3 * SECOND, 10)
+        assert held.selected.wait(30)
+        completion = gate.race(
+            completer.job_complete_many, [Completion(job.id, "tok", b"late")], T0 + 3 * SECOND
+        )
+        # The completion waits for the reaper's transaction (row lock / write lock).
+        gate.wait_blocked(1 if store.is_postgres else 2)
+        assert not completion.done()
+        held.release.set()
+        ends = outcome_of(reaper)
+        assert outcome_of(completion) == set()
+    assert [e.job_id for e in ends] == [job.id]
+    row = store.job_get(job.id)
+    assert (row.status, row.result, row.lease_token) == (JobStatus.PENDING, None, None)
+    assert _history(store, job.id) == [(1, AttemptOutcome.LEASE_EXPIRED)]
+
+
+def test_reaper_and_completion_released_together_end_the_attempt_once(
+    store_url: str, store: Store
+) -> None:
+    job = make_job(heartbeat_timeout_ms=2_000)
+    store.job_insert_many([job])
+    _lease(store, job.id, "tok")
+    with Gate(store_url) as gate:
+        gate.lock_job(job.id)
+        completion = gate.race(
+            gate.store().job_complete_many, [Completion(job.id, "tok", b"done")], T0 + 3 * SECOND
+        )
+        gate.wait_blocked(1)
+        reaper = gate.race(gate.store().lease_reclaim_expired, _expire, T0 + 3 * SECOND, 10)
+        if store.is_postgres:
+            # SKIP LOCKED: the reaper leaves a row someone is writing to.
+            assert outcome_of(reaper) == []
+        gate.open(waiting=2 if not store.is_postgres else 1)
+        applied = outcome_of(completion)
+        ends = outcome_of(reaper)
+    # Whichever went first, exactly one of them ended the attempt.
+    row = store.job_get(job.id)
+    if applied == {job.id}:
+        assert ends == []
+        assert (row.status, row.result) == (JobStatus.COMPLETED, b"done")
+        assert _history(store, job.id) == [(1, AttemptOutcome.COMPLETED)]
+    else:
+        assert applied == set() and [e.job_id for e in ends] == [job.id]
+        assert row.status == JobStatus.PENDING
+        assert _history(store, job.id) == [(1, AttemptOutcome.LEASE_EXPIRED)]
+    if store.is_postgres:
+        assert applied == {job.id}
