@@ -16,7 +16,8 @@ Design note
 4. turn what happened into an outcome: ``Completion`` (the result encoded),
    ``Failure`` (error kind, non-retryable flag, the handler's retry policy
    applied) or ``Release`` (cancelled by shutdown, lease loss or a budget);
-5. end the span and record the handler metrics.
+5. end the span, record the handler metrics, and log one line for a failed
+   attempt (job id, type, attempt, error; a completed one only at DEBUG).
 
 The caller owns what happens next (report it, hand the job back, return the
 value to a test). What the handler returned or raised stays on the
@@ -149,10 +150,29 @@ async def run_attempt(
         for timer in attempt.timers:
             timer.cancel()
     recorded = traced(outcome) if traced is not None else outcome
+    seconds = time.monotonic() - started
     if attempt.span is not None:
         attempt.span.finish(recorded)
-    _metrics.record_handler(ctx.job_type, time.monotonic() - started, recorded)
+    _metrics.record_handler(ctx.job_type, seconds, recorded)
+    _log_outcome(ctx, recorded, seconds)
     return outcome
+
+
+def _log_outcome(ctx: JobContext, outcome: Outcome, seconds: float) -> None:
+    """One line per failed attempt; a completed one only at DEBUG."""
+    what = f"job {ctx.job_id} ({ctx.job_type}) attempt {ctx.attempt}/{ctx.max_attempts}"
+    if isinstance(outcome, worker_service_pb2.Failure):
+        if outcome.non_retryable:
+            next_step = "; not retryable"
+        elif ctx.attempt >= ctx.max_attempts > 0:
+            next_step = "; no attempts left"
+        else:
+            next_step = ""
+        ctx.logger.warning("%s failed after %.3fs: %s%s", what, seconds, outcome.error, next_step)
+    elif isinstance(outcome, worker_service_pb2.Completion):
+        ctx.logger.debug("%s completed in %.3fs", what, seconds)
+    else:
+        ctx.logger.debug("%s released: %s", what, outcome.reason)
 
 
 def outcome_after_cancel(attempt: Attempt) -> Outcome:
@@ -230,5 +250,4 @@ def _failure_from_exception(
         return failure(error, type(exc).__name__, retry_time=exc.at)
     kind = type(exc).__name__
     non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
-    ctx.logger.warning("job attempt %d failed: %s", ctx.attempt, error)
     return failure(error, kind, non_retryable=non_retryable, retry_time=retry_time)

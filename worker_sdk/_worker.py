@@ -50,6 +50,7 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +71,7 @@ from ._errors import (
 from ._execution import Attempt, Outcome, job_outcome, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
+from ._logging import install_default_logging
 from ._outcomes import OutcomeReporter, ReporterConfig
 from ._transport import ChannelConfig
 from ._version import __version__
@@ -187,6 +189,10 @@ class Worker:
         self._requests: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] | None = None
         self._credit_timer: asyncio.TimerHandle | None = None
         self._coordinator_draining = False
+        # Connection state, for logging its changes (see _on_disconnected).
+        self._connected = False
+        self._disconnected_at: float | None = None
+        self._disconnected_reason = ""
         self._accepted_heartbeat_ms = 0
         self._coordinator_id = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -328,6 +334,7 @@ class Worker:
         missing = [t for t in self.job_types if t not in self._handlers]
         if missing:
             raise ValueError(f"no handler registered for job type(s): {', '.join(missing)}")
+        install_default_logging()
         self._state = "running"
         self._loop = asyncio.get_running_loop()
         self._channel = self._channel_config.aio_channel()
@@ -355,11 +362,12 @@ class Worker:
             self._supervise(self._stream_loop(), "stream"),
         ]
         logger.info(
-            "worker %s started: %d slot(s), job types %s, coordinator %s",
+            "worker %s started (workflow-jobs %s): coordinator %s, job types %s, %d slot(s)",
             self._worker_id,
-            self._concurrency,
-            ", ".join(self.job_types),
+            __version__,
             self._channel_config.target,
+            ", ".join(self.job_types),
+            self._concurrency,
         )
         try:
             await self._stop_requested.wait()
@@ -519,27 +527,20 @@ class Worker:
                         self._on_drain(response.drain)
                 if self._stop_requested.is_set():
                     return
-                logger.info("coordinator closed the job stream; reconnecting")
+                self._on_disconnected("the coordinator closed the job stream")
             except grpc.aio.AioRpcError as exc:
                 if self._stop_requested.is_set():
                     return
                 if exc.code() in _FATAL_STREAM_CODES:
                     raise error_from_rpc(exc) from exc
-                delay = backoff.next_delay()
-                logger.warning(
-                    "job stream to %s broke (%s: %s); reconnecting in %.2fs",
-                    self._channel_config.target,
-                    exc.code().name,
-                    exc.details(),
-                    delay,
-                )
-            else:
-                delay = backoff.next_delay()
+                self._on_disconnected(f"{exc.code().name}: {exc.details()}")
             finally:
                 if self._requests is queue:
                     self._requests = None
                 queue.put_nowait(None)
                 self._stream_call = None
+            delay = backoff.next_delay()
+            logger.debug("next connection attempt in %.2fs", delay)
             try:
                 await asyncio.wait_for(self._stop_requested.wait(), delay)
             except TimeoutError:
@@ -548,14 +549,45 @@ class Worker:
     def _on_accepted(self, accepted: worker_service_pb2.WorkerAccepted) -> None:
         self._coordinator_id = accepted.coordinator_id
         self._accepted_heartbeat_ms = accepted.heartbeat_interval_ms
-        logger.info(
-            "connected to coordinator %s as %s",
-            accepted.coordinator_id or self._channel_config.target,
-            self._worker_id,
-        )
+        coordinator = accepted.coordinator_id or "(unnamed)"
+        if self._disconnected_at is None:
+            logger.info(
+                "connected to coordinator %s at %s as worker %s",
+                coordinator,
+                self._channel_config.target,
+                self._worker_id,
+            )
+        else:
+            logger.info(
+                "reconnected to coordinator %s at %s after %.1fs",
+                coordinator,
+                self._channel_config.target,
+                time.monotonic() - self._disconnected_at,
+            )
+        self._connected = True
+        self._disconnected_at = None
+        self._disconnected_reason = ""
         if self._heartbeater is not None:
             self._heartbeater.reschedule()
         self._grant_credit()
+
+    def _on_disconnected(self, reason: str) -> None:
+        """Log a change of connection state once; repeated failures only at DEBUG."""
+        target = self._channel_config.target
+        if self._connected:
+            logger.warning(
+                "lost the connection to the coordinator at %s (%s); reconnecting, "
+                "running jobs carry on",
+                target,
+                reason,
+            )
+            self._disconnected_at = time.monotonic()
+        elif reason != self._disconnected_reason:
+            logger.warning("cannot reach the coordinator at %s (%s); retrying", target, reason)
+        else:
+            logger.debug("still cannot reach the coordinator at %s (%s)", target, reason)
+        self._connected = False
+        self._disconnected_reason = reason
 
     def _on_drain(self, drain: worker_service_pb2.DrainRequested) -> None:
         # A drained coordinator stops pushing; the worker stops granting on this

@@ -1,0 +1,126 @@
+"""What a worker prints out of the box, read as a user reads it: its stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from wfj_testing import Coordinator, ManagedProcess, wait_until
+from worker_sdk import SchedulerClient, __version__
+
+# A worker as the README writes one: no logging set-up at all.
+WORKER_APP = textwrap.dedent(
+    """
+    import sys
+
+    from worker_sdk import JobContext, Worker
+
+    worker = Worker(sys.argv[1], concurrency=4, worker_id="talker", reconnect_max_backoff=0.5)
+
+    @worker.handler("greet")
+    async def greet(payload: dict, ctx: JobContext) -> dict:
+        ctx.logger.info("greeting %s", payload["name"])
+        return {"greeting": "hello " + payload["name"]}
+
+    @worker.handler("boom")
+    def boom(payload: dict) -> None:
+        raise ValueError("the disk is full")
+
+    worker.run()
+    """
+)
+
+
+class UserWorker(ManagedProcess):
+    def __init__(self, app: Path, target: str, log_path: Path, env: dict[str, str]) -> None:
+        self._spawn([sys.executable, str(app), target], log_path, env=env)
+
+
+def start_worker(tmp_path: Path, target: str, **env: str) -> UserWorker:
+    app = tmp_path / "app.py"
+    app.write_text(WORKER_APP)
+    return UserWorker(app, target, tmp_path / "worker.log", env)
+
+
+def lines_with(worker: UserWorker, text: str) -> list[str]:
+    return [line for line in worker.log().splitlines() if text in line]
+
+
+def test_worker_prints_start_connection_changes_and_failed_attempts(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'talk.db'}"
+    coordinator = Coordinator(url, tmp_path / "coordinator-1.log")
+    target = coordinator.target
+    worker = start_worker(tmp_path, target)
+    try:
+        wait_until(lambda: lines_with(worker, "connected to coordinator"), 30, "connected line")
+        with SchedulerClient(target) as client:
+            ok = client.enqueue("greet", {"name": "Ada"})
+            bad = client.enqueue("boom", {}, max_attempts=2)
+            client.wait_for_job(ok.id, timeout=30)
+            wait_until(lambda: len(lines_with(worker, "failed after")) == 2, 30, "two failures")
+
+        coordinator.stop()
+        wait_until(lambda: lines_with(worker, "lost the connection"), 30, "lost line")
+        coordinator = Coordinator(url, tmp_path / "coordinator-2.log", listen=target)
+        wait_until(lambda: lines_with(worker, "reconnected to coordinator"), 30, "reconnect")
+    finally:
+        worker.stop()
+        coordinator.stop()
+
+    log = worker.log()
+    (started,) = lines_with(worker, "started")
+    assert f"INFO worker_sdk.worker worker talker started (workflow-jobs {__version__})" in started
+    assert f"coordinator {target}, job types greet, boom, 4 slot(s)" in started
+    (connected,) = lines_with(worker, "connected to coordinator")[:1]
+    assert f"at {target} as worker talker" in connected
+    assert "INFO worker_sdk.job greeting Ada" in log
+    first, second = lines_with(worker, "failed after")
+    assert f"WARNING worker_sdk.job job {bad.id} (boom) attempt 1/2 failed after" in first
+    assert first.endswith("s: ValueError: the disk is full")
+    assert second.endswith("s: ValueError: the disk is full; no attempts left")
+    (lost,) = lines_with(worker, "lost the connection")
+    assert f"WARNING worker_sdk.worker lost the connection to the coordinator at {target}" in lost
+    assert "running jobs carry on" in lost
+    (back,) = lines_with(worker, "reconnected to coordinator")
+    assert f"at {target} after " in back
+    # Nothing per successful job by default.
+    assert ok.id not in log
+    assert "Traceback" not in log
+
+
+def test_worker_log_level_and_json_format_come_from_the_environment(tmp_path: Path) -> None:
+    coordinator = Coordinator(f"sqlite:///{tmp_path / 'json.db'}", tmp_path / "coordinator.log")
+    worker = start_worker(
+        tmp_path, coordinator.target, WFJOBS_LOG_LEVEL="debug", WFJOBS_LOG_FORMAT="json"
+    )
+    try:
+        wait_until(lambda: lines_with(worker, "connected to coordinator"), 30, "connected line")
+        with SchedulerClient(coordinator.target) as client:
+            ok = client.enqueue("greet", {"name": "Grace"})
+            client.wait_for_job(ok.id, timeout=30)
+        wait_until(lambda: lines_with(worker, "completed in"), 30, "the DEBUG completion line")
+    finally:
+        worker.stop()
+        coordinator.stop()
+
+    records = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
+    (completed,) = [r for r in records if "completed in" in r["message"]]
+    assert completed["level"] == "DEBUG"
+    assert completed["job_id"] == ok.id
+    assert completed["message"].startswith(f"job {ok.id} (greet) attempt 1/3 completed in ")
+    (greeting,) = [r for r in records if r["message"] == "greeting Grace"]
+    assert greeting["logger"] == "worker_sdk.job" and greeting["job_type"] == "greet"
+
+
+def test_bad_log_level_stops_the_worker_with_a_message(tmp_path: Path) -> None:
+    worker = start_worker(tmp_path, "127.0.0.1:1", WFJOBS_LOG_LEVEL="chatty")
+    worker.proc.wait(30)
+    worker.stop()
+
+    assert worker.proc.returncode != 0
+    assert (
+        "WFJOBS_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'chatty'"
+        in (worker.log())
+    )
