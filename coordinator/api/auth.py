@@ -33,9 +33,11 @@ starting with ``#`` are ignored::
     {"name": "ops", "sha256": "<hex>", "roles": ["admin", "scheduler"], "tenants": ["*"]}
 
 ``python -m coordinator hash-token`` prints the SHA-256 of a token read from
-stdin. The file is re-read when it changes (checked at most once a second), so
-tokens rotate without a restart: add the new token, move clients over, remove
-the old one.
+stdin. The file is re-read when it changes (checked at most once a second, by
+the calls that arrive and by a watch of the server), so tokens rotate without
+a restart: add the new token, move clients over, remove the old one. Open
+AcquireJobs streams are re-checked on every reload (``WorkerServicer``): a
+removed credential's streams end with UNAUTHENTICATED.
 """
 
 from __future__ import annotations
@@ -178,10 +180,11 @@ class TokenBook:
 
     def __init__(self, path: str | Path, *, recheck_s: float = 1.0) -> None:
         self.path = Path(path)
-        self._recheck_s = recheck_s
+        self.recheck_s = recheck_s
         self._stamp = self._file_stamp()
         self._book = parse_tokens(self.path.read_text(), str(self.path))
         self._checked_at = time.monotonic()
+        self._listeners: list[Callable[[], None]] = []
 
     def __len__(self) -> int:
         return len(self._book)
@@ -190,16 +193,33 @@ class TokenBook:
         st = os.stat(self.path)
         return (st.st_mtime_ns, st.st_size)
 
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the reloading thread) after each reload that changed the book."""
+        self._listeners.append(listener)
+
+    def principal(self, key: str) -> Principal | None:
+        """The credential with this key as the file stands now; None once removed."""
+        return self._book.get(key)
+
+    def maybe_reload(self) -> None:
+        """Re-read the file if it changed (at most once per ``recheck_s``)."""
+        self._maybe_reload()
+
     def _maybe_reload(self) -> None:
         now = time.monotonic()
-        if now - self._checked_at < self._recheck_s:
+        if now - self._checked_at < self.recheck_s:
             return
         self._checked_at = now
         try:
             stamp = self._file_stamp()
             if stamp == self._stamp:
                 return
-            book = parse_tokens(self.path.read_text(), str(self.path))
+            text = self.path.read_text()
+            if self._file_stamp() != stamp or not text.strip():
+                # Being written right now (or truncated for a rewrite): read it
+                # next time rather than revoke every credential on a half file.
+                return
+            book = parse_tokens(text, str(self.path))
         except (OSError, ValueError) as e:
             # Keep serving with the credentials we have; say what is wrong.
             log.error("token file not reloaded, keeping the previous tokens: %s", e)
@@ -207,6 +227,8 @@ class TokenBook:
         self._stamp = stamp
         self._book = book
         log.info("token file reloaded: %d credential(s)", len(book))
+        for listener in self._listeners:
+            listener()
 
     def authenticate(self, token: str) -> Principal | None:
         self._maybe_reload()

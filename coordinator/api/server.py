@@ -8,6 +8,7 @@ know the caller.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
@@ -16,7 +17,7 @@ from grpc_reflection.v1alpha import reflection
 
 from coordinator import telemetry
 from coordinator.api.admin import AdminServicer
-from coordinator.api.auth import AuthConfig, AuthInterceptor
+from coordinator.api.auth import AuthConfig, AuthInterceptor, TokenBook
 from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.health import StoreHealthWatch
 from coordinator.api.limits import ApiLimits, LimitsInterceptor
@@ -59,6 +60,7 @@ class CoordinatorServer:
         self.limits = limits or ApiLimits()
         self.health = health.aio.HealthServicer()
         self.health_watch = StoreHealthWatch(engine.ping_store, self._set_serving)
+        self._token_watch: asyncio.Task[None] | None = None
         interceptors: list[grpc.aio.ServerInterceptor] = [
             # Tracing (when on) is outermost, so RPC spans see every status code.
             *telemetry.server_interceptors(),
@@ -84,7 +86,11 @@ class CoordinatorServer:
             JobSchedulerServicer(engine), self.server
         )
         wpb_grpc.add_WorkerServiceServicer_to_server(
-            WorkerServicer(engine, max_credits_per_stream=self.limits.max_credits_per_stream),
+            WorkerServicer(
+                engine,
+                max_credits_per_stream=self.limits.max_credits_per_stream,
+                book=self.auth.book if self.auth is not None else None,
+            ),
             self.server,
         )
         apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(engine), self.server)
@@ -108,6 +114,17 @@ class CoordinatorServer:
             raise OSError(f"cannot listen on {self.listen}")
         await self.server.start()
         await self._set_serving(True)
+        if self.auth is not None:
+            self._token_watch = asyncio.get_running_loop().create_task(
+                self._watch_tokens(self.auth.book), name="token-file-watch"
+            )
+
+    async def _watch_tokens(self, book: TokenBook) -> None:
+        """Re-read the token file even while no call arrives, so open streams
+        of a removed credential end within about ``book.recheck_s``."""
+        while True:
+            await asyncio.sleep(book.recheck_s)
+            book.maybe_reload()
 
     async def _set_serving(self, serving: bool) -> None:
         status = (
@@ -122,6 +139,9 @@ class CoordinatorServer:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop serving, let in-flight RPCs finish within ``grace``, stop the engine."""
+        watch, self._token_watch = self._token_watch, None
+        if watch is not None:
+            watch.cancel()
         await self.health_watch.stop()
         await self._set_serving(False)
         await self.engine.dispatcher.stop()

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from coordinator.api import convert
-from coordinator.api.auth import current_principal, tenant_scope
+from coordinator.api.auth import Principal, TokenBook, current_principal, tenant_scope
 from coordinator.engine import (
     DrainSignal,
     Engine,
@@ -18,7 +18,13 @@ from coordinator.engine import (
     OutcomeResult,
     WorkerSession,
 )
-from coordinator.errors import InvalidArgument, LeaseLost, PermissionDenied, ResourceExhausted
+from coordinator.errors import (
+    InvalidArgument,
+    LeaseLost,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+)
 from coordinator.model import Completion, Failure, Release
 from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
@@ -38,10 +44,75 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         engine: Engine,
         heartbeat_interval_ms: int = 10_000,
         max_credits_per_stream: int = 10_000,
+        book: TokenBook | None = None,
     ) -> None:
         self._engine = engine
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self._max_credits = max_credits_per_stream
+        # Open streams and the credential each was opened with, re-checked
+        # whenever the token file changes.
+        self._streams: dict[WorkerSession, Principal] = {}
+        self._book = book
+        self._rechecks: set[asyncio.Task[None]] = set()
+        if book is not None:
+            book.subscribe(self._credentials_changed)
+
+    def _credentials_changed(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # reloaded outside the server's loop: no stream to re-check
+        task = loop.create_task(self.recheck_streams())
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
+
+    async def recheck_streams(self) -> None:
+        """End the streams whose credential was removed or changed.
+
+        Removed (or no longer holding the worker role): the stream ends with
+        UNAUTHENTICATED (PERMISSION_DENIED) and every job it held is handed
+        back. Changed scope: the stream ends cleanly so the worker reconnects
+        under the new scope; the jobs it held outside that scope are handed back.
+        """
+        if self._book is None:
+            return
+        ended: list[tuple[WorkerSession, Principal | None, str]] = []
+        for session, principal in list(self._streams.items()):
+            now = self._book.principal(principal.key)
+            if session.closed or now == principal:
+                continue
+            if now is None:
+                session.close(
+                    Unauthenticated(
+                        f"the credential {principal.name!r} was revoked: this stream is "
+                        "closed and the jobs it held were handed back"
+                    )
+                )
+            elif "worker" not in now.roles:
+                session.close(
+                    PermissionDenied(
+                        f"credential {principal.name!r} no longer has the worker role: this "
+                        "stream is closed and the jobs it held were handed back"
+                    )
+                )
+            else:
+                session.close()
+            reason = "worker credential changed" if now is not None else "worker credential revoked"
+            ended.append((session, now, reason))
+        for session, now, reason in ended:
+            keep: set[str] = set()
+            if now is not None and "worker" in now.roles and session.in_flight:
+                tenants = await self._engine.job_tenants(list(session.in_flight))
+                keep = {job_id for job_id, t in tenants.items() if now.allows_tenant(t)}
+            handed_back = await self._engine.end_session(
+                session, session.ended_by, reason, keep
+            )
+            log.warning(
+                "worker %r: %s; stream ended, %d job(s) handed back",
+                session.worker_id,
+                reason,
+                handed_back,
+            )
 
     async def AcquireJobs(
         self,
@@ -78,6 +149,8 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             credential=principal.name if principal is not None else "",
         )
         self._engine.open_session(session)
+        if principal is not None:
+            self._streams[session] = principal
         reader = asyncio.get_running_loop().create_task(
             self._read_credits(request_iterator, session)
         )
@@ -90,6 +163,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             )
             while True:
                 item = await session.outbox.get()
+                if session.ended_by is not None:
+                    # Ended by the coordinator (revoked credential): send nothing more.
+                    raise session.ended_by
                 if item is None:
                     break
                 if isinstance(item, DrainSignal):
@@ -98,6 +174,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 yield _batch_message(item)
         finally:
             reader.cancel()
+            self._streams.pop(session, None)
             self._engine.close_session(session)
         if reader.done() and not reader.cancelled() and reader.exception() is not None:
             raise reader.exception()  # type: ignore[misc]

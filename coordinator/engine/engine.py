@@ -12,7 +12,7 @@ import base64
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -697,9 +697,11 @@ class Engine:
             self.ops.timeouts.note_deadline(min(deadlines))
         self.telemetry.leased(rows, now)
 
-    async def _release_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
+    async def _release_orphans(
+        self, refs: Sequence[tuple[str, str]], reason: str = "worker disconnected"
+    ) -> None:
         now = self.clock.now_us()
-        releases = [Release(job_id, token, "worker disconnected") for job_id, token in refs]
+        releases = [Release(job_id, token, reason) for job_id, token in refs]
         refused, set_aside = self.set_aside.collector()
         await self._call(
             self.store.job_end_attempts,
@@ -721,6 +723,27 @@ class Engine:
     def close_session(self, session: WorkerSession) -> None:
         self.dispatcher.remove_session(session)
         self.ops.session_closed(session)
+
+    async def end_session(
+        self,
+        session: WorkerSession,
+        error: Exception | None,
+        reason: str,
+        keep: Collection[str] = (),
+    ) -> int:
+        """End a stream from the coordinator's side.
+
+        Nothing more is sent on it (queued batches included) and its call ends
+        with ``error`` (cleanly when None). The jobs delivered on it, but those
+        in ``keep``, are handed back at once with ``reason``, their attempt
+        refunded. Returns how many were handed back.
+        """
+        session.close(error)
+        refs = [(job_id, token) for job_id, token in session.in_flight.items() if job_id not in keep]
+        self.close_session(session)
+        if refs:
+            await self._release_orphans(refs, reason)
+        return len(refs)
 
     @property
     def draining(self) -> bool:

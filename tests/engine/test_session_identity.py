@@ -225,7 +225,8 @@ def test_a_cancelled_enqueue_caller_leaves_no_per_job_state(store_url: str) -> N
         with pytest.raises(asyncio.CancelledError):
             await caller
         # The job was leased at insert and still reaches its worker ...
-        [delivered] = _delivered(session)
+        batch = await asyncio.wait_for(session.outbox.get(), 10)
+        [delivered] = batch.jobs
         assert delivered.id == job.id and session.in_flight == {job.id: delivered.lease_token}
         # ... and no map of the engine keeps anything about it.
         for name, value in vars(h.engine).items():
@@ -259,5 +260,30 @@ def test_a_rejected_outcome_keeps_the_current_holders_entry(store_url: str) -> N
         assert live.in_flight == {job_id: second.lease_token}
         [result] = await h.engine.report([Completion(job_id, second.lease_token, b"", "")])
         assert result.accepted and live.in_flight == {}
+
+    run(store_url, scenario)
+
+
+def test_ending_a_session_hands_back_its_jobs_and_pushes_nothing_more(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        from coordinator.errors import Unauthenticated
+
+        ids = [j for j, _, _ in await h.engine.enqueue([make_job() for _ in range(3)])]
+        session = _session("w", "key-a", {"tenant-a"})
+        h.engine.open_session(session)
+        h.engine.grant(session, 10)
+        await h.engine.dispatcher.run_pass()
+        assert set(session.in_flight) == set(ids)
+        revoked = Unauthenticated("the credential 'a' was revoked")
+        assert await h.engine.end_session(session, revoked, "worker credential revoked") == 3
+        assert session.closed and session.ended_by is revoked
+        for job_id in ids:
+            row, _ = await h.job(job_id)
+            assert (row.status, row.last_error) == (JobStatus.PENDING, "worker credential revoked")
+            assert row.max_attempts - row.attempt == 3
+        # Jobs leased to it afterwards (a pass that was in flight) go back too.
+        [(row, token)] = await h.lease(1, worker="other")
+        assert h.engine.dispatcher.deliver([(session, [row])], token) == [(row.id, token)]
+        assert "w" not in h.engine.dispatcher.sessions
 
     run(store_url, scenario)

@@ -34,7 +34,10 @@ def write_tokens(path: Path, credentials: dict[str, tuple]) -> None:
         if job_types is not None:
             entry["job_types"] = job_types
         lines.append(json.dumps(entry))
-    path.write_text("\n".join(lines) + "\n")
+    # Replaced in one step, as a mounted secret is: a reload never reads half a file.
+    partial = path.with_suffix(".partial")
+    partial.write_text("\n".join(lines) + "\n")
+    partial.replace(path)
 
 
 @pytest.fixture(scope="module")

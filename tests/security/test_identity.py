@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 from faults.harness import CoordinatorProcess
+from google.protobuf import duration_pb2
 from security.conftest import write_tokens
 
 from workflowjobs.v1 import job_pb2 as jpb
@@ -28,6 +29,7 @@ CREDENTIALS = {
     "iso-a-secret": (["worker"], ["a"], None),
     "iso-b-secret": (["worker"], ["b"], None),
     "iso-root-secret": (["admin", "scheduler", "worker"], ["*"], None),
+    "iso-doomed-secret": (["worker"], ["a"], None),
 }
 WAIT_S = 30
 
@@ -122,12 +124,17 @@ class RawStream:
         await asyncio.wait_for(self.ended.wait(), WAIT_S)
 
 
-async def _enqueue(channel: grpc.aio.Channel, tenants: list[str]) -> list[str]:
+async def _enqueue(
+    channel: grpc.aio.Channel, tenants: list[str], lease_s: int | None = None
+) -> list[str]:
     stub = spb_grpc.JobSchedulerServiceStub(channel)
+    lease = {"heartbeat_timeout": duration_pb2.Duration(seconds=lease_s)} if lease_s else {}
     response = await stub.EnqueueBatch(
         spb.EnqueueBatchRequest(
             jobs=[
-                jpb.JobSpec(job_type="iso", tenant_id=t, payload=jpb.Payload(data=t.encode()))
+                jpb.JobSpec(
+                    job_type="iso", tenant_id=t, payload=jpb.Payload(data=t.encode()), **lease
+                )
                 for t in tenants
             ]
         ),
@@ -190,5 +197,56 @@ def test_the_same_credential_reconnecting_replaces_its_own_stream(coordinator) -
             [leased] = await second.wait_for_jobs(1)
             assert leased.job.id == job_id and first.jobs == []
             await second.close()
+
+    asyncio.run(scenario())
+
+
+async def _get(channel: grpc.aio.Channel, job_id: str) -> jpb.Job:
+    stub = spb_grpc.JobSchedulerServiceStub(channel)
+    response = await stub.GetJob(
+        spb.GetJobRequest(job_id=job_id), metadata=auth("iso-root-secret"), timeout=WAIT_S
+    )
+    return response.job
+
+
+def test_revoked_token_ends_its_stream_and_hands_back_its_jobs(coordinator) -> None:
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            doomed = RawStream(channel, "iso-doomed-secret", "doomed")
+            await asyncio.wait_for(doomed.accepted.wait(), WAIT_S)
+            doomed.grant(50)
+            # Leases of an hour: only a hand-back can make these jobs pending again.
+            held = await _enqueue(channel, ["a", "a"], lease_s=3600)
+            await doomed.wait_for_jobs(2)
+            before = {j: (await _get(channel, j)).max_attempts for j in held}
+            remaining = dict(CREDENTIALS)
+            del remaining["iso-doomed-secret"]
+            write_tokens(coordinator.tokens_file, remaining)
+            # No call needs to arrive: the coordinator notices and ends the stream.
+            await asyncio.wait_for(doomed.ended.wait(), WAIT_S)
+            assert doomed.error is not None
+            assert doomed.error.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "was revoked" in doomed.error.details()
+            assert {j.job.id for j in doomed.jobs} == set(held)
+            # The jobs it held are pending again at once, the attempt refunded.
+            for job_id in held:
+                for _ in range(200):
+                    job = await _get(channel, job_id)
+                    if job.status == jpb.JOB_STATUS_PENDING:
+                        break
+                    await asyncio.sleep(0.05)
+                assert job.status == jpb.JOB_STATUS_PENDING
+                assert job.last_error == "worker credential revoked"
+                assert job.max_attempts - job.attempt == before[job_id]
+            # Another worker of the tenant takes them; the revoked token opens nothing.
+            heir = RawStream(channel, "iso-a-secret", "heir")
+            await asyncio.wait_for(heir.accepted.wait(), WAIT_S)
+            heir.grant(50)
+            assert {j.job.id for j in await heir.wait_for_jobs(2)} == set(held)
+            again = RawStream(channel, "iso-doomed-secret", "doomed")
+            await asyncio.wait_for(again.ended.wait(), WAIT_S)
+            assert again.error is not None
+            assert again.error.code() == grpc.StatusCode.UNAUTHENTICATED
+            await heir.close()
 
     asyncio.run(scenario())
