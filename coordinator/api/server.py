@@ -1,9 +1,10 @@
 """Builds the gRPC server: services, health, reflection, error mapping,
 authentication, limits and TLS.
 
-Interceptor order (outermost first): error mapping, then authentication, then
-limits, so authentication and limit errors get their status codes and limits
-know the caller.
+Interceptor order (outermost first): error mapping, then request decoding,
+then authentication, then limits, so decoding, authentication and limit errors
+get their status codes, authentication sees decoded requests and limits know
+the caller.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from grpc_reflection.v1alpha import reflection
 from coordinator import telemetry
 from coordinator.api.admin import AdminServicer
 from coordinator.api.auth import AuthConfig, AuthInterceptor, TokenBook
+from coordinator.api.decoding import RequestDecodingInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.health import StoreHealthWatch
 from coordinator.api.limits import ApiLimits, LimitsInterceptor
@@ -65,6 +67,8 @@ class CoordinatorServer:
             # Tracing (when on) is outermost, so RPC spans see every status code.
             *telemetry.server_interceptors(),
             ErrorMappingInterceptor(on_store_unavailable=self.health_watch.report_unavailable),
+            # Decodes requests itself: undecodable bytes and NUL in strings are INVALID_ARGUMENT.
+            RequestDecodingInterceptor(),
         ]
         self.auth = AuthInterceptor(auth, engine) if auth is not None else None
         if self.auth is not None:

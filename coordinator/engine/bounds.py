@@ -45,8 +45,7 @@ def check_retry_policy(policy: RetryPolicy, field: str, max_string_length: int) 
         value = getattr(policy, name)
         if value is not None and (not _is_int(value) or not 0 <= value <= MAX_BACKOFF_MS):
             raise InvalidArgument(
-                f"{field}.{name.removesuffix('_ms')} must be between 0 and 365 days, "
-                f"got {value} ms"
+                f"{field}.{name.removesuffix('_ms')} must be between 0 and 365 days, got {value} ms"
             )
     multiplier = policy.backoff_multiplier
     if multiplier is not None and (

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
-from coordinator.errors import SchemaMismatch, StoreUnavailable
+from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
 from coordinator.store.schema import SCHEMA_REVISION
 
@@ -126,10 +126,33 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
     )
 
 
+def _driver_message(e: exc.DBAPIError) -> str:
+    """The driver's own first line, credentials masked (SQL and parameters left out)."""
+    lines = str(e.orig or e).strip().splitlines()
+    return mask_credentials(lines[0] if lines else type(e).__name__)
+
+
 @contextlib.contextmanager
 def domain_errors() -> Iterator[None]:
+    """Database errors as domain errors.
+
+    A value the database refuses (out of range, NUL in text, a constraint) came
+    from a caller: it is ``InvalidArgument`` (``AlreadyExists`` for a unique
+    key), never an unexpected error. A database that cannot be reached is
+    ``StoreUnavailable``.
+    """
     try:
         yield
+    except exc.IntegrityError as e:
+        message = _driver_message(e)
+        if getattr(e.orig, "sqlstate", None) == "23505" or "UNIQUE constraint" in message:
+            raise AlreadyExists(f"the request conflicts with a stored row: {message}") from e
+        raise InvalidArgument(f"the database refused a value of this request: {message}") from e
+    except exc.DataError as e:
+        raise InvalidArgument(
+            f"the database refused a value of this request: {_driver_message(e)} "
+            "(strings may not contain NUL; numbers must stay within their documented bounds)"
+        ) from e
     except exc.OperationalError as e:
         raise StoreUnavailable(f"database unavailable: {mask_credentials(str(e.orig or e))}") from e
     except exc.InterfaceError as e:

@@ -267,7 +267,10 @@ def test_a_write_the_database_refuses_is_set_aside_from_its_batch(store_url: str
         tokens = {row.id: token for row, token in await h.lease(2)}
         # The release reason becomes the job's last error: PostgreSQL text cannot hold NUL.
         results = await h.engine.report(
-            [Release(refused, tokens[refused], "shut\x00down"), Release(small, tokens[small], "shutdown")]
+            [
+                Release(refused, tokens[refused], "shut\x00down"),
+                Release(small, tokens[small], "shutdown"),
+            ]
         )
         assert (results[1].accepted, results[1].status) == (True, JobStatus.PENDING)
         assert (await h.job(small))[0].status == JobStatus.PENDING

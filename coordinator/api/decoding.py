@@ -1,0 +1,171 @@
+"""Request decoding in one place, for every RPC.
+
+gRPC would decode request bytes itself, before any handler runs, and answer
+UNKNOWN (unary) or INTERNAL (streams) when they do not parse. Instead this
+interceptor registers no deserializer with gRPC (handlers receive the raw
+bytes) and decodes each request, and each message of a stream, itself:
+
+* bytes that are not the request message (corrupt wire format, invalid UTF-8
+  in a string field) are ``InvalidArgument``;
+* a NUL character in any string field is ``InvalidArgument`` naming the field:
+  PostgreSQL text cannot hold it, and the rule must not depend on the store.
+
+It sits just inside the error-mapping interceptor and before authentication
+(whose tenant checks read the request). A unary request that cannot be used
+is answered INVALID_ARGUMENT here; a bad message on a stream raises
+``InvalidArgument`` where the servicer reads it, mapped like every other
+domain error.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor as pbd
+from google.protobuf.message import DecodeError, Message
+
+from coordinator.errors import InvalidArgument
+
+Deserializer = Callable[[bytes], Any]
+
+
+def _message_name(deserializer: Deserializer) -> str:
+    owner = getattr(deserializer, "__self__", None)
+    descriptor = getattr(owner, "DESCRIPTOR", None)
+    return descriptor.full_name if descriptor is not None else "the request message"
+
+
+def nul_field(message: Message, prefix: str = "") -> str | None:
+    """The path of the first string field of ``message`` holding U+0000, or None."""
+    for field, value in message.ListFields():
+        name = f"{prefix}{field.name}"
+        if field.type == pbd.FieldDescriptor.TYPE_STRING:
+            if field.is_repeated:
+                for i, item in enumerate(value):
+                    if "\x00" in item:
+                        return f"{name}[{i}]"
+            elif "\x00" in value:
+                return name
+        elif field.type == pbd.FieldDescriptor.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                for key, item in value.items():
+                    if isinstance(key, str) and "\x00" in key:
+                        return f"{name}[{key!r}]"
+                    if isinstance(item, str) and "\x00" in item:
+                        return f"{name}[{key!r}]"
+                    if isinstance(item, Message):
+                        found = nul_field(item, f"{name}[{key!r}].")
+                        if found:
+                            return found
+            elif field.is_repeated:
+                for i, item in enumerate(value):
+                    found = nul_field(item, f"{name}[{i}].")
+                    if found:
+                        return found
+            else:
+                found = nul_field(value, f"{name}.")
+                if found:
+                    return found
+    return None
+
+
+def decode(deserializer: Deserializer, raw: Any) -> Any:
+    """``raw`` decoded with ``deserializer``; ``InvalidArgument`` when it cannot be used."""
+    if not isinstance(raw, bytes | bytearray | memoryview):
+        return raw  # already decoded (an in-process caller)
+    try:
+        message = deserializer(bytes(raw))
+    except (DecodeError, ValueError, TypeError, UnicodeDecodeError) as e:
+        raise InvalidArgument(
+            f"the request is not a valid {_message_name(deserializer)} ({e}); "
+            "send a serialized protobuf message whose string fields are UTF-8"
+        ) from None
+    # NUL bytes are rare in real requests: skip the walk when there is none at all.
+    if b"\x00" in raw and isinstance(message, Message):
+        field = nul_field(message)
+        if field is not None:
+            raise InvalidArgument(
+                f"{field} contains a NUL character (U+0000), which no string field may hold"
+            )
+    return message
+
+
+async def _decoded_stream(deserializer: Deserializer, raw_iter: Any) -> AsyncIterator[Any]:
+    async for raw in raw_iter:
+        yield decode(deserializer, raw)
+
+
+async def _decode_or_abort(
+    deserializer: Deserializer, raw: Any, context: grpc.aio.ServicerContext
+) -> Any:
+    try:
+        return decode(deserializer, raw)
+    except InvalidArgument as e:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+
+
+class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
+    """Decodes every request message itself, answering INVALID_ARGUMENT for bad bytes."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        deserializer = handler.request_deserializer
+        serializer = handler.response_serializer
+        if handler.unary_unary is not None:
+            inner_uu = handler.unary_unary
+
+            async def unary_unary(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+                return await inner_uu(await _decode_or_abort(deserializer, raw, context), context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, request_deserializer=None, response_serializer=serializer
+            )
+        if handler.unary_stream is not None:
+            inner_us = handler.unary_stream
+
+            async def unary_stream(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+                request = await _decode_or_abort(deserializer, raw, context)
+                async for item in inner_us(request, context):
+                    yield item
+
+            async def unary_stream_writer(raw: Any, context: grpc.aio.ServicerContext) -> None:
+                # The grpc.aio health servicer writes with context.write.
+                await inner_us(await _decode_or_abort(deserializer, raw, context), context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
+                request_deserializer=None,
+                response_serializer=serializer,
+            )
+        if handler.stream_stream is not None:
+            inner_ss = handler.stream_stream
+
+            # A bad message raises InvalidArgument where the servicer reads it;
+            # the error-mapping interceptor ends the stream with that status.
+            async def stream_stream(raw_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                async for item in inner_ss(_decoded_stream(deserializer, raw_iter), context):
+                    yield item
+
+            async def stream_stream_writer(
+                raw_iter: Any, context: grpc.aio.ServicerContext
+            ) -> None:
+                await inner_ss(_decoded_stream(deserializer, raw_iter), context)
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream if inspect.isasyncgenfunction(inner_ss) else stream_stream_writer,
+                request_deserializer=None,
+                response_serializer=serializer,
+            )
+        return handler
+
+
+__all__ = ["RequestDecodingInterceptor", "decode", "nul_field"]
