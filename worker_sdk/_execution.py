@@ -17,7 +17,9 @@ Design note
    ``Failure`` (error kind, non-retryable flag, the handler's retry policy
    applied) or ``Release`` (cancelled by shutdown, lease loss or a budget);
 5. end the span, record the handler metrics, and log one line for a failed
-   attempt (job id, type, attempt, error; a completed one only at DEBUG).
+   attempt (job id, type, attempt, error; a completed one only at DEBUG). An
+   attempt whose cancel was requested is recorded as ``cancelled`` (the
+   coordinator ends such a job CANCELLED whatever the attempt reports).
 
 The caller owns what happens next (report it, hand the job back, return the
 value to a test). What the handler returned or raised stays on the
@@ -151,9 +153,16 @@ async def run_attempt(
             timer.cancel()
     recorded = traced(outcome) if traced is not None else outcome
     seconds = time.monotonic() - started
+    # A cancel was requested: the job ends CANCELLED however the attempt
+    # stops (a completion's result is still reported and kept).
+    cancelled = attempt.cancel_reason == CancelReason.CANCEL_REQUESTED
+    if cancelled and isinstance(outcome, worker_service_pb2.Completion):
+        ctx.logger.info(
+            "job %s returned after its cancel was requested; it ends CANCELLED", ctx.job_id
+        )
     if attempt.span is not None:
-        attempt.span.finish(recorded)
-    _metrics.record_handler(ctx.job_type, seconds, recorded)
+        attempt.span.finish(recorded, cancelled=cancelled)
+    _metrics.record_handler(ctx.job_type, seconds, recorded, cancelled=cancelled)
     _log_outcome(ctx, recorded, seconds)
     return outcome
 

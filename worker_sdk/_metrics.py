@@ -74,12 +74,15 @@ def _decide() -> Any:
     return _histogram
 
 
-def record_handler(job_type: str, seconds: float, outcome: Any) -> None:
-    """Record one handler run (nothing when metrics are off)."""
+def record_handler(job_type: str, seconds: float, outcome: Any, *, cancelled: bool = False) -> None:
+    """Record one handler run (nothing when metrics are off); ``cancelled``
+    when its cancel was requested (the job ends CANCELLED)."""
     histogram = _histogram if _decided else _decide()
     if histogram is None:
         return
-    if isinstance(outcome, worker_service_pb2.Completion):
+    if cancelled:
+        name = "cancelled"
+    elif isinstance(outcome, worker_service_pb2.Completion):
         name = "completed"
     elif isinstance(outcome, worker_service_pb2.Failure):
         name = "failed"

@@ -215,13 +215,19 @@ class ExecutionSpan:
         """Record an event (lease lost, cancel requested) on the span."""
         self.span.add_event(name, attributes)
 
-    def finish(self, outcome: Any) -> None:
-        """Set the status from the reported outcome, end the span and detach it."""
+    def finish(self, outcome: Any, *, cancelled: bool = False) -> None:
+        """Set the status from the reported outcome, end the span and detach it.
+
+        ``cancelled``: the handler returned after its cancel was requested, so
+        the coordinator ends the job CANCELLED whatever the outcome says.
+        """
         from opentelemetry import context
         from opentelemetry.trace import Status, StatusCode
 
         span = self.span
-        if isinstance(outcome, worker_service_pb2.Completion):
+        if cancelled:
+            span.set_attribute("wfjobs.outcome", "cancelled")
+        elif isinstance(outcome, worker_service_pb2.Completion):
             span.set_attribute("wfjobs.outcome", "completed")
         elif isinstance(outcome, worker_service_pb2.Failure):
             span.set_attribute("wfjobs.outcome", "failed")

@@ -30,6 +30,9 @@ from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
 
+# Due times closer than this (microseconds) share one wake-up.
+WAKE_GRAIN_US = 10_000
+
 
 # Picks and leases in one step (the store ranks by the fair rule itself):
 # (job types, tenant scope, owner per position, lease token, now) -> leased
@@ -114,6 +117,18 @@ class Dispatcher:
         """Something may have become eligible at ``due_at`` (0 = now)."""
         if due_at and due_at > self._clock.now_us():
             heapq.heappush(self._due, due_at)
+        self._wake.set()
+
+    def wake_at(self, due_times: Iterable[int]) -> None:
+        """Jobs become eligible at each of ``due_times``: a pass runs at each
+        (times closer than ``WAKE_GRAIN_US`` share one). No-op when empty."""
+        now = self._clock.now_us()
+        times = {-(-t // WAKE_GRAIN_US) * WAKE_GRAIN_US for t in due_times}
+        if not times:
+            return
+        for t in times:
+            if t > now:
+                heapq.heappush(self._due, t)
         self._wake.set()
 
     def add_session(self, session: WorkerSession) -> None:

@@ -364,7 +364,7 @@ class Engine:
                 except InvalidArgument as e:
                     raise InvalidArgument(f"jobs[{index}]: {e}") from None
         result = await self._call(self.store.job_insert_many, prepared)
-        self.dispatcher.wake(min(j.due_at for j in prepared))
+        self.dispatcher.wake_at(j.due_at for j in prepared)
         self.telemetry.enqueued(prepared, result)
         return result
 
@@ -426,8 +426,11 @@ class Engine:
         for (job, future), result in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result((result, record_of.get(job.id)))
-        if any(status == JobStatus.PENDING for _, _, status in results):
-            self.dispatcher.wake(min(j.due_at for j in jobs))
+        self.dispatcher.wake_at(
+            j.due_at
+            for j, (_, _, status) in zip(jobs, results, strict=True)
+            if status == JobStatus.PENDING
+        )
         self.telemetry.enqueued(jobs, results)
         if direct is not None and leased:
             await self._deliver_direct(leased, direct)
@@ -704,7 +707,7 @@ class Engine:
         releases = [Release(job_id, token, reason) for job_id, token in refs]
         refused, set_aside = self.set_aside.collector()
         await self._call(
-            self.store.job_end_attempts,
+            functools.partial(self.store.job_end_attempts, wake=bool(self.limits)),
             refs,
             functools.partial(_decide_release, releases),
             now,
@@ -791,15 +794,37 @@ class Engine:
         done: set[str] = set()
         ends: dict[str, AttemptEnd] = {}
         refused, set_aside = self.set_aside.collector()
+        # Under concurrency limits every ended attempt frees a slot that a
+        # waiting job may take: wake acquisition here and on every replica.
+        limited = bool(self.limits)
         if completions:
-            done = await self._call(self.store.job_complete_many, completions, now)
+            completed = await self._call(
+                self.store.job_complete_many, completions, now, wake=limited
+            )
+            done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
+            # A cancel was requested: the job ended CANCELLED, its attempt COMPLETED.
+            for job_id, status in completed.items():
+                if status != JobStatus.COMPLETED:
+                    ends[job_id] = AttemptEnd(
+                        job_id=job_id, outcome=AttemptOutcome.COMPLETED, new_status=status
+                    )
         if others:
             decide = functools.partial(self._decide_other, {o.job_id: o for o in others}, now)
             refs = [(o.job_id, o.lease_token) for o in others]
-            ends = await self._call(self.store.job_end_attempts, refs, decide, now, set_aside)
+            ended = await self._call(
+                functools.partial(self.store.job_end_attempts, wake=limited),
+                refs,
+                decide,
+                now,
+                set_aside,
+            )
             self.set_aside.record("outcomes", refused, now)
-            if any(e.new_status == JobStatus.PENDING for e in ends.values()):
-                self.dispatcher.wake(min(e.due_at or now for e in ends.values()))
+            ends.update(ended)
+            self.dispatcher.wake_at(
+                e.due_at or now for e in ended.values() if e.new_status == JobStatus.PENDING
+            )
+        if limited and (done or ends):
+            self.dispatcher.wake()
         # Only outcomes that applied end an attempt: a rejected one (a stale
         # holder's) must not touch the entry of the session holding the job now.
         self._forget_in_flight(
@@ -881,8 +906,9 @@ class Engine:
         decide = functools.partial(self._decide_expired, now)
         skipped = self.set_aside.skipped("lease-reaper", now)
         refused, set_aside = self.set_aside.collector()
+        limited = bool(self.limits)
         ends = await self._call(
-            self.store.lease_reclaim_expired,
+            functools.partial(self.store.lease_reclaim_expired, wake=limited),
             decide,
             now,
             self.config.reaper.batch_size,
@@ -890,8 +916,9 @@ class Engine:
             set_aside,
         )
         self.set_aside.record("lease-reaper", refused, now)
-        if any(e.new_status == JobStatus.PENDING for e in ends):
-            self.dispatcher.wake(min(e.due_at or now for e in ends))
+        self.dispatcher.wake_at(e.due_at or now for e in ends if e.new_status == JobStatus.PENDING)
+        if limited and ends:
+            self.dispatcher.wake()
         self._forget_in_flight(e.job_id for e in ends)
         self.telemetry.reaped(ends)
         self._notify_finished([e.job_id for e in ends if e.new_status != JobStatus.PENDING])

@@ -170,12 +170,13 @@ class Operations:
 
     async def unlock_job(self, job_id: str) -> JobRow:
         _check_id(job_id)
-        change = await self._call(self._store.job_unlock, job_id, self._now())
+        limited = bool(self._engine.limits)
+        change = await self._call(self._store.job_unlock, job_id, self._now(), limited)
         row = _applied(change, job_id, "unlocked", (JobStatus.RUNNING,))
         self._engine._forget_in_flight([job_id])
-        if row.status == JobStatus.PENDING:
-            self._engine.dispatcher.wake()
-        else:
+        # The job may run again, or its freed slot may admit a waiting job.
+        self._engine.dispatcher.wake()
+        if row.status != JobStatus.PENDING:
             self._engine._notify_finished([job_id])
         return row
 
@@ -444,13 +445,21 @@ class Operations:
         decide = functools.partial(self._decide_timed_out, by_id, now)
         refs = [(r.job_id, r.lease_token) for r in expired]
         engine = self._engine
+        limited = bool(engine.limits)
         refused, set_aside = engine.set_aside.collector()
         ends: dict[str, AttemptEnd] = await self._call(
-            self._store.job_end_attempts, refs, decide, now, set_aside
+            functools.partial(self._store.job_end_attempts, wake=limited),
+            refs,
+            decide,
+            now,
+            set_aside,
         )
         engine.set_aside.record("execution-timeouts", refused, now)
-        if any(e.new_status == JobStatus.PENDING for e in ends.values()):
-            engine.dispatcher.wake(min(e.due_at or now for e in ends.values()))
+        engine.dispatcher.wake_at(
+            e.due_at or now for e in ends.values() if e.new_status == JobStatus.PENDING
+        )
+        if limited and ends:
+            engine.dispatcher.wake()
         engine._forget_in_flight((job_id, by_id[job_id].lease_token) for job_id in ends)
         engine._notify_finished([j for j, e in ends.items() if e.new_status != JobStatus.PENDING])
         return len(ends)

@@ -52,6 +52,10 @@ class LeaseReaper:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._next_known: int | None = None
+        # Earliest expiry noted while a run is in progress (the run's own
+        # answer may predate those leases).
+        self._noted_in_run: int | None = None
+        self._running = False
 
     def start(self) -> None:
         if self._task is None:
@@ -68,7 +72,14 @@ class LeaseReaper:
 
     def note_expiry(self, expires_at: int) -> None:
         """A lease was granted that expires at ``expires_at``."""
-        if self._next_known is None or expires_at < self._next_known:
+        if self._running:
+            if self._noted_in_run is None or expires_at < self._noted_in_run:
+                self._noted_in_run = expires_at
+            return
+        known = self._next_known
+        if known is None or expires_at < known or known <= self._clock.now_us():
+            # Earlier than the planned run, or the planned one is already
+            # under way: plan for this expiry.
             self._next_known = expires_at
             self._wake.set()
 
@@ -77,6 +88,7 @@ class LeaseReaper:
             self._wake.clear()
             now = self._clock.now_us()
             started_ns = time.time_ns()
+            self._running, self._noted_in_run = True, None
             try:
                 result = await self._run_once(now)
                 self.telemetry.reaper_ran(result.reclaimed, started_ns)
@@ -85,14 +97,18 @@ class LeaseReaper:
             except Exception:
                 log.exception("lease reaper run failed")
                 result = ReaperResult(0, None)
+            finally:
+                self._running = False
             if result.reclaimed:
                 log.info("lease reaper reclaimed %d expired lease(s)", result.reclaimed)
             if result.reclaimed >= self.config.batch_size:
                 continue
-            self._next_known = result.next_expiry
+            # The earliest of what the run found and what was leased during it.
+            known = [t for t in (result.next_expiry, self._noted_in_run) if t is not None]
+            self._next_known = min(known) if known else None
             delay = self.config.max_interval_s
-            if result.next_expiry is not None:
-                delay = min(delay, (result.next_expiry - now) / US_PER_SECOND + 0.01)
+            if self._next_known is not None:
+                delay = min(delay, (self._next_known - self._clock.now_us()) / US_PER_SECOND + 0.01)
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=max(delay, 0.01))
             except TimeoutError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -54,6 +54,32 @@ def instance_paused(alias: str) -> str:
         f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
         f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id)))"
     )
+
+
+# Wake-up times travel rounded up to this many microseconds, so a batch with
+# many due times close together sends few of them.
+WAKE_GRAIN_US = 10_000
+# Most due times in one notification (its payload must stay under 8000 bytes).
+WAKE_MAX_TIMES = 400
+
+
+def wake_payload(due_at: int | Iterable[int]) -> str:
+    """The ``wfj_wake`` payload for one due time or several: comma-separated.
+
+    Times are rounded up to ``WAKE_GRAIN_US`` and deduplicated. When more than
+    ``WAKE_MAX_TIMES`` distinct times remain, an evenly spaced selection that
+    keeps the earliest and the latest is sent (jobs between two sent times
+    are leased at the later one).
+    """
+    if isinstance(due_at, int):
+        return str(due_at)
+    times = sorted({-(-t // WAKE_GRAIN_US) * WAKE_GRAIN_US for t in due_at})
+    if not times:
+        return "0"
+    if len(times) > WAKE_MAX_TIMES:
+        step = (len(times) - 1) / (WAKE_MAX_TIMES - 1)
+        times = [times[round(i * step)] for i in range(WAKE_MAX_TIMES)]
+    return ",".join(str(t) for t in times)
 
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_]+)")
@@ -192,14 +218,17 @@ class StoreBase:
         with domain_errors(), self._autocommit.connect() as conn:
             yield conn
 
-    def _notify_wake(self, conn: sa.Connection, due_at: int) -> None:
-        """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at ``due_at``.
+    def _notify_wake(self, conn: sa.Connection, due_at: int | Iterable[int]) -> None:
+        """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at
+        ``due_at`` (one time, or every time of a batch).
 
         Sent inside the writing transaction, so it is delivered only on commit.
         SQLite has one coordinator per file; the engine wakes itself.
         """
         if self.is_postgres:
-            conn.execute(sa.text("SELECT pg_notify('wfj_wake', :due)"), {"due": str(due_at)})
+            conn.execute(
+                sa.text("SELECT pg_notify('wfj_wake', :due)"), {"due": wake_payload(due_at)}
+            )
 
     def dispose(self) -> None:
         self.engine.dispose()

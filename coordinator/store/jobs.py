@@ -39,7 +39,13 @@ from coordinator.model import (
     LeasedForFailure,
     NewJob,
 )
-from coordinator.store.base import StoreBase, driver_sql, instance_paused, pause_blocks
+from coordinator.store.base import (
+    StoreBase,
+    driver_sql,
+    instance_paused,
+    pause_blocks,
+    wake_payload,
+)
 from coordinator.store.schema import job_attempts, jobs, lanes
 
 log = logging.getLogger(__name__)
@@ -181,6 +187,11 @@ def _log_set_aside(job_id: str, error: BaseException) -> None:
     log.error("job %s set aside: %s: %s", job_id, type(error).__name__, error)
 
 
+# The last error of a job whose attempt completed after its cancel was requested.
+CANCELLED_AFTER_COMPLETION = (
+    "cancelled (the attempt completed after the cancel request; its result is kept)"
+)
+
 _LEASED_FOR_FAILURE = (
     "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, cancel_requested"
 )
@@ -239,7 +250,7 @@ class JobQueries(StoreBase):
                 conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
                 result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
             if new_jobs:
-                self._notify_wake(conn, min(j.due_at for j in new_jobs))
+                self._notify_wake(conn, [j.due_at for j in new_jobs])
         self._known_lanes |= new_lanes
         return result
 
@@ -353,7 +364,7 @@ class JobQueries(StoreBase):
             "token": direct.lease_token if direct is not None else None,
             "now": direct.now if direct is not None else 0,
             "lease_ms": direct.default_lease_ms if direct is not None else 0,
-            "due": str(min(j.due_at for j in new_jobs)),
+            "due": wake_payload([j.due_at for j in new_jobs]),
         }
         for i, job in enumerate(new_jobs):
             for f in _NEW_JOB_FIELDS:
@@ -726,27 +737,46 @@ class JobQueries(StoreBase):
 
     # -- outcomes --------------------------------------------------------------
 
-    def job_complete_many(self, completions: Sequence[Completion], now: int) -> set[str]:
-        """Record successful outcomes; returns ids whose lease was still valid."""
+    def job_complete_many(
+        self, completions: Sequence[Completion], now: int, *, wake: bool = False
+    ) -> dict[str, JobStatus]:
+        """Record successful outcomes; returns the new status of each job whose
+        lease was still valid.
+
+        A job whose cancel was requested ends CANCELLED even though its attempt
+        completed: the guarded write itself decides, so a completion racing a
+        cancel request cannot slip through. The attempt is recorded COMPLETED
+        and the job keeps the reported result, so nothing is hidden. ``wake``
+        tells every replica that running slots were freed (concurrency limits).
+        """
         if not completions:
-            return set()
+            return {}
+        status_sql = (
+            f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
+            f"ELSE {int(JobStatus.COMPLETED)} END"
+        )
+        error_sql = "CASE WHEN cancel_requested THEN :cancel_note ELSE last_error END"
+        kind_sql = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE last_error_kind END"
         if self.is_postgres:
-            sql = """
+            sql = f"""
                 WITH input AS (
                     SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
                                          CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
                         AS t(id, token, result, ctype)
                 ), done AS (
                     UPDATE wfj_jobs j
-                    SET status = 3, result = i.result, result_content_type = i.ctype,
+                    SET status = {status_sql}, last_error = {error_sql},
+                        last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
                         finished_at = :now, lease_token = NULL, lease_expires_at = NULL
                     FROM input i
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = 2
-                    RETURNING j.id, j.attempt, j.lease_owner, j.started_at
+                    RETURNING j.id, j.attempt, j.lease_owner, j.started_at, j.status
+                ), recorded AS (
+                    INSERT INTO wfj_job_attempts
+                        (job_id, number, worker_id, started_at, ended_at, outcome)
+                    SELECT id, attempt, lease_owner, started_at, :now, 1 FROM done
                 )
-                INSERT INTO wfj_job_attempts (job_id, number, worker_id, started_at, ended_at, outcome)
-                SELECT id, attempt, lease_owner, started_at, :now, 1 FROM done
-                RETURNING job_id
+                SELECT id, status FROM done
                 """
             params = {
                 "ids": [c.job_id for c in completions],
@@ -754,18 +784,32 @@ class JobQueries(StoreBase):
                 "results": [c.result for c in completions],
                 "ctypes": [c.content_type for c in completions],
                 "now": now,
+                "cancel_note": CANCELLED_AFTER_COMPLETION,
             }
+            if wake:
+                with self.tx() as conn:
+                    out = {
+                        job_id: JobStatus(status)
+                        for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
+                    }
+                    if out:
+                        self._notify_wake(conn, now)
+                    return out
             with self.statement() as conn:
-                return set(conn.exec_driver_sql(driver_sql(sql), params).scalars())
+                return {
+                    job_id: JobStatus(status)
+                    for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
+                }
         update = sa.text(
-            """
-            UPDATE wfj_jobs SET status = 3, result = :result, result_content_type = :ctype,
+            f"""
+            UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
+                last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
                 finished_at = :now, lease_token = NULL, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = 2
-            RETURNING id, attempt, lease_owner, started_at
+            RETURNING id, attempt, lease_owner, started_at, status
             """
         )
-        applied: set[str] = set()
+        applied: dict[str, JobStatus] = {}
         with self.tx() as conn:
             for c in completions:
                 row = conn.execute(
@@ -776,6 +820,7 @@ class JobQueries(StoreBase):
                         "result": c.result,
                         "ctype": c.content_type,
                         "now": now,
+                        "cancel_note": CANCELLED_AFTER_COMPLETION,
                     },
                 ).first()
                 if row is None:
@@ -791,7 +836,7 @@ class JobQueries(StoreBase):
                         "outcome": 1,
                     },
                 )
-                applied.add(row.id)
+                applied[row.id] = JobStatus(row.status)
         return applied
 
     def job_end_attempts(
@@ -800,6 +845,8 @@ class JobQueries(StoreBase):
         decide: Callable[[LeasedForFailure], AttemptEnd],
         now: int,
         set_aside: SetAside | None = None,
+        *,
+        wake: bool = False,
     ) -> dict[str, AttemptEnd]:
         """End running attempts named by (job id, lease token) as ``decide`` rules.
 
@@ -808,12 +855,13 @@ class JobQueries(StoreBase):
         or were set aside: a row whose decision raises, or whose write the
         database refuses, is left untouched and handed to ``set_aside``
         (logged when it is None) while the other rows are written.
+        ``wake`` tells every replica that running slots were freed.
         """
         if not refs:
             return {}
         with self.tx() as conn:
             leased = self._lock_leased(conn, refs)
-            ends = self._decide_and_apply(conn, leased, decide, now, set_aside)
+            ends = self._decide_and_apply(conn, leased, decide, now, set_aside, wake=wake)
         return {e.job_id: e for e in ends}
 
     def lease_reclaim_expired(
@@ -823,11 +871,14 @@ class JobQueries(StoreBase):
         limit: int,
         exclude: Collection[str] = (),
         set_aside: SetAside | None = None,
+        *,
+        wake: bool = False,
     ) -> list[AttemptEnd]:
         """End up to ``limit`` attempts whose lease expired before ``now``.
 
         Jobs in ``exclude`` (set aside by an earlier run) are skipped; rows
-        that fail now are set aside as in ``job_end_attempts``.
+        that fail now are set aside as in ``job_end_attempts``. ``wake`` tells
+        every replica that running slots were freed.
         """
         lock = "FOR UPDATE SKIP LOCKED" if self.is_postgres else ""
         skip = "AND id NOT IN :exclude " if exclude else ""
@@ -848,7 +899,7 @@ class JobQueries(StoreBase):
                 if not got_lock:
                     return []
             leased = [LeasedForFailure(*r) for r in conn.execute(sql, params)]
-            return self._decide_and_apply(conn, leased, decide, now, set_aside)
+            return self._decide_and_apply(conn, leased, decide, now, set_aside, wake=wake)
 
     def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None:
         """Earliest lease expiry among running jobs not in ``exclude``."""
@@ -870,6 +921,8 @@ class JobQueries(StoreBase):
         decide: Callable[[LeasedForFailure], AttemptEnd],
         now: int,
         set_aside: SetAside | None,
+        *,
+        wake: bool = False,
     ) -> list[AttemptEnd]:
         """Decide and write each row's end; a row that fails either is set aside.
 
@@ -892,7 +945,7 @@ class JobQueries(StoreBase):
             return []
         try:
             with conn.begin_nested():
-                self._apply_ends(conn, rows, ends, now)
+                self._apply_ends(conn, rows, ends, now, wake=wake)
             return ends
         except ROW_WRITE_ERRORS as e:
             if len(ends) == 1:
@@ -902,7 +955,7 @@ class JobQueries(StoreBase):
         for end in ends:
             try:
                 with conn.begin_nested():
-                    self._apply_ends(conn, rows, [end], now)
+                    self._apply_ends(conn, rows, [end], now, wake=wake)
             except ROW_WRITE_ERRORS as e:
                 report(end.job_id, e)
                 continue
@@ -942,6 +995,8 @@ class JobQueries(StoreBase):
         leased: Sequence[LeasedForFailure],
         ends: Sequence[AttemptEnd],
         now: int,
+        *,
+        wake: bool = False,
     ) -> None:
         if not ends:
             return
@@ -1005,9 +1060,13 @@ class JobQueries(StoreBase):
             updates,
         )
         conn.execute(job_attempts.insert(), attempts)
-        retry_due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
-        if retry_due:
-            self._notify_wake(conn, min(retry_due))
+        # Every retry's due time, and "now" when the freed slots may admit
+        # a waiting job.
+        due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
+        if wake:
+            due.append(now)
+        if due:
+            self._notify_wake(conn, due)
 
     # -- heartbeats ------------------------------------------------------------
 

@@ -51,11 +51,14 @@ class WakeListener:
                     self._conn = conn
                     conn.execute("LISTEN wfj_wake")
                     delay = 0.1
-                    # Something may have happened while we were not listening.
-                    self._on_wake(0)
+                    # Something may have happened while we were not listening:
+                    # limits or flags changed, work became eligible.
+                    for due_at in (-1, -2, 0):
+                        self._on_wake(due_at)
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=1.0):
-                            self._on_wake(_parse_due(note.payload))
+                            for due_at in _parse_due(note.payload):
+                                self._on_wake(due_at)
             except psycopg.Error as e:
                 if self._stop.is_set():
                     return
@@ -66,16 +69,20 @@ class WakeListener:
                 self._conn = None
 
 
-def _parse_due(payload: str) -> int:
-    """A due time, -1 when the concurrency limits changed, -2 when cluster flags did."""
+def _parse_due(payload: str) -> list[int]:
+    """Due times (comma-separated), [-1] when the concurrency limits changed,
+    [-2] when cluster flags did."""
     if payload == "limits":
-        return -1
+        return [-1]
     if payload == "flags":
-        return -2
-    try:
-        return int(payload)
-    except ValueError:
-        return 0
+        return [-2]
+    out = []
+    for part in payload.split(","):
+        try:
+            out.append(int(part))
+        except ValueError:
+            out.append(0)
+    return out or [0]
 
 
 def _libpq_dsn(url: str) -> str:

@@ -179,13 +179,14 @@ class OperationQueries(StoreBase):
                     return StateChange(self._read_job(conn, job_id), False)
             return StateChange(self._read_job(conn, job_id), True)
 
-    def job_unlock(self, job_id: str, now: int) -> StateChange:
+    def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange:
         """RUNNING → PENDING now, the attempt recorded as UNLOCKED.
 
         Clearing the lease token fences the old holder: its heartbeats answer
         "lost" and its outcome is refused. The attempt still counts against
         max attempts (history numbers stay unique). A cancel requested before
-        the unlock is honoured: the job ends CANCELLED instead.
+        the unlock is honoured: the job ends CANCELLED instead. ``wake`` tells
+        every replica that the freed running slot may admit a waiting job.
         """
         with self.tx() as conn:
             row = self._lock_job(conn, job_id)
@@ -218,7 +219,7 @@ class OperationQueries(StoreBase):
                     error_kind="Unlocked",
                 )
             )
-            if new_status == JobStatus.PENDING:
+            if new_status == JobStatus.PENDING or wake:
                 self._notify_wake(conn, now)
             return StateChange(self._read_job(conn, job_id), True)
 

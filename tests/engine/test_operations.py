@@ -79,6 +79,24 @@ def test_cancel_running_signals_the_heartbeat_and_records_cancelled(
     run(store_url, scenario)
 
 
+def test_completion_after_cancel_request_ends_cancelled(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5)
+        [(_, token)] = await h.lease()
+        await h.engine.ops.cancel_job(job_id, "stop it")
+        [answer] = await h.engine.heartbeat("w1", [(job_id, token)])
+        assert answer.state == "cancel_requested"
+        # The handler noticed the cancel and returned normally anyway.
+        [result] = await h.engine.report([Completion(job_id, token, b"partial")])
+        assert (result.accepted, result.status) == (True, JobStatus.CANCELLED)
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.CANCELLED
+        assert job.result == b"partial"
+        assert [a.outcome for a in attempts] == [AttemptOutcome.COMPLETED]
+
+    run(store_url, scenario)
+
+
 def test_retry_a_faulted_job_runs_it_again(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         job_id = await h.enqueue(max_attempts=1)

@@ -125,7 +125,7 @@ def test_stale_lease_token_completion_changes_nothing(store: Store) -> None:
     claim_all(store)
     before = store.job_get(job.id)
     applied = store.job_complete_many([Completion(job.id, "stale-token", b"r")], T0 + SECOND)
-    assert applied == set()
+    assert applied == {}
     assert store.job_get(job.id) == before
     assert store.job_attempts(job.id) == []
 
@@ -135,8 +135,8 @@ def test_completion_is_recorded_exactly_once(store: Store) -> None:
     store.job_insert_many([job])
     claim_all(store)
     done = Completion(job.id, "tok-1", b'{"ok":true}', "application/json")
-    assert store.job_complete_many([done], T0 + SECOND) == {job.id}
-    assert store.job_complete_many([done], T0 + 2 * SECOND) == set()
+    assert store.job_complete_many([done], T0 + SECOND) == {job.id: JobStatus.COMPLETED}
+    assert store.job_complete_many([done], T0 + 2 * SECOND) == {}
     row = store.job_get(job.id)
     assert row.status == JobStatus.COMPLETED
     assert row.result == b'{"ok":true}'
@@ -255,3 +255,20 @@ def test_list_jobs_filters_and_pages(store: Store) -> None:
     page2 = store.job_list(JobFilter(tenant_id="t-list", correlation_id="c1"), page1[-1].id, 2)
     ids = [r.id for r in page1 + page2]
     assert ids == sorted(j.id for j in jobs if j.correlation_id == "c1")[:4]
+
+
+def test_completion_after_a_cancel_request_ends_the_job_cancelled(store: Store) -> None:
+    job = make_job()
+    store.job_insert_many([job])
+    claim_all(store)
+    assert store.job_cancel(job.id, "stop", T0 + SECOND).changed
+    done = Completion(job.id, "tok-1", b'{"ok":true}', "application/json")
+    assert store.job_complete_many([done], T0 + 2 * SECOND) == {job.id: JobStatus.CANCELLED}
+    row = store.job_get(job.id)
+    assert row.status == JobStatus.CANCELLED
+    assert row.finished_at == T0 + 2 * SECOND
+    # Nothing is hidden: the attempt is recorded as it ended, with its result.
+    assert row.result == b'{"ok":true}'
+    assert row.last_error_kind == "Cancelled"
+    [attempt] = store.job_attempts(job.id)
+    assert attempt.outcome == AttemptOutcome.COMPLETED

@@ -147,6 +147,14 @@ def test_execution_span_continues_the_stored_context(spans: InMemorySpanExporter
     assert ctx.logger.extra["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
 
 
+def test_execution_span_of_a_cancelled_job_says_cancelled(spans: InMemorySpanExporter) -> None:
+    execution = _tracing.start_execution(_context())
+    assert execution is not None
+    execution.finish(worker_service_pb2.Completion(), cancelled=True)
+    [span] = spans.get_finished_spans()
+    assert span.attributes["wfjobs.outcome"] == "cancelled"
+
+
 def test_job_logger_lines_carry_job_and_trace_ids_as_json(spans: InMemorySpanExporter) -> None:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

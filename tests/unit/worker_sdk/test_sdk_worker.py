@@ -412,7 +412,11 @@ def test_shutdown_waits_for_running_jobs_to_finish() -> None:
     asyncio.run(main())
 
 
-def test_heartbeats_carry_leases_and_deliver_cancel_and_lost() -> None:
+def test_heartbeats_carry_leases_and_deliver_cancel_and_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+
     async def main() -> None:
         coordinator = ScriptedCoordinator(heartbeat_interval_ms=20)
         server, port = await start_server(coordinator)
@@ -457,8 +461,12 @@ def test_heartbeats_carry_leases_and_deliver_cancel_and_lost() -> None:
         finally:
             await server.stop(None)
 
+        # The results are reported (and kept); the coordinator ends both jobs
+        # CANCELLED, and the worker says so.
         assert coordinator.outcomes[cancel_id].completed.result.data == b'"cancel requested"'
         assert coordinator.outcomes[blocking_id].completed.result.data == b"true"
+        ended = [r.getMessage() for r in caplog.records if "ends CANCELLED" in r.getMessage()]
+        assert len(ended) == 2
         assert lost_id not in coordinator.outcomes
         assert lost_contexts[0].lease_lost
         assert lost_contexts[0].is_cancelled()
