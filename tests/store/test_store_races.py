@@ -208,7 +208,7 @@ def test_stale_and_live_holders_completing_at_once(store_url: str, store: Store)
         )
         # PostgreSQL: the stale write matches no row version, so it does not even wait.
         gate.open(waiting=1 if store.is_postgres else 2)
-        assert (outcome_of(stale), outcome_of(live)) == (set(), {job.id})
+        assert (set(outcome_of(stale)), set(outcome_of(live))) == (set(), {job.id})
     row = store.job_get(job.id)
     assert (row.status, row.result, row.lease_token) == (JobStatus.COMPLETED, b"new", None)
     assert _history(store, job.id) == [
@@ -243,7 +243,7 @@ def test_two_completes_and_a_fail_on_one_token_record_one_outcome(
         ]
         fail = gate.race(gate.store().job_end_attempts, [(job.id, "tok")], _fail, T0 + SECOND)
         gate.open(waiting=3)
-        applied_completes = [outcome_of(f) for f in completes]
+        applied_completes = [set(outcome_of(f)) for f in completes]
         applied_fail = outcome_of(fail)
     winners = [c for c in applied_completes if c == {job.id}]
     assert all(c in (set(), {job.id}) for c in applied_completes), applied_completes
@@ -292,7 +292,7 @@ def test_completion_during_a_held_reclaim_loses_cleanly(store_url: str, store: S
         assert not completion.done()
         held.release.set()
         ends = outcome_of(reaper)
-        assert outcome_of(completion) == set()
+        assert set(outcome_of(completion)) == set()
     assert [e.job_id for e in ends] == [job.id]
     row = store.job_get(job.id)
     assert (row.status, row.result, row.lease_token) == (JobStatus.PENDING, None, None)
@@ -316,7 +316,7 @@ def test_reaper_and_completion_released_together_end_the_attempt_once(
             # SKIP LOCKED: the reaper leaves a row someone is writing to.
             assert outcome_of(reaper) == []
         gate.open(waiting=2 if not store.is_postgres else 1)
-        applied = outcome_of(completion)
+        applied = set(outcome_of(completion))
         ends = outcome_of(reaper)
     # Whichever went first, exactly one of them ended the attempt.
     row = store.job_get(job.id)
