@@ -227,6 +227,7 @@ class AttemptRow(Protocol):
     outcome: int
     error: str | None
     error_kind: str | None
+    traceback: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +303,7 @@ class Failure:
     error_kind: str = ""
     non_retryable: bool = False
     retry_at: int | None = None
+    traceback: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +339,8 @@ class AttemptEnd:
     due_at: int | None = None
     error: str | None = None
     error_kind: str | None = None
+    # The handler's traceback of a failed attempt, as reported (bounded).
+    traceback: str | None = None
     result: bytes | None = None
     result_content_type: str | None = None
     payload: bytes | None = None

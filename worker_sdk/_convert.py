@@ -339,6 +339,8 @@ class JobAttemptView:
         outcome: Outcome name, e.g. ``"COMPLETED"``, ``"FAILED"``, ``"LEASE_EXPIRED"``.
         error: Error text of a failed attempt.
         error_kind: Error kind of a failed attempt.
+        traceback: Where it failed, as the worker reported it (its last 16 KiB);
+            empty when none was reported.
     """
 
     number: int
@@ -348,6 +350,7 @@ class JobAttemptView:
     outcome: str
     error: str
     error_kind: str
+    traceback: str = ""
 
     @classmethod
     def from_proto(cls, attempt: job_pb2.JobAttempt) -> JobAttemptView:
@@ -361,6 +364,7 @@ class JobAttemptView:
             outcome=outcome,
             error=attempt.error,
             error_kind=attempt.error_kind,
+            traceback=attempt.traceback,
         )
 
 

@@ -29,11 +29,14 @@ value to a test). What the handler returned or raised stays on the
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
 import functools
 import logging
+import os
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
@@ -51,6 +54,15 @@ from ._handler import HandlerSpec
 __all__ = ["Attempt", "Outcome", "failure", "job_outcome", "run_attempt"]
 
 logger = logging.getLogger("worker_sdk.worker")
+
+MAX_TRACEBACK_BYTES = 16 * 1024
+# Where the frames that call a handler live (left out of reported tracebacks).
+_CALLER_DIRS = (
+    os.path.dirname(__file__) + os.sep,
+    os.path.dirname(concurrent.futures.__file__) + os.sep,
+    os.path.dirname(asyncio.__file__) + os.sep,
+)
+"""Most of a traceback sent with a failed attempt (the coordinator keeps as much)."""
 
 Outcome = worker_service_pb2.Completion | worker_service_pb2.Failure | worker_service_pb2.Release
 """What an attempt ended with, as reported to the coordinator."""
@@ -93,13 +105,41 @@ class Attempt:
 
 
 def failure(
-    error: str, kind: str, *, non_retryable: bool = False, retry_time: datetime | None = None
+    error: str,
+    kind: str,
+    *,
+    non_retryable: bool = False,
+    retry_time: datetime | None = None,
+    exc: BaseException | None = None,
 ) -> worker_service_pb2.Failure:
-    """A ``Failure`` outcome."""
+    """A ``Failure`` outcome, with the traceback of ``exc`` when given."""
     result = worker_service_pb2.Failure(error=error, error_kind=kind, non_retryable=non_retryable)
+    if exc is not None:
+        result.traceback = format_traceback(exc)
     if retry_time is not None:
         result.retry_time.CopyFrom(to_timestamp(retry_time))
     return result
+
+
+def format_traceback(exc: BaseException, limit: int = MAX_TRACEBACK_BYTES) -> str:
+    """``exc``'s formatted traceback; past ``limit`` UTF-8 bytes only its end is kept.
+
+    The end names the error and the innermost frames, the part worth keeping;
+    the coordinator keeps at most the same amount. The frames of this SDK and
+    of the thread pool that called the handler are left out: the traceback
+    starts in the user's code.
+    """
+    summary = traceback.TracebackException.from_exception(exc)
+    frames = list(summary.stack)
+    while len(frames) > 1 and frames[0].filename.startswith(_CALLER_DIRS):
+        frames.pop(0)
+    summary.stack = traceback.StackSummary.from_list(frames)
+    text = "".join(summary.format())
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    tail = data[-limit:].decode("utf-8", errors="ignore")
+    return f"[{len(data) - len(tail.encode('utf-8'))} earlier bytes cut]\n{tail}"
 
 
 def job_outcome(job_id: str, lease_token: str, outcome: Outcome) -> worker_service_pb2.JobOutcome:
@@ -146,7 +186,7 @@ async def run_attempt(
         outcome = outcome_after_cancel(attempt)
     except Exception as exc:  # noqa: BLE001 - a bug here must not lose the job
         logger.exception("internal error running job %s", ctx.job_id)
-        outcome = failure(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        outcome = failure(f"{type(exc).__name__}: {exc}", type(exc).__name__, exc=exc)
     finally:
         reset_current_job(token)
         for timer in attempt.timers:
@@ -206,7 +246,7 @@ async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -
         kwargs = handler.arguments(ctx)
     except PayloadDecodeError as exc:
         attempt.error = exc
-        return failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True)
+        return failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True, exc=exc)
     loop = asyncio.get_running_loop()
     deadline_in = (
         (ctx.deadline - datetime.now(UTC)).total_seconds() if ctx.deadline is not None else None
@@ -231,7 +271,7 @@ async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -
         if scope is not None and scope.expired():
             timeout = ctx.job.execution_timeout.ToTimedelta().total_seconds()
             return failure(
-                f"TimeoutError: execution timeout of {timeout:g}s exceeded", "TimeoutError"
+                f"TimeoutError: execution timeout of {timeout:g}s exceeded", "TimeoutError", exc=exc
             )
         return _failure_from_exception(handler, ctx, exc)
     except asyncio.CancelledError:
@@ -244,7 +284,9 @@ async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -
         payload = encode_payload(result)
     except PayloadEncodeError as exc:
         attempt.error = exc
-        return failure(f"PayloadEncodeError: {exc}", "PayloadEncodeError", non_retryable=True)
+        return failure(
+            f"PayloadEncodeError: {exc}", "PayloadEncodeError", non_retryable=True, exc=exc
+        )
     return worker_service_pb2.Completion(result=payload)
 
 
@@ -254,9 +296,9 @@ def _failure_from_exception(
     error = f"{type(exc).__name__}: {exc}"
     _tracing.record_exception(exc)
     if isinstance(exc, NonRetryableError):
-        return failure(error, exc.kind, non_retryable=True)
+        return failure(error, exc.kind, non_retryable=True, exc=exc)
     if isinstance(exc, RetryAfter):
-        return failure(error, type(exc).__name__, retry_time=exc.at)
+        return failure(error, type(exc).__name__, retry_time=exc.at, exc=exc)
     kind = type(exc).__name__
     non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
-    return failure(error, kind, non_retryable=non_retryable, retry_time=retry_time)
+    return failure(error, kind, non_retryable=non_retryable, retry_time=retry_time, exc=exc)

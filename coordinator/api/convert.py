@@ -236,6 +236,7 @@ def attempt_to_proto(a: AttemptRow) -> jpb.JobAttempt:
         outcome=a.outcome,  # type: ignore[arg-type]
         error=a.error or "",
         error_kind=a.error_kind or "",
+        traceback=a.traceback or "",
     )
 
 

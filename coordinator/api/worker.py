@@ -18,6 +18,7 @@ from coordinator.engine import (
     OutcomeResult,
     WorkerSession,
 )
+from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, keep_tail
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,
@@ -332,7 +333,15 @@ def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
 
 def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:
     retry_at = convert.ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
-    return Failure(job_id, token, f.error, f.error_kind, f.non_retryable, retry_at)
+    return Failure(
+        job_id,
+        token,
+        f.error,
+        f.error_kind,
+        f.non_retryable,
+        retry_at,
+        traceback=keep_tail(f.traceback, MAX_TRACEBACK_BYTES),
+    )
 
 
 def _batch_message(batch: LeaseBatch) -> wpb.AcquireJobsResponse:

@@ -22,6 +22,21 @@ MAX_BACKOFF_MS = 365 * 86_400 * 1000
 MAX_TIMEOUT_MS = 366 * 86_400 * 1000
 # Most entries in non_retryable_error_kinds.
 MAX_NON_RETRYABLE_KINDS = 100
+# Most of a reported traceback kept with its attempt (UTF-8 bytes; the tail is kept).
+MAX_TRACEBACK_BYTES = 16 * 1024
+
+
+def keep_tail(text: str, limit: int) -> str:
+    """``text``, or its last ``limit`` UTF-8 bytes after a line saying how much was cut.
+
+    The end of a traceback names the error and the innermost frames, so that is
+    the part worth keeping.
+    """
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    tail = data[-limit:].decode("utf-8", errors="ignore")
+    return f"[{len(data) - len(tail.encode('utf-8'))} earlier bytes cut]\n{tail}"
 
 
 def _is_int(value: object) -> bool:

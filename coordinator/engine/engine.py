@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from coordinator.clock import Clock, SystemClock
@@ -877,7 +877,7 @@ class Engine:
         outcome = by_id[row.id]
         if isinstance(outcome, Release):
             return _release_end(outcome, row)
-        return decide_failure(
+        end = decide_failure(
             row,
             now=now,
             error=outcome.error,
@@ -887,6 +887,7 @@ class Engine:
             outcome=AttemptOutcome.FAILED,
             rng=self._rng,
         )
+        return replace(end, traceback=outcome.traceback or None)
 
     def _forget_in_flight(self, refs: Iterable[str | tuple[str, str]]) -> None:
         """Attempts ended: job ids, or (job id, lease token) of the attempt that ended."""

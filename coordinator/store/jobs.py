@@ -1032,6 +1032,7 @@ class JobQueries(StoreBase):
                     "outcome": int(end.outcome),
                     "error": end.error,
                     "error_kind": end.error_kind,
+                    "traceback": end.traceback,
                 }
             )
         conn.execute(

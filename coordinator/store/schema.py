@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 
 metadata = sa.MetaData()
 
@@ -72,6 +72,7 @@ job_attempts = sa.Table(
     sa.Column("outcome", sa.SmallInteger, nullable=False),
     sa.Column("error", sa.Text),
     sa.Column("error_kind", sa.Text),
+    sa.Column("traceback", sa.Text),
 )
 
 lanes = sa.Table(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from wfj_testing import Coordinator, ManagedProcess, wait_until
+from wfj_testing import Coordinator, ManagedProcess, subprocess_env, wait_until
 from worker_sdk import SchedulerClient, __version__
 
 # A worker as the README writes one: no logging set-up at all.
@@ -124,3 +125,39 @@ def test_bad_log_level_stops_the_worker_with_a_message(tmp_path: Path) -> None:
         "WFJOBS_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'chatty'"
         in (worker.log())
     )
+
+
+def test_a_failed_attempt_shows_its_traceback_in_jobs_show(
+    tmp_path: Path, e2e_database: str
+) -> None:
+    coordinator = Coordinator(e2e_database, tmp_path / "coordinator.log")
+    worker = start_worker(tmp_path, coordinator.target)
+    try:
+        with SchedulerClient(coordinator.target) as client:
+            job = client.enqueue("boom", {}, max_attempts=1)
+            wait_until(lambda: lines_with(worker, "no attempts left"), 30, "the failed attempt")
+            view = client.get_job(job.id, include_attempts=True)
+        shown = subprocess.run(
+            [str(Path(sys.executable).parent / "wfjobs"), "jobs", "show", job.id],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=subprocess_env({"WFJOBS_TARGET": coordinator.target}),
+        )
+    finally:
+        worker.stop()
+        coordinator.stop()
+
+    (attempt,) = view.attempts
+    assert attempt.traceback.startswith("Traceback (most recent call last):\n")
+    assert attempt.traceback.endswith("ValueError: the disk is full\n")
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "traceback of attempt 1 (talker):" in out
+    block = out.split("traceback of attempt 1 (talker):\n", 1)[1].splitlines()
+    assert block[0] == "  Traceback (most recent call last):"
+    # It starts in the user's code: the SDK's frames are left out.
+    assert block[1].startswith('    File "') and block[1].endswith('app.py", line 15, in boom')
+    assert block[2] == '      raise ValueError("the disk is full")'
+    assert block[3] == "  ValueError: the disk is full"

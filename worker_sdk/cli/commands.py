@@ -271,6 +271,15 @@ class Commands:
                     for a in job.attempts
                 ],
             )
+        failed = [a for a in job.attempts if a.traceback]
+        if failed:
+            last = failed[-1]
+            self.out.line()
+            self.out.line(
+                f"traceback of attempt {last.number} ({last.worker_id or 'unknown worker'}):"
+            )
+            for line in last.traceback.rstrip("\n").splitlines():
+                self.out.line(f"  {line}")
 
     def jobs_retry(self) -> int:
         a = self.args

@@ -135,7 +135,7 @@ class JobSpec(_message.Message):
     def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ...) -> None: ...
 
 class JobAttempt(_message.Message):
-    __slots__ = ("number", "worker_id", "start_time", "end_time", "outcome", "error", "error_kind")
+    __slots__ = ("number", "worker_id", "start_time", "end_time", "outcome", "error", "error_kind", "traceback")
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +143,7 @@ class JobAttempt(_message.Message):
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_KIND_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
     number: int
     worker_id: str
     start_time: _timestamp_pb2.Timestamp
@@ -150,7 +151,8 @@ class JobAttempt(_message.Message):
     outcome: AttemptOutcome
     error: str
     error_kind: str
-    def __init__(self, number: _Optional[int] = ..., worker_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[AttemptOutcome, str]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ...) -> None: ...
+    traceback: str
+    def __init__(self, number: _Optional[int] = ..., worker_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[AttemptOutcome, str]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "job_type", "tenant_id", "workflow", "payload", "category", "priority", "status", "attempt", "max_attempts", "retry_policy", "execution_timeout", "heartbeat_timeout", "create_time", "due_time", "finish_time", "lease_owner", "lease_expire_time", "last_error", "result", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "cancel_requested", "replay_of", "attempts")

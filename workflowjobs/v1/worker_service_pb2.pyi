@@ -141,20 +141,22 @@ class CompleteJobResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class FailJobRequest(_message.Message):
-    __slots__ = ("job_id", "lease_token", "error", "error_kind", "non_retryable", "retry_time")
+    __slots__ = ("job_id", "lease_token", "error", "error_kind", "non_retryable", "retry_time", "traceback")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_KIND_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
     RETRY_TIME_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     lease_token: str
     error: str
     error_kind: str
     non_retryable: bool
     retry_time: _timestamp_pb2.Timestamp
-    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    traceback: str
+    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class FailJobResponse(_message.Message):
     __slots__ = ("status", "next_attempt_time")
@@ -171,16 +173,18 @@ class Completion(_message.Message):
     def __init__(self, result: _Optional[_Union[_job_pb2.Payload, _Mapping]] = ...) -> None: ...
 
 class Failure(_message.Message):
-    __slots__ = ("error", "error_kind", "non_retryable", "retry_time")
+    __slots__ = ("error", "error_kind", "non_retryable", "retry_time", "traceback")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_KIND_FIELD_NUMBER: _ClassVar[int]
     NON_RETRYABLE_FIELD_NUMBER: _ClassVar[int]
     RETRY_TIME_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
     error: str
     error_kind: str
     non_retryable: bool
     retry_time: _timestamp_pb2.Timestamp
-    def __init__(self, error: _Optional[str] = ..., error_kind: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    traceback: str
+    def __init__(self, error: _Optional[str] = ..., error_kind: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class Release(_message.Message):
     __slots__ = ("reason", "payload")

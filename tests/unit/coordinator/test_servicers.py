@@ -255,3 +255,39 @@ def test_admin_list_jobs_pages(server: Any) -> None:
     assert len(second.jobs) == 2 and not second.next_page_token
     ids = [j.id for j in first.jobs] + [j.id for j in second.jobs]
     assert ids == sorted(ids)
+
+
+def test_a_failed_attempt_keeps_the_tail_of_its_traceback(server: Any) -> None:
+    unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type="tb")))
+    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
+    rpc.send_request(
+        wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w1", job_types=["tb"]))
+    )
+    rpc.take_response()
+    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
+    [leased] = rpc.take_response().jobs.jobs
+    frames = "".join(f'  File "app.py", line {n}, in step_{n}\n' for n in range(2000))
+    traceback = f"Traceback (most recent call last):\n{frames}ValueError: the disk is full\n"
+    assert len(traceback.encode()) > 40_000
+    failed = wpb.Failure(error="ValueError: the disk is full", traceback=traceback)
+    report = wpb.ReportOutcomesRequest(
+        outcomes=[
+            wpb.JobOutcome(job_id=leased.job.id, lease_token=leased.lease_token, failed=failed)
+        ]
+    )
+    _, code, _ = unary(server, WORKER, "ReportOutcomes", report)
+    assert code == grpc.StatusCode.OK
+    rpc.requests_closed()
+    rpc.termination()
+
+    fetched, code, _ = unary(
+        server, SCHEDULER, "GetJob", spb.GetJobRequest(job_id=leased.job.id, include_attempts=True)
+    )
+
+    (attempt,) = fetched.job.attempts
+    kept = attempt.traceback
+    assert kept.endswith("line 1999, in step_1999\nValueError: the disk is full\n")
+    assert kept.startswith("[") and " earlier bytes cut]\n" in kept.splitlines(keepends=True)[0]
+    body = kept.split("\n", 1)[1]
+    assert len(body.encode()) <= 16 * 1024
+    assert traceback.endswith(body)
