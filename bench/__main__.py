@@ -1,7 +1,7 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
 Figures (in table order): throughput, replicas, latency, paused, backlog, fairness,
-idle, memory. With no figure named, all run. Output:
+idle, memory, snapshot. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
 - `--quick` → `bench/results/quick.md` (a smoke check; numbers not quotable);
@@ -44,6 +44,7 @@ FIGURES = {
     "fairness": "bench.fairness",
     "idle": "bench.idle",
     "memory": "bench.memory",
+    "snapshot": "bench.snapshot",
 }
 
 
@@ -55,7 +56,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=None,
                         help="runs per figure; the table shows the median (default 3, quick 1)")
     parser.add_argument("--quick", action="store_true",
-                        help="reduced sizes: every figure in about three minutes in all")
+                        help="reduced sizes: every figure in a few minutes in all")
     parser.add_argument("--output", type=Path, default=None, help="where to write the table")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="py-spy every coordinator into DIR (see bench.profiling); "

@@ -1,8 +1,9 @@
 """Sizes and knobs of every figure, full and `--quick`.
 
-The full sizes are SPEC §11's. Quick sizes keep every figure under ~20 s so a
-`--quick` run of all figures stays under about three minutes; they are a smoke
-check of the harness, not numbers to quote.
+The full sizes are SPEC §11's. Quick sizes keep every figure under ~20 s (the
+held-snapshot figure: one minute per system) so a `--quick` run of all
+figures stays within a few minutes; they are a smoke check of the harness,
+not numbers to quote.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ class Sizes:
         memory_workers: Connected workers in the memory figure.
         memory_backlog: Pending jobs in the memory figure.
         memory_seconds: How long the memory figure runs its workers.
+        snapshot_rate: Offered load of the held-snapshot figure, jobs/s.
+        snapshot_seconds: How long the held-snapshot load is offered.
+        snapshot_hold_s: How long the other session holds its snapshot each time.
+        snapshot_gap_s: Pause between two holds (the snapshot is released).
+        snapshot_interval_s: Length of each reported interval of the held-snapshot figure.
     """
 
     throughput_jobs: int = 50_000
@@ -51,6 +57,11 @@ class Sizes:
     memory_workers: int = 200
     memory_backlog: int = 1_000_000
     memory_seconds: float = 30.0
+    snapshot_rate: int = 1_000
+    snapshot_seconds: float = 600.0
+    snapshot_hold_s: float = 120.0
+    snapshot_gap_s: float = 5.0
+    snapshot_interval_s: float = 60.0
 
 
 QUICK_SIZES = Sizes(
@@ -67,6 +78,9 @@ QUICK_SIZES = Sizes(
     memory_workers=200,
     memory_backlog=50_000,
     memory_seconds=6.0,
+    snapshot_seconds=60.0,
+    snapshot_hold_s=20.0,
+    snapshot_interval_s=10.0,
 )
 
 
