@@ -4,7 +4,10 @@ Every scenario ends with ``check_run``: it reads the attempt history straight
 from the database and the workers' execution records, asserts the crash-safety
 invariants (SPEC §5.4, §5.12) and prints one summary line::
 
-    jobs=5000 kills=12 re-executions=37 lost=0 duplicates=0
+    jobs=5000 faults=12 lost=0 double-outcomes=0 extra-executions=37 recovery=1.42s
+
+(``extra-executions`` are handler runs beyond one per job, each explained by a
+lease taken away; ``recovery`` is printed by scenarios that measure it.)
 
 Sizes scale with ``WFJOBS_FAULTS_SCALE`` (default 1; CI runs the default, a
 soak run uses e.g. 10).
@@ -15,18 +18,26 @@ from __future__ import annotations
 import collections
 import os
 import random
+import shutil
 import socket
+import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
+import psycopg
+import pytest
 import sqlalchemy as sa
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from coordinator.model import AttemptOutcome, JobStatus
 from coordinator.store.base import create_sa_engine
 from wfj_testing import ManagedProcess, WorkerProcess, coordinator_args, wait_until
-from worker_sdk import JobRequest, SchedulerClient
+from worker_sdk import DeadlineExceededError, JobRequest, SchedulerClient, UnavailableError
 
 SCALE = float(os.environ.get("WFJOBS_FAULTS_SCALE", "1"))
 WORKER_APP = Path(__file__).resolve().parent / "fault_worker.py"
@@ -206,19 +217,29 @@ class Summary:
     re_executions: int
     lost: int
     duplicates: int
+    recovery_s: float | None = None
 
     def line(self) -> str:
-        return (
-            f"jobs={self.jobs} kills={self.kills} re-executions={self.re_executions} "
-            f"lost={self.lost} duplicates={self.duplicates}"
+        line = (
+            f"jobs={self.jobs} faults={self.kills} lost={self.lost} "
+            f"double-outcomes={self.duplicates} extra-executions={self.re_executions}"
         )
+        if self.recovery_s is not None:
+            line += f" recovery={self.recovery_s:.2f}s"
+        return line
 
 
 _EXPLAINING = {int(AttemptOutcome.LEASE_EXPIRED), int(AttemptOutcome.UNLOCKED)}
 
 
 def check_run(
-    database_url: str, job_ids: list[str], records: Iterable[Path], kills: int, scenario: str
+    database_url: str,
+    job_ids: list[str],
+    records: Iterable[Path],
+    kills: int,
+    scenario: str,
+    *,
+    recovery_s: float | None = None,
 ) -> Summary:
     """Assert the crash-safety invariants and print the scenario's summary line.
 
@@ -260,6 +281,7 @@ def check_run(
         re_executions=sum(n - 1 for n in per_job.values() if n > 1),
         lost=len(lost),
         duplicates=len(duplicates),
+        recovery_s=recovery_s,
     )
     print(f"\n[{scenario}] {summary.line()}")
     assert not lost, f"{len(lost)} job(s) not COMPLETED, e.g. {lost[:5]}"
@@ -273,3 +295,217 @@ def check_run(
 def run_for(seconds: float) -> float:
     """A deadline ``seconds`` from now (monotonic)."""
     return time.monotonic() + seconds
+
+
+# -- a PostgreSQL cluster of the test's own --------------------------------------
+
+
+def _pg_bindir() -> Path | None:
+    configured = os.environ.get("WFJOBS_PG_BINDIR")
+    if configured:
+        return Path(configured)
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: p.parent)
+    return versions[-1].parent if versions else None
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run its programs as the ``postgres`` user then."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *args]
+    return args
+
+
+class PgCluster:
+    """A throw-away PostgreSQL cluster (``initdb`` + ``pg_ctl``) on a free port.
+
+    The machine's shared server is never touched: every scenario that stops,
+    restarts or fails over PostgreSQL does it to a cluster of its own, in a
+    temporary directory removed by ``destroy``. Superuser ``root``, trust auth,
+    TCP on 127.0.0.1 only.
+    """
+
+    def __init__(self, root: Path, name: str, port: int | None = None) -> None:
+        self.root = root
+        self.name = name
+        self.data = root / name
+        self.port = port or free_port()
+        self.log = root / f"{name}.log"
+        self.bindir = _pg_bindir()
+
+    @classmethod
+    def skip_unless_available(cls) -> None:
+        bindir = _pg_bindir()
+        if bindir is None or not (bindir / "initdb").exists():
+            message = "PostgreSQL server binaries (initdb, pg_ctl) not found; set WFJOBS_PG_BINDIR"
+            if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                pytest.fail(message)
+            pytest.skip(message)
+
+    @staticmethod
+    def workspace() -> Path:
+        """A temporary directory the ``postgres`` user may write to."""
+        root = Path(tempfile.mkdtemp(prefix="wfj-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+        return root
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert self.bindir is not None
+        command = _as_postgres([str(self.bindir / args[0]), *args[1:]])
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if check and result.returncode != 0:
+            log = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+            raise AssertionError(f"{' '.join(args)} failed: {result.stderr}{result.stdout}\n{log}")
+        return result
+
+    def init(self, **settings: str) -> PgCluster:
+        self._run("initdb", "-D", str(self.data), "-U", "root", "--auth=trust", "-N", "-E", "UTF8")
+        self.configure(**settings)
+        return self
+
+    def configure(self, **settings: str) -> None:
+        """Append settings to postgresql.conf (the last occurrence wins)."""
+        base = {
+            "port": str(self.port),
+            "listen_addresses": "'127.0.0.1'",
+            "unix_socket_directories": f"'{self.data}'",
+            "fsync": "off",
+            "max_connections": "200",
+        }
+        base.update(settings)
+        lines = "".join(f"{k} = {v}\n" for k, v in base.items())
+        self._append(self.data / "postgresql.conf", lines)
+
+    def _append(self, path: Path, text: str) -> None:
+        with open(path, "a") as f:
+            f.write(text)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m immediate`` is a crash (recovery on start); ``fast`` a clean stop."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+
+    def running(self) -> bool:
+        return self._run("pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
+
+    def promote(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "promote")
+
+    def admin_url(self, database: str = "postgres") -> str:
+        return f"postgresql://root@127.0.0.1:{self.port}/{database}"
+
+    def url(self, database: str = "wfjobs") -> str:
+        return f"postgresql+psycopg://root@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, database: str = "wfjobs") -> str:
+        with psycopg.connect(self.admin_url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{database}"')
+        return self.url(database)
+
+    def standby(self, name: str) -> PgCluster:
+        """A streaming standby of this cluster, made with ``pg_basebackup`` (not started)."""
+        replica = PgCluster(self.root, name)
+        replica.bindir = self.bindir
+        self._run(
+            "pg_basebackup",
+            "-h", "127.0.0.1",
+            "-p", str(self.port),
+            "-U", "root",
+            "-D", str(replica.data),
+            "-R",  # standby.signal + primary_conninfo
+            "-X", "stream",
+            "--application-name", name,
+        )  # fmt: skip
+        # The copy carries the primary's settings; a standby (and the primary it
+        # may become) waits for no synchronous standby of its own.
+        replica.configure(
+            synchronous_standby_names="''",
+            primary_conninfo=f"'host=127.0.0.1 port={self.port} user=root application_name={name}'",
+        )
+        return replica
+
+    def destroy(self) -> None:
+        if self.data.exists() and self.running():
+            self.stop("immediate")
+
+
+def health_status(target: str, timeout: float = 5) -> int:
+    """The coordinator's grpc.health.v1 status (UNKNOWN when it does not answer)."""
+    with grpc.insecure_channel(target) as channel:
+        try:
+            return (
+                health_pb2_grpc.HealthStub(channel)
+                .Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+                .status
+            )
+        except grpc.RpcError:
+            return health_pb2.HealthCheckResponse.UNKNOWN
+
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def wait_health(targets: Iterable[str], status: int, timeout: float, what: str) -> None:
+    targets = list(targets)
+    wait_until(
+        lambda: all(health_status(t) == status for t in targets), timeout, what, interval=0.1
+    )
+
+
+class SteadyEnqueuer:
+    """Enqueues ``work`` jobs in a background thread until stopped, through an outage.
+
+    Each job has an idempotency key, and a call that fails (UNAVAILABLE while
+    the database is gone, DEADLINE_EXCEEDED) is retried with the same key until
+    it is acknowledged: ``acknowledged`` holds the id of every job the
+    coordinator confirmed, the ones a scenario must find COMPLETED at the end.
+    """
+
+    def __init__(
+        self, target: str, *, batch: int = 20, ms: int = 5, prefix: str = "steady"
+    ) -> None:
+        self.target = target
+        self.batch = batch
+        self.ms = ms
+        self.prefix = prefix
+        self.acknowledged: list[str] = []
+        self.failed_calls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="steady-enqueuer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        n = 0
+        with SchedulerClient(self.target, timeout=10) as scheduler:
+            while not self._stop.is_set():
+                batch = [
+                    JobRequest(
+                        "work",
+                        {"n": i, "ms": self.ms},
+                        tenant_id=f"tenant-{i % 4}",
+                        heartbeat_timeout=2.0,
+                        max_attempts=100,
+                        idempotency_key=f"{self.prefix}-{i}",
+                    )
+                    for i in range(n, n + self.batch)
+                ]
+                while not self._stop.is_set():
+                    try:
+                        replies = scheduler.enqueue_batch(batch)
+                    except (UnavailableError, DeadlineExceededError):
+                        self.failed_calls += 1
+                        self._stop.wait(0.1)
+                        continue
+                    self.acknowledged.extend(r.job_id for r in replies)
+                    break
+                n += self.batch
+                self._stop.wait(0.02)
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        assert not self._thread.is_alive(), "the enqueuer did not stop"
+        return list(dict.fromkeys(self.acknowledged))
