@@ -514,6 +514,9 @@ class Engine:
     ) -> None:
         """Queue jobs leased at insert on the very sessions they were offered to."""
         records = [r for rs in leased.values() for r in rs]
+        # Leased at insert is leased all the same: it counts against the
+        # tenant's fair share like a lease from an acquisition pass.
+        self.fair.charge([r.tenant_id for r in records])
         self._leased(records, direct.now)
         orphans = self.dispatcher.deliver(leased.items(), direct.lease_token)
         if not orphans:

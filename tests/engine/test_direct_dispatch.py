@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from coordinator.engine import LeaseBatch, WorkerSession
 from coordinator.model import JobStatus, PauseKind, PauseScope
 from wfj_engine import Harness, run
@@ -80,5 +82,33 @@ def test_keyed_job_is_leased_at_insert_and_its_repeat_returns_it_without_credit(
             assert session.credits == 1
         else:
             assert stored.status == JobStatus.PENDING and session.credits == 2
+
+    run(store_url, scenario)
+
+
+def test_jobs_leased_at_insert_count_against_the_tenants_fair_share(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("direct dispatch at insert is the PostgreSQL path")
+        # Known lanes for both tenants (direct leasing serves known lanes);
+        # one job each, so both tenants' clocks stand level.
+        await h.engine.enqueue([make_job(tenant_id="a"), make_job(tenant_id="b")])
+        await h.lease(2, worker="warm-up")
+        # Tenant a has a backlog; before a pass hands out the credit a worker
+        # has just granted, tenant b's single enqueues take it at insert.
+        await h.engine.enqueue([make_job(tenant_id="a") for _ in range(8)])
+        idle = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(idle)
+        for _ in range(4):
+            h.engine.grant(idle, 1)
+            row, _ = await h.engine.enqueue_one(make_job(tenant_id="b"))
+            assert row.status == JobStatus.RUNNING
+        h.engine.close_session(idle)
+        # b was charged for those four: with both tenants backlogged, a now
+        # gets most of the next passes (uncharged, they would alternate).
+        await h.engine.enqueue([make_job(tenant_id="b") for _ in range(8)])
+        leased = await h.lease(4, worker="w2")
+        tenants = sorted(row.tenant_id for row, _ in leased)
+        assert tenants == ["a", "a", "a", "b"]
 
     run(store_url, scenario)
