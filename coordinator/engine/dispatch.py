@@ -89,6 +89,9 @@ class Dispatcher:
         self._due: list[int] = []
         # Which session holds each job in flight (for forget: one lookup a job).
         self._owner_of: dict[str, WorkerSession] = {}
+        # Told (entries, entries after the last audit) when a stream's in-flight
+        # entries grow; the in-flight audit decides whether to run early.
+        self.on_in_flight_growth: Callable[[int, int], None] = lambda entries, audited: None
         self._task: asyncio.Task[None] | None = None
         self.paused = False  # drain: no new acquisitions
         self.passes = 0
@@ -188,6 +191,8 @@ class Dispatcher:
             for r in owned:
                 session.in_flight[r.id] = lease_token
                 self._owner_of[r.id] = session
+            if owned:
+                self.on_in_flight_growth(len(session.in_flight), session.in_flight_audited)
             step = max(1, session.max_batch_size)
             for i in range(0, len(owned), step):
                 session.outbox.put_nowait(LeaseBatch(list(owned[i : i + step]), lease_token))
@@ -213,6 +218,11 @@ class Dispatcher:
     def in_flight_refs(self) -> list[tuple[str, str]]:
         """(job id, lease token) of every job delivered here whose end is not known."""
         return [(job_id, s.in_flight[job_id]) for job_id, s in self._owner_of.items()]
+
+    def mark_audited(self) -> None:
+        """Every stream's entries were just checked against the store."""
+        for session in self.sessions.values():
+            session.in_flight_audited = len(session.in_flight)
 
     def grant(self, session: WorkerSession, credits: int) -> None:
         if session.closed or credits <= 0:

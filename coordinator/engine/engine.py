@@ -21,6 +21,7 @@ from coordinator.clock import Clock, SystemClock
 from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.in_flight import InFlightAudit, InFlightAuditConfig
 from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
@@ -91,6 +92,8 @@ class EngineConfig:
     # Re-check for eligible work this often while workers wait with credit.
     idle_poll_s: float = 15.0
     reaper: ReaperConfig = field(default_factory=ReaperConfig)
+    # Forgets delivered jobs whose attempt ended through another replica.
+    in_flight_audit: InFlightAuditConfig = field(default_factory=InFlightAuditConfig)
     # Operator chores: worker registry, cluster flags, execution timeouts, retention.
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Threads running store calls (the SQLite store uses one).
@@ -148,6 +151,9 @@ class Engine:
             idle_poll_s=self.config.idle_poll_s,
         )
         self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
+        self.in_flight_audit = InFlightAudit(
+            self.config.in_flight_audit, self.dispatcher, self._leases_held
+        )
         # Metrics and spans; replaced by coordinator.telemetry when configured.
         self.telemetry: EngineTelemetry = NO_TELEMETRY
         # Rows the chores and outcome reports could not process (see set_aside.py).
@@ -180,6 +186,7 @@ class Engine:
         await self.ops.start()
         self.dispatcher.start()
         self.reaper.start()
+        self.in_flight_audit.start()
         self._started = True
 
     async def stop(self) -> None:
@@ -191,6 +198,7 @@ class Engine:
         self._started = False
         await self.ops.stop()
         await self.reaper.stop()
+        await self.in_flight_audit.stop()
         await self.dispatcher.stop()
         if self._listener is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
@@ -891,6 +899,9 @@ class Engine:
             rng=self._rng,
         )
         return replace(end, traceback=outcome.traceback or None)
+
+    async def _leases_held(self, refs: Sequence[tuple[str, str]]) -> set[str]:
+        return await self._call(self.store.lease_held_many, refs)
 
     def _forget_in_flight(self, refs: Iterable[str | tuple[str, str]]) -> None:
         """Attempts ended: job ids, or (job id, lease token) of the attempt that ended."""

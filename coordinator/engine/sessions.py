@@ -62,6 +62,8 @@ class WorkerSession:
     closed: bool = False
     # Jobs delivered on this stream whose attempt has not ended: job id -> lease token.
     in_flight: dict[str, str] = field(default_factory=dict)
+    # How many of them the last in-flight audit left (coordinator/engine/in_flight.py).
+    in_flight_audited: int = 0
     outbox: asyncio.Queue[OutboxItem] = field(default_factory=asyncio.Queue)
     # Set when the coordinator ends the stream with an error (e.g. a revoked
     # credential): the sender sends nothing more and ends the call with it.

@@ -1071,6 +1071,21 @@ class JobQueries(StoreBase):
 
     # -- heartbeats ------------------------------------------------------------
 
+    def lease_held_many(self, refs: Sequence[tuple[str, str]]) -> set[str]:
+        """Of (job id, lease token) pairs, the ids whose job is RUNNING under that token."""
+        token_of = dict(refs)
+        ids = list(token_of)
+        held: set[str] = set()
+        with self.statement() as conn:
+            for i in range(0, len(ids), 1000):
+                query = sa.select(jobs.c.id, jobs.c.lease_token).where(
+                    jobs.c.id.in_(ids[i : i + 1000]), jobs.c.status == int(JobStatus.RUNNING)
+                )
+                held.update(
+                    job_id for job_id, token in conn.execute(query) if token_of[job_id] == token
+                )
+        return held
+
     def lease_extend_many(
         self, refs: Sequence[tuple[str, str]], now: int, default_lease_ms: int
     ) -> list[tuple[str, int, bool]]:

@@ -44,3 +44,97 @@ def test_two_coordinators_run_every_job_once(pg_url, processes) -> None:
     assert max(starts.values()) == 1
     per_worker = collections.Counter(w for event, _, w, _ in records if event == "start")
     assert len(per_worker) == 4, f"every worker should take jobs: {per_worker}"
+
+
+def test_in_flight_bookkeeping_stays_bounded_when_outcomes_go_through_another_replica(
+    pg_url, processes
+) -> None:
+    """A long stream on one replica, every outcome reported through the other (a
+    round-robin load balancer): the leasing replica's per-stream entries stay
+    near what is really in flight instead of growing for the life of the stream."""
+    import asyncio
+
+    import grpc
+
+    from workflowjobs.v1 import admin_service_pb2 as apb
+    from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
+    from workflowjobs.v1 import worker_service_pb2 as wpb
+    from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+    leasing = processes["coordinator"](pg_url)
+    reporting = processes["coordinator"](pg_url)
+    total, slots = 2000, 10
+    with SchedulerClient(reporting.target) as scheduler:
+        for start in range(0, total, 500):
+            scheduler.enqueue_batch([JobRequest("long", {"n": start + i}) for i in range(500)])
+
+    async def run() -> tuple[int, list[int]]:
+        async with (
+            grpc.aio.insecure_channel(leasing.target) as to_leasing,
+            grpc.aio.insecure_channel(reporting.target) as to_reporting,
+        ):
+            admin = apb_grpc.AdminServiceStub(to_leasing)
+            report = wpb_grpc.WorkerServiceStub(to_reporting).ReportOutcomes
+            requests: asyncio.Queue = asyncio.Queue()
+            requests.put_nowait(
+                wpb.AcquireJobsRequest(
+                    hello=wpb.WorkerHello(worker_id="long-stream", job_types=["long"], slots=slots)
+                )
+            )
+
+            async def outgoing():
+                while True:
+                    yield await requests.get()
+
+            async def entries() -> int:
+                listed = await admin.ListWorkers(apb.ListWorkersRequest(), timeout=30)
+                [me] = [w for w in listed.workers if w.worker_id == "long-stream"]
+                return len(me.in_flight_job_ids)
+
+            call = wpb_grpc.WorkerServiceStub(to_leasing).AcquireJobs(outgoing())
+            done, sizes = 0, []
+            async for response in call:
+                kind = response.WhichOneof("kind")
+                if kind == "accepted":
+                    requests.put_nowait(
+                        wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=slots))
+                    )
+                elif kind == "jobs":
+                    leased = list(response.jobs.jobs)
+                    answer = await report(
+                        wpb.ReportOutcomesRequest(
+                            outcomes=[
+                                wpb.JobOutcome(
+                                    job_id=j.job.id,
+                                    lease_token=j.lease_token,
+                                    completed=wpb.Completion(),
+                                )
+                                for j in leased
+                            ]
+                        ),
+                        timeout=30,
+                    )
+                    assert all(r.accepted for r in answer.results)
+                    done += len(leased)
+                    sizes.append(await entries())
+                    if done >= total:
+                        break
+                    requests.put_nowait(
+                        wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=len(leased)))
+                    )
+            # Idle now: the periodic audit forgets what is left.
+            for _ in range(600):
+                if await entries() == 0:
+                    break
+                await asyncio.sleep(0.1)
+            last = await entries()
+            call.cancel()
+            return last, sizes
+
+    last, sizes = asyncio.run(run())
+    print(f"in-flight entries on the leasing replica: max {max(sizes)} over {len(sizes)} batches")
+    assert len(sizes) >= total // slots
+    # Without the audit the entries reach `total`; with it they stay near the
+    # early-audit threshold (64) plus what arrives during one audit.
+    assert max(sizes) <= total // 4, f"entries grew to {max(sizes)}"
+    assert last == 0

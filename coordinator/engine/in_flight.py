@@ -1,0 +1,78 @@
+"""In-flight audit: forgets delivered jobs whose attempt ended elsewhere.
+
+Each coordinator remembers, per worker stream, the jobs it delivered until
+their attempt ends (``ListWorkers`` shows them; a stream ended by the
+coordinator hands them back). An outcome reported through this coordinator
+forgets its job at once. One reported through another replica (round-robin
+load balancing) cannot, so this chore asks the store which of the remembered
+(job id, lease token) pairs still hold their lease, and forgets the rest.
+
+It runs every ``interval_s``, and sooner when a stream's entries grow past
+twice what the last audit left (at least ``floor``): the maps stay within a
+small multiple of what is really in flight, for the life of the stream,
+while a stream with many genuinely running jobs is not audited on every
+delivery. One run at a time; forgetting is token-guarded, so a job delivered
+again meanwhile keeps its new entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from coordinator.engine.chore import Chore
+from coordinator.engine.dispatch import Dispatcher
+
+
+@dataclass
+class InFlightAuditConfig:
+    # Longest time between audits while jobs are remembered.
+    interval_s: float = 10.0
+    # A stream's entries may reach max(floor, 2 x what the last audit left)
+    # before an audit runs early.
+    floor: int = 64
+
+
+@dataclass
+class InFlightAuditResult:
+    checked: int
+    forgotten: int
+
+
+class InFlightAudit(Chore[InFlightAuditResult]):
+    name = "in-flight-audit"
+
+    def __init__(
+        self,
+        config: InFlightAuditConfig,
+        dispatcher: Dispatcher,
+        held: Callable[[Sequence[tuple[str, str]]], Awaitable[set[str]]],
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self._dispatcher = dispatcher
+        self._held = held
+        dispatcher.on_in_flight_growth = self._grew
+
+    def _grew(self, entries: int, after_last_audit: int) -> None:
+        if entries > max(self.config.floor, 2 * after_last_audit):
+            self.wake()
+
+    async def run_once(self) -> InFlightAuditResult:
+        refs = self._dispatcher.in_flight_refs()
+        if not refs:
+            return InFlightAuditResult(0, 0)
+        held = await self._held(refs)
+        ended = [ref for ref in refs if ref[0] not in held]
+        self._dispatcher.forget(ended)
+        self._dispatcher.mark_audited()
+        return InFlightAuditResult(len(refs), len(ended))
+
+    def delay_after(self, result: InFlightAuditResult | None) -> float:
+        return self.config.interval_s
+
+    def describe(self, result: InFlightAuditResult) -> str:
+        return ""
+
+
+__all__ = ["InFlightAudit", "InFlightAuditConfig", "InFlightAuditResult"]
