@@ -243,10 +243,13 @@ def test_revoked_token_ends_its_stream_and_hands_back_its_jobs(coordinator) -> N
             await asyncio.wait_for(heir.accepted.wait(), WAIT_S)
             heir.grant(50)
             assert {j.job.id for j in await heir.wait_for_jobs(2)} == set(held)
-            again = RawStream(channel, "iso-doomed-secret", "doomed")
-            await asyncio.wait_for(again.ended.wait(), WAIT_S)
-            assert again.error is not None
-            assert again.error.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await wpb_grpc.WorkerServiceStub(channel).Heartbeat(
+                    wpb.HeartbeatRequest(worker_id="doomed"),
+                    metadata=auth("iso-doomed-secret"),
+                    timeout=WAIT_S,
+                )
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
             await heir.close()
 
     asyncio.run(scenario())
