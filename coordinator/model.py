@@ -212,6 +212,14 @@ class JobRecord:
     concurrency_key: str | None
     cancel_requested: bool
     replay_of: str | None
+    # Attempts released by workers; ``attempt - released_attempts`` count
+    # against ``max_attempts``.
+    released_attempts: int = 0
+
+    @property
+    def counted_attempts(self) -> int:
+        """Attempts that count against ``max_attempts`` (released ones do not)."""
+        return self.attempt - self.released_attempts
 
 
 # What the store hands out for a stored job.
@@ -327,6 +335,12 @@ class LeasedForFailure:
     lease_owner: str | None
     started_at: int | None
     cancel_requested: bool
+    released_attempts: int = 0
+
+    @property
+    def counted_attempts(self) -> int:
+        """Attempts that count against ``max_attempts`` (released ones do not)."""
+        return self.attempt - self.released_attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +359,8 @@ class AttemptEnd:
     result_content_type: str | None = None
     payload: bytes | None = None
     payload_content_type: str | None = None
-    # Released attempts do not count against max attempts.
+    # A released attempt: recorded in released_attempts, so it does not count
+    # against max attempts (max_attempts itself is never raised).
     refund_attempt: bool = False
 
 

@@ -378,7 +378,7 @@ class JobView:
         tenant_id: Owning tenant.
         status: Lifecycle status.
         attempt: Attempts started so far (the running one included).
-        max_attempts: Attempts allowed.
+        max_attempts: Attempts allowed (released attempts do not count).
         priority: Priority within the tenant's share.
         category: Job category.
         workflow: Workflow context.
@@ -399,6 +399,8 @@ class JobView:
         attempts: Attempt history, when it was asked for.
         deduplicated: True when ``enqueue`` returned an existing job.
         raw: The underlying ``workflowjobs.v1.Job`` message.
+        released_attempts: Attempts a worker handed back; they do not count
+            against ``max_attempts``.
     """
 
     id: str
@@ -427,6 +429,7 @@ class JobView:
     attempts: tuple[JobAttemptView, ...]
     raw: job_pb2.Job = dataclasses.field(repr=False, compare=False)
     deduplicated: bool = False
+    released_attempts: int = 0
 
     @property
     def is_terminal(self) -> bool:
@@ -479,4 +482,5 @@ class JobView:
             attempts=tuple(JobAttemptView.from_proto(a) for a in job.attempts),
             raw=job,
             deduplicated=deduplicated,
+            released_attempts=job.released_attempts,
         )

@@ -187,6 +187,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
     job.status = row.status  # type: ignore[assignment]
     job.attempt = row.attempt
     job.max_attempts = row.max_attempts
+    if row.released_attempts:
+        job.released_attempts = row.released_attempts
     if row.retry_policy:
         job.retry_policy.CopyFrom(retry_policy_to_proto(row.retry_policy))
     if row.execution_timeout_ms is not None:

@@ -1072,10 +1072,10 @@ def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
             new_status=JobStatus.CANCELLED,
             error=release.reason or "cancelled",
         )
-    # A release gives its attempt back by raising the budget, up to the ceiling;
-    # past it the attempt counts, and a job with none left faults.
-    refund = row.max_attempts < ATTEMPT_CEILING
-    if not refund and row.attempt >= row.max_attempts:
+    # A released attempt does not count against the budget (it is counted in
+    # released_attempts); only a job at the attempt ceiling, which can never
+    # start another attempt, faults.
+    if row.attempt >= ATTEMPT_CEILING:
         return AttemptEnd(
             job_id=release.job_id,
             outcome=AttemptOutcome.RELEASED,
@@ -1092,7 +1092,7 @@ def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
         error=release.reason or "released by worker",
         payload=release.payload,
         payload_content_type=release.content_type,
-        refund_attempt=refund,
+        refund_attempt=True,
     )
 
 

@@ -93,7 +93,7 @@ def decide_failure(
         )
     policy = RetryPolicy.from_json(row.retry_policy)
     fatal_kind = bool(error_kind) and error_kind in policy.non_retryable_error_kinds
-    if non_retryable or fatal_kind or row.attempt >= row.max_attempts:
+    if non_retryable or fatal_kind or row.counted_attempts >= row.max_attempts:
         return AttemptEnd(
             job_id=row.id,
             outcome=outcome,

@@ -24,7 +24,6 @@ from sqlalchemy.dialects import postgresql
 
 from coordinator.errors import StoreUnavailable
 from coordinator.model import (
-    ATTEMPT_CEILING,
     AttemptEnd,
     AttemptRow,
     Candidate,
@@ -193,7 +192,8 @@ CANCELLED_AFTER_COMPLETION = (
 )
 
 _LEASED_FOR_FAILURE = (
-    "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, cancel_requested"
+    "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, "
+    "cancel_requested, released_attempts"
 )
 
 
@@ -1018,7 +1018,6 @@ class JobQueries(StoreBase):
                     "b_payload": end.payload,
                     "b_pctype": end.payload_content_type,
                     "b_refund": 1 if end.refund_attempt else 0,
-                    "b_ceiling": ATTEMPT_CEILING,
                     "b_finished": now if finished else None,
                 }
             )
@@ -1048,10 +1047,9 @@ class JobQueries(StoreBase):
                     payload = COALESCE(:b_payload, payload),
                     content_type = COALESCE(:b_pctype, content_type),
                     -- A released attempt keeps its number in the history (numbers are
-                    -- unique per job); it is refunded by raising the budget instead,
-                    -- never past the ceiling (so the 32-bit column cannot overflow).
-                    max_attempts = CASE WHEN max_attempts < :b_ceiling
-                        THEN max_attempts + :b_refund ELSE max_attempts END,
+                    -- unique per job) and is counted apart, so it does not use up the
+                    -- budget; max_attempts stays the configured one.
+                    released_attempts = released_attempts + :b_refund,
                     finished_at = :b_finished,
                     lease_token = NULL,
                     lease_expires_at = NULL

@@ -91,10 +91,11 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
 
     ``attempt`` never goes down, so the history's attempt numbers stay unique
     (attempt rows are keyed by number). "Resetting" the attempts therefore
-    gives the job a fresh budget instead: ``max_attempts`` becomes
-    ``attempt + budget``, where the budget is the job's configured max attempts
-    (recorded in its retry policy the first time it is raised). Keeping the
-    attempts grants one more attempt when the job had used them all. The
+    gives the job a fresh budget instead: ``max_attempts`` becomes the
+    attempts counted so far (``attempt - released_attempts``) plus the budget,
+    the job's configured max attempts (recorded in its retry policy the first
+    time it is raised). Keeping the attempts grants one more attempt when the
+    job had used them all. The
     budget never passes ``ATTEMPT_CEILING`` (see ``at_attempt_ceiling``).
     """
     policy = RetryPolicy.from_json(row.retry_policy)
@@ -108,10 +109,11 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
             jitter=policy.jitter,
             non_retryable_error_kinds=policy.non_retryable_error_kinds,
         )
+    counted = row.attempt - (row.released_attempts or 0)
     if keep_attempts:
-        max_attempts = max(row.max_attempts, row.attempt + 1)
+        max_attempts = max(row.max_attempts, counted + 1)
     else:
-        max_attempts = row.attempt + budget
+        max_attempts = counted + budget
     max_attempts = min(max_attempts, ATTEMPT_CEILING)
     return {
         "status": int(JobStatus.PENDING),
@@ -251,6 +253,7 @@ class OperationQueries(StoreBase):
                 "idempotency_key",
                 "cancel_requested",
                 "replay_of",
+                "released_attempts",
             }
         ]
         source = sa.select(
@@ -302,7 +305,13 @@ class OperationQueries(StoreBase):
                     flt,
                     wanted,
                     after,
-                    (jobs.c.id, jobs.c.attempt, jobs.c.max_attempts, jobs.c.retry_policy),
+                    (
+                        jobs.c.id,
+                        jobs.c.attempt,
+                        jobs.c.max_attempts,
+                        jobs.c.retry_policy,
+                        jobs.c.released_attempts,
+                    ),
                 )
                 if not rows:
                     break

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 
 metadata = sa.MetaData()
 
@@ -59,6 +59,9 @@ jobs = sa.Table(
     sa.Column("concurrency_key", sa.Text),
     sa.Column("cancel_requested", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("replay_of", sa.Text),
+    # Attempts handed back by workers (RELEASED): they stay in the history but
+    # do not count against max_attempts, which stays the configured budget.
+    sa.Column("released_attempts", sa.Integer, nullable=False, server_default="0"),
 )
 
 job_attempts = sa.Table(

@@ -165,7 +165,7 @@ def test_release_at_the_ceiling_consumes_the_attempt_and_faults_when_none_are_le
         [(_, token)] = await h.lease()
         _poison(h, job_id, attempt=ATTEMPT_CEILING - 1, max_attempts=ATTEMPT_CEILING)
         [result] = await h.engine.report([Release(job_id, token)])
-        assert result.status == JobStatus.PENDING  # not refunded: the budget is at the ceiling
+        assert result.status == JobStatus.PENDING  # one attempt number is left below the ceiling
         assert _columns(h, job_id) == (JobStatus.PENDING, ATTEMPT_CEILING - 1, ATTEMPT_CEILING)
         [(row, token)] = await h.lease()
         assert row.attempt == ATTEMPT_CEILING

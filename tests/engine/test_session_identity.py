@@ -109,7 +109,7 @@ def test_a_replaced_session_never_gets_its_successors_jobs(store_url: str) -> No
             row, _ = await h.job(job_id)
             # Handed back at once, the attempt refunded.
             assert (row.status, row.lease_token) == (JobStatus.PENDING, None)
-            assert row.max_attempts - row.attempt == 3
+            assert row.max_attempts - row.counted_attempts == 3
 
     run(store_url, scenario)
 

@@ -94,6 +94,12 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
 
 
+def _attempt_text(job: JobView) -> str:
+    released = job.released_attempts
+    note = f" ({released} released, not counted)" if released else ""
+    return f"{job.attempt} of {job.max_attempts}{note}"
+
+
 def _statuses(values: Sequence[str] | None) -> list[str]:
     out: list[str] = []
     for value in values or ():
@@ -229,7 +235,7 @@ class Commands:
                 "status",
                 enum_name(job.status) + (" (cancel requested)" if job.cancel_requested else ""),
             ),
-            ("attempt", f"{job.attempt} of {job.max_attempts}"),
+            ("attempt", _attempt_text(job)),
             ("priority", job.priority),
             ("category", enum_name(job.category)),
             (
