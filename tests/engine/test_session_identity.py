@@ -280,7 +280,7 @@ def test_ending_a_session_hands_back_its_jobs_and_pushes_nothing_more(store_url:
         for job_id in ids:
             row, _ = await h.job(job_id)
             assert (row.status, row.last_error) == (JobStatus.PENDING, "worker credential revoked")
-            assert row.max_attempts - row.attempt == 3
+            assert row.max_attempts - row.counted_attempts == 3
         # Jobs leased to it afterwards (a pass that was in flight) go back too.
         [(row, token)] = await h.lease(1, worker="other")
         assert h.engine.dispatcher.deliver([(session, [row])], token) == [(row.id, token)]

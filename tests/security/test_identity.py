@@ -228,7 +228,8 @@ def test_revoked_token_ends_its_stream_and_hands_back_its_jobs(coordinator) -> N
             assert doomed.error.code() == grpc.StatusCode.UNAUTHENTICATED
             assert "was revoked" in doomed.error.details()
             assert {j.job.id for j in doomed.jobs} == set(held)
-            # The jobs it held are pending again at once, the attempt refunded.
+            # The jobs it held are pending again at once, the attempt released
+            # (not counted against the unchanged budget).
             for job_id in held:
                 for _ in range(200):
                     job = await _get(channel, job_id)
@@ -237,7 +238,7 @@ def test_revoked_token_ends_its_stream_and_hands_back_its_jobs(coordinator) -> N
                     await asyncio.sleep(0.05)
                 assert job.status == jpb.JOB_STATUS_PENDING
                 assert job.last_error == "worker credential revoked"
-                assert job.max_attempts - job.attempt == before[job_id]
+                assert job.max_attempts == before[job_id] and job.released_attempts == 1
             # Another worker of the tenant takes them; the revoked token opens nothing.
             heir = RawStream(channel, "iso-a-secret", "heir")
             await asyncio.wait_for(heir.accepted.wait(), WAIT_S)
