@@ -6,7 +6,9 @@ Commands: ``jobs list|show|retry|cancel|unlock|replay|explain``, ``pause``,
 ``unpause``, ``pauses``, ``drain``, ``undrain``, ``stats``, ``workers``,
 ``enqueue``. Output is a table for people, or JSON (protobuf field names, as
 grpcurl prints them) with ``--json``. The coordinator's address comes from
-``--target``, else ``WFJOBS_TARGET``, else 127.0.0.1:50051. The exit codes are
+``--target``, else ``WFJOBS_TARGET``, else a profile, else 127.0.0.1:50051;
+TLS, client certificates and tokens likewise (see
+:mod:`worker_sdk.cli.connection`). The exit codes are
 stable (see :data:`~worker_sdk.cli.commands.EXIT_CODES_HELP`, also printed by
 ``wfjobs --help``).
 
@@ -16,7 +18,6 @@ talks to the coordinator through the SDK's clients.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -26,7 +27,6 @@ import grpc
 from worker_sdk import WorkflowJobsError
 
 from .commands import (
-    DEFAULT_TARGET,
     EXIT_BY_CODE,
     EXIT_ERROR,
     EXIT_USAGE,
@@ -35,22 +35,51 @@ from .commands import (
     UsageError,
     build_parser,
 )
+from .connection import ConfigError, Connection, resolve_connection
 from .output import Output
 
 __all__ = ["build_parser", "main"]
 
+_CONNECTION_OPTIONS = ("target", "tls", "ca", "cert", "key", "token", "timeout", "profile")
 
-def _connection_hint(target: str, error: WorkflowJobsError) -> str:
-    source = (
-        "--target"
-        if "--target" in " ".join(sys.argv)
-        else (f"{TARGET_ENV}" if os.environ.get(TARGET_ENV) else "the default")
-    )
-    reason = "connection refused" if "refused" in error.message.lower() else error.message
+
+def _unavailable_hint(connection: Connection, error: WorkflowJobsError) -> str:
+    target, source = connection.target, connection.target_source
+    text = error.message.lower()
+    reason = "connection refused" if "refused" in text else error.message
+    lines = [f"wfjobs: cannot reach the coordinator at {target} ({reason})."]
+    if any(word in text for word in ("ssl", "handshake", "certificate", "tls")):
+        if connection.tls:
+            lines.append(
+                "  The TLS handshake failed: check that --ca (WFJOBS_CA) is the CA that "
+                "signed the coordinator's certificate, and --cert/--key if it requires "
+                "client certificates."
+            )
+        else:
+            lines.append("  It may serve TLS: pass --tls (system CAs) or --ca FILE (WFJOBS_CA).")
+    else:
+        lines.append(
+            f"  Is it running and listening there? The address came from {source}; "
+            f"set --target HOST:PORT, {TARGET_ENV} or a profile (--profile)."
+        )
+        if not connection.tls:
+            lines.append("  If it serves TLS, pass --tls or --ca FILE.")
+    return "\n".join(lines)
+
+
+def _denied_hint(connection: Connection, error: WorkflowJobsError) -> str:
+    if error.code == grpc.StatusCode.UNAUTHENTICATED:
+        given = "the token given was refused" if connection.token else "no token was given"
+        return (
+            f"wfjobs: the coordinator at {connection.target} wants a valid bearer token "
+            f"({error.message}); {given}.\n"
+            "  Pass --token TOKEN, or set WFJOBS_TOKEN / WFJOBS_TOKEN_FILE, or put "
+            "token / token_file in a profile (--profile)."
+        )
     return (
-        f"wfjobs: cannot reach the coordinator at {target} ({reason}).\n"
-        f"  Is it running and listening there? The address came from {source}; "
-        f"set --target HOST:PORT or {TARGET_ENV}."
+        f"wfjobs: {error.message} (PERMISSION_DENIED).\n"
+        "  The token is valid but lacks the role or tenant this command needs "
+        "(admin role for most commands, scheduler role for enqueue)."
     )
 
 
@@ -61,14 +90,21 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    args.target = getattr(args, "target", None) or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
+    try:
+        connection = resolve_connection(
+            {name: getattr(args, name, None) for name in _CONNECTION_OPTIONS}
+        )
+    except ConfigError as e:
+        sys.stderr.write(f"wfjobs: {e}\n")
+        return EXIT_USAGE
+    args.target = connection.target
+    args.timeout = connection.timeout
     args.json = getattr(args, "json", False)
-    args.timeout = getattr(args, "timeout", 30.0)
     out = Output(args.json, stdout or sys.stdout)
-    commands = Commands(args, out)
+    commands = Commands(args, out, connection)
     try:
         return getattr(commands, args.handler)()
-    except UsageError as e:
+    except (UsageError, ConfigError) as e:
         sys.stderr.write(f"wfjobs: {e}\n")
         return EXIT_USAGE
     except ValueError as e:  # from the SDK's argument checks (unknown enum names, ...)
@@ -76,7 +112,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         return EXIT_USAGE
     except WorkflowJobsError as e:
         if e.code == grpc.StatusCode.UNAVAILABLE:
-            sys.stderr.write(_connection_hint(args.target, e) + "\n")
+            sys.stderr.write(_unavailable_hint(connection, e) + "\n")
+        elif e.code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            sys.stderr.write(_denied_hint(connection, e) + "\n")
         elif e.code == grpc.StatusCode.UNIMPLEMENTED:
             sys.stderr.write(
                 f"wfjobs: the coordinator at {args.target} does not implement this call "

@@ -23,6 +23,7 @@ from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
+from .connection import DEFAULT_TARGET, Connection
 from .output import (
     Output,
     cell,
@@ -47,7 +48,6 @@ Exit codes (stable, for scripts):
     7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
 """
 
-DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "WFJOBS_TARGET"
 
 EXIT_OK = 0
@@ -165,16 +165,17 @@ def _has_filter(args: argparse.Namespace) -> bool:
 class Commands:
     """One method per command; each returns an exit code."""
 
-    def __init__(self, args: argparse.Namespace, out: Output) -> None:
+    def __init__(self, args: argparse.Namespace, out: Output, connection: Connection) -> None:
         self.args = args
         self.out = out
-        self.target = args.target
+        self.connection = connection
+        self.target = connection.target
         self._admin: AdminClient | None = None
 
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.target, timeout=self.args.timeout)
+            self._admin = AdminClient(self.target, **self.connection.client_options())
         return self._admin
 
     def close(self) -> None:
@@ -568,7 +569,7 @@ class Commands:
             workflow = SdkWorkflowRef(
                 definition_id=a.definition, instance_id=a.instance, correlation_id=a.correlation
             )
-        with SchedulerClient(self.target, timeout=self.args.timeout) as scheduler:
+        with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
             job = scheduler.enqueue(
                 a.job_type,
                 payload,
@@ -607,7 +608,44 @@ def _common() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         default=argparse.SUPPRESS,
-        help="seconds to wait for each call (default 30)",
+        help="seconds to wait for each call (env WFJOBS_TIMEOUT; default 30)",
+    )
+    g = p.add_argument_group("connection (see also --profile)")
+    g.add_argument(
+        "--tls",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="connect with TLS, trusting the system CAs (env WFJOBS_TLS=1)",
+    )
+    g.add_argument(
+        "--ca",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="CA bundle (PEM) to trust; implies --tls (env WFJOBS_CA)",
+    )
+    g.add_argument(
+        "--cert",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="client certificate (PEM) for mTLS, with --key (env WFJOBS_CERT)",
+    )
+    g.add_argument(
+        "--key",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="private key (PEM) of --cert (env WFJOBS_KEY)",
+    )
+    g.add_argument(
+        "--token",
+        default=argparse.SUPPRESS,
+        help="bearer token (env WFJOBS_TOKEN, or a file named by WFJOBS_TOKEN_FILE)",
+    )
+    g.add_argument(
+        "--profile",
+        metavar="NAME",
+        default=argparse.SUPPRESS,
+        help="connection profile from ~/.config/wfjobs/config.toml (env WFJOBS_PROFILE; "
+        "default: the profile named 'default', if any)",
     )
     return p
 

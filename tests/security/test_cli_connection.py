@@ -1,0 +1,163 @@
+"""``wfjobs`` against a coordinator serving TLS and requiring tokens: options,
+environment variables and profiles, and what it says when one is missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from faults.harness import CoordinatorProcess
+from security.certs import make_pems
+from security.conftest import CREDENTIALS, write_tokens
+
+from wfj_testing import subprocess_env
+
+pytestmark = pytest.mark.e2e
+
+WFJOBS = Path(sys.executable).parent / "wfjobs"
+_CLIENT_VARIABLES = tuple(
+    name for name in os.environ if name.startswith("WFJOBS_") or name in ("XDG_CONFIG_HOME", "HOME")
+)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("cli-tls")
+    pems = make_pems(tmp)
+    tokens = tmp / "tokens.jsonl"
+    write_tokens(tokens, CREDENTIALS)
+    coordinator = CoordinatorProcess(
+        f"sqlite:///{tmp / 'cli.db'}",
+        tmp,
+        args=["--tls-cert", str(pems.server_cert), "--tls-key", str(pems.server_key)],
+        env={"WFJOBS_TOKENS_FILE": str(tokens)},
+    )
+    try:
+        yield coordinator, pems
+    finally:
+        coordinator.stop()
+
+
+def wfjobs(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``wfjobs`` as a user with ``home`` and only ``env`` set."""
+    environment = subprocess_env({"HOME": str(home), **env}, without=_CLIENT_VARIABLES)
+    environment["HOME"] = str(home)
+    return subprocess.run(
+        [str(WFJOBS), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
+    )
+
+
+def test_options_reach_a_tls_coordinator_with_a_token(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    target = coordinator.target
+
+    result = wfjobs(
+        tmp_path, "--target", target, "--ca", str(pems.ca), "--token", "root-secret", "stats"
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("pending 0  running 0")
+
+
+def test_environment_variables_reach_it_too(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+
+    result = wfjobs(
+        tmp_path,
+        "stats",
+        WFJOBS_TARGET=coordinator.target,
+        WFJOBS_CA=str(pems.ca),
+        WFJOBS_TOKEN="root-secret",
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "pending 0" in result.stdout
+
+
+def test_profiles_from_the_config_file(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    config = tmp_path / ".config" / "wfjobs"
+    config.mkdir(parents=True)
+    (config / "prod.token").write_text("root-secret\n")
+    (config / "config.toml").write_text(
+        f"""
+[profiles.prod]
+target = "{coordinator.target}"
+ca = "{pems.ca}"
+token_file = "~/.config/wfjobs/prod.token"
+
+[profiles.default]
+target = "{coordinator.target}"
+ca = "{pems.ca}"
+token = "admin-a-secret"
+"""
+    )
+
+    named = wfjobs(tmp_path, "--profile", "prod", "stats")
+    by_env = wfjobs(tmp_path, "stats", WFJOBS_PROFILE="prod")
+    default = wfjobs(tmp_path, "stats", "--tenant", "a")
+    unknown = wfjobs(tmp_path, "--profile", "staging", "stats")
+
+    assert named.returncode == 0, named.stderr
+    assert "pending 0" in named.stdout
+    assert by_env.returncode == 0, by_env.stderr
+    assert default.returncode == 0, default.stderr
+    assert unknown.returncode == 2
+    assert unknown.stderr == (
+        f"wfjobs: no profile 'staging' in {config / 'config.toml'} (profiles: default, prod)\n"
+    )
+
+
+def test_no_token_says_which_options_give_one(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+
+    result = wfjobs(tmp_path, "--target", coordinator.target, "--ca", str(pems.ca), "stats")
+
+    assert result.returncode == 7
+    first, second = result.stderr.splitlines()
+    assert first.startswith(
+        f"wfjobs: the coordinator at {coordinator.target} wants a valid bearer token"
+    )
+    assert first.endswith("; no token was given.")
+    assert second == (
+        "  Pass --token TOKEN, or set WFJOBS_TOKEN / WFJOBS_TOKEN_FILE, or put "
+        "token / token_file in a profile (--profile)."
+    )
+
+
+def test_plaintext_against_tls_suggests_tls_options(cluster, tmp_path: Path) -> None:
+    coordinator, _ = cluster
+
+    result = wfjobs(
+        tmp_path,
+        "--target",
+        coordinator.target,
+        "--token",
+        "root-secret",
+        "stats",
+        "--timeout",
+        "5",
+    )
+
+    assert result.returncode == 5
+    assert result.stderr.startswith(f"wfjobs: cannot reach the coordinator at {coordinator.target}")
+    assert "--tls" in result.stderr and "--ca FILE" in result.stderr
+
+
+def test_half_a_client_certificate_is_a_usage_error(cluster, tmp_path: Path) -> None:
+    _, pems = cluster
+
+    result = wfjobs(tmp_path, "--cert", str(pems.client_cert), "stats")
+
+    assert result.returncode == 2
+    assert (
+        result.stderr == "wfjobs: a client certificate needs both --cert and --key (or neither)\n"
+    )
