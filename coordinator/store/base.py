@@ -19,6 +19,7 @@ from sqlalchemy import event, exc
 from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
 from coordinator.store.schema import SCHEMA_REVISION
+from coordinator.store.urls import sqlalchemy_url
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
         ValueError: ``url`` is not an SQLite or PostgreSQL URL (the message
             shows the URL with its password masked).
     """
+    url = sqlalchemy_url(url)
     try:
         scheme = sa.engine.make_url(url).get_backend_name()
     except sa.exc.ArgumentError:
@@ -139,8 +141,6 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url.split("://", 1)[1]
     return sa.create_engine(
         url,
         pool_size=pool_size,

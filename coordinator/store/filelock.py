@@ -36,6 +36,8 @@ class SqliteFileLock:
 
 def sqlite_database_path(url: str) -> Path | None:
     """The database file of an SQLite URL; None for other stores and in-memory SQLite."""
+    if not url.startswith("sqlite"):
+        return None
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from coordinator.store.urls import libpq_conninfo
+
 log = logging.getLogger(__name__)
 
 
@@ -20,7 +22,9 @@ class WakeListener:
     """Listens for ``wfj_wake`` notifications on its own connection."""
 
     def __init__(self, url: str, on_wake: Callable[[int], None]) -> None:
-        self._dsn = _libpq_dsn(url)
+        # Every host of a multi-host URL, and target_session_attrs, carry over:
+        # after a failover the listener follows the primary like the pool does.
+        self._dsn = libpq_conninfo(url)
         self._on_wake = on_wake
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,14 +87,6 @@ def _parse_due(payload: str) -> list[int]:
         except ValueError:
             out.append(0)
     return out or [0]
-
-
-def _libpq_dsn(url: str) -> str:
-    """The SQLAlchemy URL turned into a libpq connection string."""
-    for prefix in ("postgresql+psycopg://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql://" + url[len(prefix) :]
-    return url
 
 
 __all__ = ["WakeListener"]

@@ -414,10 +414,9 @@ class PgCluster:
             "-p", str(self.port),
             "-U", "root",
             "-D", str(replica.data),
-            "-R",  # standby.signal + primary_conninfo
             "-X", "stream",
-            "--application-name", name,
         )  # fmt: skip
+        self._append(replica.data / "standby.signal", "")
         # The copy carries the primary's settings; a standby (and the primary it
         # may become) waits for no synchronous standby of its own.
         replica.configure(

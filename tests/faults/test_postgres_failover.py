@@ -1,0 +1,171 @@
+"""Primary failover: the primary dies hard mid-run and its synchronous standby
+is promoted.
+
+A primary and a streaming standby made from it with ``pg_basebackup``,
+``synchronous_standby_names`` naming the standby (a commit returns only once
+the standby has flushed it). Two coordinator replicas use one multi-host URL,
+``postgresql://root@primary,standby/wfjobs?target_session_attrs=read-write``;
+three workers run and jobs keep being enqueued throughout. Mid-run the primary
+is stopped with ``-m immediate`` and the standby promoted. Both replicas report
+NOT_SERVING while no read-write server is reachable, then reconnect to the new
+primary by themselves (their pools and their LISTEN connections). Afterwards a
+worker is SIGKILLed: its leases can only come back through the lease reaper,
+the chore one replica at a time runs under an advisory lock, which now lives on
+the new primary. Nothing acknowledged is lost, no job is recorded twice, and
+every extra execution is explained by a lease the reaper took back.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from faults.harness import (
+    NOT_SERVING,
+    SERVING,
+    CoordinatorProcess,
+    PgCluster,
+    SteadyEnqueuer,
+    WorkerPool,
+    check_run,
+    count_starts,
+    enqueue_work,
+    scaled,
+    wait_all_completed,
+    wait_health,
+)
+
+from coordinator.model import AttemptOutcome, JobStatus
+from coordinator.store.base import create_sa_engine
+from wfj_testing import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def primary_and_standby():
+    PgCluster.skip_unless_available()
+    root = PgCluster.workspace()
+    primary = PgCluster(root, "primary")
+    clusters = [primary]
+    try:
+        primary.init(synchronous_standby_names="'standby'", synchronous_commit="on")
+        primary.start()
+        standby = primary.standby("standby")
+        clusters.append(standby)
+        standby.start()
+        wait_until(lambda: _sync_state(primary) == "sync", 30, "the standby to be synchronous")
+        yield primary, standby
+    finally:
+        for cluster in clusters:
+            cluster.destroy()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _sync_state(primary: PgCluster) -> str | None:
+    with psycopg.connect(primary.admin_url(), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'"
+        ).fetchone()
+    return row[0] if row else None
+
+
+def _is_primary(cluster: PgCluster) -> bool:
+    with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
+        return not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
+
+
+def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
+    primary, standby = primary_and_standby
+    primary.create_database()
+    url = (
+        f"postgresql://root@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/wfjobs"
+        "?target_session_attrs=read-write&connect_timeout=5"
+    )
+    new_primary_url = standby.url()
+    total = scaled(1500)
+    first = CoordinatorProcess(url, tmp_path, name="first")
+    second = CoordinatorProcess(url, tmp_path, name="second")
+    targets = [first.target, second.target]
+    pool = WorkerPool(
+        f"ipv4:{first.target},{second.target}", tmp_path, 3, "--concurrency", "20", "--round-robin"
+    )
+    steady: SteadyEnqueuer | None = None
+    try:
+        ids = enqueue_work(first.target, total, ms=20)
+        steady = SteadyEnqueuer(second.target)
+        goal = count_starts(pool.records) + scaled(400)
+        wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress")
+        primary.stop("immediate")
+        wait_health(targets, NOT_SERVING, 30, "both replicas NOT_SERVING without a primary")
+        acknowledged = len(steady.acknowledged)
+        standby.promote()
+        promoted = time.monotonic()
+        assert _is_primary(standby)
+        wait_health(targets, SERVING, 60, "both replicas SERVING on the new primary")
+        recovery = time.monotonic() - promoted
+        wait_until(lambda: len(steady.acknowledged) > acknowledged, 30, "enqueues to resume")
+        # Leases of a killed worker come back only through the reaper.
+        goal = count_starts(pool.records) + scaled(200)
+        wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress on the new primary")
+        victim = pool.workers[0]
+        victim_id = f"{pool.name}-1"
+        wait_until(lambda: _leases_of(new_primary_url, victim_id), 30, "a worker's leases")
+        killed_at_us = time.time_ns() // 1000
+        victim.kill()
+        pool.kills += 1
+        ids += steady.stop()
+        steady = None
+        wait_all_completed(new_primary_url, len(ids), 120)
+    finally:
+        if steady is not None:
+            steady.stop()
+        pool.stop()
+        first.stop()
+        second.stop()
+    for coordinator in (first, second):
+        assert coordinator.starts == 1, "a coordinator was restarted"
+        log = coordinator.log_text()
+        assert "unexpected error" not in log, "a database error became INTERNAL"
+    check_run(new_primary_url, ids, pool.records, 2, "primary failover", recovery_s=recovery)
+    # The killed worker's running leases were taken back by the reaper on the
+    # new primary (LEASE_EXPIRED); jobs it had not started may have been handed
+    # back instead. Each such attempt ended once (attempt numbers are unique).
+    ended = _ended_attempts(new_primary_url, victim_id, killed_at_us)
+    assert int(AttemptOutcome.LEASE_EXPIRED) in ended.values(), ended
+    taken_back = {AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.UNLOCKED, AttemptOutcome.RELEASED}
+    assert set(ended.values()) <= {int(o) for o in taken_back}, ended
+
+
+def _leases_of(url: str, worker_id: str) -> list[str]:
+    engine = create_sa_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT id FROM wfj_jobs WHERE status = :s AND lease_owner = :w"),
+                {"s": int(JobStatus.RUNNING), "w": worker_id},
+            )
+            return [r[0] for r in rows]
+    finally:
+        engine.dispose()
+
+
+def _ended_attempts(url: str, worker_id: str, since_us: int) -> dict[tuple[str, int], int]:
+    """(job, attempt) -> outcome for the attempts of ``worker_id`` ended at or
+    after ``since_us`` other than COMPLETED."""
+    engine = create_sa_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT job_id, number, outcome FROM wfj_job_attempts "
+                    "WHERE worker_id = :w AND outcome <> :done AND ended_at >= :since"
+                ),
+                {"w": worker_id, "done": int(AttemptOutcome.COMPLETED), "since": since_us},
+            )
+            return {(job_id, number): outcome for job_id, number, outcome in rows}
+    finally:
+        engine.dispose()

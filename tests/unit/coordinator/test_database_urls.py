@@ -1,0 +1,52 @@
+"""Database URLs naming several PostgreSQL hosts (a primary and its standbys)."""
+
+from __future__ import annotations
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from coordinator.store.base import create_sa_engine
+from coordinator.store.urls import libpq_conninfo, normalize_url
+
+LIBPQ_FORM = "postgresql://root:p%40ss@db-a:5001,db-b:5002/jobs?target_session_attrs=read-write"
+SQLALCHEMY_FORM = (
+    "postgresql+psycopg://root:p%40ss@/jobs?host=db-a:5001&host=db-b:5002"
+    "&target_session_attrs=read-write"
+)
+
+
+def test_libpq_multi_host_url_is_rewritten_to_sqlalchemy_hosts() -> None:
+    assert normalize_url(LIBPQ_FORM) == SQLALCHEMY_FORM
+
+
+@pytest.mark.parametrize("url", [LIBPQ_FORM, SQLALCHEMY_FORM])
+def test_every_host_and_option_reaches_libpq(url: str) -> None:
+    params = conninfo_to_dict(libpq_conninfo(url))
+    assert params["host"] == "db-a,db-b"
+    assert params["port"] == "5001,5002"
+    assert params["target_session_attrs"] == "read-write"
+    assert (params["dbname"], params["user"], params["password"]) == ("jobs", "root", "p@ss")
+
+
+@pytest.mark.parametrize("url", [LIBPQ_FORM, SQLALCHEMY_FORM])
+def test_the_pool_connects_with_every_host(url: str) -> None:
+    engine = create_sa_engine(url)
+    try:
+        _, kwargs = engine.dialect.create_connect_args(engine.url)
+    finally:
+        engine.dispose()
+    assert (kwargs["host"], kwargs["port"]) == ("db-a,db-b", "5001,5002")
+    assert kwargs["target_session_attrs"] == "read-write"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///jobs.db", "postgresql://root@127.0.0.1:5432/jobs", "postgresql+psycopg://u@h/db"],
+)
+def test_single_host_urls_are_left_alone(url: str) -> None:
+    assert normalize_url(url) == url
+
+
+def test_single_host_url_becomes_a_plain_conninfo() -> None:
+    params = conninfo_to_dict(libpq_conninfo("postgresql://root@127.0.0.1:5432/jobs"))
+    assert params == {"host": "127.0.0.1", "port": "5432", "dbname": "jobs", "user": "root"}
