@@ -386,7 +386,8 @@ class JobView:
         payload_content_type: Content type of ``payload``.
         result: Result bytes of a completed job (empty otherwise).
         result_content_type: Content type of ``result``.
-        last_error: Error text of the latest failed attempt.
+        last_error: Why the job is in its current state (latest failure, cancel
+            or release reason); empty once it completed or an operator retried it.
         create_time: When the job was enqueued.
         due_time: When the job is (or was) eligible.
         finish_time: When the job reached a terminal status.

@@ -755,8 +755,10 @@ class JobQueries(StoreBase):
             f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
             f"ELSE {int(JobStatus.COMPLETED)} END"
         )
-        error_sql = "CASE WHEN cancel_requested THEN :cancel_note ELSE last_error END"
-        kind_sql = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE last_error_kind END"
+        # A COMPLETED job has no last error: an earlier attempt's failure, a
+        # hand-back reason or a cancel before a retry no longer describes it.
+        error_sql = "CASE WHEN cancel_requested THEN :cancel_note ELSE NULL END"
+        kind_sql = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE NULL END"
         if self.is_postgres:
             sql = f"""
                 WITH input AS (

@@ -121,6 +121,10 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
         "max_attempts": max_attempts,
         "retry_policy": policy.to_json(),
         "finished_at": None,
+        # The error of the fault or cancel that was retried no longer describes
+        # the job (each attempt's error stays in the history).
+        "last_error": None,
+        "last_error_kind": None,
         "cancel_requested": False,
         "lease_owner": None,
         "lease_token": None,
