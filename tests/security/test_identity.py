@@ -254,3 +254,55 @@ def test_revoked_token_ends_its_stream_and_hands_back_its_jobs(coordinator) -> N
             await heir.close()
 
     asyncio.run(scenario())
+
+
+def test_two_sdk_workers_with_one_id_and_different_tenants_never_cross(coordinator) -> None:
+    """The scenario as users hit it: two SDK workers, tenant-scoped tokens, one worker id."""
+    from worker_sdk import Worker
+
+    async def scenario() -> None:
+        seen: dict[str, list[str]] = {"a": [], "b": []}
+        progress = asyncio.Event()
+
+        def make(token: str, tenant: str) -> Worker:
+            worker = Worker(
+                coordinator.target,
+                worker_id="twin",
+                token=token,
+                concurrency=4,
+                shutdown_grace=5,
+                reconnect_initial_backoff=0.05,
+                reconnect_max_backoff=0.5,
+            )
+
+            @worker.handler("iso")
+            async def run(payload: bytes) -> None:
+                seen[tenant].append(payload.decode())
+                progress.set()
+
+            return worker
+
+        workers = {"a": make("iso-a-secret", "a"), "b": make("iso-b-secret", "b")}
+        tasks = {t: asyncio.create_task(w.arun()) for t, w in workers.items()}
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            await _enqueue(channel, ["a", "b"] * 20)
+
+            async def until(done) -> None:
+                while not done():
+                    progress.clear()
+                    await progress.wait()
+
+            # One of them holds the id and runs its tenant's jobs; the other is refused.
+            await asyncio.wait_for(until(lambda: 20 in (len(seen["a"]), len(seen["b"]))), WAIT_S)
+            holder = "a" if len(seen["a"]) == 20 else "b"
+            other = "b" if holder == "a" else "a"
+            assert seen[other] == []
+            await workers[holder].shutdown()
+            await asyncio.wait_for(tasks[holder], WAIT_S)
+            # Once the id is free the other connects and runs its own tenant's jobs.
+            await asyncio.wait_for(until(lambda: len(seen[other]) == 20), WAIT_S)
+            await workers[other].shutdown()
+            await asyncio.wait_for(tasks[other], WAIT_S)
+        assert seen == {"a": ["a"] * 20, "b": ["b"] * 20}
+
+    asyncio.run(scenario())
