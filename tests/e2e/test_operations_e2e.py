@@ -191,8 +191,10 @@ def test_cli_commands_against_a_live_coordinator(
 
     enqueued = wfjobs(target, "enqueue", "noop", "{}", "--tenant", "acme", "--wait", "30s")
     assert enqueued.returncode == 0, enqueued.stderr
-    job_id, status = enqueued.stdout.split()
+    first, result = enqueued.stdout.splitlines()
+    job_id, status = first.split()
     assert status == "completed"
+    assert result == 'result: {"ok": true}'
 
     listed = wfjobs(target, "jobs", "list", "--tenant", "acme")
     assert job_id in listed.stdout and "completed" in listed.stdout

@@ -161,3 +161,46 @@ def test_a_failed_attempt_shows_its_traceback_in_jobs_show(
     assert block[1].startswith('    File "') and block[1].endswith('app.py", line 15, in boom')
     assert block[2] == '      raise ValueError("the disk is full")'
     assert block[3] == "  ValueError: the disk is full"
+
+
+def run_wfjobs(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "wfjobs"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=subprocess_env({"WFJOBS_TARGET": target}),
+    )
+
+
+def test_enqueue_wait_prints_the_result_or_the_error_and_show_decodes_payloads(
+    tmp_path: Path,
+) -> None:
+    coordinator = Coordinator(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "coordinator.log")
+    target = coordinator.target
+    worker = start_worker(tmp_path, target)
+    try:
+        ok = run_wfjobs(target, "enqueue", "greet", '{"name": "Ada"}', "--wait", "30s")
+        bad = run_wfjobs(target, "enqueue", "boom", "{}", "--max-attempts", "1", "--wait", "30s")
+        job_id = ok.stdout.split()[0]
+        shown = run_wfjobs(target, "jobs", "show", job_id)
+        shown_json = json.loads(run_wfjobs(target, "--json", "jobs", "show", job_id).stdout)
+    finally:
+        worker.stop()
+        coordinator.stop()
+
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.splitlines() == [f"{job_id} completed", 'result: {"greeting": "hello Ada"}']
+    assert bad.returncode == 8
+    lines = bad.stdout.splitlines()
+    assert lines[0].endswith(" faulted")
+    assert lines[1] == "error: ValueError: the disk is full"
+    assert "traceback of attempt 1 (talker):" in lines
+    assert lines[-1] == "  ValueError: the disk is full"
+    fields = dict(line.split(None, 1) for line in shown.stdout.split("\n\n")[0].splitlines())
+    assert fields["payload"] == '{"name": "Ada"}'
+    assert fields["result"] == '{"greeting": "hello Ada"}'
+    assert shown_json["payload"]["value"] == {"name": "Ada"}
+    assert shown_json["payload"]["content_type"] == "application/json"
+    assert shown_json["result"]["value"] == {"greeting": "hello Ada"}

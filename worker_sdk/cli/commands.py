@@ -31,6 +31,7 @@ from .output import (
     enum_name,
     job_json,
     message_dict,
+    payload_text,
     scope_text,
     time_text,
     timestamp,
@@ -46,6 +47,7 @@ Exit codes (stable, for scripts):
     5  coordinator unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED)
     6  the coordinator does not implement the call (UNIMPLEMENTED)
     7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+    8  enqueue --wait: the job faulted or was cancelled
 """
 
 TARGET_ENV = "WFJOBS_TARGET"
@@ -58,6 +60,7 @@ EXIT_WRONG_STATE = 4
 EXIT_UNAVAILABLE = 5
 EXIT_UNIMPLEMENTED = 6
 EXIT_DENIED = 7
+EXIT_JOB_FAILED = 8
 
 EXIT_BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
@@ -253,7 +256,13 @@ class Commands:
             ("lease expires", job.lease_expire_time),
             ("last error", job.last_error or None),
             ("replay of", job.replay_of or None),
-            ("payload", f"{len(job.payload)} bytes {job.payload_content_type}".strip()),
+            ("payload", payload_text(job.payload, job.payload_content_type)),
+            (
+                "result",
+                payload_text(job.result, job.result_content_type)
+                if job.status.name == "COMPLETED"
+                else None,
+            ),
         ]
         width = max(len(k) for k, _ in fields)
         for key, value in fields:
@@ -278,6 +287,9 @@ class Commands:
                     for a in job.attempts
                 ],
             )
+        self._last_traceback(job)
+
+    def _last_traceback(self, job: JobView) -> None:
         failed = [a for a in job.attempts if a.traceback]
         if failed:
             last = failed[-1]
@@ -582,8 +594,22 @@ class Commands:
                 heartbeat_timeout=a.heartbeat_timeout,
                 idempotency_key=a.idempotency_key,
             )
-            if a.wait is not None:
-                job = scheduler.wait_for_job(job.id, timeout=a.wait.total_seconds() or None)
+            if a.wait is None:
+                return self._enqueued(job)
+            job = scheduler.wait_for_job(job.id, timeout=a.wait.total_seconds() or None)
+            if job.status.name != "COMPLETED":
+                job = scheduler.get_job(job.id, include_attempts=True)
+        self._enqueued(job)
+        if job.status.name == "COMPLETED":
+            if not self.out.as_json:
+                self.out.line(f"result: {payload_text(job.result, job.result_content_type)}")
+            return EXIT_OK
+        if not self.out.as_json:
+            self.out.line(f"error: {job.last_error or '(none recorded)'}")
+            self._last_traceback(job)
+        return EXIT_JOB_FAILED
+
+    def _enqueued(self, job: JobView) -> int:
         if self.out.as_json:
             self.out.json(job_json(job))
         else:
@@ -762,6 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const=timedelta(0),
         default=None,
-        help="wait for the outcome (optionally at most this long)",
+        help="wait for the outcome (optionally at most this long, e.g. 30s); prints the "
+        "result, or the error and traceback and exits 8 when the job faults or is cancelled",
     )
     return parser

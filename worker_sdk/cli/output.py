@@ -23,6 +23,8 @@ __all__ = [
     "enum_name",
     "job_json",
     "message_dict",
+    "payload_json",
+    "payload_text",
     "scope_text",
     "time_text",
     "timestamp",
@@ -84,7 +86,62 @@ def message_dict(msg: Message) -> dict[str, Any]:
 
 
 def job_json(job: JobView) -> dict[str, Any]:
-    return message_dict(job.raw)
+    """The job as grpcurl prints it, plus the payload and result decoded.
+
+    ``payload`` and ``result`` keep grpcurl's ``data`` (base64) and
+    ``content_type`` and gain ``value`` (a JSON payload, decoded) or ``hex``
+    and ``size`` (any other bytes).
+    """
+    data = message_dict(job.raw)
+    for key, raw, content_type in (
+        ("payload", job.payload, job.payload_content_type),
+        ("result", job.result, job.result_content_type),
+    ):
+        if key in data and raw:
+            data[key].update(payload_json(raw, content_type))
+    return data
+
+
+_NOT_JSON = object()
+
+
+def _json_value(data: bytes, content_type: str) -> Any:
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media not in ("", "application/json") and not media.endswith("+json"):
+        return _NOT_JSON
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _NOT_JSON
+
+
+def payload_json(data: bytes, content_type: str) -> dict[str, Any]:
+    """``{"value": ...}`` for a JSON payload, else ``{"hex": ..., "size": ...}``."""
+    value = _json_value(data, content_type)
+    if value is not _NOT_JSON:
+        return {"value": value}
+    return {"hex": data.hex(), "size": len(data)}
+
+
+def payload_text(data: bytes, content_type: str, *, limit: int = 64) -> str:
+    """A payload as a person reads it: JSON decoded, text as is, other bytes as hex with size.
+
+    Hex shows at most ``limit`` bytes.
+    """
+    if not data:
+        return "(empty)"
+    value = _json_value(data, content_type)
+    if value is not _NOT_JSON:
+        return json.dumps(value, ensure_ascii=False)
+    if content_type.lower().startswith("text/"):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    shown = data[:limit].hex(" ")
+    more = " ..." if len(data) > limit else ""
+    kind = f" {content_type}" if content_type else ""
+    return f"{len(data)} bytes{kind}: {shown}{more}"
 
 
 def enum_name(value: Any) -> str:
