@@ -18,10 +18,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-import psutil
-
 from bench import wfjobs
 from bench.config import BenchConfig
+from bench.cpu import cpu_seconds
 from bench.database import PostgresServer
 from bench.pgqueuer_peer import DATABASE as PGQUEUER_DATABASE
 from bench.pgqueuer_peer import PgQueuerSystem
@@ -31,19 +30,6 @@ from bench.results import Row, Target
 IDLE_WORKERS = 10
 WORKER_PROCESSES = 2
 SETTLE_S = 12.0  # > PostgreSQL 15's 10 s flush delay for idle backends: start-up work is counted before the window
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its live children."""
-    process = psutil.Process(pid)
-    total = 0.0
-    for proc in [process, *process.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 async def measure_ours(server: PostgresServer, seconds: float) -> tuple[float, float]:
