@@ -524,8 +524,10 @@ class InlineRunner:
                 of the budget and cancelling the handler, so it can hand off
                 itself.
             if_paused: ``"refuse"`` raises :class:`JobPausedError` when the
-                job's scope is paused; ``"queue"`` stores it ``PENDING`` for
-                distributed workers and returns a ``QUEUED`` result.
+                job's scope is paused (:class:`FailedPreconditionError` when a
+                concurrency limit of its scope is full); ``"queue"`` stores it
+                ``PENDING`` for distributed workers and returns a ``QUEUED``
+                result.
             result_type: Type to decode an existing job's result into when the
                 idempotency key returns a finished job.
             **options: Other :class:`~worker_sdk.JobRequest` fields
@@ -537,6 +539,8 @@ class InlineRunner:
 
         Raises:
             JobPausedError: The scope is paused and ``if_paused="refuse"``.
+            FailedPreconditionError: A concurrency limit of the scope is full
+                and ``if_paused="refuse"``.
             LeaseLostError: The lease was lost while running (the coordinator
                 retries the job elsewhere); the outcome was not recorded.
             WorkflowJobsError: The coordinator refused the job or could not be

@@ -177,6 +177,7 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         await self._call(self.store.check_schema)
         self.fair.set_weights(await self._call(self.store.tenant_weights))
+        await self._call(self.store.limit_gate_ensure, self.clock.now_us())
         await self.reload_limits()
         if self.store.is_postgres:
             from coordinator.store.notify import WakeListener
@@ -220,10 +221,7 @@ class Engine:
     async def reload_limits(self) -> None:
         """Re-read concurrency limits and job type defaults (after a change here
         or on another replica)."""
-        rows = await self._call(self.store.limit_list)
-        self.limits = LimitBook(
-            ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows
-        )
+        self.limits = _book_of(await self._call(self.store.limit_list))
         self.type_defaults = {
             r.job_type: JobTypeDefaults(
                 RetryPolicy.from_json(r.retry_policy),
@@ -264,7 +262,13 @@ class Engine:
             raise InvalidArgument("max_running must be >= 0 (0 removes the limit)")
         if not limit.value:
             raise InvalidArgument("value is required: a tenant, job type, definition, key or '*'")
-        await self._call(self.store.limit_set, int(limit.kind), limit.value, limit.max_running)
+        await self._call(
+            self.store.limit_set,
+            int(limit.kind),
+            limit.value,
+            limit.max_running,
+            self.clock.now_us(),
+        )
         await self.reload_limits()
 
     async def list_limits(self) -> list[tuple[ConcurrencyLimit, int]]:
@@ -545,8 +549,12 @@ class Engine:
         """Store a job leased to the caller, who runs it now (inline execution).
 
         Returns ``(row, deduplicated, lease_token)``; the token is None when
-        the job was not leased (deduplicated, or paused and stored for later).
-        A job whose scope is paused is refused unless ``enqueue_if_paused``.
+        the job was not leased (deduplicated, or held and stored for later).
+        The inline lease is admitted under the concurrency limits like any
+        other. A job that cannot start now, because a pause covers it or a
+        concurrency limit of its scope is full, is refused with
+        FAILED_PRECONDITION naming what holds it, unless ``enqueue_if_paused``:
+        then it is stored PENDING and runs on a worker once it may.
         """
         if not owner:
             raise InvalidArgument("inline.worker_id is required to run a job inline")
@@ -555,7 +563,7 @@ class Engine:
         if prepared.due_at > now:
             raise InvalidArgument("an inline job runs now; it cannot have a future due_time")
         token = new_token()
-        row, dedup, paused = await self._call(
+        row, dedup, held = await self._call(
             self.store.job_insert_leased,
             prepared,
             owner,
@@ -563,8 +571,15 @@ class Engine:
             now,
             self.config.default_lease_ms,
             enqueue_if_paused,
+            functools.partial(_admission_for, [Claim(prepared.id, owner)], [prepared]),
         )
         if row is None:
+            if held == "limit":
+                raise FailedPrecondition(
+                    f"cannot run inline: concurrency limit full ({await self._full_scopes(prepared)}); "
+                    "retry when a running job of that scope ends, or set "
+                    "enqueue_if_paused to queue it"
+                )
             pauses = await self._call(
                 self.store.pauses_covering,
                 prepared.tenant_id,
@@ -580,13 +595,25 @@ class Engine:
                 f"cannot run inline: paused ({names or 'a pause'}); "
                 "retry after unpause or set enqueue_if_paused to queue it"
             )
-        if dedup or paused:
-            if paused:
+        if dedup or held:
+            if held:
                 self.dispatcher.wake()
             return row, dedup, None
         self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
         self._leased([row], now)
         return row, False, token
+
+    async def _full_scopes(self, job: NewJob) -> str:
+        """The limited scopes of ``job`` that are full, as text for an error."""
+        await self.reload_limits()
+        running = await self._call(self.store.job_running_counts, self.limits.kinds)
+        full = [
+            f"{LimitKind(kind).name.lower()} {value}: {running.get((kind, value), 0)} "
+            f"of {limit} running"
+            for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
+            if running.get((kind, value), 0) >= limit
+        ]
+        return "; ".join(full) or "a limit of its scope"
 
     # -- reads -------------------------------------------------------------------
 
@@ -673,7 +700,12 @@ class Engine:
         token: str,
         now: int,
     ) -> list[JobRow] | None:
-        """One-statement acquisition on PostgreSQL when no concurrency limit applies."""
+        """One-statement acquisition on PostgreSQL when no concurrency limit applies.
+
+        None sends the pass to the counting path: when this replica knows of
+        limits, or when the store has limits this replica has not loaded yet
+        (they are loaded now).
+        """
         if self.limits or not self.store.is_postgres or not owners:
             return None
         fair_tenants, starts, weights, floor = self.fair.snapshot()
@@ -687,13 +719,19 @@ class Engine:
             now,
             self.config.default_lease_ms,
         )
+        if rows is None:
+            await self.reload_limits()
+            return None
         self._leased(rows, now)
         return rows
 
     async def _claim(
         self, claims: Sequence[Claim], picks: Sequence[Candidate], token: str, now: int
     ) -> list[JobRow]:
-        admission = Admission(self.limits, claims, picks) if self.limits else None
+        # Admission is decided from the limits as stored, read in the claim's
+        # own transaction: a limit set on another replica holds here before
+        # this replica has reloaded it.
+        admission = functools.partial(_admission_for, claims, picks)
         rows = await self._call(
             self.store.job_claim, claims, token, now, self.config.default_lease_ms, admission
         )
@@ -1056,6 +1094,17 @@ def _record_of_new(job: NewJob) -> JobRecord:
         cancel_requested=False,
         replay_of=job.replay_of,
     )
+
+
+def _book_of(rows: Iterable[Any]) -> LimitBook:
+    """The limits in stored rows (wfj_concurrency_limits)."""
+    return LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)
+
+
+def _admission_for(
+    claims: Sequence[Claim], picks: Sequence[Candidate], rows: Sequence[Any]
+) -> Admission:
+    return Admission(_book_of(rows), claims, picks)
 
 
 def _decide_release(releases: Sequence[Release], row: LeasedForFailure) -> AttemptEnd:

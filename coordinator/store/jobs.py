@@ -45,7 +45,8 @@ from coordinator.store.base import (
     pause_blocks,
     wake_payload,
 )
-from coordinator.store.schema import job_attempts, jobs, lanes
+from coordinator.store.pauses import LIMIT_GATE, LIMIT_GATE_SHARE_SQL
+from coordinator.store.schema import concurrency_limits, job_attempts, jobs, lanes
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,17 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
     skipped by the unique index itself (``ON CONFLICT DO NOTHING``).
     """
     cols = ", ".join(_NEW_JOB_FIELDS)
-    leased_when = f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)}"
+    # Offered jobs are leased unless a pause covers them or a concurrency
+    # limit is stored (the limit gate, read under its share lock: leasing here
+    # counts nothing, so it must not happen under a limit).
+    leased_when = (
+        f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)} "
+        "AND COALESCE((SELECT value FROM gate), '0') = '0'"
+    )
+    gate = LIMIT_GATE_SHARE_SQL.replace(":gate", "%(gate)s")
     sql = (
-        f"WITH ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
+        f"WITH gate AS ({gate}), "
+        f"ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
         "lease_token, started_at, lease_expires_at) "
         f"SELECT {', '.join('v.' + f for f in _NEW_JOB_FIELDS)}, "
         f"CASE WHEN {leased_when} THEN 2 ELSE 1 END, "
@@ -128,20 +137,26 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             FROM ranked
             ORDER BY vkey, priority DESC, due_at, id
             LIMIT :n
+        ), gate AS (
+            {LIMIT_GATE_SHARE_SQL}
         ), locked AS (
             SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
             WHERE x.status + 0 = 1 AND x.due_at <= :now
+              AND COALESCE((SELECT value FROM gate), '0') = '0'
               AND NOT {pause_blocks("x", with_instance=True)}
             FOR UPDATE OF x SKIP LOCKED
+        ), done AS (
+            UPDATE wfj_jobs AS j
+            SET status = 2, attempt = j.attempt + 1,
+                lease_owner = (CAST(:owners AS text[]))[locked.pos],
+                lease_token = :token, started_at = :now,
+                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+            FROM locked
+            WHERE j.id = locked.id
+            RETURNING j.*
         )
-        UPDATE wfj_jobs AS j
-        SET status = 2, attempt = j.attempt + 1,
-            lease_owner = (CAST(:owners AS text[]))[locked.pos],
-            lease_token = :token, started_at = :now,
-            lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-        FROM locked
-        WHERE j.id = locked.id
-        RETURNING j.*
+        SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
+        FROM (SELECT 1) AS one LEFT JOIN done ON true
         """
     return driver_sql(sql)
 
@@ -190,6 +205,10 @@ def _log_set_aside(job_id: str, error: BaseException) -> None:
 CANCELLED_AFTER_COMPLETION = (
     "cancelled (the attempt completed after the cancel request; its result is kept)"
 )
+
+# Builds the admission of one claim from the concurrency limits as stored
+# (rows of wfj_concurrency_limits), read inside the claim's transaction.
+AdmissionFor = Callable[[Sequence[Any]], LimitAdmission]
 
 _LEASED_FOR_FAILURE = (
     "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, "
@@ -261,23 +280,29 @@ class JobQueries(StoreBase):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-        keep_if_paused: bool,
-    ) -> tuple[JobRow | None, bool, bool]:
+        keep_if_held: bool,
+        limits: AdmissionFor | None = None,
+    ) -> tuple[JobRow | None, bool, str | None]:
         """Store ``job`` already leased to ``owner`` (inline execution).
 
-        Returns ``(row, deduplicated, paused)``. The row is inserted RUNNING
-        first and the pause rule checked after, in the same transaction: the
-        insert waits for any pause being committed, so a pause that returned
-        before is always seen. A paused job is stored PENDING without a lease
-        when ``keep_if_paused``, else nothing is stored and the row is None.
-        An existing job with the same idempotency key is returned as is.
+        Returns ``(row, deduplicated, held)``; ``held`` says why the job was
+        not leased: ``"limit"`` when ``limits`` (the admission of this one
+        job, built from the limits as stored) finds a limited scope full, or
+        ``"paused"`` when a pause covers it. Admission takes the same locks and
+        counts as any claim (see ``job_claim``), so an inline run never
+        exceeds a limit. The row is inserted first and the pause rule checked
+        after, in the same transaction: the insert waits for any pause being
+        committed, so a pause that returned before is always seen. A held job
+        is stored PENDING without a lease when ``keep_if_held``, else nothing
+        is stored and the row is None. An existing job with the same
+        idempotency key is returned as is.
         """
         try:
             return self._insert_leased(
-                job, owner, lease_token, now, default_lease_ms, keep_if_paused
+                job, owner, lease_token, now, default_lease_ms, keep_if_held, limits
             )
-        except _RolledBack:
-            return None, False, True
+        except _RolledBack as held:
+            return None, False, str(held)
 
     def _insert_leased(
         self,
@@ -286,22 +311,29 @@ class JobQueries(StoreBase):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-        keep_if_paused: bool,
-    ) -> tuple[JobRow | None, bool, bool]:
+        keep_if_held: bool,
+        limits: AdmissionFor | None,
+    ) -> tuple[JobRow | None, bool, str | None]:
         with self.tx() as conn:
+            limited = False
+            if limits is not None:
+                admission = limits(self._limits_in_force(conn))
+                if admission.kinds:
+                    limited = not admission.admit(self._lock_and_count(conn, admission))
             lane = (job.tenant_id, job.job_type, job.definition_id)
             if lane not in self._known_lanes:
                 self._lane_upsert(conn, {lane})
             lease_ms = job.heartbeat_timeout_ms or default_lease_ms
             row = _insert_row(job)
-            row.update(
-                status=int(JobStatus.RUNNING),
-                attempt=1,
-                lease_owner=owner,
-                lease_token=lease_token,
-                started_at=now,
-                lease_expires_at=now + lease_ms * 1000,
-            )
+            if not limited:
+                row.update(
+                    status=int(JobStatus.RUNNING),
+                    attempt=1,
+                    lease_owner=owner,
+                    lease_token=lease_token,
+                    started_at=now,
+                    lease_expires_at=now + lease_ms * 1000,
+                )
             for _ in range(_DEDUP_ROUNDS):
                 if conn.execute(self._insert_skipping_keys_sql().returning(jobs.c.id), row).first():
                     break
@@ -313,7 +345,7 @@ class JobQueries(StoreBase):
                     )
                 ).first()
                 if existing is not None:
-                    return JobRecord(*existing), True, False
+                    return JobRecord(*existing), True, None
             else:
                 raise _key_vanished([job])
             paused = conn.execute(
@@ -322,9 +354,10 @@ class JobQueries(StoreBase):
                 ),
                 {"id": job.id, "now": now},
             ).scalar()
-            if paused and not keep_if_paused:
-                raise _RolledBack
-            if paused:
+            held = "paused" if paused else "limit" if limited else None
+            if held and not keep_if_held:
+                raise _RolledBack(held)
+            if paused and not limited:
                 conn.execute(
                     jobs.update()
                     .where(jobs.c.id == job.id)
@@ -339,7 +372,7 @@ class JobQueries(StoreBase):
                 )
             stored = JobRecord(*conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one())
         self._known_lanes.add(lane)
-        return stored, False, bool(paused)
+        return stored, False, held
 
     def _insert_small(
         self,
@@ -364,6 +397,7 @@ class JobQueries(StoreBase):
             "token": direct.lease_token if direct is not None else None,
             "now": direct.now if direct is not None else 0,
             "lease_ms": direct.default_lease_ms if direct is not None else 0,
+            "gate": LIMIT_GATE,
             "due": wake_payload([j.due_at for j in new_jobs]),
         }
         for i, job in enumerate(new_jobs):
@@ -600,7 +634,7 @@ class JobQueries(StoreBase):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-    ) -> list[JobRow]:
+    ) -> list[JobRow] | None:
         """Pick and lease up to ``len(owners)`` jobs in one statement (PostgreSQL).
 
         Candidates come from the unpaused lanes as in ``job_candidates``; the
@@ -609,6 +643,11 @@ class JobQueries(StoreBase):
         tenants start at its last element), the same rule the engine's fair
         scheduler applies. The picks are re-checked and leased as in
         ``job_claim``; position i goes to ``owners[i]``.
+
+        This path counts no running jobs, so it leases only while no
+        concurrency limit is stored: the statement reads the limit gate (see
+        ``limit_set``) under a share lock and returns None, leasing nothing,
+        when a limit exists (the caller then takes the counting path).
         """
         if tenants is not None and not tenants:
             return []
@@ -624,10 +663,14 @@ class JobQueries(StoreBase):
             "f_weights": list(weights),
             "owners": list(owners),
             "token": lease_token,
+            "gate": LIMIT_GATE,
         }
         sql = _claim_fair_sql(tenants is not None, int(default_lease_ms))
         with self.statement() as conn:
-            return [JobRecord(*r) for r in conn.exec_driver_sql(sql, params)]
+            rows = conn.exec_driver_sql(sql, params).all()
+        if rows and rows[0][0] != "0":
+            return None
+        return [JobRecord(*r[1:]) for r in rows if r[1] is not None]
 
     def job_running_counts(
         self, kinds: Sequence[int], conn: sa.Connection | None = None
@@ -653,34 +696,54 @@ class JobQueries(StoreBase):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-        limits: LimitAdmission | None = None,
+        limits: AdmissionFor | None = None,
     ) -> list[JobRow]:
         """Lease the claimed jobs that are still eligible; skip the rest.
 
         Eligibility (pending, due, unpaused) is re-checked in the same
         statement that leases, so a pause committed before this call began is
         always honoured. Rows locked by a concurrent claimer are skipped.
-        With ``limits``, the transaction first takes the advisory locks of the
-        limited scopes, counts what runs in them and leases only what
-        ``limits.admit`` lets through.
+        With ``limits``, the transaction reads the concurrency limits as
+        stored (under the limit gate's share lock, so a limit whose setting
+        has returned is always seen), builds the admission from them, takes
+        the advisory locks of the limited scopes, counts what runs in them and
+        leases only what the admission lets through.
         """
         if not claims:
             return []
         if limits is not None:
             with self.tx() as conn:
-                if self.is_postgres:
-                    conn.execute(
-                        sa.text(
-                            "SELECT pg_advisory_xact_lock(hashtext(k)) "
-                            "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
-                        ),
-                        {"keys": list(limits.lock_keys)},
-                    )
-                running = self.job_running_counts(limits.kinds, conn)
-                admitted = limits.admit(running)
+                admission = limits(self._limits_in_force(conn))
+                running = self._lock_and_count(conn, admission)
+                admitted = admission.admit(running) if admission.kinds else claims
                 return self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
         with self.statement() as conn:
             return self._claim_in(conn, claims, lease_token, now, default_lease_ms)
+
+    def _limits_in_force(self, conn: sa.Connection) -> list[Any]:
+        """The stored concurrency limits, read after taking the limit gate's
+        share lock: a ``limit_set`` committed before is seen, one in progress
+        waits for this transaction."""
+        if self.is_postgres:
+            conn.execute(sa.text(LIMIT_GATE_SHARE_SQL), {"gate": LIMIT_GATE})
+        return list(conn.execute(sa.select(concurrency_limits)))
+
+    def _lock_and_count(
+        self, conn: sa.Connection, admission: LimitAdmission
+    ) -> dict[tuple[int, str], int]:
+        """Take the advisory locks of the admission's limited scopes (sorted,
+        so claimers cannot deadlock) and count what runs in them."""
+        if not admission.kinds:
+            return {}
+        if self.is_postgres:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_advisory_xact_lock(hashtext(k)) "
+                    "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
+                ),
+                {"keys": list(admission.lock_keys)},
+            )
+        return self.job_running_counts(admission.kinds, conn)
 
     def _claim_in(
         self,

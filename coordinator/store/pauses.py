@@ -8,7 +8,25 @@ import sqlalchemy as sa
 
 from coordinator.model import PauseScope
 from coordinator.store.base import StoreBase
-from coordinator.store.schema import concurrency_limits, job_type_defaults, pauses, tenants
+from coordinator.store.schema import (
+    cluster_flags,
+    concurrency_limits,
+    job_type_defaults,
+    pauses,
+    tenants,
+)
+
+# The limit gate (PostgreSQL): a cluster flag row holding how many concurrency
+# limits are stored. Every claim reads it under a share row lock (the
+# one-statement claim leases only while it says "0"; the counting claim reads
+# the stored limits after it); ``limit_set`` locks it for update and rewrites
+# it in the transaction that changes a limit. So a claim either finishes
+# before a limit change commits, or waits for the change and sees it (READ
+# COMMITTED re-reads a row locked by a committed writer): once ``SetLimit``
+# returns, no replica can lease past the new limit, whether or not it has
+# reloaded its own copy of the limits yet.
+LIMIT_GATE = "wfj.concurrency_limits"
+LIMIT_GATE_SHARE_SQL = "SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR KEY SHARE"
 
 
 def _active(now: int) -> Any:
@@ -106,9 +124,46 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             conn.execute(stmt)
 
-    def limit_set(self, kind: int, value: str, max_running: int) -> None:
-        """Set a concurrency limit; ``max_running == 0`` removes it."""
+    def limit_gate_ensure(self, now: int) -> None:
+        """Create the limit gate if missing and make it count the stored limits."""
+        if not self.is_postgres:
+            return
         with self.tx() as conn:
+            self._lock_limit_gate(conn, now)
+            self._write_limit_gate(conn, now)
+
+    def _lock_limit_gate(self, conn: sa.Connection, now: int) -> None:
+        from sqlalchemy.dialects.postgresql import insert
+
+        conn.execute(
+            insert(cluster_flags)
+            .values(name=LIMIT_GATE, value="0", updated_at=now)
+            .on_conflict_do_nothing()
+        )
+        conn.execute(
+            sa.text("SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR UPDATE"),
+            {"gate": LIMIT_GATE},
+        )
+
+    def _write_limit_gate(self, conn: sa.Connection, now: int) -> None:
+        conn.execute(
+            sa.text(
+                "UPDATE wfj_cluster_flags SET updated_at = :now, value = CAST("
+                "(SELECT count(*) FROM wfj_concurrency_limits) AS text) WHERE name = :gate"
+            ),
+            {"gate": LIMIT_GATE, "now": now},
+        )
+
+    def limit_set(self, kind: int, value: str, max_running: int, now: int = 0) -> None:
+        """Set a concurrency limit; ``max_running == 0`` removes it.
+
+        On PostgreSQL the limit gate is locked first and rewritten in the same
+        transaction, so claims in flight finish first and later ones see the
+        change (see ``LIMIT_GATE``).
+        """
+        with self.tx() as conn:
+            if self.is_postgres:
+                self._lock_limit_gate(conn, now)
             conn.execute(
                 concurrency_limits.delete().where(
                     concurrency_limits.c.kind == kind, concurrency_limits.c.value == value
@@ -121,6 +176,7 @@ class PauseQueries(StoreBase):
                     )
                 )
             if self.is_postgres:
+                self._write_limit_gate(conn, now)
                 conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
 
     def pauses_covering(

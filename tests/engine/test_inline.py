@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import FailedPrecondition
-from coordinator.model import Completion, JobFilter, JobStatus, PauseKind, PauseScope
+from coordinator.model import (
+    Completion,
+    ConcurrencyLimit,
+    JobFilter,
+    JobStatus,
+    LimitKind,
+    PauseKind,
+    PauseScope,
+)
 from wfj_engine import Harness, run
 from wfj_testing import make_job
 
@@ -66,5 +74,35 @@ def test_inline_idempotency(store_url: str) -> None:
             make_job(idempotency_key="req-1"), "http-2", enqueue_if_paused=False
         )
         assert (again.id, dedup, token2) == (first.id, True, None)
+
+    run(store_url, scenario)
+
+
+def test_inline_runs_take_a_slot_under_concurrency_limits(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.set_limit(ConcurrencyLimit(LimitKind.JOB_TYPE, "noop", 1))
+        first, _, token = await h.engine.enqueue_inline(
+            make_job(), "http-1", enqueue_if_paused=False
+        )
+        assert first.status == JobStatus.RUNNING and token
+        # The inline run holds the only slot: neither a worker nor a second
+        # inline call gets another job of the type.
+        await h.engine.enqueue([make_job()])
+        assert await h.lease() == []
+        with pytest.raises(FailedPrecondition, match=r"concurrency limit full \(job_type noop"):
+            await h.engine.enqueue_inline(make_job(), "http-2", enqueue_if_paused=False)
+        page = await h.engine.list_jobs(JobFilter(statuses=[JobStatus.RUNNING]), 10, "")
+        assert [j.id for j in page.jobs] == [first.id]
+        # Asked to queue instead, the job is stored PENDING and not leased.
+        queued, _, none = await h.engine.enqueue_inline(
+            make_job(), "http-2", enqueue_if_paused=True
+        )
+        assert (queued.status, none, queued.lease_token) == (JobStatus.PENDING, None, None)
+        # The slot frees: an inline call runs again.
+        await h.engine.report([Completion(first.id, token, b"done")])
+        again, _, token = await h.engine.enqueue_inline(
+            make_job(), "http-3", enqueue_if_paused=False
+        )
+        assert again.status == JobStatus.RUNNING and token
 
     run(store_url, scenario)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
+import pytest
+
+from coordinator.engine import WorkerSession
 from coordinator.engine.limits import LimitBook
+from coordinator.errors import FailedPrecondition
 from coordinator.model import (
     Candidate,
     Completion,
@@ -105,3 +110,42 @@ def test_limits_hold_over_many_passes(store_url: str) -> None:
             done += len(leased)
 
     run(store_url, scenario)
+
+
+def test_a_limit_holds_on_a_replica_that_has_not_loaded_it(store_url: str) -> None:
+    """Admission reads the limits as stored: a replica that has not reloaded
+    them after a SetLimit on another replica (its NOTIFY not yet handled)
+    still never leases past them, by any path."""
+    if not store_url.startswith("postgres"):
+        pytest.skip("replicas share a PostgreSQL database")
+
+    async def main() -> None:
+        a, b = Harness(store_url), Harness(store_url)
+        try:
+            await b.engine.reload_limits()
+
+            async def not_yet() -> None:
+                return None
+
+            b.engine.reload_limits = not_yet  # type: ignore[method-assign]
+            await a.engine.set_limit(ConcurrencyLimit(LimitKind.JOB_TYPE, "noop", 1))
+            assert not b.engine.limits, "b must still hold its old (empty) copy"
+            # Acquisition (the one-statement path b would take without limits).
+            await b.engine.enqueue([make_job() for _ in range(5)])
+            assert len(await b.lease(5)) == 1
+            # Direct dispatch at insert to a worker waiting with credit.
+            idle = WorkerSession("idle", frozenset({"noop"}))
+            b.engine.open_session(idle)
+            b.engine.grant(idle, 1)
+            row, _ = await b.engine.enqueue_one(make_job())
+            assert row.status == JobStatus.PENDING and idle.credits == 1
+            # Inline execution.
+            with pytest.raises(FailedPrecondition, match="concurrency limit full"):
+                await b.engine.enqueue_inline(make_job(), "http-1", enqueue_if_paused=False)
+            running = await b.engine.list_jobs(JobFilter(statuses=[JobStatus.RUNNING]), 10, "")
+            assert len(running.jobs) == 1
+        finally:
+            await a.engine.stop()
+            await b.engine.stop()
+
+    asyncio.run(main())

@@ -161,8 +161,8 @@ def test_inline_enqueues_racing_an_insert_of_their_key_get_that_job(
         outcomes = [outcome_of(f) for f in racers]
     for outcome in outcomes:
         assert not isinstance(outcome, Exception), outcome
-        row, dedup, paused = outcome
-        assert (row.id, row.status, dedup, paused) == (winner.id, JobStatus.PENDING, True, False)
+        row, dedup, held = outcome
+        assert (row.id, row.status, dedup, held) == (winner.id, JobStatus.PENDING, True, None)
     assert _keyed_jobs_of(store, "t-idem", "order-5") == [winner.id]
 
 
