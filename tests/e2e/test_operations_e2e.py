@@ -206,7 +206,7 @@ def test_cli_commands_against_a_live_coordinator(
     assert shown["status"] == "JOB_STATUS_COMPLETED"
     assert shown["attempts"][0]["outcome"] == "ATTEMPT_OUTCOME_COMPLETED"
 
-    workers = wfjobs_json(target, "workers")
+    workers = wfjobs_json(target, "workers")["workers"]
     # The e2e fixture names each worker after its log file.
     assert [w["worker_id"] for w in workers] == [worker.log_path.stem]
     assert "noop" in workers[0]["job_types"] and workers[0]["pid"] == worker.proc.pid
@@ -240,6 +240,8 @@ def test_cli_commands_against_a_live_coordinator(
     held = wfjobs_json(target, "enqueue", "noop", "--tenant", "acme")["id"]
     assert "tenant acme is disabled" in wfjobs(target, "jobs", "explain", held).stdout
     assert "maintenance" in wfjobs(target, "pauses").stdout
+    (listed_pause,) = wfjobs_json(target, "pauses")["pauses"]
+    assert listed_pause["reason"] == "maintenance"
     assert wfjobs(target, "jobs", "cancel", held, "--reason", "not needed").returncode == 0
     assert wfjobs(target, "unpause", "tenant", "acme").returncode == 0
 

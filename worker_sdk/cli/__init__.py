@@ -18,6 +18,7 @@ talks to the coordinator through the SDK's clients.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -39,6 +40,9 @@ from .connection import ConfigError, Connection, resolve_connection
 from .output import Output
 
 __all__ = ["build_parser", "main"]
+
+# 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe.
+EXIT_BROKEN_PIPE = 141
 
 _CONNECTION_OPTIONS = ("target", "tls", "ca", "cert", "key", "token", "timeout", "profile")
 
@@ -85,6 +89,20 @@ def _denied_hint(connection: Connection, error: WorkflowJobsError) -> str:
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
     """Run one command; returns the exit code (see the module docstring)."""
+    try:
+        code = _run(argv, stdout or sys.stdout)
+        (stdout or sys.stdout).flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (`wfjobs ... | head`): stop quietly, as other
+        # command-line tools do, and keep the interpreter from complaining
+        # when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -100,7 +118,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     args.target = connection.target
     args.timeout = connection.timeout
     args.json = getattr(args, "json", False)
-    out = Output(args.json, stdout or sys.stdout)
+    out = Output(args.json, stdout)
     commands = Commands(args, out, connection)
     try:
         return getattr(commands, args.handler)()

@@ -48,6 +48,7 @@ Exit codes (stable, for scripts):
     6  the coordinator does not implement the call (UNIMPLEMENTED)
     7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
     8  enqueue --wait: the job faulted or was cancelled
+  141  the reader of the output went away (e.g. `| head`); nothing is printed
 """
 
 TARGET_ENV = "WFJOBS_TARGET"
@@ -446,7 +447,7 @@ class Commands:
     def pauses(self) -> int:
         records = self.admin.list_pauses(include_lifted=self.args.all, tenant_id=self.args.tenant)
         if self.out.as_json:
-            self.out.json([message_dict(r) for r in records])
+            self.out.json({"pauses": [message_dict(r) for r in records]})
             return EXIT_OK
         self.out.table(
             ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
@@ -533,7 +534,7 @@ class Commands:
     def workers(self) -> int:
         workers = self.admin.list_workers()
         if self.out.as_json:
-            self.out.json([message_dict(w) for w in workers])
+            self.out.json({"workers": [message_dict(w) for w in workers]})
             return EXIT_OK
         self.out.table(
             [
