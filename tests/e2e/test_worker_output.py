@@ -135,7 +135,7 @@ def test_a_failed_attempt_shows_its_traceback_in_jobs_show(
     try:
         with SchedulerClient(coordinator.target) as client:
             job = client.enqueue("boom", {}, max_attempts=1)
-            wait_until(lambda: lines_with(worker, "no attempts left"), 30, "the failed attempt")
+            client.wait_for_job(job.id, timeout=30)
             view = client.get_job(job.id, include_attempts=True)
         shown = subprocess.run(
             [str(Path(sys.executable).parent / "wfjobs"), "jobs", "show", job.id],
