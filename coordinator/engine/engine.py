@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from coordinator.clock import Clock, SystemClock
+from coordinator.clock import Clock, DatabaseClock, SystemClock
 from coordinator.engine.bounds import check_retry_policy, check_timeout
+from coordinator.engine.clock_sync import ClockSync, ClockSyncConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.in_flight import InFlightAudit, InFlightAuditConfig
@@ -98,6 +99,8 @@ class EngineConfig:
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Threads running store calls (the SQLite store uses one).
     store_threads: int = 8
+    # Re-measuring the offset to the database clock (PostgreSQL; coordinator/clock.py).
+    clock_sync: ClockSyncConfig = field(default_factory=ClockSyncConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,15 @@ class Engine:
     ) -> None:
         self.store = store
         self.config = config or EngineConfig()
+        if clock is None and store.is_postgres:
+            # Replicas keep the database's time, not their hosts' (docs/design.md).
+            clock = DatabaseClock(store.database_time_us)
         self.clock = clock or SystemClock()
+        self.clock_sync = (
+            ClockSync(self.config.clock_sync, self.clock, self._call)
+            if isinstance(self.clock, DatabaseClock)
+            else None
+        )
         self.coordinator_id = coordinator_id or new_id()
         self._rng = rng or random.Random()
         threads = 1 if store.is_sqlite else self.config.store_threads
@@ -176,6 +187,9 @@ class Engine:
             return
         self._loop = asyncio.get_running_loop()
         await self._call(self.store.check_schema)
+        if self.clock_sync is not None:
+            await self.clock_sync.run_once()  # before anything reads the clock
+            self.clock_sync.start()
         self.fair.set_weights(await self._call(self.store.tenant_weights))
         await self._call(self.store.limit_gate_ensure, self.clock.now_us())
         await self.reload_limits()
@@ -197,6 +211,8 @@ class Engine:
             self.store.dispose()
             return
         self._started = False
+        if self.clock_sync is not None:
+            await self.clock_sync.stop()
         await self.ops.stop()
         await self.reaper.stop()
         await self.in_flight_audit.stop()

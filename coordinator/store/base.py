@@ -253,6 +253,15 @@ class StoreBase:
             f"{SCHEMA_REVISION}; {hint} (or upgrade the coordinator if the database is newer)"
         )
 
+    def database_time_us(self) -> int:
+        """The database server's current time (``clock_timestamp()``), in µs since the epoch."""
+        with self.statement() as conn:
+            return int(
+                conn.exec_driver_sql(
+                    "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+                ).scalar_one()
+            )
+
     def ping(self) -> None:
         with self.tx() as conn:
             conn.execute(sa.text("SELECT 1"))

@@ -1,7 +1,8 @@
 """A worker process for fault tests, built on the public SDK.
 
 Every handler start is appended to ``--record`` as
-``start <job id> <attempt> <worker id>`` (and ``end …`` when it returns), one
+``start <job id> <attempt> <worker id> <wall clock µs>`` (and ``end …`` when it
+returns), one
 short line per ``write`` so a SIGKILL never leaves half a line behind.
 
 Job types:
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import time
 
 import grpc
 
@@ -34,7 +36,8 @@ def main() -> None:
     fd = os.open(args.record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def log(event: str, ctx: JobContext) -> None:
-        os.write(fd, f"{event} {ctx.job_id} {ctx.attempt} {args.worker_id}\n".encode())
+        line = f"{event} {ctx.job_id} {ctx.attempt} {args.worker_id} {time.time_ns() // 1000}\n"
+        os.write(fd, line.encode())
 
     options: list[tuple[str, object]] = [
         # A killed coordinator's sockets close at once; reconnect promptly.

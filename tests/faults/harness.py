@@ -65,6 +65,7 @@ class CoordinatorProcess(ManagedProcess):
         env: dict[str, str] | None = None,
         args: Iterable[str] = (),
         name: str = "coordinator",
+        program: Path | None = None,
     ) -> None:
         self.database_url = database_url
         self.log_dir = log_dir
@@ -73,6 +74,8 @@ class CoordinatorProcess(ManagedProcess):
         self.env = env
         self.args = list(args)
         self.name = name
+        # A script to run instead of ``python -m coordinator`` (same arguments).
+        self.program = program
         self.starts = 0
         self.start()
 
@@ -81,6 +84,8 @@ class CoordinatorProcess(ManagedProcess):
         command = coordinator_args(
             self.database_url, self.target, "--drain-timeout", "2", *self.args
         )
+        if self.program is not None:
+            command = [command[0], str(self.program), *command[3:]]
         self._spawn(command, self.log_dir / f"{self.name}-{self.starts}.log", self.env)
         wait_until(self._listening, 30, f"{self.name} to listen (log: {self.log_path})")
 
@@ -197,6 +202,19 @@ def count_starts(records: Iterable[Path]) -> int:
     return sum(p.read_bytes().count(b"start ") for p in records if p.exists())
 
 
+def read_start_times(records: Iterable[Path]) -> dict[str, int]:
+    """Job id -> wall-clock time (µs) of its first handler start."""
+    out: dict[str, int] = {}
+    for path in records:
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 5 and parts[0] == "start":
+                out[parts[1]] = min(int(parts[4]), out.get(parts[1], int(parts[4])))
+    return out
+
+
 def read_executions(records: Iterable[Path]) -> list[tuple[str, int, str]]:
     """(job id, attempt, worker) for every handler start in the record files."""
     out = []
@@ -205,7 +223,7 @@ def read_executions(records: Iterable[Path]) -> list[tuple[str, int, str]]:
             continue
         for line in path.read_text().splitlines():
             parts = line.split()
-            if len(parts) == 4 and parts[0] == "start":
+            if len(parts) >= 4 and parts[0] == "start":
                 out.append((parts[1], int(parts[2]), parts[3]))
     return out
 

@@ -1,0 +1,116 @@
+"""Two replicas whose host clocks disagree by 30 seconds.
+
+Replica ``ahead`` runs on a host whose wall clock is 30 s fast
+(``skewed_coordinator.py``); replica ``right`` on a correct one. Workers that
+talk only to ``right`` hold long jobs with a 2 s heartbeat timeout, and jobs due
+a few seconds from now are enqueued while a worker talks only to ``ahead``.
+Time for leases and due times comes from the database (``DatabaseClock``), so:
+
+* ``ahead``'s lease reaper never takes a live lease (no attempt ends
+  LEASE_EXPIRED, no extra execution), and
+* ``ahead`` hands out no job before its due time (every start is at most
+  ``TOLERANCE_S`` early, the allowance in docs/design.md "Where time comes from").
+
+With each replica on its own host clock both fail: ``ahead`` sees every lease
+``right`` granted as 28 s overdue and every due job as due.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from faults.harness import (
+    CoordinatorProcess,
+    WorkerPool,
+    check_run,
+    count_status,
+    enqueue_work,
+    read_start_times,
+    scaled,
+    wait_all_completed,
+)
+
+from coordinator.model import AttemptOutcome, JobStatus
+from coordinator.store.base import create_sa_engine
+from wfj_testing import wait_until
+from worker_sdk import JobRequest, SchedulerClient
+
+pytestmark = pytest.mark.e2e
+
+SKEW_S = 30
+# How early a due job may start, measured against the worker's own (correct) clock.
+TOLERANCE_S = 0.25
+SKEWED = Path(__file__).resolve().parent / "skewed_coordinator.py"
+
+
+def test_replica_with_clock_30s_ahead_reclaims_nothing_early(tmp_path, pg_url) -> None:
+    right = CoordinatorProcess(pg_url, tmp_path, name="right")
+    ahead = CoordinatorProcess(
+        pg_url,
+        tmp_path,
+        name="ahead",
+        program=SKEWED,
+        env={"WFJOBS_TEST_CLOCK_SKEW_S": str(SKEW_S)},
+    )
+    holders = WorkerPool(right.target, tmp_path, 2, "--concurrency", "20", name="holder")
+    early: WorkerPool | None = None
+    try:
+        # Long jobs leased and heartbeated through the correct replica.
+        long_ids = enqueue_work(
+            right.target, scaled(30), ms=4000, min_ms=4000, heartbeat_timeout=2.0
+        )
+        wait_until(
+            lambda: count_status(pg_url, JobStatus.RUNNING) == len(long_ids),
+            30,
+            "the long jobs to be leased",
+        )
+        # A worker on the fast replica while those leases are live, and jobs
+        # due in a few seconds.
+        early = WorkerPool(ahead.target, tmp_path, 1, "--concurrency", "50", name="ahead")
+        due = datetime.now(UTC) + timedelta(seconds=3)
+        with SchedulerClient(right.target) as scheduler:
+            due_ids = [
+                r.job_id
+                for r in scheduler.enqueue_batch(
+                    [
+                        JobRequest("work", {"n": i}, tenant_id="due", due=due, max_attempts=100)
+                        for i in range(scaled(40))
+                    ]
+                )
+            ]
+        ids = long_ids + due_ids
+        wait_all_completed(pg_url, len(ids), 60)
+    finally:
+        holders.stop()
+        if early is not None:
+            early.stop()
+        right.stop()
+        ahead.stop()
+    records = holders.records + (early.records if early is not None else [])
+    starts = read_start_times(records)
+    due_us = int(due.timestamp() * 1_000_000)
+    earliest = min(starts[j] for j in due_ids)
+    early_by = (due_us - earliest) / 1e6
+    expired = _lease_expiries(pg_url)
+    print(f"\n[clock skew] skew={SKEW_S}s earliest due start={-early_by:+.3f}s vs due time")
+    check_run(pg_url, ids, records, 1, "clock skew")
+    assert expired == 0, f"{expired} live lease(s) taken by the replica whose clock is ahead"
+    assert early_by <= TOLERANCE_S, f"a due job started {early_by:.3f}s before its due time"
+    assert "ahead of the database" in ahead.log_text(), "the fast replica did not notice its clock"
+
+
+def _lease_expiries(url: str) -> int:
+    engine = create_sa_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(
+                    sa.text("SELECT count(*) FROM wfj_job_attempts WHERE outcome = :o"),
+                    {"o": int(AttemptOutcome.LEASE_EXPIRED)},
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
