@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Self, TypedDict
 
@@ -11,9 +13,65 @@ import grpc
 from . import _tracing
 from ._errors import error_from_rpc
 
-__all__ = ["BlockingClient", "ChannelConfig", "ClientOptions"]
+__all__ = ["BlockingClient", "ChannelConfig", "ClientOptions", "check_target"]
 
 Metadata = tuple[tuple[str, str], ...]
+
+# Name-resolver schemes gRPC understands; what follows them is left to gRPC.
+_SCHEMES = ("dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "vsock:", "xds:", "google-c2p:")
+_HOST = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
+
+
+def check_target(target: str) -> str:
+    """Refuse a ``host:port`` that can never connect, instead of retrying it forever.
+
+    Accepted: ``host``, ``host:port``, ``[ipv6]:port``, ``ipv6`` and any target
+    with a gRPC resolver scheme (``dns:///…``, ``unix:…``, ``ipv4:…``, …).
+
+    Returns:
+        ``target`` unchanged.
+
+    Raises:
+        ValueError: The host is empty or has characters no host name has, or
+            the port is not a number from 1 to 65535.
+    """
+    if not isinstance(target, str) or not target.strip():
+        raise ValueError("the coordinator target is empty; expected host:port")
+    if target.startswith(_SCHEMES):
+        return target
+    host, port = target, None
+    if target.startswith("["):
+        end = target.find("]")
+        if end < 0:
+            raise ValueError(f"target {target!r}: '[' without ']'; expected [ipv6]:port")
+        host, rest = target[1:end], target[end + 1 :]
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"target {target!r}: expected [ipv6]:port")
+            port = rest[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"target {target!r}: {host!r} is not an IPv6 address") from None
+    elif target.count(":") > 1:
+        try:
+            ipaddress.IPv6Address(target)
+        except ValueError:
+            raise ValueError(
+                f"target {target!r} is not host:port (write an IPv6 address as [addr]:port)"
+            ) from None
+        return target
+    else:
+        host, _, port = target.partition(":")
+        if ":" not in target:
+            port = None
+        if not host:
+            raise ValueError(f"target {target!r} has no host; expected host:port")
+        if not _HOST.match(host):
+            raise ValueError(f"target {target!r}: {host!r} is not a host name or address")
+    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"target {target!r}: the port {port!r} is not a number from 1 to 65535")
+    return target
 
 
 class ChannelConfig:
@@ -37,7 +95,7 @@ class ChannelConfig:
         metadata: Sequence[tuple[str, str]] = (),
         options: Sequence[tuple[str, object]] = (),
     ) -> None:
-        self.target = target
+        self.target = check_target(target)
         self.credentials = credentials
         pairs = [(key.lower(), value) for key, value in metadata]
         if token is None:

@@ -130,6 +130,10 @@ class Worker:
         channel_options: Extra gRPC channel options.
         outcome_flush_timeout: Seconds to keep trying to report outcomes at
             shutdown; defaults to ``shutdown_grace``.
+
+    Raises:
+        ValueError: A setting can never work, such as a target that is not
+            ``host:port`` (``:47311x``): refused here rather than retried forever.
     """
 
     def __init__(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import uuid
 from collections.abc import Iterator
 from concurrent import futures
@@ -254,3 +255,54 @@ def test_admin_client_pages_and_scopes(services: tuple[str, FakeScheduler, FakeA
     limit = admin.requests[-1]
     assert isinstance(limit, admin_service_pb2.SetConcurrencyLimitRequest)
     assert limit.limit.kind == admin_service_pb2.LIMIT_SCOPE_KIND_CONCURRENCY_KEY
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (":47311x", "target ':47311x' has no host; expected host:port"),
+        ("localhost:47311x", "the port '47311x' is not a number from 1 to 65535"),
+        ("localhost:0", "the port '0' is not a number from 1 to 65535"),
+        ("coordinator host:50051", "'coordinator host' is not a host name or address"),
+        ("", "the coordinator target is empty"),
+    ],
+)
+def test_a_target_that_can_never_connect_is_refused_at_once(target: str, message: str) -> None:
+    from worker_sdk import Worker
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Worker(target)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SchedulerClient(target)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "127.0.0.1:50051",
+        "localhost",
+        "coordinator.example.com:443",
+        "[::1]:50051",
+        "dns:///wfjobs-coordinator-headless:50051",
+        "unix:/run/wfjobs.sock",
+    ],
+)
+def test_targets_grpc_can_dial_are_accepted(target: str) -> None:
+    SchedulerClient(target).close()
+
+
+def test_wfjobs_refuses_a_malformed_target_with_usage_exit_code() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "wfjobs"), "--target", ":47311x", "stats"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 2
+    assert result.stderr == "wfjobs: target ':47311x' has no host; expected host:port\n"
