@@ -30,6 +30,7 @@ CREDENTIALS = {
     "iso-b-secret": (["worker"], ["b"], None),
     "iso-root-secret": (["admin", "scheduler", "worker"], ["*"], None),
     "iso-doomed-secret": (["worker"], ["a"], None),
+    "iso-shift-secret": (["worker"], ["a"], None),
 }
 WAIT_S = 30
 
@@ -304,5 +305,33 @@ def test_two_sdk_workers_with_one_id_and_different_tenants_never_cross(coordinat
             await workers[other].shutdown()
             await asyncio.wait_for(tasks[other], WAIT_S)
         assert seen == {"a": ["a"] * 20, "b": ["b"] * 20}
+
+    asyncio.run(scenario())
+
+
+def test_a_changed_scope_closes_the_stream_and_hands_back_what_it_no_longer_covers(
+    coordinator,
+) -> None:
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            stream = RawStream(channel, "iso-shift-secret", "shifting")
+            await asyncio.wait_for(stream.accepted.wait(), WAIT_S)
+            stream.grant(50)
+            held = await _enqueue(channel, ["a", "a"], lease_s=3600)
+            await stream.wait_for_jobs(2)
+            shifted = dict(CREDENTIALS)
+            shifted["iso-shift-secret"] = (["worker"], ["b"], None)
+            write_tokens(coordinator.tokens_file, shifted)
+            # Closed cleanly: a worker reconnects under its new scope.
+            await asyncio.wait_for(stream.ended.wait(), WAIT_S)
+            assert stream.error is None
+            for job_id in held:
+                for _ in range(200):
+                    job = await _get(channel, job_id)
+                    if job.status == jpb.JOB_STATUS_PENDING:
+                        break
+                    await asyncio.sleep(0.05)
+                assert job.status == jpb.JOB_STATUS_PENDING
+                assert job.last_error == "worker credential changed"
 
     asyncio.run(scenario())
