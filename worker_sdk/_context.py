@@ -159,6 +159,7 @@ class JobContext:
         self._worker_id = worker_id
         self._heartbeat_callback = heartbeat_callback
         self._cancelled = CancelSignal()
+        self._stopping = CancelSignal()
         self.lease_expire_time: datetime | None = lease_expire_time
         """When the current lease expires; refreshed by every heartbeat."""
         self.start_time: datetime = start_time or datetime.now(UTC)
@@ -321,6 +322,23 @@ class JobContext:
         deadline passed or worker shutting down."""
         return self._cancelled.is_set()
 
+    @property
+    def stopping(self) -> CancelSignal:
+        """Set when the worker starts shutting down: ``is_set()``, ``await wait()``,
+        ``wait_blocking()``; its ``reason`` is ``CancelReason.WORKER_SHUTDOWN``."""
+        return self._stopping
+
+    def is_stopping(self) -> bool:
+        """True once the worker is shutting down (SIGTERM, ``shutdown()``).
+
+        Not a cancel: the handler may still finish within the worker's
+        ``shutdown_grace``, and its outcome is reported as usual. A handler that
+        cannot finish in time can save a checkpoint or stop early; when the
+        grace runs out its cancel signal is set (reason ``worker shutting
+        down``), it is cancelled and the job is handed back unfinished.
+        """
+        return self._stopping.is_set()
+
     def heartbeat(self, details: Any = None) -> None:
         """Ask for an early heartbeat of this job's lease.
 
@@ -384,7 +402,12 @@ class JobContext:
         )
 
     def _cancel(self, reason: str) -> None:
+        if reason == CancelReason.WORKER_SHUTDOWN:
+            self._stopping.set(reason)
         self._cancelled.set(reason)
+
+    def _stop(self) -> None:
+        self._stopping.set(CancelReason.WORKER_SHUTDOWN)
 
     def __repr__(self) -> str:
         return (

@@ -34,7 +34,8 @@ Connection states::
 
 Shutdown order (``shutdown()``, SIGTERM/SIGINT under ``run()``):
 
-1. stop acquiring: no more credit, close the request side of the stream;
+1. stop acquiring: no more credit, close the request side of the stream; set
+   every running handler's ``ctx.stopping`` signal (``ctx.is_stopping()``);
 2. wait for running handlers, up to ``shutdown_grace`` seconds (heartbeats go on);
 3. cancel handlers still running and report a ``Release`` for each, handing the
    job back unfinished (jobs pushed after step 1 are released at once too);
@@ -416,8 +417,10 @@ class Worker:
     async def _shutdown_sequence(self) -> None:
         self._state = "stopping"
         assert self._reporter is not None and self._executor is not None
-        # 1. Stop acquiring.
+        # 1. Stop acquiring, and tell running handlers (ctx.is_stopping()).
         self._close_request_side()
+        for running in self._running.values():
+            running.ctx._stop()
         # 2. Wait for running handlers, up to the grace period.
         tasks = [r.task for r in self._running.values() if r.task is not None]
         if tasks and not self._force_stop.is_set():

@@ -412,6 +412,39 @@ def test_shutdown_waits_for_running_jobs_to_finish() -> None:
     asyncio.run(main())
 
 
+def test_handlers_learn_the_worker_is_stopping_during_the_grace() -> None:
+    async def main() -> None:
+        coordinator = ScriptedCoordinator()
+        server, port = await start_server(coordinator)
+        worker = make_worker(port, concurrency=2, shutdown_grace=WAIT)
+        started = asyncio.Event()
+        seen: list[tuple[bool, bool, str | None]] = []
+
+        @worker.handler("long")
+        async def long(ctx: JobContext) -> str:
+            started.set()
+            assert not ctx.is_stopping()
+            await ctx.stopping.wait()
+            seen.append((ctx.is_stopping(), ctx.is_cancelled(), ctx.stopping.reason))
+            return "checkpointed"
+
+        try:
+            task = asyncio.create_task(worker.arun())
+            await coordinator.wait_for(lambda: bool(coordinator.connections))
+            (job_id,) = coordinator.push(leased("long"))
+            await asyncio.wait_for(started.wait(), WAIT)
+            await asyncio.wait_for(worker.shutdown(), WAIT)
+            await asyncio.wait_for(task, WAIT)
+        finally:
+            await server.stop(None)
+
+        # Told at the start of the drain, not cancelled; its outcome is reported.
+        assert seen == [(True, False, CancelReason.WORKER_SHUTDOWN)]
+        assert coordinator.outcomes[job_id].completed.result.data == b'"checkpointed"'
+
+    asyncio.run(main())
+
+
 def test_heartbeats_carry_leases_and_deliver_cancel_and_lost(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
