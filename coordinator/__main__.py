@@ -171,8 +171,7 @@ def migrate(url: str) -> None:
 
     store = open_store(url)
     try:
-        upgrade(store)
-        log.info("schema of %s is up to date", display_url(url))
+        log.info(upgrade(store).describe(display_url(url)))
     finally:
         store.dispose()
 

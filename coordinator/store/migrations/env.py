@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
+from coordinator.store.migrate import VERSION_TABLE
 from coordinator.store.schema import metadata
 
 config = context.config
@@ -17,7 +18,7 @@ def _run(connection: sa.Connection) -> None:
         connection=connection,
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
-        version_table="wfj_alembic_version",
+        version_table=VERSION_TABLE,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from coordinator.launch import EXTRA_MODULES
 
@@ -96,3 +97,19 @@ def test_wfjobs_coordinator_with_the_extra_runs_the_coordinator() -> None:
 
     assert result.returncode == 0, result.stderr
     assert "--database-url" in result.stdout
+
+
+def test_building_the_package_prints_no_setuptools_deprecation() -> None:
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        [sys.executable, "-c", "from setuptools import setup; setup()", "--name"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "workflow-jobs"
+    assert "Deprecat" not in result.stderr
