@@ -42,6 +42,7 @@ removed credential's streams end with UNAUTHENTICATED.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import inspect
@@ -340,6 +341,23 @@ async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None
 # -- the interceptor ------------------------------------------------------------------------
 
 
+async def _take_first_message(request_iter: Any) -> None:
+    """Read the client's opening message (briefly) before refusing a stream.
+
+    A client that writes its first message as it opens the call (a worker's
+    hello) and sees the call closed before that write completes reports a
+    failed write (INTERNAL) instead of the refusal; taking the message first
+    lets it see the status the coordinator sent.
+    """
+    try:
+        await asyncio.wait_for(anext(aiter(request_iter)), _FIRST_MESSAGE_WAIT_S)
+    except Exception:  # noqa: BLE001 - the refusal follows anyway
+        return
+
+
+_FIRST_MESSAGE_WAIT_S = 1.0
+
+
 @dataclass
 class AuthConfig:
     """How the coordinator authenticates callers."""
@@ -441,9 +459,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             inner_stream = handler.stream_stream
 
             async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-                principal = self._authorize(method, metadata)
-                if policy is _cluster_wide:
-                    await policy(None, principal, engine)
+                try:
+                    principal = self._authorize(method, metadata)
+                    if policy is _cluster_wide:
+                        await policy(None, principal, engine)
+                except (Unauthenticated, PermissionDenied):
+                    await _take_first_message(request_iter)
+                    raise
                 _principal.set(principal)
                 async for item in inner_stream(request_iter, context):
                     yield item

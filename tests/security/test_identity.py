@@ -335,3 +335,21 @@ def test_a_changed_scope_closes_the_stream_and_hands_back_what_it_no_longer_cove
                 assert job.last_error == "worker credential changed"
 
     asyncio.run(scenario())
+
+
+def test_a_refused_stream_reports_the_refusal_not_a_failed_write(coordinator) -> None:
+    """A stream refused at authentication, whose client sent its hello at once,
+    gets UNAUTHENTICATED every time (not INTERNAL from the client's own write)."""
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(coordinator.target) as channel:
+            codes = []
+            for _ in range(60):
+                stream = RawStream(channel, "not-a-known-token", "stranger")
+                await asyncio.wait_for(stream.ended.wait(), WAIT_S)
+                assert stream.error is not None
+                codes.append(stream.error.code())
+                await stream.close()
+            assert set(codes) == {grpc.StatusCode.UNAUTHENTICATED}, codes
+
+    asyncio.run(scenario())
