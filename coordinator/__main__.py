@@ -37,6 +37,12 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         help="SQLAlchemy URL (env WFJOBS_DATABASE_URL)",
     )
     serve.add_argument(
+        "--session-database-url",
+        default=defaults.session_database_url,
+        help="PostgreSQL: a direct connection for LISTEN when --database-url goes through a "
+        "pooler in transaction mode such as PgBouncer (env WFJOBS_SESSION_DATABASE_URL)",
+    )
+    serve.add_argument(
         "--migrate",
         action="store_true",
         default=defaults.migrate_on_start,
@@ -187,7 +193,15 @@ async def serve(settings: Settings) -> None:
     file_lock = lock_sqlite_file(settings.database_url)
     if settings.migrate_on_start:
         migrate(settings.database_url)
-    store = open_store(settings.database_url)
+    store = open_store(settings.database_url, session_url=settings.session_database_url)
+    if store.is_postgres:
+        from coordinator.store.pooler import check_session_urls
+
+        try:
+            check_session_urls(settings.database_url, settings.session_database_url)
+        except BaseException:
+            store.dispose()
+            raise
     telemetry = setup_telemetry()  # from OTEL_* and WFJOBS_METRICS_*; off by default
     server = CoordinatorServer(
         Engine(store, _engine_config(settings)), settings.listen, **_server_options(settings)
@@ -203,6 +217,11 @@ async def serve(settings: Settings) -> None:
         server.port,
         display_url(settings.database_url),
     )
+    if settings.session_database_url:
+        log.info(
+            "session connection (LISTEN) %s; statements without server-side prepares",
+            display_url(settings.session_database_url),
+        )
     from coordinator.engine.retention import describe_retention
 
     log.info(
@@ -243,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             defaults,
             listen=args.listen,
             database_url=args.database_url,
+            session_database_url=args.session_database_url,
             migrate_on_start=args.migrate,
             drain_timeout_s=args.drain_timeout,
             retention=args.retention,

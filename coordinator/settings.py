@@ -18,6 +18,9 @@ class Settings:
     listen: str = DEFAULT_LISTEN
     # SQLAlchemy URL: sqlite:///file.db (embedded default) or postgresql+psycopg://...
     database_url: str = DEFAULT_DATABASE_URL
+    # PostgreSQL only: a direct connection (not through a transaction-mode
+    # pooler) for the LISTEN session, when database_url goes through one.
+    session_database_url: str | None = None
     # Apply migrations at start instead of refusing an out-of-date schema.
     migrate_on_start: bool = False
     # Seconds to let running jobs finish on SIGTERM before stopping.
@@ -59,7 +62,7 @@ class Settings:
         fields = []
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name == "database_url":
+            if f.name in ("database_url", "session_database_url") and value is not None:
                 value = display_url(value)
             fields.append(f"{f.name}={value!r}")
         return f"Settings({', '.join(fields)})"
@@ -70,6 +73,7 @@ class Settings:
         return cls(
             listen=env.get("WFJOBS_LISTEN", DEFAULT_LISTEN),
             database_url=env.get("WFJOBS_DATABASE_URL", DEFAULT_DATABASE_URL),
+            session_database_url=env.get("WFJOBS_SESSION_DATABASE_URL") or None,
             migrate_on_start=env.get("WFJOBS_MIGRATE_ON_START", "").lower() in ("1", "true", "yes"),
             drain_timeout_s=float(env.get("WFJOBS_DRAIN_TIMEOUT", "30")),
             log_format=env.get("WFJOBS_LOG_FORMAT", "text"),

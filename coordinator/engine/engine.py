@@ -196,7 +196,7 @@ class Engine:
         if self.store.is_postgres:
             from coordinator.store.notify import WakeListener
 
-            self._listener = WakeListener(self.store.url, self._on_remote_wake)
+            self._listener = WakeListener(self.store.session_url, self._on_remote_wake)
             self._listener.start()
         await self.ops.start()
         self.dispatcher.start()

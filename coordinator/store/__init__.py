@@ -18,9 +18,13 @@ class Store(JobQueries, PauseQueries, StatsQueries, OperationQueries):
     """Every named query, over one SQLAlchemy engine."""
 
 
-def open_store(url: str, *, pool_size: int = 8) -> Store:
-    """Open the store at ``url`` (no schema check; see ``Store.check_schema``)."""
-    return Store(url, pool_size=pool_size)
+def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) -> Store:
+    """Open the store at ``url`` (no schema check; see ``Store.check_schema``).
+
+    ``session_url``: a direct connection for LISTEN when ``url`` goes through a
+    pooler in transaction mode (``store/pooler.py``).
+    """
+    return Store(url, pool_size=pool_size, session_url=session_url)
 
 
 __all__ = ["Store", "open_store"]

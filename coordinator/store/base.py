@@ -100,8 +100,11 @@ def driver_sql(sql: str) -> str:
     return out
 
 
-def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
+def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> sa.Engine:
     """An SQLAlchemy engine configured for the dialect in ``url``.
+
+    ``prepare=False`` turns psycopg's server-side prepared statements off, for
+    statements sent through a pooler in transaction mode (``store/pooler.py``).
 
     Raises:
         ValueError: ``url`` is not an SQLite or PostgreSQL URL (the message
@@ -143,6 +146,7 @@ def create_sa_engine(url: str, *, pool_size: int = 8) -> sa.Engine:
         return engine
     return sa.create_engine(
         url,
+        connect_args={} if prepare else {"prepare_threshold": None},
         pool_size=pool_size,
         max_overflow=pool_size,
         # No pre-ping: it costs a round trip per checkout. A dropped connection
@@ -190,10 +194,17 @@ def domain_errors() -> Iterator[None]:
 class StoreBase:
     """Owns the SQLAlchemy engine and the transaction helper."""
 
-    def __init__(self, url: str, *, pool_size: int = 8) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, session_url: str | None = None) -> None:
         self.url = url
-        self.engine = create_sa_engine(url, pool_size=pool_size)
+        # The URL of the connection that must keep one server session (LISTEN):
+        # ``url`` itself unless statements go through a transaction pooler.
+        self.session_url = session_url or url
+        # A separate session URL means statements are pooled per transaction:
+        # a statement prepared in one server session is unknown in the next.
+        self.engine = create_sa_engine(url, pool_size=pool_size, prepare=session_url is None)
         self.is_postgres = self.engine.dialect.name == "postgresql"
+        if session_url is not None and not self.is_postgres:
+            raise ValueError("a session database URL is only for PostgreSQL; SQLite needs none")
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.is_sqlite = self.engine.dialect.name == "sqlite"
 

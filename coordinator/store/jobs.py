@@ -219,8 +219,8 @@ _LEASED_FOR_FAILURE = (
 class JobQueries(StoreBase):
     """Queries over ``wfj_jobs``, ``wfj_job_attempts`` and ``wfj_lanes``."""
 
-    def __init__(self, url: str, *, pool_size: int = 8) -> None:
-        super().__init__(url, pool_size=pool_size)
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url, **options)
         self._known_lanes: set[tuple[str, str, str]] = set()
 
     # -- enqueue ---------------------------------------------------------------

@@ -526,3 +526,90 @@ class SteadyEnqueuer:
         self._thread.join(timeout=30)
         assert not self._thread.is_alive(), "the enqueuer did not stop"
         return list(dict.fromkeys(self.acknowledged))
+
+
+class PgBouncer:
+    """Debian's ``pgbouncer`` on a free port in front of ``upstream_port``.
+
+    Trust authentication, every database passed through, ``pool_mode`` as
+    given (``transaction`` for the scenarios). Runs as the ``postgres`` user
+    when the tests run as root (PgBouncer refuses root).
+    """
+
+    def __init__(self, root: Path, upstream_port: int, pool_mode: str = "transaction") -> None:
+        self.root = root
+        self.port = free_port()
+        self.ini = root / "pgbouncer.ini"
+        self.log = root / "pgbouncer.log"
+        (root / "userlist.txt").write_text('"root" ""\n')
+        self.ini.write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={upstream_port}\n"
+            "[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\n"
+            f"listen_port = {self.port}\n"
+            "unix_socket_dir =\n"
+            "auth_type = trust\n"
+            f"auth_file = {root / 'userlist.txt'}\n"
+            f"pool_mode = {pool_mode}\n"
+            "max_client_conn = 500\n"
+            "default_pool_size = 20\n"
+            f"logfile = {self.log}\n"
+            f"pidfile = {root / 'pgbouncer.pid'}\n"
+        )
+        if os.geteuid() == 0:
+            for path in (root, self.ini, root / "userlist.txt"):
+                shutil.chown(path, "postgres", "postgres")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def skip_unless_available() -> None:
+        if shutil.which("pgbouncer") is None:
+            message = "pgbouncer not installed (apt-get install pgbouncer)"
+            if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                pytest.fail(message)
+            pytest.skip(message)
+
+    def start(self) -> None:
+        binary = shutil.which("pgbouncer")
+        assert binary is not None
+        self.proc = subprocess.Popen(
+            _as_postgres([binary, str(self.ini)]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._accepting, 30, f"pgbouncer to accept connections (log: {self.log})")
+
+    def _accepting(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            log = self.log.read_text(errors="replace") if self.log.exists() else ""
+            raise AssertionError(f"pgbouncer exited: {log[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL (every client and server connection drops at once)."""
+        if self.proc is not None and self.proc.poll() is None:
+            # runuser forwards nothing on SIGKILL: kill pgbouncer itself.
+            pid = int((self.root / "pgbouncer.pid").read_text())
+            os.kill(pid, 9)
+            self.proc.wait(10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+    def url(self, direct_url: str) -> str:
+        """``direct_url`` with host and port replaced by the pooler's."""
+        parsed = sa.engine.make_url(direct_url)
+        return parsed.set(host="127.0.0.1", port=self.port).render_as_string(hide_password=False)
