@@ -48,6 +48,7 @@ Exit codes (stable, for scripts):
     6  the coordinator does not implement the call (UNIMPLEMENTED)
     7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
     8  enqueue --wait: the job faulted or was cancelled
+    9  a bulk action across every tenant was not confirmed (see --yes)
   141  the reader of the output went away (e.g. `| head`); nothing is printed
 """
 
@@ -62,6 +63,7 @@ EXIT_UNAVAILABLE = 5
 EXIT_UNIMPLEMENTED = 6
 EXIT_DENIED = 7
 EXIT_JOB_FAILED = 8
+EXIT_NOT_CONFIRMED = 9
 
 EXIT_BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
@@ -310,10 +312,15 @@ class Commands:
                 "retried",
             )
         self._need_filter("retry")
-        result = self.admin.bulk_retry_jobs(
-            _filter(a), dry_run=a.dry_run, keep_attempts=a.keep_attempts
-        )
-        return self._bulk(result, "retry")
+
+        def run(dry_run: bool) -> Any:
+            return self.admin.bulk_retry_jobs(
+                _filter(a), dry_run=dry_run, keep_attempts=a.keep_attempts
+            )
+
+        if not self._confirmed(run, "retry"):
+            return EXIT_NOT_CONFIRMED
+        return self._bulk(run(a.dry_run), "retry")
 
     def jobs_cancel(self) -> int:
         a = self.args
@@ -322,8 +329,13 @@ class Commands:
                 a.job_ids, lambda j: self.admin.cancel_job(j, reason=a.reason), "cancelled"
             )
         self._need_filter("cancel")
-        result = self.admin.bulk_cancel_jobs(_filter(a), dry_run=a.dry_run, reason=a.reason)
-        return self._bulk(result, "cancel")
+
+        def run(dry_run: bool) -> Any:
+            return self.admin.bulk_cancel_jobs(_filter(a), dry_run=dry_run, reason=a.reason)
+
+        if not self._confirmed(run, "cancel"):
+            return EXIT_NOT_CONFIRMED
+        return self._bulk(run(a.dry_run), "cancel")
 
     def jobs_unlock(self) -> int:
         return self._each([self.args.job_id], self.admin.unlock_job, "unlocked")
@@ -389,6 +401,33 @@ class Commands:
                 f"give job ids, or a filter (--status, --tenant, --type, ...) to {verb} "
                 f"in bulk (--all-jobs: every job it applies to)"
             )
+
+    def _confirmed(self, run: Callable[[bool], Any], verb: str) -> bool:
+        """A bulk action over every tenant goes ahead only with --yes or a typed "y".
+
+        The dry-run count is printed first; without a terminal to ask on,
+        --yes is required.
+        """
+        a = self.args
+        if a.dry_run or a.tenant or a.yes:
+            return True
+        matched = run(True).matched
+        if matched == 0:
+            return True
+        sys.stderr.write(f"wfjobs: this would {verb} {matched} job(s) across every tenant\n")
+        if not sys.stdin.isatty():
+            sys.stderr.write(
+                f"wfjobs: not confirmed; pass --yes to {verb} them (or --tenant to limit "
+                "the action to one tenant)\n"
+            )
+            return False
+        sys.stderr.write(f"{verb.capitalize()} {matched} job(s)? [y/N] ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        sys.stderr.write("wfjobs: not confirmed; nothing changed\n")
+        return False
 
     def _bulk(self, result: Any, verb: str) -> int:
         dry = self.args.dry_run
@@ -711,6 +750,11 @@ def build_parser() -> argparse.ArgumentParser:
         _add_filter_options(p)
         p.add_argument("--dry-run", action="store_true", help="bulk: only count the matches")
         p.add_argument("--all-jobs", action="store_true", help=f"bulk: {name} with no filter")
+        p.add_argument(
+            "--yes",
+            action="store_true",
+            help="bulk across every tenant (no --tenant): do it without asking",
+        )
         if name == "retry":
             p.add_argument(
                 "--keep-attempts",
