@@ -137,6 +137,25 @@ def test_drained_worker_is_named_by_explain_and_undrained_by_id(
         assert again.returncode == 4 and "is not drained" in again.stderr
 
 
+def test_explain_says_a_killed_workers_lease_is_reclaimed(
+    e2e_database: str, processes: dict[str, Callable[..., Any]], tmp_path: Path
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        job = scheduler.enqueue("gate", {"path": str(tmp_path / "never")}, heartbeat_timeout=60)
+        wait_until(lambda: _events(worker, "start", job.id), 30, "the job to start")
+        [reason] = admin.explain_job(job.id).reasons
+        assert reason.message.startswith("running: leased by worker ") and "until" in reason.message
+        worker.kill()  # SIGKILL: no release, the lease stays until it expires
+        wait_until(lambda: not admin.list_workers(), 30, "the worker to be gone")
+        [reason] = admin.explain_job(job.id).reasons
+        assert _kind(reason) == "KIND_LEASED"
+        assert "which is no longer connected to any coordinator" in reason.message
+        assert "the lease is reclaimed when it expires at" in reason.message
+        assert _status(admin, job.id) == JobStatus.RUNNING
+
+
 def _kind(reason: Any) -> str:
     from workflowjobs.v1 import admin_service_pb2
 
