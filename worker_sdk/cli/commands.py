@@ -23,6 +23,8 @@ from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
+from .._version import __version__
+from .completion import SHELLS, completion_script
 from .connection import DEFAULT_TARGET, Connection
 from .output import (
     Output,
@@ -110,7 +112,8 @@ def _statuses(values: Sequence[str] | None) -> list[str]:
     out: list[str] = []
     for value in values or ():
         for part in value.split(","):
-            name = part.strip().lower()
+            # grpcurl's names (JOB_STATUS_PENDING) are accepted too.
+            name = part.strip().lower().removeprefix("job_status_")
             if not name:
                 continue
             if name not in _STATUSES:
@@ -127,7 +130,8 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "--status",
         action="append",
         metavar="STATUS",
-        help=f"one of {', '.join(_STATUSES)} (repeat or comma-separate)",
+        help=f"one of {', '.join(_STATUSES)} (or JOB_STATUS_PENDING, ...; repeat or "
+        "comma-separate)",
     )
     g.add_argument("--tenant", default="", help="tenant id")
     g.add_argument("--type", dest="job_type", default="", help="job type")
@@ -606,6 +610,12 @@ class Commands:
         )
         return EXIT_OK
 
+    # completion ------------------------------------------------------------------------------
+
+    def completion(self) -> int:
+        self.out.line(completion_script(build_parser(), self.args.shell).rstrip("\n"))
+        return EXIT_OK
+
     # enqueue ---------------------------------------------------------------------------------
 
     def enqueue(self) -> int:
@@ -725,6 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
+    parser.add_argument("--version", action="version", version=f"wfjobs {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(parent: Any, name: str, handler: str, help: str) -> argparse.ArgumentParser:
@@ -740,13 +751,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--page-token", default="", help="continue a previous listing")
     p.add_argument("--all", action="store_true", help="follow every page")
     p = add(jsub, "show", "jobs_show", "show a job with its attempt history")
-    p.add_argument("job_id")
+    p.add_argument("job_id", help="the job's id")
     for name, verb, text in (
         ("retry", "jobs_retry", "make FAULTED or CANCELLED jobs PENDING again (by id or filter)"),
         ("cancel", "jobs_cancel", "cancel PENDING jobs, signal RUNNING ones (by id or filter)"),
     ):
         p = add(jsub, name, verb, text)
-        p.add_argument("job_ids", nargs="*", metavar="JOB_ID")
+        p.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="jobs to act on (or a filter)")
         _add_filter_options(p)
         p.add_argument("--dry-run", action="store_true", help="bulk: only count the matches")
         p.add_argument("--all-jobs", action="store_true", help=f"bulk: {name} with no filter")
@@ -764,18 +775,20 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--reason", default="", help="kept with the job")
     p = add(jsub, "unlock", "jobs_unlock", "put a RUNNING job whose worker is gone back to PENDING")
-    p.add_argument("job_id")
+    p.add_argument("job_id", help="the job's id")
     p = add(jsub, "replay", "jobs_replay", "enqueue a copy of a job (same payload and context)")
-    p.add_argument("job_id")
+    p.add_argument("job_id", help="the job to copy")
     p = add(jsub, "explain", "jobs_explain", "every reason a job is not running right now")
-    p.add_argument("job_id")
+    p.add_argument("job_id", help="the job's id")
 
     for name, text in (
         ("pause", "pause a tenant, definition, instance or job type"),
         ("unpause", "lift the pauses of a tenant, definition, instance or job type"),
     ):
         p = add(sub, name, name, text)
-        p.add_argument("kind", choices=_PAUSE_KINDS)
+        p.add_argument(
+            "kind", choices=_PAUSE_KINDS, help="what to pause: " + ", ".join(_PAUSE_KINDS)
+        )
         p.add_argument(
             "value", nargs="?", default="", help="tenant id, definition id, instance id or job type"
         )
@@ -787,11 +800,11 @@ def build_parser() -> argparse.ArgumentParser:
                 "--for",
                 dest="duration",
                 type=parse_duration,
-                help="lift by itself after this long (e.g. 2h)",
+                help="lift by itself after this long (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
             )
     p = add(sub, "pauses", "pauses", "list active pauses (--all: the audit history)")
     p.add_argument("--all", action="store_true", help="include lifted pauses")
-    p.add_argument("--tenant", default="")
+    p.add_argument("--tenant", default="", help="only the pauses of this tenant")
 
     p = add(
         sub, "drain", "drain", "stop handing out jobs: this coordinator, the cluster or one worker"
@@ -810,30 +823,68 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--worker", metavar="WORKER_ID", help="one worker drained with --worker")
 
     p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
-    p.add_argument("--tenant", default="")
-    p.add_argument("--window", type=parse_duration, default=None, help="recent window (default 5m)")
+    p.add_argument("--tenant", default="", help="only this tenant's jobs")
+    p.add_argument(
+        "--window",
+        type=parse_duration,
+        default=None,
+        help="how far back 'recent' reaches (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds); default 5m)",
+    )
     add(sub, "workers", "workers", "connected workers across every coordinator")
 
+    p = add(sub, "completion", "completion", "print a shell completion script")
+    p.add_argument(
+        "shell",
+        choices=SHELLS,
+        help="bash: source <(wfjobs completion bash); zsh: source <(wfjobs completion zsh)",
+    )
+
     p = add(sub, "enqueue", "enqueue", "enqueue a job")
-    p.add_argument("job_type")
+    p.add_argument("job_type", help="the job type a worker serves")
     p.add_argument("payload", nargs="?", default=None, help="JSON payload (default: null)")
-    p.add_argument("--tenant", default="default")
-    p.add_argument("--definition", default="")
-    p.add_argument("--instance", default="")
-    p.add_argument("--correlation", default="")
-    p.add_argument("--priority", type=int, default=0)
-    p.add_argument("--delay", type=parse_duration, default=None, help="run after this long")
-    p.add_argument("--max-attempts", type=int, default=None)
-    p.add_argument("--execution-timeout", type=parse_duration, default=None)
-    p.add_argument("--heartbeat-timeout", type=parse_duration, default=None)
-    p.add_argument("--idempotency-key", default=None)
+    p.add_argument("--tenant", default="default", help="owning tenant (default: default)")
+    p.add_argument("--definition", default="", help="workflow definition id")
+    p.add_argument("--instance", default="", help="workflow instance id")
+    p.add_argument("--correlation", default="", help="correlation id")
+    p.add_argument(
+        "--priority", type=int, default=0, help="higher runs first within the tenant (default 0)"
+    )
+    p.add_argument(
+        "--delay",
+        type=parse_duration,
+        default=None,
+        help="run after this long (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
+    )
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        default=None,
+        help="attempts before the job is faulted (default: the job type's, else 3)",
+    )
+    p.add_argument(
+        "--execution-timeout",
+        type=parse_duration,
+        default=None,
+        help="longest one attempt may run (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
+    )
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=parse_duration,
+        default=None,
+        help="longest a running attempt may go without a heartbeat (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
+    )
+    p.add_argument(
+        "--idempotency-key",
+        default=None,
+        help="enqueueing the same key again (same tenant) returns the same job",
+    )
     p.add_argument(
         "--wait",
         type=parse_duration,
         nargs="?",
         const=timedelta(0),
         default=None,
-        help="wait for the outcome (optionally at most this long, e.g. 30s); prints the "
+        help="wait for the outcome (optionally at most this long: 30s, 5m, ...); prints the "
         "result, or the error and traceback and exits 8 when the job faults or is cancelled",
     )
     return parser

@@ -1,0 +1,109 @@
+"""``wfjobs`` help, version, status names and shell completion, as a user meets them."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker_sdk import __version__
+from worker_sdk.cli import build_parser
+
+WFJOBS = str(Path(sys.executable).parent / "wfjobs")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([WFJOBS, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "wfjobs"):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _parsers(child, f"{path} {name}")
+
+
+def test_every_option_and_argument_has_help_and_durations_name_their_units() -> None:
+    missing = []
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            name = "/".join(action.option_strings) or action.dest
+            if not action.help:
+                missing.append(f"{path} {name}")
+            elif action.type is not None and getattr(action.type, "__name__", "") == (
+                "parse_duration"
+            ):
+                assert "90s" in action.help or "30s" in action.help, f"{path} {name}"
+            elif action.dest == "timeout":
+                assert "seconds" in action.help, f"{path} {name}"
+
+    assert missing == []
+
+
+def test_version() -> None:
+    result = run("--version")
+
+    assert result.returncode == 0
+    assert result.stdout == f"wfjobs {__version__}\n"
+
+
+@pytest.mark.parametrize("status", ["JOB_STATUS_PENDING", "pending", "job_status_faulted,running"])
+def test_status_names_in_grpcurl_form_are_accepted(status: str) -> None:
+    # Accepted statuses get as far as calling the (absent) coordinator: exit 5.
+    result = run("--target", "127.0.0.1:1", "--timeout", "2", "jobs", "list", "--status", status)
+
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.startswith("wfjobs: cannot reach the coordinator at 127.0.0.1:1")
+
+
+def test_an_unknown_status_is_named() -> None:
+    result = run("--target", "127.0.0.1:1", "jobs", "list", "--status", "JOB_STATUS_SLEEPING")
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "wfjobs: unknown status 'JOB_STATUS_SLEEPING'; expected one of: "
+        "pending, running, completed, faulted, cancelled\n"
+    )
+
+
+def complete(*words: str) -> list[str]:
+    script = run("completion", "bash").stdout
+    line = " ".join(f"'{w}'" for w in ("wfjobs", *words))
+    program = (
+        f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _wfjobs; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    result = subprocess.run(
+        ["bash", "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_bash_completion_completes_commands_actions_options_and_choices() -> None:
+    assert complete("jo") == ["jobs"]
+    assert complete("jobs", "re") == ["replay", "retry"]
+    assert complete("jobs", "list", "--st") == ["--status"]
+    assert complete("--json", "jobs", "cancel", "--y") == ["--yes"]
+    assert complete("pause", "") == sorted(complete("pause", ""), key=complete("pause", "").index)
+    assert {"tenant", "definition", "instance", "job-type"} <= set(complete("pause", ""))
+    assert complete("completion", "z") == ["zsh"]
+
+
+def test_zsh_completion_is_the_bash_function_behind_bashcompinit() -> None:
+    zsh = run("completion", "zsh").stdout
+    bash = run("completion", "bash").stdout
+
+    assert zsh.startswith("autoload -U +X bashcompinit && bashcompinit\n")
+    assert (
+        zsh.split("\n", 1)[1]
+        .replace("(zsh)", "(bash)")
+        .replace("completion zsh", "completion bash")
+        == bash
+    )
