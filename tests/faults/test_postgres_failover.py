@@ -9,15 +9,18 @@ three workers run and jobs keep being enqueued throughout. Mid-run the primary
 is stopped with ``-m immediate`` and the standby promoted. Both replicas report
 NOT_SERVING while no read-write server is reachable, then reconnect to the new
 primary by themselves (their pools and their LISTEN connections). Afterwards a
-worker is SIGKILLed: its leases can only come back through the lease reaper,
-the chore one replica at a time runs under an advisory lock, which now lives on
+worker hangs (SIGSTOP: its streams stay open, its heartbeats stop) and is then
+SIGKILLed: its leases can only come back through the lease reaper, the chore
+one replica at a time runs under an advisory lock, which now lives on
 the new primary. Nothing acknowledged is lost, no job is recorded twice, and
 every extra execution is explained by a lease the reaper took back.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 
 import psycopg
@@ -108,13 +111,22 @@ def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
         wait_health(targets, SERVING, 60, "both replicas SERVING on the new primary")
         recovery = time.monotonic() - promoted
         wait_until(lambda: len(steady.acknowledged) > acknowledged, 30, "enqueues to resume")
-        # Leases of a killed worker come back only through the reaper.
+        # Leases of a hung worker come back only through the reaper.
         goal = count_starts(pool.records) + scaled(200)
         wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress on the new primary")
         victim = pool.workers[0]
         victim_id = f"{pool.name}-1"
         wait_until(lambda: _leases_of(new_primary_url, victim_id), 30, "a worker's leases")
-        killed_at_us = time.time_ns() // 1000
+        hung_at_us = time.time_ns() // 1000
+        os.kill(victim.proc.pid, signal.SIGSTOP)
+        wait_until(
+            lambda: (
+                AttemptOutcome.LEASE_EXPIRED
+                in _ended_attempts(new_primary_url, victim_id, hung_at_us).values()
+            ),
+            30,
+            "the reaper to take back the hung worker's leases",
+        )
         victim.kill()
         pool.kills += 1
         ids += steady.stop()
@@ -131,11 +143,9 @@ def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
         log = coordinator.log_text()
         assert "unexpected error" not in log, "a database error became INTERNAL"
     check_run(new_primary_url, ids, pool.records, 2, "primary failover", recovery_s=recovery)
-    # The killed worker's running leases were taken back by the reaper on the
-    # new primary (LEASE_EXPIRED); jobs it had not started may have been handed
-    # back instead. Each such attempt ended once (attempt numbers are unique).
-    ended = _ended_attempts(new_primary_url, victim_id, killed_at_us)
-    assert int(AttemptOutcome.LEASE_EXPIRED) in ended.values(), ended
+    # The hung worker's leases were taken back by the reaper on the new primary
+    # (LEASE_EXPIRED); jobs handed back when its streams closed are RELEASED.
+    ended = _ended_attempts(new_primary_url, victim_id, hung_at_us)
     taken_back = {AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.UNLOCKED, AttemptOutcome.RELEASED}
     assert set(ended.values()) <= {int(o) for o in taken_back}, ended
 
