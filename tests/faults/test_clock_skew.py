@@ -59,9 +59,7 @@ def test_replica_with_clock_30s_ahead_reclaims_nothing_early(tmp_path, pg_url) -
     early: WorkerPool | None = None
     try:
         # Long jobs leased and heartbeated through the correct replica.
-        long_ids = enqueue_work(
-            right.target, scaled(30), ms=4000, min_ms=4000, heartbeat_timeout=2.0
-        )
+        long_ids = enqueue_work(right.target, 30, ms=4000, min_ms=4000, heartbeat_timeout=2.0)
         wait_until(
             lambda: count_status(pg_url, JobStatus.RUNNING) == len(long_ids),
             30,
