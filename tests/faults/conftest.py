@@ -25,3 +25,15 @@ def fault_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'faults.db'}"
     return str(request.getfixturevalue("pg_url"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A soak (``WFJOBS_FAULTS_SCALE`` > 1) gets a per-test timeout scaled with it."""
+    from faults.harness import SCALE
+
+    if SCALE <= 1:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(int(300 * SCALE)))
