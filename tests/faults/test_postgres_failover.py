@@ -76,6 +76,15 @@ def _sync_state(primary: PgCluster) -> str | None:
     return row[0] if row else None
 
 
+def _listeners(cluster: PgCluster) -> int:
+    with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = 'wfjobs' AND query = 'LISTEN wfj_wake'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _is_primary(cluster: PgCluster) -> bool:
     with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
         return not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
@@ -111,6 +120,9 @@ def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
         wait_health(targets, SERVING, 60, "both replicas SERVING on the new primary")
         recovery = time.monotonic() - promoted
         wait_until(lambda: len(steady.acknowledged) > acknowledged, 30, "enqueues to resume")
+        wait_until(
+            lambda: _listeners(standby) == 2, 30, "both replicas to LISTEN on the new primary"
+        )
         # Leases of a hung worker come back only through the reaper.
         goal = count_starts(pool.records) + scaled(200)
         wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress on the new primary")
