@@ -194,7 +194,7 @@ async def serve(settings: Settings) -> None:
     if settings.migrate_on_start:
         migrate(settings.database_url)
     store = open_store(settings.database_url, session_url=settings.session_database_url)
-    if store.is_postgres:
+    if store.capabilities.listen_notify:
         from coordinator.store.pooler import check_session_urls
 
         try:

@@ -8,6 +8,7 @@ LISTEN/NOTIFY, advisory locks) stay inside this package.
 
 from __future__ import annotations
 
+from coordinator.store.base import StoreCapabilities
 from coordinator.store.jobs import JobQueries
 from coordinator.store.operations import OperationQueries
 from coordinator.store.pauses import PauseQueries
@@ -27,4 +28,4 @@ def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) 
     return Store(url, pool_size=pool_size, session_url=session_url)
 
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Store", "StoreCapabilities", "open_store"]

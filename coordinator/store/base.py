@@ -11,6 +11,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -191,6 +192,48 @@ def domain_errors() -> Iterator[None]:
         ) from e
 
 
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """What the store's dialect can do, so the engine never asks which dialect it is."""
+
+    # Replicas share one store and keep the database server's clock, not
+    # their hosts' (``DatabaseClock``); false when one coordinator owns the store.
+    database_clock: bool
+    # ``job_claim_fair`` acquires a fair batch in one statement; false sends
+    # every acquisition through the counting path.
+    one_statement_claim: bool
+    # ``job_insert_many`` can lease due jobs to waiting workers as it inserts
+    # them (direct dispatch).
+    lease_at_insert: bool
+    # Writes notify every replica (LISTEN/NOTIFY on ``wfj_wake``); false when the
+    # engine wakes itself after its own writes.
+    listen_notify: bool
+    # Chores that one replica at a time may run take a transaction-scoped
+    # advisory lock; false when one coordinator owns the store anyway.
+    advisory_lock_leadership: bool
+    # Most threads that may run store calls at once; None leaves it to the
+    # engine's configuration (SQLite has one writer: 1).
+    max_store_threads: int | None
+
+
+POSTGRES_CAPABILITIES = StoreCapabilities(
+    database_clock=True,
+    one_statement_claim=True,
+    lease_at_insert=True,
+    listen_notify=True,
+    advisory_lock_leadership=True,
+    max_store_threads=None,
+)
+SQLITE_CAPABILITIES = StoreCapabilities(
+    database_clock=False,
+    one_statement_claim=False,
+    lease_at_insert=False,
+    listen_notify=False,
+    advisory_lock_leadership=False,
+    max_store_threads=1,
+)
+
+
 class StoreBase:
     """Owns the SQLAlchemy engine and the transaction helper."""
 
@@ -207,6 +250,7 @@ class StoreBase:
             raise ValueError("a session database URL is only for PostgreSQL; SQLite needs none")
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self.capabilities = POSTGRES_CAPABILITIES if self.is_postgres else SQLITE_CAPABILITIES
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sa.Connection]:
