@@ -49,6 +49,7 @@ bench-quick:
 
 lint: install node_modules/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	npx buf lint
 
 clean:

@@ -63,7 +63,7 @@ def scheduled_fire_time(trigger: CronTrigger, now: datetime) -> datetime:
     it back, the same on every host that runs the same schedule.
     """
     fire = trigger.get_next_fire_time(None, now - LOOKBACK)
-    latest = None
+    latest: datetime | None = None
     while fire is not None and fire <= now:
         latest = fire
         fire = trigger.get_next_fire_time(fire, fire + timedelta(microseconds=1))

@@ -14,8 +14,10 @@ Run, with a coordinator at 127.0.0.1:50051 (``make run``)::
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -28,7 +30,7 @@ class QuoteRequest:
     priced: int = 0  # items priced so far: the checkpoint when handed off
 
 
-def price_quote(quote: QuoteRequest, ctx: JobContext) -> dict:
+def price_quote(quote: QuoteRequest, ctx: JobContext) -> dict[str, Any]:
     """The one handler, run inline by the endpoint and remotely by the worker."""
     if ctx.is_inline and quote.items > 1000:
         ctx.hand_off(quote, reason="too big to price within a request")
@@ -39,8 +41,8 @@ def price_quote(quote: QuoteRequest, ctx: JobContext) -> dict:
     return {"items": quote.items, "total_cents": total, "priced_inline": ctx.is_inline}
 
 
-def make_app(runner: InlineRunner):
-    def app(environ, start_response):
+def make_app(runner: InlineRunner) -> Callable[..., list[bytes]]:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         query = parse_qs(environ.get("QUERY_STRING", ""))
         items = int(query.get("items", ["1"])[0])
         result = runner.run_sync(
@@ -63,7 +65,7 @@ def make_app(runner: InlineRunner):
 
 
 class QuietHandler(WSGIRequestHandler):
-    def log_request(self, code="-", size="-"):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
 
 

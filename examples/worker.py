@@ -17,7 +17,7 @@ worker = Worker(args.parse_args().target, concurrency=10)
 
 
 @worker.handler("hello")
-async def hello(greeting: Greeting, ctx: JobContext) -> dict:
+async def hello(greeting: Greeting, ctx: JobContext) -> dict[str, str]:
     ctx.logger.info("hello, %s (attempt %d)", greeting.name, ctx.attempt)
     return {"greeting": f"Hello, {greeting.name}!"}
 

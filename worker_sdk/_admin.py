@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
 
@@ -31,7 +31,7 @@ from ._transport import BlockingClient, ClientOptions
 __all__ = ["AdminClient", "BulkResult", "JobExplanation", "JobFilter", "JobPage"]
 
 
-def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> int:
+def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> Any:
     if isinstance(value, int):
         return value
     name = value.strip().upper().replace("-", "_")
@@ -81,7 +81,7 @@ class JobFilter:
     def to_proto(self) -> admin_service_pb2.JobFilter:
         """Build the ``workflowjobs.v1.JobFilter`` message."""
         message = admin_service_pb2.JobFilter(
-            statuses=[JobStatus(str(s).upper()).to_proto() for s in self.statuses],
+            statuses=[cast(Any, JobStatus(str(s).upper()).to_proto()) for s in self.statuses],
             tenant_id=self.tenant_id,
             job_type=self.job_type,
             definition_id=self.definition_id,
@@ -295,7 +295,7 @@ class AdminClient(BlockingClient):
         request = admin_service_pb2.GetStatsRequest(tenant_id=tenant_id)
         if window is not None:
             request.window.CopyFrom(to_duration(window))
-        return self._call(self._stub.GetStats, request)
+        return cast(admin_service_pb2.GetStatsResponse, self._call(self._stub.GetStats, request))
 
     def list_workers(self) -> list[admin_service_pb2.WorkerInfo]:
         """Connected workers with their slots, in-flight jobs and last heartbeat."""
@@ -330,7 +330,7 @@ class AdminClient(BlockingClient):
         )
         if expire_time is not None:
             request.expire_time.CopyFrom(to_timestamp(expire_time))
-        return self._call(self._stub.Pause, request).pause
+        return cast(admin_service_pb2.PauseRecord, self._call(self._stub.Pause, request).pause)
 
     def unpause(
         self, kind: str | int, value: str = "", *, tenant_id: str = "", actor: str = ""

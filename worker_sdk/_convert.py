@@ -12,7 +12,7 @@ import enum
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -20,6 +20,8 @@ from workflowjobs.v1 import job_pb2
 
 from ._backoff import backoff_delay
 from ._codec import decode_payload, encode_payload
+
+_T = TypeVar("_T")
 
 __all__ = [
     "JobAttemptView",
@@ -437,6 +439,10 @@ class JobView:
         """True once the job is ``COMPLETED``, ``FAULTED`` or ``CANCELLED``."""
         return self.status.is_terminal
 
+    @overload
+    def result_value(self, type_hint: type[_T]) -> _T: ...
+    @overload
+    def result_value(self, type_hint: Any = Any) -> Any: ...
     def result_value(self, type_hint: Any = Any) -> Any:
         """Decode the job's result with the payload codec.
 
@@ -449,6 +455,10 @@ class JobView:
         """
         return decode_payload(self.result, self.result_content_type, type_hint)
 
+    @overload
+    def payload_value(self, type_hint: type[_T]) -> _T: ...
+    @overload
+    def payload_value(self, type_hint: Any = Any) -> Any: ...
     def payload_value(self, type_hint: Any = Any) -> Any:
         """Decode the job's payload with the payload codec (see :meth:`result_value`)."""
         return decode_payload(self.payload, self.payload_content_type, type_hint)

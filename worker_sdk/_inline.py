@@ -843,7 +843,7 @@ class InlineRunner:
             )
             error.job_id = ctx.job_id  # type: ignore[attr-defined]
             raise error
-        base = {"job_id": ctx.job_id, "attempt": ctx.attempt}
+        base: dict[str, Any] = {"job_id": ctx.job_id, "attempt": ctx.attempt}
         request = ctx._requested
         if isinstance(request, ContinueAs):
             try:
@@ -1020,7 +1020,7 @@ class InlineRunner:
     async def _close_connection(self) -> None:
         conn = self._connections.pop(asyncio.get_running_loop(), None)
         if conn is not None:
-            await conn.channel.close()
+            await conn.channel.close(None)
 
     def close(self) -> None:
         """Stop the background loop of :meth:`run_sync` and close its channel. Idempotent.

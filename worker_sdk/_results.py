@@ -12,7 +12,7 @@ or raises :class:`JobFailedError`. :func:`enqueue_and_wait` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._convert import JobStatus, JobView
 
@@ -44,6 +44,13 @@ class JobFailedError(Exception):
         super().__init__(f"job {job.id} ({job.job_type}) ended {job.status.value}{detail}")
 
 
+T = TypeVar("T")
+
+
+@overload
+def job_outcome(job: JobView, result_type: type[T]) -> T: ...
+@overload
+def job_outcome(job: JobView, result_type: Any = Any) -> Any: ...
 def job_outcome(job: JobView, result_type: Any = Any) -> Any:
     """The result of a finished job, or its error.
 
@@ -66,6 +73,25 @@ def job_outcome(job: JobView, result_type: Any = Any) -> Any:
     raise ValueError(f"job {job.id} is {job.status.value}, not finished")
 
 
+@overload
+def enqueue_and_wait(
+    client: SchedulerClient,
+    job_type: str,
+    payload: Any = None,
+    *,
+    timeout: float | None = None,
+    result_type: type[T],
+    **options: Any,
+) -> T: ...
+@overload
+def enqueue_and_wait(
+    client: SchedulerClient,
+    job_type: str,
+    payload: Any = None,
+    *,
+    timeout: float | None = None,
+    **options: Any,
+) -> Any: ...
 def enqueue_and_wait(
     client: SchedulerClient,
     job_type: str,
@@ -108,6 +134,25 @@ def enqueue_and_wait(
     return job_outcome(done, result_type)
 
 
+@overload
+async def aenqueue_and_wait(
+    client: AsyncSchedulerClient,
+    job_type: str,
+    payload: Any = None,
+    *,
+    timeout: float | None = None,
+    result_type: type[T],
+    **options: Any,
+) -> T: ...
+@overload
+async def aenqueue_and_wait(
+    client: AsyncSchedulerClient,
+    job_type: str,
+    payload: Any = None,
+    *,
+    timeout: float | None = None,
+    **options: Any,
+) -> Any: ...
 async def aenqueue_and_wait(
     client: AsyncSchedulerClient,
     job_type: str,

@@ -262,7 +262,7 @@ class AsyncSchedulerClient:
     async def close(self) -> None:
         """Close the channel (when this client opened it)."""
         if self._owns_channel:
-            await self._channel.close()
+            await self._channel.close(None)
 
     async def __aenter__(self) -> AsyncSchedulerClient:
         return self

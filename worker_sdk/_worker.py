@@ -450,7 +450,7 @@ class Worker:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self._reporter.close()
         if self._channel is not None:
-            await self._channel.close()
+            await self._channel.close(None)
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._state = "stopped"
         self._stopped.set()

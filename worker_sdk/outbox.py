@@ -51,7 +51,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 
@@ -64,6 +64,7 @@ from ._scheduler import EnqueueResult, SchedulerClient
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy import Table as _Table  # functions below shadow `sa` with the module
 
 __all__ = [
     "DEFAULT_TABLE_NAME",
@@ -144,7 +145,7 @@ def outbox_table(
         name, metadata if metadata is not None else sa.MetaData(), *_columns(sa), schema=schema
     )
     sa.Index(_index_name(name), table.c.forwarded_at, table.c.id)
-    return table
+    return cast("_Table", table)
 
 
 def _table(table: sa.Table | None) -> sa.Table:
@@ -269,7 +270,7 @@ def enqueue_in_transaction(
             created_at=datetime.now(UTC),
         )
     )
-    (row_id,) = result.inserted_primary_key
+    (row_id,) = cast(Any, result).inserted_primary_key
     return OutboxEntry(int(row_id), spec.idempotency_key, spec.job_type, spec.tenant_id)
 
 
@@ -345,7 +346,7 @@ class OutboxRelay:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._owns_engine = isinstance(database, str)
-        self._engine: sa.Engine = (
+        self._engine: Any = (
             sa.create_engine(database) if isinstance(database, str) else database
         )
         self._table = _table(table)

@@ -121,7 +121,7 @@ def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
     out = Output(args.json, stdout)
     commands = Commands(args, out, connection)
     try:
-        return getattr(commands, args.handler)()
+        return int(getattr(commands, args.handler)())
     except (UsageError, ConfigError) as e:
         sys.stderr.write(f"wfjobs: {e}\n")
         return EXIT_USAGE

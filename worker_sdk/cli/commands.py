@@ -739,7 +739,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(parent: Any, name: str, handler: str, help: str) -> argparse.ArgumentParser:
-        p = parent.add_parser(name, help=help, description=help, parents=[common])
+        p: argparse.ArgumentParser = parent.add_parser(
+            name, help=help, description=help, parents=[common]
+        )
         p.set_defaults(handler=handler)
         return p
 

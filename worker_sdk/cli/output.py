@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -78,7 +78,7 @@ def time_text(value: datetime | None) -> str:
 def timestamp(ts: Any) -> datetime | None:
     if ts is None or (ts.seconds == 0 and ts.nanos == 0):
         return None
-    return ts.ToDatetime(tzinfo=UTC)
+    return cast(datetime, ts.ToDatetime(tzinfo=UTC))
 
 
 def message_dict(msg: Message) -> dict[str, Any]:
