@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +22,10 @@ class JobStatus(enum.IntEnum):
 
 
 FINISHED_STATUSES = (JobStatus.COMPLETED, JobStatus.FAULTED, JobStatus.CANCELLED)
+# Statuses an operator retry makes PENDING again.
+RETRYABLE_STATUSES = (JobStatus.FAULTED, JobStatus.CANCELLED)
+# Statuses an operator cancel applies to (PENDING ends at once, RUNNING is asked).
+CANCELLABLE_STATUSES = (JobStatus.PENDING, JobStatus.RUNNING)
 
 
 class AttemptOutcome(enum.IntEnum):
@@ -116,6 +121,59 @@ class RetryPolicy:
         data = json.loads(text)
         data["non_retryable_error_kinds"] = tuple(data.get("non_retryable_error_kinds", ()))
         return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryGrant:
+    """The attempt budget an operator retry gives a FAULTED or CANCELLED job."""
+
+    max_attempts: int
+    # The job's retry policy with its configured max attempts recorded.
+    retry_policy: str | None
+
+
+def at_attempt_ceiling(attempt: int) -> bool:
+    """True when a job has run as many attempts as any job may: it cannot run again."""
+    return attempt >= ATTEMPT_CEILING
+
+
+def operator_retry_grant(
+    attempt: int,
+    released_attempts: int | None,
+    max_attempts: int,
+    retry_policy: str | None,
+    keep_attempts: bool,
+) -> RetryGrant | None:
+    """The budget of an operator retry; None when the job is at ``ATTEMPT_CEILING``.
+
+    ``attempt`` never goes down, so the history's attempt numbers stay unique
+    (attempt rows are keyed by number). "Resetting" the attempts therefore
+    gives the job a fresh budget instead: ``max_attempts`` becomes the
+    attempts counted so far (``attempt - released_attempts``) plus the budget,
+    the job's configured max attempts (recorded in its retry policy the first
+    time it is raised). Keeping the attempts grants one more attempt when the
+    job had used them all. The budget never passes ``ATTEMPT_CEILING``.
+    """
+    if at_attempt_ceiling(attempt):
+        return None
+    policy = RetryPolicy.from_json(retry_policy)
+    budget = policy.max_attempts or max_attempts
+    if policy.max_attempts is None:
+        policy = RetryPolicy(
+            max_attempts=max_attempts,
+            initial_backoff_ms=policy.initial_backoff_ms,
+            backoff_multiplier=policy.backoff_multiplier,
+            max_backoff_ms=policy.max_backoff_ms,
+            jitter=policy.jitter,
+            non_retryable_error_kinds=policy.non_retryable_error_kinds,
+        )
+    counted = attempt - (released_attempts or 0)
+    granted = max(max_attempts, counted + 1) if keep_attempts else counted + budget
+    return RetryGrant(min(granted, ATTEMPT_CEILING), policy.to_json())
+
+
+# How an operator retry computes a job's new budget (``operator_retry_grant``).
+RetryGrantRule = Callable[[int, int | None, int, str | None, bool], RetryGrant | None]
 
 
 DEFAULT_RETRY_POLICY = RetryPolicy(

@@ -39,16 +39,17 @@ from coordinator.engine.timeouts import ExecutionTimeouts, TimeoutConfig
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import (
+    CANCELLABLE_STATUSES,
+    RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptOutcome,
     JobFilter,
     JobRow,
     JobStatus,
     LeasedForFailure,
+    operator_retry_grant,
 )
 from coordinator.store.operations import (
-    CANCELLABLE_STATUSES,
-    RETRYABLE_STATUSES,
     BulkCount,
     RunningDeadline,
     StateChange,
@@ -155,7 +156,16 @@ class Operations:
 
     async def retry_job(self, job_id: str, keep_attempts: bool) -> JobRow:
         _check_id(job_id)
-        change = await self._call(self._store.job_retry, job_id, keep_attempts, self._now())
+        change = await self._call(
+            functools.partial(
+                self._store.job_retry,
+                statuses=RETRYABLE_STATUSES,
+                grant=operator_retry_grant,
+            ),
+            job_id,
+            keep_attempts,
+            self._now(),
+        )
         row = _applied(change, job_id, "retried", RETRYABLE_STATUSES)
         self._engine.dispatcher.wake()
         return row
@@ -195,7 +205,11 @@ class Operations:
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
         result = await self._call(
-            self._store.job_bulk_retry, flt, statuses, keep_attempts, self._now()
+            functools.partial(self._store.job_bulk_retry, grant=operator_retry_grant),
+            flt,
+            statuses,
+            keep_attempts,
+            self._now(),
         )
         if result.changed:
             self._engine.dispatcher.wake()

@@ -11,7 +11,7 @@ per job: no query here lowers ``attempt`` (see ``job_retry``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,18 +21,19 @@ from coordinator.errors import FailedPrecondition
 from coordinator.model import (
     ATTEMPT_CEILING,
     FINISHED_STATUSES,
+    RETRYABLE_STATUSES,
     AttemptOutcome,
     JobFilter,
     JobRow,
     JobStatus,
-    RetryPolicy,
+    RetryGrant,
+    RetryGrantRule,
+    operator_retry_grant,
 )
 from coordinator.store.base import StoreBase
 from coordinator.store.jobs import ROW_WRITE_ERRORS, _filter_clauses
 from coordinator.store.schema import cluster_flags, job_attempts, jobs, workers
 
-RETRYABLE_STATUSES = (JobStatus.FAULTED, JobStatus.CANCELLED)
-CANCELLABLE_STATUSES = (JobStatus.PENDING, JobStatus.RUNNING)
 # Attempt outcomes that count as failures in stats.
 FAILED_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.TIMED_OUT)
 
@@ -86,40 +87,13 @@ class RunningDeadline:
     deadline: int
 
 
-def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
-    """Column values that make a FAULTED or CANCELLED job PENDING again.
-
-    ``attempt`` never goes down, so the history's attempt numbers stay unique
-    (attempt rows are keyed by number). "Resetting" the attempts therefore
-    gives the job a fresh budget instead: ``max_attempts`` becomes the
-    attempts counted so far (``attempt - released_attempts``) plus the budget,
-    the job's configured max attempts (recorded in its retry policy the first
-    time it is raised). Keeping the attempts grants one more attempt when the
-    job had used them all. The
-    budget never passes ``ATTEMPT_CEILING`` (see ``at_attempt_ceiling``).
-    """
-    policy = RetryPolicy.from_json(row.retry_policy)
-    budget = policy.max_attempts or row.max_attempts
-    if policy.max_attempts is None:
-        policy = RetryPolicy(
-            max_attempts=row.max_attempts,
-            initial_backoff_ms=policy.initial_backoff_ms,
-            backoff_multiplier=policy.backoff_multiplier,
-            max_backoff_ms=policy.max_backoff_ms,
-            jitter=policy.jitter,
-            non_retryable_error_kinds=policy.non_retryable_error_kinds,
-        )
-    counted = row.attempt - (row.released_attempts or 0)
-    if keep_attempts:
-        max_attempts = max(row.max_attempts, counted + 1)
-    else:
-        max_attempts = counted + budget
-    max_attempts = min(max_attempts, ATTEMPT_CEILING)
+def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
+    """Column values that make a FAULTED or CANCELLED job PENDING again under ``grant``."""
     return {
         "status": int(JobStatus.PENDING),
         "due_at": now,
-        "max_attempts": max_attempts,
-        "retry_policy": policy.to_json(),
+        "max_attempts": grant.max_attempts,
+        "retry_policy": grant.retry_policy,
         "finished_at": None,
         # The error of the fault or cancel that was retried no longer describes
         # the job (each attempt's error stays in the history).
@@ -132,9 +106,8 @@ def retry_values(row: Any, keep_attempts: bool, now: int) -> dict[str, Any]:
     }
 
 
-def at_attempt_ceiling(row: Any) -> bool:
-    """True when the job has run as many attempts as any job may: it cannot be retried."""
-    return row.attempt >= ATTEMPT_CEILING
+def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGrant | None:
+    return rule(row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, keep_attempts)
 
 
 class OperationQueries(StoreBase):
@@ -142,21 +115,36 @@ class OperationQueries(StoreBase):
 
     # -- single jobs -----------------------------------------------------------
 
-    def job_retry(self, job_id: str, keep_attempts: bool, now: int) -> StateChange:
-        """FAULTED or CANCELLED → PENDING, due now (see ``retry_values``)."""
+    def job_retry(
+        self,
+        job_id: str,
+        keep_attempts: bool,
+        now: int,
+        *,
+        statuses: Collection[int] = RETRYABLE_STATUSES,
+        grant: RetryGrantRule = operator_retry_grant,
+    ) -> StateChange:
+        """A job in ``statuses`` → PENDING, due now, with the budget ``grant`` gives.
+
+        Raises:
+            FailedPrecondition: ``grant`` gives none (the job is at the attempt
+                ceiling: only a replay runs it again).
+        """
+        wanted = [int(s) for s in statuses]
         with self.tx() as conn:
             row = self._lock_job(conn, job_id)
-            if row is None or row.status not in RETRYABLE_STATUSES:
+            if row is None or row.status not in wanted:
                 return StateChange(row, False)
-            if at_attempt_ceiling(row):
+            granted = _grant_for(grant, row, keep_attempts)
+            if granted is None:
                 raise FailedPrecondition(
                     f"job {job_id} has run {row.attempt} attempts, the most one job may run "
                     f"({ATTEMPT_CEILING:,}); replay it to run it as a new job"
                 )
             conn.execute(
                 jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.status.in_([int(s) for s in RETRYABLE_STATUSES]))
-                .values(**retry_values(row, keep_attempts, now))
+                .where(jobs.c.id == job_id, jobs.c.status.in_(wanted))
+                .values(**retry_values(granted, now))
             )
             self._notify_wake(conn, now)
             return StateChange(self._read_job(conn, job_id), True)
@@ -292,14 +280,21 @@ class OperationQueries(StoreBase):
             return int(conn.execute(query).scalar() or 0)
 
     def job_bulk_retry(
-        self, flt: JobFilter, statuses: Sequence[int], keep_attempts: bool, now: int
+        self,
+        flt: JobFilter,
+        statuses: Sequence[int],
+        keep_attempts: bool,
+        now: int,
+        *,
+        grant: RetryGrantRule = operator_retry_grant,
     ) -> BulkCount:
-        """Retry every job matching ``flt`` in ``statuses`` (a subset of FAULTED, CANCELLED).
+        """Retry every job matching ``flt`` in ``statuses`` with the budget ``grant`` gives.
 
         Works through the matches in id order, ``BULK_CHUNK`` rows per
-        transaction; jobs that changed state meanwhile are skipped.
+        transaction; jobs that changed state meanwhile are skipped, and so are
+        jobs ``grant`` gives no budget (matched, not changed).
         """
-        wanted = [int(s) for s in statuses if s in RETRYABLE_STATUSES]
+        wanted = [int(s) for s in statuses]
         matched = changed = 0
         after = ""
         while True:
@@ -322,12 +317,13 @@ class OperationQueries(StoreBase):
                 after = rows[-1].id
                 matched += len(rows)
                 for row in rows:
-                    if at_attempt_ceiling(row):
+                    granted = _grant_for(grant, row, keep_attempts)
+                    if granted is None:
                         continue  # matched, not changed: only a replay runs it again
                     changed += conn.execute(
                         jobs.update()
                         .where(jobs.c.id == row.id, jobs.c.status.in_(wanted))
-                        .values(**retry_values(row, keep_attempts, now))
+                        .values(**retry_values(granted, now))
                     ).rowcount
                 self._notify_wake(conn, now)
             if len(rows) < BULK_CHUNK:
@@ -337,9 +333,10 @@ class OperationQueries(StoreBase):
     def job_bulk_cancel(
         self, flt: JobFilter, statuses: Sequence[int], reason: str, now: int
     ) -> BulkCount:
-        """Cancel every job matching ``flt`` in ``statuses`` (a subset of PENDING, RUNNING)."""
+        """Cancel every job matching ``flt`` in ``statuses``: PENDING ones at once,
+        RUNNING ones by a cancel request (other statuses match nothing)."""
         note = f"cancelled: {reason}" if reason else "cancelled"
-        wanted = [int(s) for s in statuses if s in CANCELLABLE_STATUSES]
+        wanted = [int(s) for s in statuses if s in (JobStatus.PENDING, JobStatus.RUNNING)]
         matched = changed = 0
         after = ""
         while True:
