@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROTOS := $(wildcard protos/workflowjobs/v1/*.proto)
 
-.PHONY: install run test test-faults proto proto-check lint bench bench-quick clean
+.PHONY: install run dashboard-screenshots test test-faults proto proto-check lint bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +18,14 @@ node_modules/.installed: package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-## Run a coordinator on the embedded SQLite store (./wfjobs.db) at 127.0.0.1:50051.
+## Run a coordinator on the embedded SQLite store (./wfjobs.db) at 127.0.0.1:50051,
+## with the web dashboard at http://127.0.0.1:8080.
 run: install
-	$(PY) -m coordinator serve --migrate
+	$(PY) -m coordinator serve --migrate --dashboard-listen 127.0.0.1:8080
+
+## Retake the dashboard screenshots in docs/images/ (runs the browser tests).
+dashboard-screenshots: install
+	WFJOBS_SCREENSHOTS=docs/images $(PY) -m pytest -q tests/dashboard/test_dashboard_browser.py
 
 ## Run the whole test suite (needs PostgreSQL on 127.0.0.1:5432 for the PostgreSQL half).
 test: install

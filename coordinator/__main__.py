@@ -63,6 +63,13 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "(env WFJOBS_RETENTION)",
     )
     serve.add_argument(
+        "--dashboard-listen",
+        default=defaults.dashboard_listen,
+        metavar="HOST:PORT",
+        help="serve the web dashboard here, e.g. 127.0.0.1:8080; empty (the default) turns "
+        "it off (env WFJOBS_DASHBOARD_LISTEN)",
+    )
+    serve.add_argument(
         "--tls-cert", default=defaults.tls_cert, help="PEM certificate chain (env WFJOBS_TLS_CERT)"
     )
     serve.add_argument(
@@ -169,6 +176,45 @@ def _check_security(settings: Settings) -> None:
             "(WFJOBS_TOKENS_FILE), or pass --allow-unauthenticated "
             "(WFJOBS_ALLOW_UNAUTHENTICATED=1) if a network boundary protects this port"
         )
+    if settings.dashboard_listen:
+        _check_dashboard(settings)
+
+
+def _check_dashboard(settings: Settings) -> None:
+    """Refuse a dashboard that would be open beyond loopback or cannot reach this coordinator."""
+    import importlib.util
+
+    from worker_sdk.dashboard import is_loopback
+
+    if importlib.util.find_spec("aiohttp") is None:
+        raise ValueError(
+            "--dashboard-listen needs the 'dashboard' extra: pip install "
+            "'workflow-jobs[dashboard]' (or leave WFJOBS_DASHBOARD_LISTEN empty)"
+        )
+    try:
+        loopback = is_loopback(settings.dashboard_listen)
+    except ValueError as e:
+        raise ValueError(f"--dashboard-listen: {e}") from None
+    if not loopback and not settings.tokens_file:
+        raise ValueError(
+            f"refusing to serve the dashboard on {settings.dashboard_listen} without "
+            "authentication: set --tokens-file (WFJOBS_TOKENS_FILE) so operators log in "
+            "with a token, or serve it on 127.0.0.1"
+        )
+    if settings.tls_cert:
+        raise ValueError(
+            "the built-in dashboard talks plaintext to this coordinator, which serves TLS: "
+            "leave --dashboard-listen empty and run `wfjobs dashboard --target HOST:PORT "
+            "--ca FILE` instead"
+        )
+
+
+def _dashboard_target(settings: Settings, port: int) -> str:
+    """Where the built-in dashboard reaches this coordinator."""
+    host = settings.listen.rsplit(":", 1)[0].strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def migrate(url: str) -> None:
@@ -228,12 +274,30 @@ async def serve(settings: Settings) -> None:
         "finished jobs kept: %s",
         describe_retention(server.engine.ops.config.retention.keep_s),
     )
+    dashboard = None
+    if settings.dashboard_listen:
+        from worker_sdk.dashboard import Dashboard, DashboardConfig, DashboardError
+
+        dashboard = Dashboard(
+            DashboardConfig(
+                target=_dashboard_target(settings, server.port),
+                listen=settings.dashboard_listen,
+                login=bool(settings.tokens_file),
+            )
+        )
+        try:
+            await dashboard.start()
+        except DashboardError as e:
+            await server.stop(0)
+            raise ValueError(str(e)) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down: draining for up to %.0fs", settings.drain_timeout_s)
+    if dashboard is not None:
+        await dashboard.stop()
     await server.stop(settings.drain_timeout_s)
     telemetry.shutdown()
     if file_lock is not None:
@@ -266,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             migrate_on_start=args.migrate,
             drain_timeout_s=args.drain_timeout,
             retention=args.retention,
+            dashboard_listen=args.dashboard_listen,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,

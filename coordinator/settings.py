@@ -32,6 +32,9 @@ class Settings:
     # "7d", "completed=7d,cancelled=1d,faulted=30d", "faulted=forever" or "off".
     retention: str = "7d"
 
+    # host:port of the web dashboard (docs/dashboard.md); empty turns it off.
+    dashboard_listen: str = ""
+
     # -- security (docs/security.md) --
     # PEM certificate chain and key: serve TLS instead of plaintext.
     tls_cert: str | None = None
@@ -79,6 +82,7 @@ class Settings:
             log_format=env.get("WFJOBS_LOG_FORMAT", "text"),
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
             retention=env.get("WFJOBS_RETENTION", "7d"),
+            dashboard_listen=env.get("WFJOBS_DASHBOARD_LISTEN", ""),
             tls_cert=env.get("WFJOBS_TLS_CERT") or None,
             tls_key=env.get("WFJOBS_TLS_KEY") or None,
             tls_client_ca=env.get("WFJOBS_TLS_CLIENT_CA") or None,

@@ -192,6 +192,11 @@ class Commands:
         if self._admin is not None:
             self._admin.close()
 
+    def dashboard(self) -> int:
+        from worker_sdk.dashboard import command
+
+        return command.run(self.args, self.connection)
+
     # jobs ---------------------------------------------------------------------------------
 
     def jobs_list(self) -> int:
@@ -833,6 +838,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="how far back 'recent' reaches (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds); default 5m)",
     )
     add(sub, "workers", "workers", "connected workers across every coordinator")
+    p = add(sub, "dashboard", "dashboard", "serve the web dashboard (see docs/dashboard.md)")
+    from worker_sdk.dashboard.command import add_arguments as dashboard_arguments
+
+    dashboard_arguments(p)
 
     p = add(sub, "completion", "completion", "print a shell completion script")
     p.add_argument(

@@ -1,0 +1,282 @@
+"""The dashboard in a real browser (Playwright driving Debian's chromium).
+
+One coordinator (token authentication on, dashboard beside it), one worker and
+one browser serve the whole module; each test opens its own browser context,
+so cookies and sessions do not leak between tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from wfj_dashboard import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TOKENS,
+    CoordinatorWithDashboard,
+    Worker,
+    need_chromium,
+    screenshot,
+    write_tokens,
+)
+from worker_sdk import AdminClient, SchedulerClient, WorkflowRef
+
+pytestmark = pytest.mark.e2e
+
+OPS = TOKENS["ops"][0]
+ACME_ADMIN = TOKENS["acme-admin"][0]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    need_chromium()
+    tmp = tmp_path_factory.mktemp("dashboard")
+    tokens = write_tokens(tmp / "tokens.jsonl")
+    coordinator = CoordinatorWithDashboard(
+        f"sqlite:///{tmp / 'jobs.db'}", tmp / "coordinator.log", "--tokens-file", str(tokens)
+    )
+    worker = Worker(coordinator.target, tmp / "record.txt", tmp / "worker.log")
+    scheduler = SchedulerClient(coordinator.target, token=OPS)
+    admin = AdminClient(coordinator.target, token=OPS)
+    try:
+        yield {
+            "url": coordinator.url,
+            "scheduler": scheduler,
+            "admin": admin,
+            "coordinator": coordinator,
+        }
+    finally:
+        scheduler.close()
+        admin.close()
+        worker.stop()
+        coordinator.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(cluster: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    ctx.set_default_timeout(15_000)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def log_in(context: Any, url: str, token: str, *, tenant: str = "", name: str = "ops") -> Any:
+    page = context.new_page()
+    page.goto(url + "/")
+    assert page.url.endswith("/login")
+    page.fill("input[name=token]", token)
+    page.fill("input[name=tenant_id]", tenant)
+    page.fill("input[name=name]", name)
+    page.click("#login button[type=submit]")
+    page.wait_for_url(url + "/")
+    return page
+
+
+def confirm(page: Any) -> str:
+    """Click Confirm on the confirmation page; returns what it asked."""
+    summary = page.inner_text("#confirm-summary")
+    page.click("#confirm")
+    page.wait_for_selector(".flash")
+    return summary
+
+
+def expect() -> Any:
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect
+
+
+def test_overview_shows_live_backlog(cluster: dict[str, Any], context: Any) -> None:
+    page = log_in(context, cluster["url"], OPS)
+    pending = page.locator('[data-card="pending"] .value')
+    before = int(pending.inner_text())
+    for n in range(3):
+        cluster["scheduler"].enqueue(
+            "noop", {"n": n}, tenant_id="overview", delay=timedelta(hours=1)
+        )
+    # The page refreshes itself: no reload, the count and the backlog row appear.
+    expect()(pending).to_have_text(str(before + 3))
+    row = page.locator("#live table tr", has_text="overview")
+    expect()(row).to_contain_text("noop")
+    expect()(page.locator("#live-status")).to_contain_text("live")
+    assert page.locator("figure.chart svg").count() == 2
+
+
+def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/pauses")
+    page.select_option("#pause-form select[name=kind]", "definition")
+    page.fill("#pause-form input[name=value]", "billing-flow")
+    page.fill("#pause-form input[name=tenant_id]", "acme")
+    page.fill("#pause-form input[name=reason]", "ledger maintenance")
+    page.click("#pause-form button[type=submit]")
+    assert "Pause definition billing-flow in tenant acme" in confirm(page)
+    expect()(page.locator(".flash.ok")).to_contain_text("paused definition billing-flow")
+
+    job = cluster["scheduler"].enqueue(
+        "noop",
+        {"invoice": 42},
+        tenant_id="acme",
+        workflow=WorkflowRef(definition_id="billing-flow", instance_id="inv-42"),
+    )
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    explain = page.locator("#explain")
+    expect()(explain).to_contain_text("definition billing-flow is paused")
+    expect()(explain).to_contain_text("ledger maintenance")
+    expect()(page.locator("#payload")).to_contain_text('"invoice": 42')
+    screenshot(page, "dashboard-job-explain")
+
+    # Unpause in a second tab; the job's page, left open, shows it complete by itself.
+    other = context.new_page()
+    other.goto(cluster["url"] + "/pauses")
+    screenshot(other, "dashboard-pauses")
+    other.locator("tr", has_text="billing-flow").locator("button", has_text="Unpause").click()
+    assert "Unpause definition billing-flow" in confirm(other)
+    expect()(other.locator(".flash.ok")).to_contain_text("lifted 1 pause")
+    expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=20_000)
+    expect()(page.locator("#explain")).to_have_count(0)
+    expect()(page.locator("#result")).to_contain_text('"ok": true')
+    other.reload()
+    history = other.locator("table").last
+    expect()(history.locator("tr", has_text="billing-flow")).to_contain_text("by ops")
+
+
+def test_retry_a_faulted_job(cluster: dict[str, Any], context: Any) -> None:
+    scheduler = cluster["scheduler"]
+    job = scheduler.enqueue("flaky", {"succeed_on": 2}, tenant_id="acme", max_attempts=1)
+    assert scheduler.wait_for_job(job.id, timeout=30).status.value == "FAULTED"
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    expect()(page.locator("#state .badge")).to_have_text("FAULTED")
+    expect()(page.locator("#attempts")).to_contain_text("attempt 1 fails on purpose")
+    page.click("#attempts details summary")
+    expect()(page.locator("#attempts pre.tb")).to_contain_text("RuntimeError")
+    screenshot(page, "dashboard-job-faulted")
+    page.check("#actions input[name=keep_attempts]")
+    page.click('#actions button[data-op="retry"]')
+    assert f"Retry job {job.id}" in confirm(page)
+    expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=20_000)
+    assert scheduler.get_job(job.id).status.value == "COMPLETED"
+
+
+def test_bulk_cancel_dry_run_counts_and_cancels_nothing(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    ids = [
+        scheduler.enqueue("noop", {"n": n}, tenant_id="bulk", delay=timedelta(hours=1)).id
+        for n in range(4)
+    ]
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs?tenant_id=bulk&status=PENDING")
+    expect()(page.locator("tbody tr")).to_have_count(4)
+    screenshot(page, "dashboard-jobs")
+    page.fill(".bulk input[name=reason]", "wrong batch")
+    page.click('.bulk button[data-op="bulk_cancel"]')
+    summary = page.locator("#confirm-summary")
+    expect()(summary).to_contain_text("Bulk cancel 4 matching job(s)")
+    expect()(summary).to_contain_text("tenant bulk")
+    screenshot(page, "dashboard-bulk-confirm")
+    # The dry run changed nothing.
+    assert {admin.get_job(i).status.value for i in ids} == {"PENDING"}
+    page.click("#confirm")
+    expect()(page.locator(".flash.ok")).to_contain_text("4 of 4 matching job(s) changed")
+    assert {admin.get_job(i).status.value for i in ids} == {"CANCELLED"}
+
+
+def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], context: Any) -> None:
+    scheduler = cluster["scheduler"]
+    mine = scheduler.enqueue("noop", {}, tenant_id="acme", delay=timedelta(hours=1))
+    theirs = scheduler.enqueue("noop", {}, tenant_id="globex", delay=timedelta(hours=1))
+
+    page = context.new_page()
+    page.goto(cluster["url"] + "/login")
+    page.fill("input[name=token]", ACME_ADMIN)
+    page.click("#login button[type=submit]")
+    # Without a tenant the scoped token cannot log in: it says why.
+    expect()(page.locator(".flash.error")).to_contain_text("enter the tenant to administer")
+    page.fill("input[name=token]", ACME_ADMIN)
+    page.fill("input[name=tenant_id]", "acme")
+    page.click("#login button[type=submit]")
+    page.wait_for_url(cluster["url"] + "/")
+    expect()(page.locator("header .who")).to_contain_text("tenant acme")
+    assert page.locator("header nav a", has_text="Workers").count() == 0
+
+    page.goto(cluster["url"] + "/jobs")
+    ids = page.locator("tbody td a.mono").all_inner_texts()
+    assert mine.id in ids
+    assert theirs.id not in ids
+    tenants = set(page.locator("tbody tr td:nth-child(3)").all_inner_texts())
+    assert tenants == {"acme"}
+    # Another tenant's job reads as missing; asking for its tenant is refused.
+    response = page.goto(f"{cluster['url']}/jobs/{theirs.id}")
+    assert response is not None and response.status == 404
+    assert theirs.id not in page.content() or "not found" in page.inner_text("#error").lower()
+    response = page.goto(f"{cluster['url']}/jobs?tenant_id=globex")
+    assert response is not None and response.status == 403
+    assert page.goto(cluster["url"] + "/workers").status == 403
+
+
+def test_an_action_without_the_csrf_token_is_refused(cluster: dict[str, Any], context: Any) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    job = scheduler.enqueue("noop", {}, tenant_id="acme", delay=timedelta(hours=1))
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    form = {"op": "cancel", "job_id": job.id, "confirmed": "1"}
+    # The session cookie goes along (same browser context), the CSRF token does not.
+    refused = page.request.post(cluster["url"] + "/action", form=form)
+    assert refused.status == 403
+    assert "CSRF" in refused.text()
+    wrong = page.request.post(cluster["url"] + "/action", form={**form, "csrf": "guessed"})
+    assert wrong.status == 403
+    assert admin.get_job(job.id).status.value == "PENDING"
+    # The page's own form carries the token and goes through.
+    csrf = page.locator('#actions input[name="csrf"]').first.get_attribute("value")
+    accepted = page.request.post(
+        cluster["url"] + "/action", form={**form, "csrf": csrf}, max_redirects=0
+    )
+    assert accepted.status == 303
+    assert admin.get_job(job.id).status.value == "CANCELLED"
+    cookie = next(c for c in page.context.cookies() if c["name"] == "wfjobs_dashboard")
+    assert cookie["sameSite"] == "Strict" and cookie["httpOnly"]
+
+
+def test_workers_page_lists_the_worker_and_drains_it(cluster: dict[str, Any], context: Any) -> None:
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/workers")
+    row = page.locator("tr", has_text="dash-worker")
+    expect()(row).to_contain_text("flaky")
+    screenshot(page, "dashboard-workers")
+    row.locator("button", has_text="Drain").click()
+    assert "Drain worker dash-worker" in confirm(page)
+    expect()(page.locator("tr", has_text="dash-worker")).to_contain_text("draining")
+    page.locator("tr", has_text="dash-worker").locator("button", has_text="Undrain").click()
+    confirm(page)
+    # The page refreshes itself: the worker reconnects and asks for work again.
+    expect()(page.locator("tr", has_text="dash-worker").locator("button")).to_have_text(
+        "Drain", timeout=20_000
+    )
+    # The last test: the overview now has the module's jobs in its backlog and charts.
+    page.goto(cluster["url"] + "/")
+    expect()(page.locator("#live table tr", has_text="bulk")).to_contain_text("4")
+    screenshot(page, "dashboard-overview")

@@ -1,0 +1,164 @@
+"""``wfjobs dashboard`` on its own, and when the dashboard refuses to start.
+
+No browser here: plain HTTP is enough to see whether it serves, asks for a
+login, or refuses to start.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wfj_dashboard import TOKENS, write_tokens
+from wfj_testing import Coordinator, ManagedProcess, coordinator_args, subprocess_env, wait_until
+
+pytestmark = pytest.mark.e2e
+
+LISTENING = re.compile(r"dashboard listening on http://([^\s:]+):(\d+)")
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def fetch(url: str, data: bytes | None = None) -> tuple[int, str, dict[str, str]]:
+    try:
+        with OPENER.open(urllib.request.Request(url, data=data), timeout=10) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+class Dashboard(ManagedProcess):
+    def __init__(self, log_path: Path, *args: str) -> None:
+        self._spawn([sys.executable, "-m", "worker_sdk.cli", "dashboard", *args], log_path)
+
+    def url(self) -> str:
+        def port() -> int | None:
+            if not self.alive():
+                raise AssertionError(f"dashboard exited: {self.log()}")
+            match = LISTENING.search(self.log())
+            return int(match.group(2)) if match else None
+
+        return f"http://127.0.0.1:{wait_until(port, 30, 'the dashboard to listen')}"
+
+
+@pytest.fixture(scope="module")
+def coordinators(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Coordinator]]:
+    tmp = tmp_path_factory.mktemp("standalone")
+    tokens = write_tokens(tmp / "tokens.jsonl")
+    secured = Coordinator(
+        f"sqlite:///{tmp / 'secured.db'}",
+        tmp / "secured.log",
+        args=("--drain-timeout", "1", "--tokens-file", str(tokens)),
+    )
+    try:
+        open_ = Coordinator(f"sqlite:///{tmp / 'open.db'}", tmp / "open.log")
+    except BaseException:
+        secured.stop()
+        raise
+    try:
+        yield {"secured": secured, "open": open_}
+    finally:
+        secured.stop()
+        open_.stop()
+
+
+def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker_sdk.cli", "dashboard", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=subprocess_env(without=("WFJOBS_TOKEN",)),
+    )
+
+
+def test_on_loopback_it_serves_without_login_using_its_own_token(
+    coordinators: dict[str, Coordinator], tmp_path: Path
+) -> None:
+    dashboard = Dashboard(
+        tmp_path / "dash.log",
+        "--target",
+        coordinators["secured"].target,
+        "--token",
+        TOKENS["ops"][0],
+        "--listen",
+        "127.0.0.1:0",
+    )
+    try:
+        url = dashboard.url()
+        status, body, headers = fetch(url + "/")
+        assert status == 200
+        assert "Overview" in body and "handing out jobs" in body
+        assert "SameSite=Strict" in headers["Set-Cookie"]
+        assert fetch(url + "/workers")[0] == 200
+        # No CSRF token, no action.
+        status, body, _ = fetch(url + "/action", data=b"op=drain&confirmed=1")
+        assert status == 403 and "CSRF" in body
+    finally:
+        dashboard.stop()
+
+
+def test_on_loopback_without_a_token_for_a_secured_coordinator_it_says_what_to_pass(
+    coordinators: dict[str, Coordinator],
+) -> None:
+    done = run_to_exit("--target", coordinators["secured"].target, "--listen", "127.0.0.1:0")
+    assert done.returncode == 2
+    assert "refuses the dashboard's token" in done.stderr
+    assert "--login" in done.stderr
+
+
+def test_beyond_loopback_every_page_asks_for_a_login(
+    coordinators: dict[str, Coordinator], tmp_path: Path
+) -> None:
+    dashboard = Dashboard(
+        tmp_path / "dash.log",
+        "--target",
+        coordinators["secured"].target,
+        "--token",
+        TOKENS["ops"][0],
+        "--listen",
+        "0.0.0.0:0",
+    )
+    try:
+        url = dashboard.url()
+        for path in ("/", "/jobs", "/workers"):
+            status, _, headers = fetch(url + path)
+            assert status == 303 and headers["Location"] == "/login", path
+        status, body, _ = fetch(url + "/login")
+        assert status == 200 and 'name="token"' in body
+        # The dashboard's own --token is not used for anyone beyond loopback.
+        assert "handing out jobs" not in body and 'href="/workers"' not in body
+    finally:
+        dashboard.stop()
+
+
+def test_beyond_loopback_it_refuses_a_coordinator_that_takes_anonymous_calls(
+    coordinators: dict[str, Coordinator],
+) -> None:
+    done = run_to_exit("--target", coordinators["open"].target, "--listen", "0.0.0.0:0")
+    assert done.returncode == 2
+    assert "accepts calls without a token" in done.stderr
+
+
+def test_the_coordinator_refuses_a_dashboard_beyond_loopback_without_tokens(
+    tmp_path: Path,
+) -> None:
+    args = coordinator_args(
+        f"sqlite:///{tmp_path / 'x.db'}", "127.0.0.1:0", "--dashboard-listen", "0.0.0.0:0"
+    )
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=subprocess_env())
+    assert done.returncode == 5
+    assert "refusing to serve the dashboard on 0.0.0.0:0 without authentication" in done.stderr

@@ -1,0 +1,130 @@
+"""Shared set-up of the dashboard tests: a coordinator with its dashboard, tokens, chromium.
+
+Chromium is Debian's (``/usr/bin/chromium``, ``apt-get install chromium``),
+driven by Playwright from PyPI; Playwright's own browser download is never
+used. Under ``CI=true`` a missing chromium fails the tests; elsewhere they skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from wfj_testing import REPO, ManagedProcess, coordinator_args, wait_until
+
+CHROMIUM = os.environ.get("WFJOBS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DASHBOARD_RE = re.compile(r"dashboard listening on http://127\.0\.0\.1:(\d+)")
+COORDINATOR_RE = re.compile(r"coordinator \S+ listening on [^:]+:(\d+)")
+# Screenshots go here when WFJOBS_SCREENSHOTS names a directory (make dashboard-screenshots).
+SCREENSHOTS = os.environ.get("WFJOBS_SCREENSHOTS", "")
+
+TOKENS = {
+    "ops": ("ops-token-0123456789", ["admin", "scheduler"], ["*"]),
+    "workers": ("worker-token-0123456789", ["worker"], ["*"]),
+    "acme-admin": ("acme-admin-token-0123456789", ["admin", "scheduler"], ["acme"]),
+}
+
+
+def need_chromium() -> None:
+    """Skip (fail under CI=true) when chromium or Playwright is missing."""
+    missing = []
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        missing.append(f"chromium at {CHROMIUM} (apt-get install -y chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the playwright package (pip install -e '.[dev]')")
+    if missing:
+        reason = "dashboard browser tests need " + " and ".join(missing)
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def write_tokens(path: Path) -> Path:
+    lines = [
+        json.dumps(
+            {
+                "name": name,
+                "sha256": hashlib.sha256(token.encode()).hexdigest(),
+                "roles": roles,
+                "tenants": tenants,
+            }
+        )
+        for name, (token, roles, tenants) in TOKENS.items()
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class CoordinatorWithDashboard(ManagedProcess):
+    """``python -m coordinator serve`` with its dashboard on a free loopback port."""
+
+    def __init__(self, database_url: str, log_path: Path, *extra: str) -> None:
+        args = coordinator_args(
+            database_url,
+            "127.0.0.1:0",
+            "--drain-timeout",
+            "2",
+            "--dashboard-listen",
+            "127.0.0.1:0",
+            *extra,
+        )
+        self._spawn(args, log_path)
+        port, web = wait_until(self._ports, 30, f"coordinator and dashboard (log: {log_path})")
+        self.target = f"127.0.0.1:{port}"
+        self.url = f"http://127.0.0.1:{web}"
+
+    def _ports(self) -> tuple[int, int] | None:
+        if not self.alive():
+            raise AssertionError(f"coordinator exited: {self.log()[-3000:]}")
+        text = self.log()
+        grpc_port, web_port = COORDINATOR_RE.search(text), DASHBOARD_RE.search(text)
+        if grpc_port and web_port:
+            return int(grpc_port.group(1)), int(web_port.group(1))
+        return None
+
+
+class Worker(ManagedProcess):
+    """``tests/e2e/worker_app.py`` calling with the workers' token."""
+
+    def __init__(self, target: str, record: Path, log_path: Path) -> None:
+        app = REPO / "tests" / "e2e" / "worker_app.py"
+        self._spawn(
+            [
+                sys.executable,
+                str(app),
+                "--target",
+                target,
+                "--record",
+                str(record),
+                "--worker-id",
+                "dash-worker",
+            ],
+            log_path,
+            env={"WFJOBS_TOKEN": TOKENS["workers"][0]},
+        )
+
+
+def screenshot(page: object, name: str) -> None:
+    """Save a full-page screenshot under WFJOBS_SCREENSHOTS (when set)."""
+    if SCREENSHOTS:
+        directory = Path(SCREENSHOTS)
+        directory.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(directory / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]

@@ -1,0 +1,234 @@
+"""The operator dashboard: a small web application over the public gRPC API.
+
+It runs beside the coordinator (``python -m coordinator serve
+--dashboard-listen 127.0.0.1:8080``; ``make run`` does this) or on its own
+against any cluster (``wfjobs dashboard --target HOST:PORT --listen
+127.0.0.1:8080``). It calls only ``AdminService`` through the SDK's
+:class:`~worker_sdk.AdminClient`, so it needs the worker install plus the
+``dashboard`` extra (aiohttp).
+
+Login: on a loopback address the dashboard needs none and calls with its own
+token (``--token``, if the coordinator wants one). Anywhere else it requires a
+token login, and refuses to start when the coordinator accepts calls without
+a token (a login could not be checked). A logged-in session calls with its own
+token, so the coordinator applies that token's role and tenant scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import ipaddress
+import logging
+import signal
+from typing import TYPE_CHECKING
+
+import grpc
+
+from worker_sdk import AdminClient, WorkflowJobsError
+
+if TYPE_CHECKING:
+    from .backend import Backend
+
+__all__ = ["Dashboard", "DashboardConfig", "DashboardError", "is_loopback", "run_dashboard"]
+
+log = logging.getLogger("worker_sdk.dashboard")
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+
+
+class DashboardError(Exception):
+    """The dashboard cannot start as configured; the message says what to change."""
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` (IPv6 in brackets) into its parts; ValueError says what is wrong."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"the dashboard address must be HOST:PORT, not {listen!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def is_loopback(listen: str) -> bool:
+    """True when ``listen`` (``host:port``) is reachable from this machine only."""
+    host, _ = split_listen(listen)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class DashboardConfig:
+    """Where the dashboard listens and how it reaches the coordinator.
+
+    Attributes:
+        target: ``host:port`` of the coordinator.
+        listen: ``host:port`` to serve HTTP on (port 0 picks a free one).
+        credentials: TLS channel credentials to the coordinator; None for plaintext.
+        token: The dashboard's own token, used when there is no login.
+        timeout: Seconds per call to the coordinator.
+        login: Require a token login even on loopback (always required elsewhere).
+        actor: Who pauses are recorded as without login.
+        secure_cookie: Mark the session cookie Secure (when HTTPS terminates in front).
+    """
+
+    target: str
+    listen: str = DEFAULT_LISTEN
+    credentials: grpc.ChannelCredentials | None = None
+    token: str = ""
+    timeout: float = 30.0
+    login: bool = False
+    actor: str = "dashboard"
+    secure_cookie: bool = False
+
+    @property
+    def login_required(self) -> bool:
+        return self.login or not is_loopback(self.listen)
+
+
+class Dashboard:
+    """A running dashboard: :meth:`start` it inside an event loop, :meth:`stop` it after."""
+
+    def __init__(self, config: DashboardConfig) -> None:
+        self.config = config
+        self.port = 0
+        self._runner = None
+        self._channel: grpc.Channel | None = None
+
+    @property
+    def url(self) -> str:
+        host, _ = split_listen(self.config.listen)
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        """Check the coordinator, then serve.
+
+        Raises:
+            DashboardError: Login is required but the coordinator takes
+                anonymous calls, the token is refused, or the address is unusable.
+        """
+        from aiohttp import web
+
+        from .app import AppConfig, build_app
+        from .backend import Backend
+
+        config = self.config
+        try:
+            host, port = split_listen(config.listen)
+        except ValueError as exc:
+            raise DashboardError(str(exc)) from None
+        if config.credentials is not None:
+            self._channel = grpc.secure_channel(config.target, config.credentials)
+        else:
+            self._channel = grpc.insecure_channel(config.target)
+        backend = Backend(self._channel, timeout=config.timeout)
+        try:
+            await self._check(backend)
+            app = build_app(
+                backend,
+                AppConfig(
+                    login=config.login_required,
+                    token="" if config.login_required else config.token,
+                    actor=config.actor,
+                    secure_cookie=config.secure_cookie,
+                ),
+            )
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, host, port)
+            try:
+                await site.start()
+            except OSError as exc:
+                await runner.cleanup()
+                raise DashboardError(
+                    f"cannot serve the dashboard on {config.listen}: {exc}"
+                ) from None
+        except BaseException:
+            self._channel.close()
+            self._channel = None
+            raise
+        self._runner = runner
+        addresses = runner.addresses
+        self.port = int(addresses[0][1]) if addresses else port
+        log.info(
+            "dashboard listening on %s (coordinator %s, %s)",
+            self.url,
+            config.target,
+            "token login required" if config.login_required else "no login: loopback only",
+        )
+
+    async def _check(self, backend: Backend) -> None:
+        config = self.config
+        call = backend.call
+        if config.login_required:
+            try:
+                await call("", AdminClient.get_stats)
+            except WorkflowJobsError as exc:
+                if exc.code in (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    grpc.StatusCode.PERMISSION_DENIED,
+                ):
+                    return
+                raise DashboardError(
+                    f"cannot check that the coordinator at {config.target} authenticates "
+                    f"callers ({exc.message}, {exc.code.name}); the dashboard needs that to "
+                    "check logins"
+                ) from None
+            where = "with login on" if is_loopback(config.listen) else "beyond loopback"
+            raise DashboardError(
+                f"refusing to serve the dashboard on {config.listen} {where}: the "
+                f"coordinator at {config.target} accepts calls without a token, so a login "
+                "could not be checked; turn on its authentication (--tokens-file) or serve "
+                "the dashboard on 127.0.0.1"
+            )
+        try:
+            await call(config.token, AdminClient.get_stats)
+        except WorkflowJobsError as exc:
+            if exc.code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                raise DashboardError(
+                    f"the coordinator at {config.target} refuses the dashboard's token "
+                    f"({exc.message}); give an admin token for every tenant (--token, "
+                    "WFJOBS_TOKEN), or turn on login (--login) so each operator logs in "
+                    "with their own"
+                ) from None
+            log.warning(
+                "dashboard: the coordinator at %s does not answer yet (%s); pages show "
+                "the error until it does",
+                config.target,
+                exc.message,
+            )
+
+    async def stop(self) -> None:
+        """Stop serving and close the channel."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+
+async def _serve_until_signalled(config: DashboardConfig) -> None:
+    dashboard = Dashboard(config)
+    await dashboard.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await dashboard.stop()
+
+
+def run_dashboard(config: DashboardConfig) -> None:
+    """Serve the dashboard until SIGTERM or SIGINT.
+
+    Raises:
+        DashboardError: It cannot start (see :meth:`Dashboard.start`).
+    """
+    asyncio.run(_serve_until_signalled(config))

@@ -1,0 +1,786 @@
+"""The dashboard's web application (aiohttp): pages, actions, sessions, CSRF.
+
+Sessions live in memory, keyed by a random id in an HttpOnly, SameSite=Strict
+cookie. With login on, a session holds the token it logged in with and the
+tenant it is scoped to; every call the dashboard makes for that session
+carries that token, so the coordinator enforces the token's role and tenants.
+Without login (loopback only), every session calls with the dashboard's own
+token. Every POST must carry the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+from aiohttp import web
+
+from worker_sdk import AdminClient, JobFilter, WorkflowJobsError
+
+from . import render
+from .backend import Backend
+
+log = logging.getLogger("worker_sdk.dashboard")
+
+COOKIE = "wfjobs_dashboard"
+SESSION_IDLE_S = 12 * 3600
+# A session that never logged in (it only holds the login form's CSRF token).
+ANONYMOUS_IDLE_S = 3600
+# The live part of a page is fetched this often while it is open (at most 1/s).
+LIVE_INTERVAL_MS = 2000
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclasses.dataclass
+class Session:
+    """One browser's session."""
+
+    id: str
+    csrf: str
+    token: str
+    tenant_id: str
+    name: str
+    logged_in: bool
+    # Logged in with a token (not the dashboard's own, as on loopback without login).
+    by_login: bool = False
+    last_seen: float = dataclasses.field(default_factory=time.monotonic)
+    flash: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class AppConfig:
+    """How the web application behaves.
+
+    Attributes:
+        login: Sessions must log in with a token (else they use ``token``).
+        token: The dashboard's own token, used by every session without login.
+        actor: Who actions are recorded as without login.
+        secure_cookie: Mark the session cookie Secure (served behind HTTPS).
+    """
+
+    login: bool
+    token: str = ""
+    actor: str = "dashboard"
+    secure_cookie: bool = False
+
+
+class Sessions:
+    def __init__(self) -> None:
+        self._by_id: dict[str, Session] = {}
+
+    def get(self, session_id: str | None) -> Session | None:
+        if not session_id:
+            return None
+        session = self._by_id.get(session_id)
+        if session is None:
+            return None
+        now = time.monotonic()
+        if now - session.last_seen > SESSION_IDLE_S:
+            del self._by_id[session_id]
+            return None
+        session.last_seen = now
+        return session
+
+    def _prune(self) -> None:
+        now = time.monotonic()
+        for session in list(self._by_id.values()):
+            idle = now - session.last_seen
+            if idle > SESSION_IDLE_S or (not session.logged_in and idle > ANONYMOUS_IDLE_S):
+                del self._by_id[session.id]
+
+    def new(self, *, token: str, tenant_id: str, name: str, logged_in: bool) -> Session:
+        if len(self._by_id) % 100 == 99:
+            self._prune()
+        session = Session(
+            id=secrets.token_urlsafe(32),
+            csrf=secrets.token_urlsafe(32),
+            token=token,
+            tenant_id=tenant_id,
+            name=name,
+            logged_in=logged_in,
+        )
+        self._by_id[session.id] = session
+        return session
+
+    def drop(self, session: Session) -> None:
+        self._by_id.pop(session.id, None)
+
+    def tokens_in_use(self) -> set[str]:
+        return {s.token for s in self._by_id.values()}
+
+
+def _static(name: str) -> bytes:
+    return resources.files("worker_sdk.dashboard").joinpath("static", name).read_bytes()
+
+
+def _error_text(error: WorkflowJobsError) -> str:
+    return f"{error.message} ({error.code.name})"
+
+
+def build_app(backend: Backend, config: AppConfig) -> web.Application:
+    """The aiohttp application serving the dashboard against ``backend``."""
+    sessions = Sessions()
+    static = {
+        "dashboard.css": (_static("dashboard.css"), "text/css"),
+        "dashboard.js": (_static("dashboard.js"), "text/javascript"),
+    }
+
+    def set_cookie(response: web.StreamResponse, session: Session) -> None:
+        response.set_cookie(
+            COOKIE,
+            session.id,
+            httponly=True,
+            samesite="Strict",
+            secure=config.secure_cookie,
+            path="/",
+        )
+
+    def session_of(request: web.Request) -> Session | None:
+        return sessions.get(request.cookies.get(COOKIE))
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path.startswith("/static/"):
+            return await handler(request)
+        session = session_of(request)
+        fresh = None
+        if session is None:
+            if config.login:
+                # An anonymous session only carries the login form's CSRF token.
+                fresh = sessions.new(token="", tenant_id="", name="", logged_in=False)
+            else:
+                fresh = sessions.new(
+                    token=config.token, tenant_id="", name=config.actor, logged_in=True
+                )
+            session = fresh
+        request["session"] = session
+        if request.method == "POST":
+            form = await request.post()
+            sent = str(form.get("csrf", ""))
+            if not sent or not hmac.compare_digest(sent, session.csrf):
+                return web.Response(
+                    status=403,
+                    text="refused: this form has no valid CSRF token; reload the page and "
+                    "try again",
+                )
+            origin = request.headers.get("Origin")
+            if origin and origin != "null" and urlsplit(origin).netloc != request.host:
+                return web.Response(status=403, text="refused: a cross-site request")
+        if config.login and not session.logged_in and request.path not in ("/login",):
+            if request.path.startswith("/live/"):
+                response: web.StreamResponse = web.Response(status=401, text="log in again")
+            else:
+                response = web.HTTPSeeOther("/login")
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPException as exc:
+                response = exc
+            except WorkflowJobsError as exc:
+                if exc.code == grpc.StatusCode.UNAUTHENTICATED and session.logged_in:
+                    if config.login:
+                        sessions.drop(session)
+                        response = web.HTTPSeeOther("/login")
+                        return response
+                status = {
+                    grpc.StatusCode.NOT_FOUND: 404,
+                    grpc.StatusCode.PERMISSION_DENIED: 403,
+                    grpc.StatusCode.UNAUTHENTICATED: 401,
+                    grpc.StatusCode.INVALID_ARGUMENT: 400,
+                    grpc.StatusCode.FAILED_PRECONDITION: 409,
+                    grpc.StatusCode.UNAVAILABLE: 503,
+                }.get(exc.code, 502)
+                if request.path.startswith("/live/"):
+                    response = web.Response(status=status, text=_error_text(exc))
+                else:
+                    response = html(
+                        render.page(
+                            "Error",
+                            f'<p class="flash error" id="error">{render.e(_error_text(exc))}</p>'
+                            '<p><a href="/">back to the overview</a></p>',
+                            path=request.path,
+                            session=session,
+                        ),
+                        status=status,
+                    )
+        if fresh is not None:
+            set_cookie(response, fresh)
+        response.headers.setdefault("Cache-Control", "no-store")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+            "frame-ancestors 'none'; form-action 'self'",
+        )
+        return response
+
+    def html(text: str, status: int = 200) -> web.Response:
+        return web.Response(text=text, content_type="text/html", status=status)
+
+    def page(request: web.Request, title: str, body: str, *, live: str = "") -> web.Response:
+        session: Session = request["session"]
+        flash, session.flash = session.flash, []
+        return html(
+            render.page(title, body, path=request.path, session=session, flash=flash, live=live)
+        )
+
+    def need_all_tenants(session: Session) -> None:
+        if session.tenant_id:
+            raise web.HTTPForbidden(
+                text=f"this page acts on every tenant; your session is scoped to tenant "
+                f"{session.tenant_id}"
+            )
+
+    def tenant_for(session: Session, asked: str) -> str:
+        """The tenant a call is about: a scoped session's own, whatever the form says."""
+        if session.tenant_id:
+            if asked and asked != session.tenant_id:
+                raise web.HTTPForbidden(
+                    text=f"your session is scoped to tenant {session.tenant_id}, not {asked}"
+                )
+            return session.tenant_id
+        return asked
+
+    async def call(session: Session, method: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        return await backend.call(session.token, method, *args, **kw)
+
+    # -- static and login -------------------------------------------------------------
+
+    async def static_file(request: web.Request) -> web.Response:
+        entry = static.get(request.match_info["name"])
+        if entry is None:
+            raise web.HTTPNotFound()
+        body, content_type = entry
+        return web.Response(
+            body=body, content_type=content_type, headers={"Cache-Control": "max-age=300"}
+        )
+
+    async def login_form(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        if session.logged_in:
+            raise web.HTTPSeeOther("/")
+        return page(request, "Log in", render.login_body(session.csrf))
+
+    async def login(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        if not config.login:
+            raise web.HTTPSeeOther("/")
+        form = await request.post()
+        token = str(form.get("token", "")).strip()
+        tenant = str(form.get("tenant_id", "")).strip()
+        name = str(form.get("name", "")).strip()
+        error = ""
+        try:
+            # A tenant-scoped token may read its tenant's stats; only a token for
+            # every tenant may list the cluster-wide limits.
+            if tenant:
+                await backend.call(token, AdminClient.get_stats, tenant_id=tenant)
+            else:
+                await backend.call(token, AdminClient.list_concurrency_limits)
+        except WorkflowJobsError as exc:
+            if exc.code == grpc.StatusCode.UNAUTHENTICATED:
+                error = "the coordinator does not know this token"
+            elif exc.code == grpc.StatusCode.PERMISSION_DENIED and not tenant:
+                error = (
+                    "this token is not an admin token for every tenant: if it is limited "
+                    f"to some tenants, enter the tenant to administer ({exc.message})"
+                )
+            elif exc.code == grpc.StatusCode.PERMISSION_DENIED:
+                error = f"this token may not administer tenant {tenant} ({exc.message})"
+            else:
+                error = f"cannot check the token: {_error_text(exc)}"
+        if not token:
+            error = "enter a token"
+        if error:
+            if token and token not in sessions.tokens_in_use():
+                backend.forget(token)
+            return html(
+                render.page(
+                    "Log in",
+                    render.login_body(session.csrf, error, tenant, name),
+                    path="/login",
+                    session=session,
+                ),
+                status=401,
+            )
+        sessions.drop(session)  # a new id after login: no fixation
+        fresh = sessions.new(
+            token=token, tenant_id=tenant, name=name or "dashboard", logged_in=True
+        )
+        fresh.by_login = True
+        log.info("dashboard login as %s (%s)", fresh.name, tenant or "all tenants")
+        response = web.HTTPSeeOther("/")
+        set_cookie(response, fresh)
+        return response
+
+    async def logout(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        sessions.drop(session)
+        if session.token not in sessions.tokens_in_use():
+            backend.forget(session.token)
+        response = web.HTTPSeeOther("/login" if config.login else "/")
+        response.del_cookie(COOKIE, path="/")
+        return response
+
+    # -- overview ---------------------------------------------------------------------
+
+    async def overview(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        view = await backend.overview(session.token, session.tenant_id)
+        return page(
+            request,
+            "Overview",
+            f'<div id="live">{render.overview_live(view, session)}</div>',
+            live="/live/overview",
+        )
+
+    async def overview_live(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        view = await backend.overview(session.token, session.tenant_id)
+        return html(render.overview_live(view, session))
+
+    # -- jobs -------------------------------------------------------------------------
+
+    def filter_values(request: web.Request, session: Session) -> dict[str, Any]:
+        q = request.query
+        statuses = [s.upper() for s in q.getall("status", []) if s.upper() in render.STATUSES]
+        values: dict[str, Any] = {
+            "statuses": statuses,
+            "tenant_id": tenant_for(session, q.get("tenant_id", "").strip()),
+        }
+        for key in (
+            "job_type",
+            "definition_id",
+            "instance_id",
+            "correlation_id",
+            "created_after",
+            "created_before",
+        ):
+            values[key] = q.get(key, "").strip()
+        category = q.get("category", "").upper()
+        values["category"] = category if category in render.CATEGORIES else ""
+        try:
+            values["page_size"] = min(1000, max(1, int(q.get("page_size", "50"))))
+        except ValueError:
+            values["page_size"] = 50
+        return values
+
+    async def jobs(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        values = filter_values(request, session)
+        job_filter = _job_filter(values)
+        result = await call(
+            session,
+            AdminClient.list_jobs,
+            job_filter,
+            page_size=values["page_size"],
+            page_token=request.query.get("page_token", ""),
+        )
+        query = {k: v for k, v in request.query.items() if k != "status" and v}
+        query["status"] = values["statuses"]
+        body = render.jobs_page_body(result.jobs, result.next_page_token, values, query, session)
+        return page(request, "Jobs", body)
+
+    async def job_detail(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        job_id = request.match_info["job_id"]
+        job, reasons = await _job_and_reasons(session, job_id)
+        body = (
+            f'<div id="live">{render.job_live(job, reasons, session)}</div>{render.job_static(job)}'
+        )
+        return page(request, f"Job {job.job_type}", body, live=f"/live/jobs/{job_id}")
+
+    async def job_live(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        job, reasons = await _job_and_reasons(session, request.match_info["job_id"])
+        return html(render.job_live(job, reasons, session))
+
+    async def _job_and_reasons(session: Session, job_id: str) -> tuple[Any, Any]:
+        job = await call(session, AdminClient.get_job, job_id)
+        reasons = None
+        if job.status.value == "PENDING":
+            explanation = await call(session, AdminClient.explain_job, job_id)
+            reasons = explanation.reasons
+        return job, reasons
+
+    # -- pauses, tenants, limits, workers ---------------------------------------------
+
+    async def pauses(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        active = await call(session, AdminClient.list_pauses, tenant_id=session.tenant_id)
+        history = await call(
+            session, AdminClient.list_pauses, include_lifted=True, tenant_id=session.tenant_id
+        )
+        history = sorted(history, key=lambda p: p.create_time.ToNanoseconds(), reverse=True)
+        prefill = {k: request.query.get(k, "") for k in ("kind", "value", "tenant_id")}
+        return page(request, "Pauses", render.pauses_body(active, history, session, prefill))
+
+    async def tenants(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        stats = await call(session, AdminClient.get_stats, tenant_id=session.tenant_id)
+        active = await call(session, AdminClient.list_pauses, tenant_id=session.tenant_id)
+        disabled = {p.scope.tenant_id: p for p in active if render.pause_kind(p.scope) == "tenant"}
+        names = sorted({c.tenant_id for c in stats.counts} | set(disabled))
+        if session.tenant_id:
+            names = [session.tenant_id]
+        return page(request, "Tenants", render.tenants_body(names, disabled, session))
+
+    async def limits(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        need_all_tenants(session)
+        items = await call(session, AdminClient.list_concurrency_limits)
+        return page(request, "Concurrency limits", render.limits_body(items, session))
+
+    async def workers(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        need_all_tenants(session)
+        return page(
+            request,
+            "Workers",
+            f'<div id="live">{await workers_html(session)}</div>',
+            live="/live/workers",
+        )
+
+    async def workers_live(request: web.Request) -> web.Response:
+        session: Session = request["session"]
+        need_all_tenants(session)
+        return html(await workers_html(session))
+
+    async def workers_html(session: Session) -> str:
+        items = await call(session, AdminClient.list_workers)
+        stats = await call(session, AdminClient.get_stats)
+        return render.workers_body(items, stats, session)
+
+    # -- actions ----------------------------------------------------------------------
+
+    async def action(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        op = form.get("op", "")
+        spec = ACTIONS.get(op)
+        if spec is None:
+            raise web.HTTPBadRequest(text=f"unknown action {op!r}")
+        back = _back(request, form)
+        try:
+            summary, danger = await spec.describe(session, form)
+        except ValueError as exc:
+            session.flash.append(("error", str(exc)))
+            raise web.HTTPSeeOther(back) from None
+        if form.get("confirmed") != "1":
+            fields = {k: v for k, v in form.items() if k not in ("csrf", "confirmed")}
+            fields["back"] = back
+            return page(
+                request,
+                "Confirm",
+                render.confirm_body(
+                    render.e(summary), fields, session.csrf, danger=danger, back=back
+                ),
+            )
+        try:
+            message, where = await spec.run(session, form)
+        except WorkflowJobsError as exc:
+            if exc.code == grpc.StatusCode.UNAUTHENTICATED:
+                raise
+            session.flash.append(("error", f"{spec.verb} failed: {_error_text(exc)}"))
+            raise web.HTTPSeeOther(back) from None
+        except ValueError as exc:
+            session.flash.append(("error", str(exc)))
+            raise web.HTTPSeeOther(back) from None
+        log.info("dashboard: %s by %s: %s", op, session.name, message)
+        session.flash.append(("ok", message))
+        raise web.HTTPSeeOther(where or back)
+
+    def _back(request: web.Request, form: dict[str, str]) -> str:
+        back = form.get("back") or request.headers.get("Referer", "/")
+        parts = urlsplit(back)
+        if parts.netloc and parts.netloc != request.host:
+            return "/"
+        path = parts.path or "/"
+        if not path.startswith("/") or path.startswith("//"):
+            return "/"
+        return path + (f"?{parts.query}" if parts.query else "")
+
+    # Each action: how to describe it (for the confirmation) and how to run it.
+    @dataclasses.dataclass(frozen=True)
+    class Action:
+        verb: str
+        describe: Callable[[Session, dict[str, str]], Awaitable[tuple[str, bool]]]
+        run: Callable[[Session, dict[str, str]], Awaitable[tuple[str, str]]]
+
+    def job_action(verb: str, method: Callable[..., Any], danger: bool) -> Action:
+        async def describe(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+            job = await call(session, AdminClient.get_job, form["job_id"])
+            return (
+                f"{verb.capitalize()} job {job.id} ({job.job_type}, tenant {job.tenant_id}, "
+                f"now {job.status.value})?",
+                danger,
+            )
+
+        async def run(session: Session, form: dict[str, str]) -> tuple[str, str]:
+            kwargs: dict[str, Any] = {}
+            if method is AdminClient.retry_job:
+                kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
+            if method is AdminClient.cancel_job:
+                kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
+            job = await call(session, method, form["job_id"], **kwargs)
+            return f"{verb} job {job.id}: now {job.status.value}", f"/jobs/{job.id}"
+
+        return Action(verb, describe, run)
+
+    def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
+        values: dict[str, Any] = {
+            k: form.get(k, "")
+            for k in (
+                "job_type",
+                "definition_id",
+                "instance_id",
+                "correlation_id",
+                "category",
+                "created_after",
+                "created_before",
+            )
+        }
+        values["tenant_id"] = tenant_for(session, form.get("tenant_id", ""))
+        values["statuses"] = [s for s in form.get("statuses", "").split(",") if s]
+        return _job_filter(values)
+
+    def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
+        async def describe(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+            job_filter = bulk_filter(session, form)
+            result = await call(session, method, job_filter, dry_run=True)
+            return (
+                f"{verb.capitalize()} {result.matched} matching job(s) "
+                f"({_filter_text(job_filter)})? This dry run changed nothing.",
+                True,
+            )
+
+        async def run(session: Session, form: dict[str, str]) -> tuple[str, str]:
+            kwargs: dict[str, Any] = {}
+            if method is AdminClient.bulk_retry_jobs:
+                kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
+            else:
+                kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
+            result = await call(session, method, bulk_filter(session, form), **kwargs)
+            return f"{verb}: {result.changed} of {result.matched} matching job(s) changed", ""
+
+        return Action(verb, describe, run)
+
+    async def describe_pause(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        kind, value, tenant = _scope(session, form)
+        expiry = render.duration_minutes(form.get("expire_minutes", ""))
+        what = _scope_text(kind, value, tenant)
+        until = f", lifting by itself in {form['expire_minutes']} min" if expiry else ""
+        verb = "Disable" if kind == "tenant" else "Pause"
+        return f"{verb} {what}{until}? Its pending jobs wait until it is lifted.", True
+
+    async def run_pause(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        kind, value, tenant = _scope(session, form)
+        expiry = render.duration_minutes(form.get("expire_minutes", ""))
+        record = await call(
+            session,
+            AdminClient.pause,
+            kind,
+            value,
+            tenant_id=tenant,
+            actor=session.name,
+            reason=form.get("reason", ""),
+            expire_time=datetime.now(UTC) + expiry if expiry else None,
+        )
+        return f"paused {render.scope_text(record.scope)} (pause {record.id})", ""
+
+    async def describe_unpause(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        kind, value, tenant = _scope(session, form)
+        verb = "Enable" if kind == "tenant" else "Unpause"
+        return f"{verb} {_scope_text(kind, value, tenant)}?", False
+
+    async def run_unpause(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        kind, value, tenant = _scope(session, form)
+        lifted = await call(
+            session, AdminClient.unpause, kind, value, tenant_id=tenant, actor=session.name
+        )
+        return f"lifted {len(lifted)} pause(s) of {_scope_text(kind, value, tenant)}", ""
+
+    def _scope(session: Session, form: dict[str, str]) -> tuple[str, str, str]:
+        kind = form.get("kind", "")
+        if kind not in ("tenant", "definition", "instance", "job_type"):
+            raise ValueError(f"unknown pause scope {kind!r}")
+        value = form.get("value", "").strip()
+        tenant = tenant_for(session, form.get("tenant_id", "").strip())
+        if kind == "tenant" and not tenant:
+            raise ValueError("name the tenant to disable")
+        if kind != "tenant" and not value:
+            raise ValueError(f"name the {kind.replace('_', ' ')} to pause")
+        return kind, ("" if kind == "tenant" else value), tenant
+
+    async def describe_weight(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        tenant, weight = _weight(session, form)
+        return f"Set tenant {tenant}'s fair-share weight to {weight}?", False
+
+    async def run_weight(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        tenant, weight = _weight(session, form)
+        await call(session, AdminClient.set_tenant_weight, tenant, weight)
+        return f"tenant {tenant} now has weight {weight}", ""
+
+    def _weight(session: Session, form: dict[str, str]) -> tuple[str, int]:
+        tenant = tenant_for(session, form.get("tenant_id", "").strip())
+        try:
+            weight = int(form.get("weight", ""))
+        except ValueError:
+            raise ValueError("the weight must be a whole number above 0") from None
+        if not tenant:
+            raise ValueError("name the tenant")
+        return tenant, weight
+
+    async def describe_limit(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        need_all_tenants(session)
+        kind, value, most = _limit(form)
+        what = f"{kind.replace('_', ' ')} {value}"
+        if most == 0:
+            return f"Remove the concurrency limit of {what}?", True
+        return f"Let at most {most} job(s) of {what} run at once?", False
+
+    async def run_limit(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        need_all_tenants(session)
+        kind, value, most = _limit(form)
+        await call(session, AdminClient.set_concurrency_limit, kind, value, most)
+        return f"limit of {kind.replace('_', ' ')} {value}: {most or 'removed'}", ""
+
+    def _limit(form: dict[str, str]) -> tuple[str, str, int]:
+        kind = form.get("kind", "")
+        if kind not in dict(render.LIMIT_KINDS):
+            raise ValueError(f"unknown limit scope {kind!r}")
+        value = form.get("value", "").strip()
+        if not value:
+            raise ValueError("name what the limit applies to")
+        try:
+            most = int(form.get("max_running", ""))
+        except ValueError:
+            raise ValueError("the limit must be a whole number (0 removes it)") from None
+        return kind, value, most
+
+    def drain_action(undo: bool, worker: bool) -> Action:
+        verb = ("undrain" if undo else "drain") + (" worker" if worker else "")
+
+        def target(form: dict[str, str]) -> tuple[str, bool, str]:
+            worker_id = form.get("worker_id", "") if worker else ""
+            if worker and not worker_id:
+                raise ValueError("name the worker")
+            cluster = form.get("cluster") == "1" and not worker
+            what = (
+                f"worker {worker_id}"
+                if worker
+                else ("every coordinator of the cluster" if cluster else "this coordinator")
+            )
+            return worker_id, cluster, what
+
+        async def describe(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+            need_all_tenants(session)
+            _, _, what = target(form)
+            if undo:
+                return f"Let {what} hand out jobs again?", False
+            return f"Drain {what}: no new jobs are handed out until it is undrained?", True
+
+        async def run(session: Session, form: dict[str, str]) -> tuple[str, str]:
+            need_all_tenants(session)
+            worker_id, cluster, what = target(form)
+            method = AdminClient.undrain if undo else AdminClient.drain
+            await call(session, method, cluster=cluster, worker_id=worker_id)
+            return f"{'undrained' if undo else 'drained'} {what}", "/workers"
+
+        return Action(verb, describe, run)
+
+    ACTIONS: dict[str, Action] = {
+        "retry": job_action("retry", AdminClient.retry_job, False),
+        "cancel": job_action("cancel", AdminClient.cancel_job, True),
+        "unlock": job_action("unlock", AdminClient.unlock_job, True),
+        "replay": job_action("replay", AdminClient.replay_job, False),
+        "bulk_retry": bulk_action("bulk retry", AdminClient.bulk_retry_jobs),
+        "bulk_cancel": bulk_action("bulk cancel", AdminClient.bulk_cancel_jobs),
+        "pause": Action("pause", describe_pause, run_pause),
+        "unpause": Action("unpause", describe_unpause, run_unpause),
+        "weight": Action("set weight", describe_weight, run_weight),
+        "limit": Action("set limit", describe_limit, run_limit),
+        "drain": drain_action(False, False),
+        "undrain": drain_action(True, False),
+        "drain_worker": drain_action(False, True),
+        "undrain_worker": drain_action(True, True),
+    }
+
+    app = web.Application(middlewares=[middleware], client_max_size=256 * 1024)
+    app.router.add_get("/", overview)
+    app.router.add_get("/live/overview", overview_live)
+    app.router.add_get("/jobs", jobs)
+    app.router.add_get("/jobs/{job_id}", job_detail)
+    app.router.add_get("/live/jobs/{job_id}", job_live)
+    app.router.add_get("/pauses", pauses)
+    app.router.add_get("/tenants", tenants)
+    app.router.add_get("/limits", limits)
+    app.router.add_get("/workers", workers)
+    app.router.add_get("/live/workers", workers_live)
+    app.router.add_post("/action", action)
+    app.router.add_get("/login", login_form)
+    app.router.add_post("/login", login)
+    app.router.add_post("/logout", logout)
+    app.router.add_get("/static/{name}", static_file)
+    return app
+
+
+def _local_time(text: str, what: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{what} must be a date and time, not {text!r}") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def _job_filter(values: dict[str, Any]) -> JobFilter:
+    return JobFilter(
+        statuses=values.get("statuses", ()),
+        tenant_id=values.get("tenant_id", ""),
+        job_type=values.get("job_type", ""),
+        definition_id=values.get("definition_id", ""),
+        instance_id=values.get("instance_id", ""),
+        correlation_id=values.get("correlation_id", ""),
+        category=values.get("category") or None,
+        created_after=_local_time(values.get("created_after", ""), "created after"),
+        created_before=_local_time(values.get("created_before", ""), "created before"),
+    )
+
+
+def _filter_text(f: JobFilter) -> str:
+    parts = []
+    if f.statuses:
+        parts.append("status " + "/".join(str(s).lower() for s in f.statuses))
+    for label, value in (
+        ("tenant", f.tenant_id),
+        ("type", f.job_type),
+        ("definition", f.definition_id),
+        ("instance", f.instance_id),
+        ("correlation", f.correlation_id),
+        ("category", f.category),
+        ("created after", f.created_after),
+        ("created before", f.created_before),
+    ):
+        if value:
+            parts.append(f"{label} {value}")
+    return ", ".join(parts) or "every job"
+
+
+def _scope_text(kind: str, value: str, tenant: str) -> str:
+    if kind == "tenant":
+        return f"tenant {tenant}"
+    where = f" in tenant {tenant}" if tenant else " in every tenant"
+    return f"{kind.replace('_', ' ')} {value}{where}"

@@ -1,0 +1,886 @@
+"""HTML of the dashboard's pages: plain server-rendered markup, every value escaped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from google.protobuf.json_format import MessageToDict
+
+from worker_sdk import JobView
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import job_pb2
+
+from .backend import Bucket, Overview
+
+STATUSES = ("PENDING", "RUNNING", "COMPLETED", "FAULTED", "CANCELLED")
+CATEGORIES = ("CONTINUATION", "ACTIVITY_WORK", "INTEGRATION", "MAINTENANCE", "CUSTOM")
+PAUSE_KINDS = (("definition", "definition"), ("instance", "instance"), ("job_type", "job type"))
+LIMIT_KINDS = (
+    ("tenant", "tenant"),
+    ("job_type", "job type"),
+    ("definition", "definition"),
+    ("concurrency_key", "concurrency key"),
+)
+NAV = (
+    ("/", "Overview"),
+    ("/jobs", "Jobs"),
+    ("/pauses", "Pauses"),
+    ("/tenants", "Tenants"),
+    ("/limits", "Limits"),
+    ("/workers", "Workers"),
+)
+# Where a scoped session may not go: these act on every tenant.
+ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text or a quoted attribute."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+# -- values --------------------------------------------------------------------------
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def ts(message: Any, field: str) -> datetime | None:
+    if not message.HasField(field):
+        return None
+    return getattr(message, field).ToDatetime(tzinfo=UTC)
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    seconds = max(0.0, seconds)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    if value is None:
+        return ""
+    now = now or datetime.now(UTC)
+    return f"{age((now - value).total_seconds())} ago"
+
+
+def status_badge(status: str) -> str:
+    return f'<span class="badge s-{e(status.lower())}">{e(status)}</span>'
+
+
+def trace_id(traceparent: str) -> str:
+    """The trace id of a W3C ``traceparent`` (version-traceid-spanid-flags); "" if none."""
+    parts = traceparent.split("-")
+    if len(parts) >= 4 and len(parts[1]) == 32:
+        return parts[1]
+    return ""
+
+
+def payload_html(data: bytes, content_type: str) -> str:
+    """JSON pretty-printed; anything else as hex with its size."""
+    if not data:
+        return '<span class="muted">(empty)</span>'
+    kind = content_type or "no content type"
+    if "json" in content_type or not content_type:
+        try:
+            value = json.loads(data)
+        except (UnicodeDecodeError, ValueError):
+            pass
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+            return (
+                f'<div class="muted">{e(kind)}, {len(data)} bytes</div>'
+                f'<pre class="json">{e(text)}</pre>'
+            )
+    shown = data[:4096]
+    lines = [shown[i : i + 32].hex(" ") for i in range(0, len(shown), 32)]
+    more = f" (first {len(shown)} shown)" if len(shown) < len(data) else ""
+    return (
+        f'<div class="muted">{e(kind)}, {len(data)} bytes{more}</div>'
+        f'<pre class="hex">{e(chr(10).join(lines))}</pre>'
+    )
+
+
+def scope_text(scope: apb.PauseScope) -> str:
+    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
+    if kind == "tenant":
+        return f"tenant {scope.tenant_id}"
+    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
+    return f"{kind.replace('_', ' ')} {scope.value}{where}"
+
+
+def pause_kind(scope: apb.PauseScope) -> str:
+    return apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
+
+
+# -- building blocks -----------------------------------------------------------------
+
+
+def hidden(**fields: Any) -> str:
+    return "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in fields.items())
+
+
+def action_form(
+    csrf: str, op: str, label: str, *, danger: bool = False, extra: str = "", **fields: Any
+) -> str:
+    """A button posting one action; the server asks for confirmation first."""
+    cls = "btn danger" if danger else "btn"
+    return (
+        f'<form method="post" action="/action" class="inline">'
+        f"{hidden(csrf=csrf, op=op, **fields)}{extra}"
+        f'<button class="{cls}" type="submit" data-op="{e(op)}">{e(label)}</button></form>'
+    )
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str = "none") -> str:
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    if not body:
+        body = f'<tr><td colspan="{len(headers)}" class="muted">{e(empty)}</td></tr>'
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def page(
+    title: str,
+    body: str,
+    *,
+    path: str,
+    session: Any,
+    flash: Sequence[tuple[str, str]] = (),
+    live: str = "",
+) -> str:
+    """A whole page: navigation, who is logged in, flash messages, the body."""
+    links = []
+    signed_in = session is not None and session.logged_in
+    for href, name in NAV if signed_in else ():
+        if session is not None and session.tenant_id and href in ALL_TENANT_PAGES:
+            continue
+        current = ' aria-current="page"' if href == path else ""
+        links.append(f'<a href="{href}"{current}>{name}</a>')
+    who = ""
+    if signed_in:
+        scope = f"tenant {e(session.tenant_id)}" if session.tenant_id else "all tenants"
+        who = f'<span class="who">{e(session.name)} · {scope}</span>'
+        if session.by_login:
+            who += (
+                f'<form method="post" action="/logout" class="inline">{hidden(csrf=session.csrf)}'
+                '<button class="link" type="submit">log out</button></form>'
+            )
+    messages = "".join(f'<div class="flash {e(kind)}">{e(text)}</div>' for kind, text in flash)
+    live_attr = f' data-live="{e(live)}"' if live else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{e(title)} · workflow-jobs</title>
+<link rel="stylesheet" href="/static/dashboard.css">
+<script src="/static/dashboard.js" defer></script>
+</head><body>
+<header><span class="brand">workflow-jobs</span><nav>{"".join(links)}</nav>{who}</header>
+<main{live_attr}>
+<h1>{e(title)}</h1>
+{messages}
+{body}
+</main></body></html>"""
+
+
+# -- charts (inline SVG) -------------------------------------------------------------
+
+
+def bar_chart(
+    title: str, buckets: Sequence[Bucket], series: Sequence[tuple[str, str]], unit: str
+) -> str:
+    """Stacked bars per five-minute bucket; ``series`` is (Bucket attribute, CSS class)."""
+    width, height, pad = 360, 110, 18
+    totals = [sum(getattr(b, name) for name, _ in series) for b in buckets]
+    top = max(totals + [1])
+    step = (width - pad) / max(1, len(buckets))
+    bars = []
+    for i, b in enumerate(buckets):
+        y = height - pad
+        for name, cls in series:
+            value = getattr(b, name)
+            h = (height - 2 * pad) * value / top
+            y -= h
+            if value:
+                bars.append(
+                    f'<rect class="{cls}" x="{pad + i * step + 1:.1f}" y="{y:.1f}" '
+                    f'width="{step - 2:.1f}" height="{h:.1f}"><title>'
+                    f"{e(b.start.strftime('%H:%M'))}: {value} {e(name)}</title></rect>"
+                )
+    total = sum(getattr(b, series[0][0]) for b in buckets)
+    legend = " ".join(f'<span class="key {cls}">{e(name)}</span>' for name, cls in series)
+    return _chart_frame(title, f"{total} {unit} in the last hour", legend, bars, buckets, top)
+
+
+def line_chart(title: str, buckets: Sequence[Bucket]) -> str:
+    """Latency p50 and p95 per bucket (seconds from due to finish)."""
+    width, height, pad = 360, 110, 18
+    values = [v for b in buckets for v in (b.latency_p50, b.latency_p95) if v is not None]
+    top = max(values + [0.001])
+    step = (width - pad) / max(1, len(buckets))
+    lines = []
+    for attr, cls in (("latency_p95", "p95"), ("latency_p50", "p50")):
+        points = []
+        for i, b in enumerate(buckets):
+            v = getattr(b, attr)
+            if v is not None:
+                x = pad + i * step + step / 2
+                y = height - pad - (height - 2 * pad) * v / top
+                points.append(f"{x:.1f},{y:.1f}")
+                lines.append(
+                    f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="2.5"><title>'
+                    f"{e(b.start.strftime('%H:%M'))} {cls}: {e(age(v))}</title></circle>"
+                )
+        if len(points) > 1:
+            lines.append(f'<polyline class="{cls}" points="{" ".join(points)}"/>')
+    samples = sum(b.latency_samples for b in buckets)
+    legend = '<span class="key p50">p50</span> <span class="key p95">p95</span>'
+    subtitle = f"due to finish, {samples} completed jobs sampled" if samples else "no completions"
+    return _chart_frame(title, subtitle, legend, lines, buckets, top, unit_is_time=True)
+
+
+def _chart_frame(
+    title: str,
+    subtitle: str,
+    legend: str,
+    marks: Sequence[str],
+    buckets: Sequence[Bucket],
+    top: float,
+    *,
+    unit_is_time: bool = False,
+) -> str:
+    width, height, pad = 360, 110, 18
+    first = buckets[0].start.strftime("%H:%M") if buckets else ""
+    top_label = age(top) if unit_is_time else f"{top:g}"
+    return (
+        f'<figure class="chart"><figcaption><b>{e(title)}</b> '
+        f'<span class="muted">{e(subtitle)}</span> {legend}</figcaption>'
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">'
+        f'<line class="axis" x1="{pad}" y1="{height - pad}" x2="{width}" y2="{height - pad}"/>'
+        f'<text x="0" y="{pad - 4}" class="tick">{e(top_label)}</text>'
+        f'<text x="{pad}" y="{height - 4}" class="tick">{e(first)}</text>'
+        f'<text x="{width - 30}" y="{height - 4}" class="tick">now</text>'
+        f"{''.join(marks)}</svg></figure>"
+    )
+
+
+# -- pages ---------------------------------------------------------------------------
+
+
+def overview_live(view: Overview, session: Any) -> str:
+    """The overview's live part (re-fetched by the page while it is open)."""
+    s = view.stats
+    oldest = (
+        s.oldest_pending_age.ToTimedelta().total_seconds()
+        if s.HasField("oldest_pending_age")
+        else None
+    )
+    cards = [
+        ("pending", s.pending, "/jobs?status=PENDING"),
+        ("running", s.running, "/jobs?status=RUNNING"),
+        ("oldest pending", age(oldest) if s.pending else "–", "/jobs?status=PENDING"),
+        ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),
+        ("retries, last 5 min", s.retries_in_window, ""),
+        ("failures, last 5 min", s.failures_in_window, "/jobs?status=FAULTED"),
+        ("completed, last 5 min", s.completions_in_window, "/jobs?status=COMPLETED"),
+        ("connected workers", s.connected_workers, "" if session.tenant_id else "/workers"),
+    ]
+    card_html = "".join(
+        f'<a class="card" href="{e(href)}" data-card="{e(name)}">'
+        f'<span class="value">{e(value)}</span><span class="label">{e(name)}</span></a>'
+        if href
+        else f'<div class="card" data-card="{e(name)}"><span class="value">{e(value)}</span>'
+        f'<span class="label">{e(name)}</span></div>'
+        for name, value, href in cards
+    )
+    state = []
+    if s.draining:
+        state.append('<span class="badge s-faulted" id="draining">draining</span>')
+    else:
+        state.append('<span class="badge s-completed" id="draining">handing out jobs</span>')
+    for p in view.pauses:
+        state.append(
+            f'<span class="badge s-pending">paused: {e(scope_text(p.scope))}'
+            f"{' – ' + e(p.reason) if p.reason else ''}</span>"
+        )
+    charts = bar_chart(
+        "Throughput",
+        view.history,
+        (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
+        "completed",
+    ) + line_chart("Latency", view.history)
+    backlog = _backlog(s.counts)
+    return (
+        f'<section class="state">{"".join(state)}</section>'
+        f'<section class="cards">{card_html}</section>'
+        f'<section class="charts">{charts}</section>'
+        f"<h2>Backlog</h2>{backlog}"
+        f'<p class="muted small">read {e(when(view.read_at))}</p>'
+    )
+
+
+def _backlog(counts: Sequence[apb.StatusCount]) -> str:
+    grid: dict[tuple[str, str], dict[str, int]] = {}
+    for c in counts:
+        status = job_pb2.JobStatus.Name(c.status).removeprefix("JOB_STATUS_")
+        grid.setdefault((c.tenant_id, c.job_type), {})[status] = c.count
+    rows = []
+    for (tenant, job_type), by_status in sorted(grid.items()):
+        cells = [
+            f'<a href="/jobs?{e(urlencode({"tenant_id": tenant}))}">{e(tenant)}</a>',
+            f'<a href="/jobs?{e(urlencode({"tenant_id": tenant, "job_type": job_type}))}">'
+            f"{e(job_type)}</a>",
+        ]
+        for status in STATUSES:
+            n = by_status.get(status, 0)
+            query = urlencode({"tenant_id": tenant, "job_type": job_type, "status": status})
+            cells.append(f'<a class="num" href="/jobs?{e(query)}">{n}</a>' if n else "")
+        rows.append(cells)
+    return table(["tenant", "job type", *[s.lower() for s in STATUSES]], rows, empty="no jobs")
+
+
+def filter_form(values: dict[str, Any], session: Any) -> str:
+    statuses = values.get("statuses", ())
+    boxes = "".join(
+        f'<label class="check"><input type="checkbox" name="status" value="{s}"'
+        f"{' checked' if s in statuses else ''}> {s.lower()}</label>"
+        for s in STATUSES
+    )
+    options = "".join(
+        f'<option value="{c}"{" selected" if values.get("category") == c else ""}>'
+        f"{c.lower()}</option>"
+        for c in CATEGORIES
+    )
+    tenant = (
+        f'<input name="tenant_id" value="{e(session.tenant_id)}" readonly title="your session '
+        'is scoped to this tenant">'
+        if session.tenant_id
+        else f'<input name="tenant_id" value="{e(values.get("tenant_id", ""))}">'
+    )
+
+    def field(name: str, label: str) -> str:
+        return f'<label>{label}<input name="{name}" value="{e(values.get(name, ""))}"></label>'
+
+    return (
+        '<form method="get" action="/jobs" class="filters" id="filters">'
+        f'<div class="row">{boxes}</div><div class="row">'
+        f"<label>tenant{tenant}</label>"
+        f"{field('job_type', 'job type')}{field('definition_id', 'definition')}"
+        f"{field('instance_id', 'instance')}{field('correlation_id', 'correlation')}"
+        f'<label>category<select name="category"><option value="">any</option>{options}'
+        "</select></label>"
+        f'<label>created after<input type="datetime-local" name="created_after" '
+        f'value="{e(values.get("created_after", ""))}"></label>'
+        f'<label>created before<input type="datetime-local" name="created_before" '
+        f'value="{e(values.get("created_before", ""))}"></label>'
+        f'<label>per page<input type="number" name="page_size" min="1" max="1000" '
+        f'value="{e(values.get("page_size", 50))}"></label>'
+        '<button class="btn" type="submit">Filter</button> <a href="/jobs">clear</a></div></form>'
+    )
+
+
+def jobs_page_body(
+    jobs: Sequence[JobView],
+    next_token: str,
+    values: dict[str, Any],
+    query: dict[str, Any],
+    session: Any,
+) -> str:
+    rows = []
+    now = datetime.now(UTC)
+    for j in jobs:
+        wf = j.workflow
+        rows.append(
+            [
+                f'<a href="/jobs/{e(j.id)}" class="mono">{e(j.id)}</a>',
+                status_badge(j.status.value),
+                e(j.tenant_id),
+                e(j.job_type),
+                e(wf.definition_id if wf else ""),
+                e(wf.instance_id if wf else ""),
+                f"{j.attempt}/{j.max_attempts or '∞'}",
+                f'<span title="{e(when(j.create_time))}">{e(ago(j.create_time, now))}</span>',
+                f'<span class="err">{e(j.last_error[:120])}</span>',
+            ]
+        )
+    listing = table(
+        [
+            "id",
+            "status",
+            "tenant",
+            "type",
+            "definition",
+            "instance",
+            "attempt",
+            "created",
+            "last error",
+        ],
+        rows,
+        empty="no job matches",
+    )
+    pager = ""
+    if next_token:
+        more = dict(query)
+        more["page_token"] = next_token
+        pager = f'<p><a class="btn" id="next-page" href="/jobs?{e(urlencode(more, doseq=True))}">next page →</a></p>'
+    if query.get("page_token"):
+        first = {k: v for k, v in query.items() if k != "page_token"}
+        pager += f'<p><a href="/jobs?{e(urlencode(first, doseq=True))}">← first page</a></p>'
+    bulk_fields = hidden(**{k: v for k, v in _filter_fields(values).items()})
+    bulk = (
+        '<section class="bulk"><h2>Bulk actions on every job this filter matches</h2>'
+        '<p class="muted">You see how many jobs match before anything changes.</p>'
+        f'<form method="post" action="/action" class="inline">{hidden(csrf=session.csrf, op="bulk_retry")}'
+        f'{bulk_fields}<label class="check"><input type="checkbox" name="keep_attempts" value="1"> '
+        'keep attempt counts</label> <button class="btn" type="submit" data-op="bulk_retry">'
+        "Retry matching…</button></form> "
+        f'<form method="post" action="/action" class="inline">{hidden(csrf=session.csrf, op="bulk_cancel")}'
+        f'{bulk_fields}<input name="reason" placeholder="reason"> <button class="btn danger" '
+        'type="submit" data-op="bulk_cancel">Cancel matching…</button></form></section>'
+    )
+    return filter_form(values, session) + listing + pager + bulk
+
+
+def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for key in (
+        "tenant_id",
+        "job_type",
+        "definition_id",
+        "instance_id",
+        "correlation_id",
+        "category",
+        "created_after",
+        "created_before",
+    ):
+        if values.get(key):
+            out[key] = values[key]
+    if values.get("statuses"):
+        out["statuses"] = ",".join(values["statuses"])
+    return out
+
+
+def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: Any) -> str:
+    """The job page's live part: state, why it waits, actions, attempts."""
+    now = datetime.now(UTC)
+    parts = []
+    if reasons is not None:
+        if reasons:
+            items = "".join(
+                f'<li><span class="kind">'
+                f"{e(apb.WaitReason.Kind.Name(r.kind).removeprefix('KIND_').lower())}</span> "
+                f"{e(r.message)}</li>"
+                for r in reasons
+            )
+            parts.append(
+                f'<section class="explain waiting" id="explain"><h2>Why it is waiting</h2>'
+                f"<ul>{items}</ul></section>"
+            )
+        else:
+            parts.append(
+                '<section class="explain ready" id="explain"><h2>Why it is waiting</h2>'
+                "<p>Nothing holds it back: it runs as soon as a worker asks for its type.</p>"
+                "</section>"
+            )
+    status = job.status.value
+    actions = []
+    if status in ("FAULTED", "CANCELLED"):
+        actions.append(
+            action_form(
+                session.csrf,
+                "retry",
+                "Retry",
+                job_id=job.id,
+                extra='<label class="check"><input type="checkbox" name="keep_attempts" '
+                'value="1"> keep attempts</label>',
+            )
+        )
+    if status in ("PENDING", "RUNNING"):
+        actions.append(
+            action_form(
+                session.csrf,
+                "cancel",
+                "Cancel",
+                danger=True,
+                job_id=job.id,
+                extra='<input name="reason" placeholder="reason">',
+            )
+        )
+    if status == "RUNNING":
+        actions.append(action_form(session.csrf, "unlock", "Unlock", danger=True, job_id=job.id))
+    actions.append(action_form(session.csrf, "replay", "Replay (new job)", job_id=job.id))
+    wf = job.workflow
+    if wf is not None and wf.definition_id:
+        actions.append(
+            action_form(
+                session.csrf,
+                "pause",
+                f"Pause definition {wf.definition_id}",
+                kind="definition",
+                value=wf.definition_id,
+                tenant_id=job.tenant_id,
+                extra='<input name="reason" placeholder="reason">',
+            )
+        )
+    parts.append(f'<section class="actions" id="actions">{"".join(actions)}</section>')
+    lease = ""
+    if job.lease_owner:
+        lease = f"{e(job.lease_owner)} until {e(when(job.lease_expire_time))}"
+    fields = [
+        ("status", status_badge(status) + (" cancel requested" if job.cancel_requested else "")),
+        (
+            "attempt",
+            f"{job.attempt} of {job.max_attempts or 'unlimited'}"
+            + (f" ({job.released_attempts} released)" if job.released_attempts else ""),
+        ),
+        ("lease holder", lease),
+        ("finished", e(when(job.finish_time))),
+        ("last error", f'<span class="err">{e(job.last_error)}</span>' if job.last_error else ""),
+    ]
+    parts.append(_fields(fields, "state"))
+    if status == "COMPLETED" or job.result:
+        parts.append(
+            f'<h2>Result</h2><div id="result">{payload_html(job.result, job.result_content_type)}</div>'
+        )
+    rows = []
+    for a in job.attempts:
+        took = ""
+        if a.start_time and a.end_time:
+            took = age((a.end_time - a.start_time).total_seconds())
+        elif a.start_time:
+            took = f"running for {age((now - a.start_time).total_seconds())}"
+        tb = (
+            f'<details><summary>traceback</summary><pre class="tb">{e(a.traceback)}</pre></details>'
+            if a.traceback
+            else ""
+        )
+        rows.append(
+            [
+                str(a.number),
+                e(a.worker_id),
+                e(when(a.start_time)),
+                e(took),
+                e(a.outcome.lower()),
+                f'<span class="err">{e(a.error)}</span>'
+                + (f' <span class="muted">({e(a.error_kind)})</span>' if a.error_kind else "")
+                + tb,
+            ]
+        )
+    parts.append(
+        '<h2>Attempts</h2><div id="attempts">'
+        + table(
+            ["#", "worker", "started", "took", "outcome", "error"], rows, empty="no attempts yet"
+        )
+        + "</div>"
+    )
+    return "".join(parts)
+
+
+def _fields(pairs: Sequence[tuple[str, str]], ident: str) -> str:
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in pairs if v)
+    return f'<table class="fields" id="{ident}">{rows}</table>'
+
+
+def job_static(job: JobView) -> str:
+    """The parts of a job that do not change: identity, workflow refs, payload."""
+    wf = job.workflow
+    trace = trace_id(job.raw.traceparent)
+    fields = [
+        ("id", f'<span class="mono">{e(job.id)}</span>'),
+        ("type", e(job.job_type)),
+        ("tenant", e(job.tenant_id)),
+        ("category", e(job.category.value.lower())),
+        ("priority", e(job.priority)),
+        ("created", e(when(job.create_time))),
+        ("due", e(when(job.due_time))),
+        ("trace id", f'<span class="mono">{e(trace)}</span>' if trace else ""),
+        ("idempotency key", e(job.idempotency_key)),
+        ("concurrency key", e(job.concurrency_key)),
+        (
+            "replay of",
+            f'<a href="/jobs/{e(job.replay_of)}">{e(job.replay_of)}</a>' if job.replay_of else "",
+        ),
+    ]
+    wf_fields = []
+    if wf is not None:
+        wf_fields = [
+            (
+                "definition",
+                (
+                    f'<a href="/jobs?{e(urlencode({"definition_id": wf.definition_id}))}">'
+                    f"{e(wf.definition_id)}</a> v{wf.definition_version}"
+                )
+                if wf.definition_id
+                else "",
+            ),
+            (
+                "instance",
+                (
+                    f'<a href="/jobs?{e(urlencode({"instance_id": wf.instance_id}))}">'
+                    f"{e(wf.instance_id)}</a>"
+                )
+                if wf.instance_id
+                else "",
+            ),
+            ("activity", e(wf.activity_id)),
+            ("activity node", e(wf.activity_node_id)),
+            ("bookmark", e(wf.bookmark_id)),
+            (
+                "correlation",
+                (
+                    f'<a href="/jobs?{e(urlencode({"correlation_id": wf.correlation_id}))}">'
+                    f"{e(wf.correlation_id)}</a>"
+                )
+                if wf.correlation_id
+                else "",
+            ),
+        ]
+    policy = MessageToDict(job.raw.retry_policy) if job.raw.HasField("retry_policy") else {}
+    return (
+        '<div class="cols">'
+        f"<div><h2>Job</h2>{_fields(fields, 'identity')}</div>"
+        f"<div><h2>Workflow</h2>{_fields(wf_fields, 'workflow') if any(v for _, v in wf_fields) else '<p class=muted>no workflow context</p>'}"
+        f"{'<h2>Retry policy</h2><pre class=json>' + e(json.dumps(policy, indent=2)) + '</pre>' if policy else ''}</div>"
+        "</div>"
+        f'<h2>Payload</h2><div id="payload">{payload_html(job.payload, job.payload_content_type)}</div>'
+    )
+
+
+def pauses_body(
+    active: Sequence[Any], history: Sequence[Any], session: Any, prefill: dict[str, str]
+) -> str:
+    now = datetime.now(UTC)
+    rows = []
+    for p in active:
+        expire = ts(p, "expire_time")
+        rows.append(
+            [
+                e(scope_text(p.scope)),
+                e(p.actor),
+                e(p.reason),
+                e(ago(ts(p, "create_time"), now)),
+                e(when(expire)) if expire else "never",
+                action_form(
+                    session.csrf,
+                    "unpause",
+                    "Unpause",
+                    kind=pause_kind(p.scope),
+                    value=p.scope.value,
+                    tenant_id=p.scope.tenant_id,
+                ),
+            ]
+        )
+    active_html = table(
+        ["scope", "by", "reason", "since", "lifts", ""], rows, empty="nothing is paused"
+    )
+    kinds = "".join(
+        f'<option value="{k}"{" selected" if prefill.get("kind") == k else ""}>{label}</option>'
+        for k, label in PAUSE_KINDS
+    )
+    tenant_value = session.tenant_id or prefill.get("tenant_id", "")
+    readonly = " readonly" if session.tenant_id else ""
+    form = (
+        '<form method="post" action="/action" class="stack" id="pause-form">'
+        f"{hidden(csrf=session.csrf, op='pause')}"
+        f'<label>what<select name="kind">{kinds}</select></label>'
+        f'<label>id / type<input name="value" required value="{e(prefill.get("value", ""))}"></label>'
+        f'<label>tenant (empty: every tenant)<input name="tenant_id" value="{e(tenant_value)}"{readonly}></label>'
+        '<label>reason<input name="reason"></label>'
+        '<label>lifts by itself after (minutes, empty: never)<input type="number" min="1" name="expire_minutes"></label>'
+        '<button class="btn" type="submit" data-op="pause">Pause…</button></form>'
+    )
+    hist_rows = []
+    for p in history:
+        lifted = ts(p, "lift_time")
+        hist_rows.append(
+            [
+                e(scope_text(p.scope)),
+                e(p.actor),
+                e(p.reason),
+                e(when(ts(p, "create_time"))),
+                e(when(ts(p, "expire_time"))),
+                (f"{e(when(lifted))} by {e(p.lifted_by or 'expiry')}" if lifted else "active"),
+            ]
+        )
+    return f"<h2>Active</h2>{active_html}<h2>Pause</h2>{form}<h2>History</h2>" + table(
+        ["scope", "by", "reason", "paused", "expiry", "lifted"], hist_rows, empty="no pauses yet"
+    )
+
+
+def tenants_body(tenants: Sequence[str], disabled: dict[str, Any], session: Any) -> str:
+    rows = []
+    for t in tenants:
+        pause = disabled.get(t)
+        if pause is not None:
+            state = f'<span class="badge s-faulted">disabled</span> {e(pause.reason)}'
+            button = action_form(session.csrf, "unpause", "Enable", kind="tenant", tenant_id=t)
+        else:
+            state = '<span class="badge s-completed">enabled</span>'
+            button = action_form(
+                session.csrf,
+                "pause",
+                "Disable",
+                danger=True,
+                kind="tenant",
+                tenant_id=t,
+                extra='<input name="reason" placeholder="reason">',
+            )
+        weight = (
+            f'<form method="post" action="/action" class="inline">'
+            f"{hidden(csrf=session.csrf, op='weight', tenant_id=t)}"
+            '<input type="number" name="weight" min="1" required placeholder="weight" class="short">'
+            '<button class="btn" type="submit" data-op="weight">Set weight…</button></form>'
+        )
+        rows.append(
+            [f'<a href="/jobs?{e(urlencode({"tenant_id": t}))}">{e(t)}</a>', state, button, weight]
+        )
+    return (
+        '<p class="muted">A disabled tenant keeps its jobs pending until it is enabled again '
+        "(a tenant pause, listed on the Pauses page). Weights set the tenant's share of "
+        "workers (default 1); the API sets them but does not read them back.</p>"
+        + table(["tenant", "state", "", "fair-share weight"], rows, empty="no tenants with jobs")
+    )
+
+
+def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
+    rows = []
+    for lim in limits:
+        kind = apb.LimitScopeKind.Name(lim.kind).removeprefix("LIMIT_SCOPE_KIND_").lower()
+        rows.append(
+            [
+                e(kind.replace("_", " ")),
+                e(lim.value),
+                f"{lim.running} / {lim.max_running}",
+                action_form(
+                    session.csrf,
+                    "limit",
+                    "Remove",
+                    danger=True,
+                    kind=kind,
+                    value=lim.value,
+                    max_running=0,
+                ),
+            ]
+        )
+    kinds = "".join(f'<option value="{k}">{label}</option>' for k, label in LIMIT_KINDS)
+    form = (
+        '<form method="post" action="/action" class="stack" id="limit-form">'
+        f"{hidden(csrf=session.csrf, op='limit')}"
+        f'<label>scope<select name="kind">{kinds}</select></label>'
+        '<label>value<input name="value" required></label>'
+        '<label>most running at once (0 removes)<input type="number" min="0" name="max_running" required></label>'
+        '<button class="btn" type="submit" data-op="limit">Set limit…</button></form>'
+    )
+    return (
+        table(["scope", "value", "running / max", ""], rows, empty="no limits")
+        + "<h2>Set a limit</h2>"
+        + form
+    )
+
+
+def workers_body(
+    workers: Sequence[apb.WorkerInfo], stats: apb.GetStatsResponse, session: Any
+) -> str:
+    now = datetime.now(UTC)
+    rows = []
+    for w in workers:
+        drain = (
+            action_form(session.csrf, "undrain_worker", "Undrain", worker_id=w.worker_id)
+            if w.draining
+            else action_form(
+                session.csrf, "drain_worker", "Drain", danger=True, worker_id=w.worker_id
+            )
+        )
+        in_flight = " ".join(
+            f'<a class="mono" href="/jobs/{e(j)}">{e(j)}</a>' for j in w.in_flight_job_ids
+        )
+        rows.append(
+            [
+                f'<span class="mono">{e(w.worker_id)}</span>',
+                f"{e(w.hostname)}:{w.pid}",
+                e(w.coordinator_id),
+                e(", ".join(w.job_types)),
+                f"{len(w.in_flight_job_ids)} / {w.slots}",
+                in_flight,
+                e(ago(ts(w, "last_heartbeat_time"), now)),
+                '<span class="badge s-faulted">draining</span>' if w.draining else "",
+                drain,
+            ]
+        )
+    state = (
+        '<span class="badge s-faulted">draining</span>'
+        if stats.draining
+        else '<span class="badge s-completed">handing out jobs</span>'
+    )
+    coordinator = (
+        f'<section class="actions"><b>Coordinator</b> {state} '
+        + action_form(session.csrf, "drain", "Drain this coordinator", danger=True)
+        + action_form(session.csrf, "undrain", "Undrain this coordinator")
+        + action_form(session.csrf, "drain", "Drain the cluster", danger=True, cluster=1)
+        + action_form(session.csrf, "undrain", "Undrain the cluster", cluster=1)
+        + "</section>"
+    )
+    return coordinator + table(
+        [
+            "worker",
+            "host:pid",
+            "coordinator",
+            "job types",
+            "in flight / slots",
+            "jobs",
+            "last seen",
+            "state",
+            "",
+        ],
+        rows,
+        empty="no worker connected",
+    )
+
+
+def confirm_body(
+    summary: str, fields: dict[str, Any], csrf: str, *, danger: bool, back: str
+) -> str:
+    cls = "btn danger" if danger else "btn"
+    return (
+        f'<section class="confirm"><p id="confirm-summary">{summary}</p>'
+        f'<form method="post" action="/action" class="inline">{hidden(**fields, csrf=csrf, confirmed=1)}'
+        f'<button class="{cls}" type="submit" id="confirm">Confirm</button></form> '
+        f'<a class="btn plain" href="{e(back)}">Back</a></section>'
+    )
+
+
+def login_body(csrf: str, error: str = "", tenant: str = "", name: str = "") -> str:
+    err = f'<div class="flash error">{e(error)}</div>' if error else ""
+    return (
+        f'{err}<form method="post" action="/login" class="stack" id="login">{hidden(csrf=csrf)}'
+        '<label>admin token<input type="password" name="token" required autocomplete="off"></label>'
+        f'<label>tenant (needed when the token is limited to some tenants)<input name="tenant_id" value="{e(tenant)}"></label>'
+        f'<label>your name (recorded with pauses)<input name="name" value="{e(name)}"></label>'
+        '<button class="btn" type="submit">Log in</button></form>'
+    )
+
+
+def duration_minutes(minutes: str) -> timedelta | None:
+    text = minutes.strip()
+    if not text:
+        return None
+    value = float(text)
+    if value <= 0:
+        raise ValueError("the expiry must be a positive number of minutes")
+    return timedelta(minutes=value)
