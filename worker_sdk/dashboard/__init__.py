@@ -28,6 +28,8 @@ import grpc
 from worker_sdk import AdminClient, WorkflowJobsError
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from .backend import Backend
 
 __all__ = ["Dashboard", "DashboardConfig", "DashboardError", "is_loopback", "run_dashboard"]
@@ -95,7 +97,7 @@ class Dashboard:
     def __init__(self, config: DashboardConfig) -> None:
         self.config = config
         self.port = 0
-        self._runner = None
+        self._runner: web.AppRunner | None = None
         self._channel: grpc.Channel | None = None
 
     @property

@@ -502,14 +502,15 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         raise web.HTTPSeeOther(where or back)
 
     def _back(request: web.Request, form: dict[str, str]) -> str:
-        back = form.get("back") or request.headers.get("Referer", "/")
+        back: str = form.get("back") or request.headers.get("Referer") or "/"
         parts = urlsplit(back)
         if parts.netloc and parts.netloc != request.host:
             return "/"
-        path = parts.path or "/"
+        path: str = parts.path or "/"
+        query: str = parts.query
         if not path.startswith("/") or path.startswith("//"):
             return "/"
-        return path + (f"?{parts.query}" if parts.query else "")
+        return path + (f"?{query}" if query else "")
 
     # Each action: how to describe it (for the confirmation) and how to run it.
     @dataclasses.dataclass(frozen=True)

@@ -135,7 +135,7 @@ class Backend:
                 ),
                 page_size=LATENCY_SAMPLE,
             )
-            latencies = sorted(_latency(job) for job in page.jobs if _latency(job) is not None)
+            latencies = sorted(v for v in map(_latency, page.jobs) if v is not None)
             buckets.append(
                 Bucket(
                     start=start,

@@ -55,7 +55,8 @@ def when(value: datetime | None) -> str:
 def ts(message: Any, field: str) -> datetime | None:
     if not message.HasField(field):
         return None
-    return getattr(message, field).ToDatetime(tzinfo=UTC)
+    value: datetime = getattr(message, field).ToDatetime(tzinfo=UTC)
+    return value
 
 
 def age(seconds: float | None) -> str:
