@@ -21,7 +21,8 @@ import sqlalchemy as sa
 
 from coordinator.model import JobStatus, NewJob
 from coordinator.store import Store, open_store
-from coordinator.store.schema import jobs
+from coordinator.store.pauses import LIMIT_GATE
+from coordinator.store.schema import concurrency_limits, jobs
 from wfj_testing import wait_until
 
 WAIT_S = 30
@@ -57,6 +58,31 @@ class Gate:
         row = dataclasses.asdict(job)
         row["status"] = int(JobStatus.PENDING)
         self._conn.execute(jobs.insert(), row)
+
+    def change_limit(self, kind: int, value: str, max_running: int, now: int) -> None:
+        """Hold a concurrency limit change as ``limit_set`` writes it (the
+        limit gate locked for update and rewritten), uncommitted (PostgreSQL)."""
+        self._conn.execute(
+            sa.text("SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR UPDATE"),
+            {"gate": LIMIT_GATE},
+        )
+        self._conn.execute(
+            concurrency_limits.insert().values(kind=kind, value=value, max_running=max_running)
+        )
+        self._conn.execute(
+            sa.text(
+                "UPDATE wfj_cluster_flags SET updated_at = :now, value = CAST("
+                "(SELECT count(*) FROM wfj_concurrency_limits) AS text) WHERE name = :gate"
+            ),
+            {"gate": LIMIT_GATE, "now": now},
+        )
+
+    def share_limit_gate(self) -> None:
+        """Hold the limit gate's share lock, as a claim in flight does (PostgreSQL)."""
+        self._conn.execute(
+            sa.text("SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR KEY SHARE"),
+            {"gate": LIMIT_GATE},
+        )
 
     # -- racers ---------------------------------------------------------------
 

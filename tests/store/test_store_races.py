@@ -10,15 +10,20 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import sqlalchemy as sa
 
+from coordinator.engine.limits import Admission, LimitBook
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
     Claim,
     Completion,
+    ConcurrencyLimit,
+    JobFilter,
     JobStatus,
     LeasedForFailure,
+    LimitKind,
 )
 from coordinator.store import Store, open_store
 from wfj_races import Gate, outcome_of
@@ -330,3 +335,66 @@ def test_reaper_and_completion_released_together_end_the_attempt_once(
         assert _history(store, job.id) == [(1, AttemptOutcome.LEASE_EXPIRED)]
     if store.is_postgres:
         assert applied == {job.id}
+
+
+def _admission_of(claims: list[Claim], jobs: list) -> object:
+    """The engine's admission of ``claims``, built from the limits as stored."""
+
+    def build(rows):
+        book = LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)
+        return Admission(book, claims, jobs)
+
+    return build
+
+
+def test_claims_racing_a_limit_change_wait_for_it_and_obey_it(
+    store_url: str, store: Store
+) -> None:
+    """A claim that starts while SetLimit is committing waits for it and then
+    sees the new limit, though its own snapshot predates the change."""
+    if not store.is_postgres:
+        pytest.skip("SQLite serialises every write; one coordinator per file")
+    store.limit_gate_ensure(T0)
+    pending = [make_job() for _ in range(3)]
+    store.job_insert_many(pending)
+    cands = store.job_candidates(["noop"], 10, T0)
+    claims = [Claim(c.id, "w1") for c in cands]
+    with Gate(store_url) as gate:
+        gate.change_limit(int(LimitKind.JOB_TYPE), "noop", 1, T0)
+        one_statement = gate.race(
+            gate.store().job_claim_fair,
+            ["noop"],
+            None,
+            ["w1", "w1", "w1"],
+            ([], [], [], 0.0),
+            "tok-fair",
+            T0,
+            LEASE_MS,
+        )
+        counting = gate.race(
+            gate.store().job_claim,
+            claims,
+            "tok-count",
+            T0,
+            LEASE_MS,
+            _admission_of(claims, cands),
+        )
+        gate.open(waiting=2)
+        # The one-statement claim leases nothing and says a limit exists; the
+        # counting claim admits one job under it.
+        assert outcome_of(one_statement) is None
+        assert len(outcome_of(counting)) == 1
+    running = store.job_list(JobFilter(statuses=[JobStatus.RUNNING]), None, 10)
+    assert len(running) == 1
+
+
+def test_a_limit_change_waits_for_claims_in_flight(store_url: str, store: Store) -> None:
+    if not store.is_postgres:
+        pytest.skip("SQLite serialises every write; one coordinator per file")
+    store.limit_gate_ensure(T0)
+    with Gate(store_url) as gate:
+        gate.share_limit_gate()  # a claim in flight
+        change = gate.race(gate.store().limit_set, int(LimitKind.JOB_TYPE), "noop", 1, T0)
+        gate.open(waiting=1)
+        assert outcome_of(change) is None
+    assert [(r.value, r.max_running) for r in store.limit_list()] == [("noop", 1)]
