@@ -29,7 +29,7 @@ from coordinator.store import open_store
 from wfj_testing import make_job as _make_job
 
 # Far below the 15 s idle poll, far above any honest wake-up.
-PROMPT_S = 7.0
+PROMPT_S = 10.0
 US = 1_000_000
 
 
@@ -168,8 +168,8 @@ def test_a_freed_slot_wakes_the_other_replica(pg_database: str, store_url: str) 
             [(row, token)] = await _next_leased(on_a)
             on_b = _worker(b, "wb", 1)
             # b's worker waits with credit while the slot is taken.
-            await asyncio.sleep(0.3)
-            assert on_b.outbox.empty()
+            await b.dispatcher.run_pass()
+            assert on_b.outbox.empty() and on_b.credits == 1
             await a.report([Completion(row.id, token, b"{}")])
             [(nxt, _)] = await _next_leased(on_b)
             assert nxt.id != row.id
