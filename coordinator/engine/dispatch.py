@@ -215,6 +215,11 @@ class Dispatcher:
             del self._owner_of[job_id]
             session.in_flight.pop(job_id, None)
 
+    def token_of(self, job_id: str) -> str | None:
+        """The lease token ``job_id`` was delivered here under, while it is in flight."""
+        session = self._owner_of.get(job_id)
+        return session.in_flight.get(job_id) if session is not None else None
+
     def in_flight_refs(self) -> list[tuple[str, str]]:
         """(job id, lease token) of every job delivered here whose end is not known."""
         return [(job_id, s.in_flight[job_id]) for job_id, s in self._owner_of.items()]

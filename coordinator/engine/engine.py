@@ -12,12 +12,12 @@ import base64
 import functools
 import logging
 import random
-from collections.abc import Callable, Collection, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from coordinator.clock import Clock, DatabaseClock, SystemClock
+from coordinator.engine.attempts import Attempts, release_end
 from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.clock_sync import ClockSync, ClockSyncConfig
 from coordinator.engine.dispatch import Dispatcher
@@ -27,6 +27,7 @@ from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.operations import Operations, OperationsConfig
 from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.set_aside import OutcomeNotRecorded, SetAsideBook
 from coordinator.errors import (
@@ -37,7 +38,6 @@ from coordinator.errors import (
 )
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
-    ATTEMPT_CEILING,
     DEFAULT_RETRY_POLICY,
     FINISHED_STATUSES,
     MAX_ATTEMPTS,
@@ -67,8 +67,6 @@ from coordinator.store import Store
 from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 Outcome = Completion | Failure | Release
 # What a queued single enqueue learns: (id, deduplicated, status), and the
@@ -141,22 +139,23 @@ class Engine:
             # Replicas keep the database's time, not their hosts' (docs/design.md).
             clock = DatabaseClock(store.database_time_us)
         self.clock = clock or SystemClock()
+        # Every store call of the engine, its chores and operator actions runs here.
+        self.run_store = StoreRunner(1 if store.is_sqlite else self.config.store_threads)
         self.clock_sync = (
-            ClockSync(self.config.clock_sync, self.clock, self._call)
+            ClockSync(self.config.clock_sync, self.clock, self.run_store)
             if isinstance(self.clock, DatabaseClock)
             else None
         )
         self.coordinator_id = coordinator_id or new_id()
-        self._rng = rng or random.Random()
-        threads = 1 if store.is_sqlite else self.config.store_threads
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wfj-store")
+        # Draws the backoff jitter of every retry decision.
+        self.rng = rng or random.Random()
         self.fair = FairScheduler()
         self.dispatcher = Dispatcher(
             clock=self.clock,
             fair=self.fair,
             candidates=self._candidates,
             claim=self._claim,
-            release=self._release_orphans,
+            release=self._hand_back_orphans,
             claim_fair=self._claim_fair,
             acquire_batch_max=self.config.acquire_batch_max,
             idle_poll_s=self.config.idle_poll_s,
@@ -169,8 +168,17 @@ class Engine:
         self.telemetry: EngineTelemetry = NO_TELEMETRY
         # Rows the chores and outcome reports could not process (see set_aside.py).
         self.set_aside = SetAsideBook(lambda chore, n: self.telemetry.rows_set_aside(chore, n))
+        # The one path for "an attempt ended" (attempts.py).
+        self.attempts = Attempts(
+            store=store,
+            run_store=self.run_store,
+            dispatcher=self.dispatcher,
+            set_aside=self.set_aside,
+            telemetry=lambda: self.telemetry,
+            limited=lambda: bool(self.limits),
+            now=self.clock.now_us,
+        )
         self._listener: Any = None
-        self._finish_waiters: dict[str, asyncio.Event] = {}
         self._enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]] = []
         self._enqueue_flushing = False
         self.limits = LimitBook()
@@ -186,12 +194,12 @@ class Engine:
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
-        await self._call(self.store.check_schema)
+        await self.run_store(self.store.check_schema)
         if self.clock_sync is not None:
             await self.clock_sync.run_once()  # before anything reads the clock
             self.clock_sync.start()
-        self.fair.set_weights(await self._call(self.store.tenant_weights))
-        await self._call(self.store.limit_gate_ensure, self.clock.now_us())
+        self.fair.set_weights(await self.run_store(self.store.tenant_weights))
+        await self.run_store(self.store.limit_gate_ensure, self.clock.now_us())
         await self.reload_limits()
         if self.store.is_postgres:
             from coordinator.store.notify import WakeListener
@@ -207,7 +215,7 @@ class Engine:
     async def stop(self) -> None:
         """Stop chores, then the dispatcher, then release the store. Idempotent."""
         if not self._started:
-            self._executor.shutdown(wait=True)
+            self.run_store.shutdown()
             self.store.dispose()
             return
         self._started = False
@@ -220,7 +228,7 @@ class Engine:
         if self._listener is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
             self._listener = None
-        self._executor.shutdown(wait=True)
+        self.run_store.shutdown()
         self.store.dispose()
 
     def _on_remote_wake(self, due_at: int) -> None:
@@ -237,14 +245,14 @@ class Engine:
     async def reload_limits(self) -> None:
         """Re-read concurrency limits and job type defaults (after a change here
         or on another replica)."""
-        self.limits = _book_of(await self._call(self.store.limit_list))
+        self.limits = _book_of(await self.run_store(self.store.limit_list))
         self.type_defaults = {
             r.job_type: JobTypeDefaults(
                 RetryPolicy.from_json(r.retry_policy),
                 r.execution_timeout_ms,
                 r.heartbeat_timeout_ms,
             )
-            for r in await self._call(self.store.job_type_defaults_list)
+            for r in await self.run_store(self.store.job_type_defaults_list)
         }
         self.dispatcher.wake()
 
@@ -264,7 +272,7 @@ class Engine:
             if value is not None and value <= 0:
                 raise InvalidArgument(f"{name} must be positive when set")
             check_timeout(value, f"defaults.{name}")
-        await self._call(
+        await self.run_store(
             self.store.job_type_defaults_set,
             job_type,
             defaults.retry_policy.to_json(),
@@ -278,7 +286,7 @@ class Engine:
             raise InvalidArgument("max_running must be >= 0 (0 removes the limit)")
         if not limit.value:
             raise InvalidArgument("value is required: a tenant, job type, definition, key or '*'")
-        await self._call(
+        await self.run_store(
             self.store.limit_set,
             int(limit.kind),
             limit.value,
@@ -289,9 +297,9 @@ class Engine:
 
     async def list_limits(self) -> list[tuple[ConcurrencyLimit, int]]:
         """Every limit with its RUNNING count (for '*' limits: the fullest value)."""
-        rows = await self._call(self.store.limit_list)
+        rows = await self.run_store(self.store.limit_list)
         limits = [ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows]
-        running = await self._call(
+        running = await self.run_store(
             self.store.job_running_counts, sorted({int(x.kind) for x in limits})
         )
         out = []
@@ -302,10 +310,6 @@ class Engine:
                 count = running.get((int(limit.kind), limit.value), 0)
             out.append((limit, count))
         return out
-
-    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -391,7 +395,7 @@ class Engine:
                     prepared.append(self.prepare(job, now))
                 except InvalidArgument as e:
                     raise InvalidArgument(f"jobs[{index}]: {e}") from None
-        result = await self._call(self.store.job_insert_many, prepared)
+        result = await self.run_store(self.store.job_insert_many, prepared)
         self.dispatcher.wake_at(j.due_at for j in prepared)
         self.telemetry.enqueued(prepared, result)
         return result
@@ -441,7 +445,7 @@ class Engine:
         now = self.clock.now_us()
         direct, offered = self._direct_offers(jobs, now)
         try:
-            results = await self._call(self.store.job_insert_many, jobs, direct)
+            results = await self.run_store(self.store.job_insert_many, jobs, direct)
         except Exception:
             self._refund(offered.values())
             raise
@@ -550,7 +554,7 @@ class Engine:
         if not orphans:
             return
         try:
-            await self._release_orphans(orphans)
+            await self.attempts.hand_back(orphans, "worker disconnected")
         except Exception:  # noqa: BLE001 - the reaper ends these leases when they expire
             log.warning(
                 "could not hand back %d job(s) leased to a worker that left; "
@@ -579,7 +583,7 @@ class Engine:
         if prepared.due_at > now:
             raise InvalidArgument("an inline job runs now; it cannot have a future due_time")
         token = new_token()
-        row, dedup, held = await self._call(
+        row, dedup, held = await self.run_store(
             self.store.job_insert_leased,
             prepared,
             owner,
@@ -596,7 +600,7 @@ class Engine:
                     "retry when a running job of that scope ends, or set "
                     "enqueue_if_paused to queue it"
                 )
-            pauses = await self._call(
+            pauses = await self.run_store(
                 self.store.pauses_covering,
                 prepared.tenant_id,
                 prepared.job_type,
@@ -622,7 +626,7 @@ class Engine:
     async def _full_scopes(self, job: NewJob) -> str:
         """The limited scopes of ``job`` that are full, as text for an error."""
         await self.reload_limits()
-        running = await self._call(self.store.job_running_counts, self.limits.kinds)
+        running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
         full = [
             f"{LimitKind(kind).name.lower()} {value}: {running.get((kind, value), 0)} "
             f"of {limit} running"
@@ -635,24 +639,24 @@ class Engine:
 
     async def ping_store(self) -> None:
         """Raise ``StoreUnavailable`` unless the database answers."""
-        await self._call(self.store.ping)
+        await self.run_store(self.store.ping)
 
     async def job_tenants(self, job_ids: Sequence[str]) -> dict[str, str]:
         """The tenant of each job that exists (for credential tenant scopes)."""
         ids = [j for j in job_ids if is_valid_id(j)]
         if not ids:
             return {}
-        rows = await self._call(self.store.job_get_many, ids)
+        rows = await self.run_store(self.store.job_get_many, ids)
         return {r.id: r.tenant_id for r in rows}
 
     async def get_job(
         self, job_id: str, with_attempts: bool = False
     ) -> tuple[JobRow, list[AttemptRow]]:
         _check_id(job_id)
-        row = await self._call(self.store.job_get, job_id)
+        row = await self.run_store(self.store.job_get, job_id)
         if row is None:
             raise NotFound(f"job {job_id} not found")
-        attempts = await self._call(self.store.job_attempts, job_id) if with_attempts else []
+        attempts = await self.run_store(self.store.job_attempts, job_id) if with_attempts else []
         return row, attempts
 
     async def list_jobs(self, flt: JobFilter, page_size: int, page_token: str) -> ListPage:
@@ -660,7 +664,7 @@ class Engine:
             raise InvalidArgument("page_size must be between 1 and 1000 (0 means 100)")
         size = page_size or 100
         after = _decode_page_token(page_token) if page_token else None
-        rows = await self._call(self.store.job_list, flt, after, size + 1)
+        rows = await self.run_store(self.store.job_list, flt, after, size + 1)
         next_token = _encode_page_token(rows[size - 1].id) if len(rows) > size else ""
         return ListPage(rows[:size], next_token)
 
@@ -674,22 +678,13 @@ class Engine:
             row, _ = await self.get_job(job_id)
             if row.status in FINISHED_STATUSES:
                 return row
-            event = self._finish_waiters.setdefault(job_id, asyncio.Event())
+            event = self.attempts.waiters.event(job_id)
             try:
                 await asyncio.wait_for(event.wait(), timeout=1.0)
             except TimeoutError:
                 pass
             finally:
-                if event.is_set() or self._finish_waiters.get(job_id) is not event:
-                    self._finish_waiters.pop(job_id, None)
-
-    def _notify_finished(self, job_ids: Any) -> None:
-        if not self._finish_waiters:
-            return
-        for job_id in job_ids:
-            event = self._finish_waiters.pop(job_id, None)
-            if event is not None:
-                event.set()
+                self.attempts.waiters.done_with(job_id, event)
 
     # -- acquisition (called by the dispatcher) ------------------------------------
 
@@ -702,9 +697,9 @@ class Engine:
     ) -> list[Candidate]:
         exclude = None
         if self.limits:
-            running = await self._call(self.store.job_running_counts, self.limits.kinds)
+            running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
             exclude = self.limits.exclusions(running)
-        return await self._call(
+        return await self.run_store(
             self.store.job_candidates, job_types, per_lane, now, exclude, tenants
         )
 
@@ -725,7 +720,7 @@ class Engine:
         if self.limits or not self.store.is_postgres or not owners:
             return None
         fair_tenants, starts, weights, floor = self.fair.snapshot()
-        rows = await self._call(
+        rows = await self.run_store(
             self.store.job_claim_fair,
             job_types,
             tenants,
@@ -748,7 +743,7 @@ class Engine:
         # own transaction: a limit set on another replica holds here before
         # this replica has reloaded it.
         admission = functools.partial(_admission_for, claims, picks)
-        rows = await self._call(
+        rows = await self.run_store(
             self.store.job_claim, claims, token, now, self.config.default_lease_ms, admission
         )
         self._leased(rows, now)
@@ -765,21 +760,9 @@ class Engine:
             self.ops.timeouts.note_deadline(min(deadlines))
         self.telemetry.leased(rows, now)
 
-    async def _release_orphans(
-        self, refs: Sequence[tuple[str, str]], reason: str = "worker disconnected"
-    ) -> None:
-        now = self.clock.now_us()
-        releases = [Release(job_id, token, reason) for job_id, token in refs]
-        refused, set_aside = self.set_aside.collector()
-        await self._call(
-            functools.partial(self.store.job_end_attempts, wake=bool(self.limits)),
-            refs,
-            functools.partial(_decide_release, releases),
-            now,
-            set_aside,
-        )
-        self.set_aside.record("releases", refused, now)
-        self.dispatcher.wake()
+    async def _hand_back_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
+        """Jobs leased to a worker that left before they were delivered go back."""
+        await self.attempts.hand_back(refs, "worker disconnected")
 
     def open_session(self, session: WorkerSession) -> None:
         if not session.job_types:
@@ -807,10 +790,12 @@ class Engine:
         refunded. Returns how many were handed back.
         """
         session.close(error)
-        refs = [(job_id, token) for job_id, token in session.in_flight.items() if job_id not in keep]
+        refs = [
+            (job_id, token) for job_id, token in session.in_flight.items() if job_id not in keep
+        ]
         self.close_session(session)
         if refs:
-            await self._release_orphans(refs, reason)
+            await self.attempts.hand_back(refs, reason)
         return len(refs)
 
     @property
@@ -835,7 +820,7 @@ class Engine:
         if session is not None and session.principal == principal:
             # Only the credential that opened the stream vouches for it.
             session.last_heartbeat_at = now
-        rows = await self._call(
+        rows = await self.run_store(
             self.store.lease_extend_many, refs, now, self.config.default_lease_ms
         )
         got = {job_id: (exp, cancel) for job_id, exp, cancel in rows}
@@ -858,12 +843,12 @@ class Engine:
         others = [o for o in outcomes if not isinstance(o, Completion)]
         done: set[str] = set()
         ends: dict[str, AttemptEnd] = {}
-        refused, set_aside = self.set_aside.collector()
+        refused: list[tuple[str, BaseException]] = []
         # Under concurrency limits every ended attempt frees a slot that a
         # waiting job may take: wake acquisition here and on every replica.
-        limited = bool(self.limits)
+        limited = self.attempts.limited
         if completions:
-            completed = await self._call(
+            completed = await self.run_store(
                 self.store.job_complete_many, completions, now, wake=limited
             )
             done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
@@ -876,28 +861,17 @@ class Engine:
         if others:
             decide = functools.partial(self._decide_other, {o.job_id: o for o in others}, now)
             refs = [(o.job_id, o.lease_token) for o in others]
-            ended = await self._call(
-                functools.partial(self.store.job_end_attempts, wake=limited),
-                refs,
-                decide,
-                now,
-                set_aside,
-            )
-            self.set_aside.record("outcomes", refused, now)
+            ended, refused = await self.attempts.apply(refs, decide, now, "outcomes")
             ends.update(ended)
-            self.dispatcher.wake_at(
-                e.due_at or now for e in ended.values() if e.new_status == JobStatus.PENDING
-            )
-        if limited and (done or ends):
-            self.dispatcher.wake()
         # Only outcomes that applied end an attempt: a rejected one (a stale
         # holder's) must not touch the entry of the session holding the job now.
-        self._forget_in_flight(
-            (o.job_id, o.lease_token) for o in outcomes if o.job_id in done or o.job_id in ends
-        )
-        self.telemetry.outcomes(done, ends)
-        self._notify_finished(
-            [*done, *(j for j, e in ends.items() if e.new_status != JobStatus.PENDING)]
+        self.attempts.ended(
+            ends,
+            now,
+            completed=done,
+            forget=[
+                (o.job_id, o.lease_token) for o in outcomes if o.job_id in done or o.job_id in ends
+            ],
         )
         results = []
         credited: set[str] = set()
@@ -925,7 +899,7 @@ class Engine:
         if isinstance(result.error, OutcomeNotRecorded):
             raise result.error
         if not result.accepted:
-            row = await self._call(self.store.job_get, outcome.job_id)
+            row = await self.run_store(self.store.job_get, outcome.job_id)
             if row is None:
                 raise NotFound(f"job {outcome.job_id} not found")
             state = JobStatus(row.status).name
@@ -941,7 +915,7 @@ class Engine:
     ) -> AttemptEnd:
         outcome = by_id[row.id]
         if isinstance(outcome, Release):
-            return _release_end(outcome, row)
+            return release_end(outcome, row)
         end = decide_failure(
             row,
             now=now,
@@ -950,16 +924,12 @@ class Engine:
             non_retryable=outcome.non_retryable,
             retry_at=outcome.retry_at,
             outcome=AttemptOutcome.FAILED,
-            rng=self._rng,
+            rng=self.rng,
         )
         return replace(end, traceback=outcome.traceback or None)
 
     async def _leases_held(self, refs: Sequence[tuple[str, str]]) -> set[str]:
-        return await self._call(self.store.lease_held_many, refs)
-
-    def _forget_in_flight(self, refs: Iterable[str | tuple[str, str]]) -> None:
-        """Attempts ended: job ids, or (job id, lease token) of the attempt that ended."""
-        self.dispatcher.forget(refs)
+        return await self.run_store(self.store.lease_held_many, refs)
 
     def _check_refs(self, refs: Sequence[tuple[str, str]]) -> None:
         if len(refs) > self.config.max_batch_size:
@@ -972,12 +942,20 @@ class Engine:
                 raise InvalidArgument(f"lease_token is required for job {job_id}")
 
     async def _reap_once(self, now: int) -> ReaperResult:
-        decide = functools.partial(self._decide_expired, now)
+        # The token each job was delivered here under, read while the store
+        # holds the expired row: forgetting is then token-guarded.
+        tokens: dict[str, str] = {}
+
+        def decide(row: LeasedForFailure) -> AttemptEnd:
+            token = self.attempts.token_here(row.id)
+            if token is not None:
+                tokens[row.id] = token
+            return self._decide_expired(now, row)
+
         skipped = self.set_aside.skipped("lease-reaper", now)
         refused, set_aside = self.set_aside.collector()
-        limited = bool(self.limits)
-        ends = await self._call(
-            functools.partial(self.store.lease_reclaim_expired, wake=limited),
+        ends = await self.run_store(
+            functools.partial(self.store.lease_reclaim_expired, wake=self.attempts.limited),
             decide,
             now,
             self.config.reaper.batch_size,
@@ -985,13 +963,13 @@ class Engine:
             set_aside,
         )
         self.set_aside.record("lease-reaper", refused, now)
-        self.dispatcher.wake_at(e.due_at or now for e in ends if e.new_status == JobStatus.PENDING)
-        if limited and ends:
-            self.dispatcher.wake()
-        self._forget_in_flight(e.job_id for e in ends)
-        self.telemetry.reaped(ends)
-        self._notify_finished([e.job_id for e in ends if e.new_status != JobStatus.PENDING])
-        next_expiry = await self._call(
+        self.attempts.ended(
+            ends,
+            now,
+            forget=[(e.job_id, tokens[e.job_id]) for e in ends if e.job_id in tokens],
+            lease_expired=True,
+        )
+        next_expiry = await self.run_store(
             self.store.lease_next_expiry, self.set_aside.skipped("lease-reaper", now)
         )
         return ReaperResult(len(ends), next_expiry)
@@ -1005,7 +983,7 @@ class Engine:
             non_retryable=False,
             retry_at=now,
             outcome=AttemptOutcome.LEASE_EXPIRED,
-            rng=self._rng,
+            rng=self.rng,
         )
 
     # -- pauses and weights ---------------------------------------------------------
@@ -1017,7 +995,7 @@ class Engine:
         now = self.clock.now_us()
         if expires_at is not None and expires_at <= now:
             raise InvalidArgument("expire_time must be in the future")
-        record = await self._call(
+        record = await self.run_store(
             self.store.pause_create, new_id(), scope, actor, reason, expires_at, now
         )
         if expires_at is not None:
@@ -1026,14 +1004,14 @@ class Engine:
 
     async def unpause(self, scope: PauseScope, actor: str) -> list[Any]:
         _check_scope(scope)
-        lifted = await self._call(self.store.pause_lift, scope, actor, self.clock.now_us())
+        lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
         if not lifted:
             raise NotFound(f"no active pause on {scope.kind.name.lower()} {_scope_text(scope)}")
         self.dispatcher.wake()
         return lifted
 
     async def list_pauses(self, include_lifted: bool, tenant_id: str) -> list[Any]:
-        return await self._call(
+        return await self.run_store(
             self.store.pause_list,
             self.clock.now_us(),
             include_lifted=include_lifted,
@@ -1045,16 +1023,16 @@ class Engine:
             raise InvalidArgument("tenant_id is required")
         if weight < 1 or weight > 10_000:
             raise InvalidArgument("weight must be between 1 and 10000")
-        await self._call(self.store.tenant_set_weight, tenant_id, weight)
+        await self.run_store(self.store.tenant_set_weight, tenant_id, weight)
         self.fair.set_weights({tenant_id: weight})
 
     # -- stats -------------------------------------------------------------------------
 
     async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
         now = self.clock.now_us()
-        counts = await self._call(self.store.job_count_by_status, tenant_id)
-        oldest = await self._call(self.store.job_oldest_pending_due, now, tenant_id)
-        recent = await self._call(self.store.attempt_outcome_counts, now - window_us)
+        counts = await self.run_store(self.store.job_count_by_status, tenant_id)
+        oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id)
+        recent = await self.run_store(self.store.attempt_outcome_counts, now - window_us)
         totals = dict.fromkeys(JobStatus, 0)
         for row in counts:
             totals[JobStatus(row.status)] += row.n
@@ -1121,44 +1099,6 @@ def _admission_for(
     claims: Sequence[Claim], picks: Sequence[Candidate], rows: Sequence[Any]
 ) -> Admission:
     return Admission(_book_of(rows), claims, picks)
-
-
-def _decide_release(releases: Sequence[Release], row: LeasedForFailure) -> AttemptEnd:
-    by_id = {r.job_id: r for r in releases}
-    return _release_end(by_id[row.id], row)
-
-
-def _release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
-    if row.cancel_requested:
-        # A cancel was requested: the handed-back attempt ends the job.
-        return AttemptEnd(
-            job_id=release.job_id,
-            outcome=AttemptOutcome.CANCELLED,
-            new_status=JobStatus.CANCELLED,
-            error=release.reason or "cancelled",
-        )
-    # A released attempt does not count against the budget (it is counted in
-    # released_attempts); only a job at the attempt ceiling, which can never
-    # start another attempt, faults.
-    if row.attempt >= ATTEMPT_CEILING:
-        return AttemptEnd(
-            job_id=release.job_id,
-            outcome=AttemptOutcome.RELEASED,
-            new_status=JobStatus.FAULTED,
-            error=(
-                f"released after {row.attempt} attempts, the most one job may run "
-                f"({ATTEMPT_CEILING:,}); replay it to run it again"
-            ),
-        )
-    return AttemptEnd(
-        job_id=release.job_id,
-        outcome=AttemptOutcome.RELEASED,
-        new_status=JobStatus.PENDING,
-        error=release.reason or "released by worker",
-        payload=release.payload,
-        payload_content_type=release.content_type,
-        refund_attempt=True,
-    )
 
 
 def _is_int(value: object) -> bool:

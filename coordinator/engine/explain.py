@@ -67,7 +67,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         reasons.append(
             WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
         )
-    pauses = await engine._call(
+    pauses = await engine.run_store(
         engine.store.pauses_covering,
         row.tenant_id,
         row.job_type,
@@ -101,7 +101,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
             row.definition_id,
             row.concurrency_key,
         )
-        running = await engine._call(engine.store.job_running_counts, engine.limits.kinds)
+        running = await engine.run_store(engine.store.job_running_counts, engine.limits.kinds)
         for (kind, value), limit in engine.limits.scopes_of(job):
             count = running.get((kind, value), 0)
             if count >= limit:
@@ -134,7 +134,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
                 count=len(serving),
             )
         )
-    ahead = await engine._call(
+    ahead = await engine.run_store(
         engine.store.job_count_ahead, row.tenant_id, row.priority, row.due_at, row.id, now
     )
     if ahead:

@@ -175,19 +175,32 @@ class Operations:
         change = await self._call(self._store.job_cancel, job_id, reason, self._now())
         row = _applied(change, job_id, "cancelled", CANCELLABLE_STATUSES)
         if row.status == JobStatus.CANCELLED:
-            self._engine._notify_finished([job_id])
+            # A PENDING job finished without an attempt ending; a RUNNING one
+            # ends when its attempt does (outcome, expiry or unlock).
+            self._engine.attempts.ended({}, self._now(), finished=[job_id])
         return row
 
     async def unlock_job(self, job_id: str) -> JobRow:
         _check_id(job_id)
-        limited = bool(self._engine.limits)
-        change = await self._call(self._store.job_unlock, job_id, self._now(), limited)
+        attempts = self._engine.attempts
+        # Read before the unlock commits: the job may be leased again at once.
+        token = attempts.token_here(job_id)
+        now = self._now()
+        change = await self._call(self._store.job_unlock, job_id, now, attempts.limited)
         row = _applied(change, job_id, "unlocked", (JobStatus.RUNNING,))
-        self._engine._forget_in_flight([job_id])
-        # The job may run again, or its freed slot may admit a waiting job.
-        self._engine.dispatcher.wake()
+        # The job may run again at once, or its freed slot may admit a waiting job.
+        end = AttemptEnd(
+            job_id=job_id,
+            outcome=AttemptOutcome.UNLOCKED
+            if row.status == JobStatus.PENDING
+            else AttemptOutcome.CANCELLED,
+            new_status=JobStatus(row.status),
+            due_at=now,
+            error=row.last_error,
+        )
+        attempts.ended({job_id: end}, now, forget=[(job_id, token)] if token is not None else [])
         if row.status != JobStatus.PENDING:
-            self._engine._notify_finished([job_id])
+            self._engine.dispatcher.wake()
         return row
 
     async def replay_job(self, job_id: str) -> JobRow:
@@ -458,24 +471,7 @@ class Operations:
         by_id = {r.job_id: r for r in expired}
         decide = functools.partial(self._decide_timed_out, by_id, now)
         refs = [(r.job_id, r.lease_token) for r in expired]
-        engine = self._engine
-        limited = bool(engine.limits)
-        refused, set_aside = engine.set_aside.collector()
-        ends: dict[str, AttemptEnd] = await self._call(
-            functools.partial(self._store.job_end_attempts, wake=limited),
-            refs,
-            decide,
-            now,
-            set_aside,
-        )
-        engine.set_aside.record("execution-timeouts", refused, now)
-        engine.dispatcher.wake_at(
-            e.due_at or now for e in ends.values() if e.new_status == JobStatus.PENDING
-        )
-        if limited and ends:
-            engine.dispatcher.wake()
-        engine._forget_in_flight((job_id, by_id[job_id].lease_token) for job_id in ends)
-        engine._notify_finished([j for j, e in ends.items() if e.new_status != JobStatus.PENDING])
+        ends = await self._engine.attempts.end(refs, decide, now, "execution-timeouts")
         return len(ends)
 
     def _decide_timed_out(
@@ -490,7 +486,7 @@ class Operations:
             non_retryable=False,
             retry_at=None,
             outcome=AttemptOutcome.TIMED_OUT,
-            rng=self._engine._rng,
+            rng=self._engine.rng,
         )
 
     async def _purge(self, cutoffs: dict[int, int], limit: int) -> int:
@@ -503,7 +499,7 @@ class Operations:
         return self._engine.store
 
     async def _call(self, fn: Any, *args: Any) -> Any:
-        return await self._engine._call(fn, *args)
+        return await self._engine.run_store(fn, *args)
 
     def _now(self) -> int:
         return self._engine.clock.now_us()

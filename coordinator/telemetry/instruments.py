@@ -95,11 +95,13 @@ class OtelEngineTelemetry(EngineTelemetry):
             "wfjobs.jobs.failed", "Jobs faulted: an attempt failed with no retry left."
         )
         self.retried_total = counter(
-            "wfjobs.jobs.retried", "Failed, expired or timed-out attempts scheduled for retry."
+            "wfjobs.jobs.retried",
+            "Failed, expired, timed-out or unlocked attempts scheduled for another try.",
         )
         self.cancelled_total = counter("wfjobs.jobs.cancelled", "Running jobs ended by a cancel.")
         self.released_total = counter(
-            "wfjobs.jobs.released", "Attempts handed back unfinished by workers."
+            "wfjobs.jobs.released",
+            "Attempts handed back unfinished (by the worker, or when their stream ended).",
         )
         self.lease_expired_total = counter(
             "wfjobs.leases.expired", "Attempts ended by the reaper because their lease expired."

@@ -79,7 +79,7 @@ def test_pause_without_churn(store_url: str) -> None:
         ids = [j.id for j in paused]
         before = {
             r.id: dataclasses.astuple(r)
-            for r in await h.engine._call(h.engine.store.job_get_many, ids)
+            for r in await h.engine.run_store(h.engine.store.job_get_many, ids)
         }
         await h.engine.enqueue(
             [make_job(tenant_id="acme", definition_id="other") for _ in range(300)]
@@ -93,7 +93,7 @@ def test_pause_without_churn(store_url: str) -> None:
         assert got == 300
         after = {
             r.id: dataclasses.astuple(r)
-            for r in await h.engine._call(h.engine.store.job_get_many, ids)
+            for r in await h.engine.run_store(h.engine.store.job_get_many, ids)
         }
         assert after == before, "a paused row was touched"
         await h.engine.unpause(PauseScope(PauseKind.DEFINITION, "acme", "billing"), "ops")

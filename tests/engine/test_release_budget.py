@@ -30,7 +30,9 @@ def test_release_keeps_the_configured_budget_and_does_not_count(store_url: str) 
         # A worker that disconnects hands its jobs back the same way.
         session = WorkerSession("w-gone", frozenset({"noop"}))
         h.engine.open_session(session)
-        await h.engine._release_orphans([(job_id, (await h.lease())[0][1])])
+        await h.engine.attempts.hand_back(
+            [(job_id, (await h.lease())[0][1])], "worker disconnected"
+        )
         job, _ = await h.job(job_id)
         assert (job.attempt, job.max_attempts, job.released_attempts) == (2, 3, 2)
         # Three failures still run: only counted attempts use the budget.

@@ -185,11 +185,11 @@ def test_direct_dispatch_answers_callers_when_handing_back_fails(store_url: str)
             loop.call_soon_threadsafe(session.close)  # the worker leaves meanwhile
             return result
 
-        async def store_down(refs) -> None:
+        async def store_down(refs, reason) -> None:
             raise StoreUnavailable("the database cannot be reached")
 
         h.engine.store.job_insert_many = insert
-        h.engine._release_orphans = store_down
+        h.engine.attempts.hand_back = store_down
         row, dedup = await asyncio.wait_for(h.engine.enqueue_one(make_job()), 10)
         assert row.status == JobStatus.RUNNING and not dedup
         stored, _ = await h.job(row.id)

@@ -1,0 +1,227 @@
+"""Attempts ending: the one path every "this attempt is over" goes through.
+
+Design note. An attempt ends in many ways: the worker reports an outcome
+(``outcomes.py``), its lease expires (the lease reaper), it runs past its
+execution timeout (the execution-timeout chore), an operator unlocks the job,
+the stream that held it ends or the worker it was leased to left before
+delivery (hand-back). A job may also finish without an attempt ending (an
+operator cancels a PENDING job). Whatever the cause, what follows is the same,
+and it is written here once (``Attempts.ended``):
+
+1. wake the dispatcher at each retried job's due time, and at once under
+   concurrency limits (every ended attempt frees a slot a waiting job may take);
+2. forget the jobs' in-flight entries: by (job id, lease token) when the
+   ending attempt's token is known, so the end of an old attempt never removes
+   the entry of the session holding the current one;
+3. report to telemetry (``outcomes``; ``reaped`` for expired leases, which
+   also counts ``wfjobs.leases.expired``);
+4. wake callers waiting for the jobs that reached a final status
+   (``WaitForJob`` / enqueue with wait).
+
+Store calls that end attempts by rule (``job_end_attempts``) go through
+``Attempts.apply`` so rows whose own data makes processing fail are set aside
+(``set_aside.py``) under the caller's chore name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.runner import StoreRunner
+from coordinator.engine.set_aside import Collected, SetAsideBook
+from coordinator.model import (
+    ATTEMPT_CEILING,
+    AttemptEnd,
+    AttemptOutcome,
+    JobStatus,
+    LeasedForFailure,
+    Release,
+)
+from coordinator.telemetry.hooks import EngineTelemetry
+
+Ref = str | tuple[str, str]
+Decide = Callable[[LeasedForFailure], AttemptEnd]
+
+
+class FinishWaiters:
+    """Events of callers waiting for jobs to reach a final status."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def event(self, job_id: str) -> asyncio.Event:
+        """The event set when ``job_id`` finishes here (shared by its waiters)."""
+        return self._events.setdefault(job_id, asyncio.Event())
+
+    def done_with(self, job_id: str, event: asyncio.Event) -> None:
+        """A waiter stops waiting on ``event``; the entry goes once it fired or was replaced."""
+        if event.is_set() or self._events.get(job_id) is not event:
+            self._events.pop(job_id, None)
+
+    def notify(self, job_ids: Iterable[str]) -> None:
+        if not self._events:
+            return
+        for job_id in job_ids:
+            event = self._events.pop(job_id, None)
+            if event is not None:
+                event.set()
+
+
+class Attempts:
+    """Ends attempts and does what follows, the same way for every cause."""
+
+    def __init__(
+        self,
+        *,
+        store: Any,
+        run_store: StoreRunner,
+        dispatcher: Dispatcher,
+        set_aside: SetAsideBook,
+        telemetry: Callable[[], EngineTelemetry],
+        limited: Callable[[], bool],
+        now: Callable[[], int],
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._dispatcher = dispatcher
+        self._set_aside = set_aside
+        self._telemetry = telemetry
+        self._limited = limited
+        self._now = now
+        self.waiters = FinishWaiters()
+
+    @property
+    def limited(self) -> bool:
+        """Concurrency limits apply: an ended attempt must wake acquisition on every replica."""
+        return self._limited()
+
+    def token_here(self, job_id: str) -> str | None:
+        """The lease token of ``job_id`` as delivered by this coordinator, if it is in flight here."""
+        return self._dispatcher.token_of(job_id)
+
+    async def apply(
+        self,
+        refs: Sequence[tuple[str, str]],
+        decide: Decide,
+        now: int,
+        chore: str,
+    ) -> tuple[dict[str, AttemptEnd], Collected]:
+        """End the running attempts named by (job id, token) as ``decide`` rules.
+
+        Rows the store could not process are set aside under ``chore`` and
+        returned with their errors; nothing else follows (see ``end``).
+        """
+        refused, set_aside = self._set_aside.collector()
+        ends: dict[str, AttemptEnd] = await self._run(
+            functools.partial(self._store.job_end_attempts, wake=self.limited),
+            refs,
+            decide,
+            now,
+            set_aside,
+        )
+        self._set_aside.record(chore, refused, now)
+        return ends, refused
+
+    async def end(
+        self,
+        refs: Sequence[tuple[str, str]],
+        decide: Decide,
+        now: int,
+        chore: str,
+    ) -> dict[str, AttemptEnd]:
+        """``apply``, then everything that follows an ended attempt (``ended``)."""
+        ends, _ = await self.apply(refs, decide, now, chore)
+        self.ended(ends, now, forget=[r for r in refs if r[0] in ends])
+        return ends
+
+    async def hand_back(
+        self, refs: Sequence[tuple[str, str]], reason: str, chore: str = "releases"
+    ) -> dict[str, AttemptEnd]:
+        """The coordinator hands leased jobs back unrun (their stream ended, or
+        the worker left before delivery); the attempt is refunded."""
+        releases = {job_id: Release(job_id, token, reason) for job_id, token in refs}
+        decide = functools.partial(_decide_release, releases)
+        return await self.end(refs, decide, self._now(), chore)
+
+    def ended(
+        self,
+        ends: Mapping[str, AttemptEnd] | Sequence[AttemptEnd],
+        now: int,
+        *,
+        completed: Collection[str] = (),
+        forget: Iterable[Ref] = (),
+        finished: Collection[str] = (),
+        lease_expired: bool = False,
+    ) -> None:
+        """What follows attempts that ended (in the store, already committed).
+
+        ``ends``: the decisions applied, by job id; ``completed``: jobs whose
+        attempt completed; ``forget``: their in-flight refs (job id, or (job
+        id, lease token) of the attempt that ended); ``finished``: jobs that
+        reached a final status without an attempt ending (a PENDING job
+        cancelled); ``lease_expired``: the attempts ended because their lease ran out.
+        """
+        by_id = ends if isinstance(ends, Mapping) else {e.job_id: e for e in ends}
+        self._dispatcher.wake_at(
+            e.due_at or now for e in by_id.values() if e.new_status == JobStatus.PENDING
+        )
+        if self.limited and (by_id or completed):
+            self._dispatcher.wake()
+        self._dispatcher.forget(forget)
+        telemetry = self._telemetry()
+        if lease_expired:
+            telemetry.reaped(list(by_id.values()))
+        elif by_id or completed:
+            telemetry.outcomes(completed, by_id)
+        self.waiters.notify(
+            [
+                *completed,
+                *(j for j, e in by_id.items() if e.new_status != JobStatus.PENDING),
+                *finished,
+            ]
+        )
+
+
+def _decide_release(releases: Mapping[str, Release], row: LeasedForFailure) -> AttemptEnd:
+    return release_end(releases[row.id], row)
+
+
+def release_end(release: Release, row: LeasedForFailure) -> AttemptEnd:
+    """The fate of a job whose attempt was handed back unfinished."""
+    if row.cancel_requested:
+        # A cancel was requested: the handed-back attempt ends the job.
+        return AttemptEnd(
+            job_id=release.job_id,
+            outcome=AttemptOutcome.CANCELLED,
+            new_status=JobStatus.CANCELLED,
+            error=release.reason or "cancelled",
+        )
+    # A released attempt does not count against the budget (it is counted in
+    # released_attempts); only a job at the attempt ceiling, which can never
+    # start another attempt, faults.
+    if row.attempt >= ATTEMPT_CEILING:
+        return AttemptEnd(
+            job_id=release.job_id,
+            outcome=AttemptOutcome.RELEASED,
+            new_status=JobStatus.FAULTED,
+            error=(
+                f"released after {row.attempt} attempts, the most one job may run "
+                f"({ATTEMPT_CEILING:,}); replay it to run it again"
+            ),
+        )
+    return AttemptEnd(
+        job_id=release.job_id,
+        outcome=AttemptOutcome.RELEASED,
+        new_status=JobStatus.PENDING,
+        error=release.reason or "released by worker",
+        payload=release.payload,
+        payload_content_type=release.content_type,
+        refund_attempt=True,
+    )
+
+
+__all__ = ["Attempts", "FinishWaiters", "release_end"]
