@@ -261,6 +261,45 @@ def test_an_action_without_the_csrf_token_is_refused(cluster: dict[str, Any], co
     assert cookie["sameSite"] == "Strict" and cookie["httpOnly"]
 
 
+def test_disable_a_tenant_set_its_weight_and_a_limit_from_the_ui(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    job = cluster["scheduler"].enqueue("noop", {}, tenant_id="initech", delay=timedelta(hours=1))
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/tenants")
+    row = page.locator("tr", has_text="initech")
+    row.locator("input[name=reason]").fill("unpaid invoice")
+    row.locator("button", has_text="Disable").click()
+    assert "Disable tenant initech" in confirm(page)
+    expect()(page.locator("tr", has_text="initech")).to_contain_text("disabled")
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    expect()(page.locator("#explain")).to_contain_text("tenant initech is disabled")
+    expect()(page.locator("#explain")).to_contain_text("unpaid invoice")
+
+    page.goto(cluster["url"] + "/tenants")
+    row = page.locator("tr", has_text="initech")
+    row.locator("input[name=weight]").fill("3")
+    row.locator("button", has_text="Set weight").click()
+    assert "weight to 3" in confirm(page)
+    expect()(page.locator(".flash.ok")).to_contain_text("tenant initech now has weight 3")
+    page.locator("tr", has_text="initech").locator("button", has_text="Enable").click()
+    confirm(page)
+    expect()(page.locator("tr", has_text="initech")).to_contain_text("enabled")
+
+    page.goto(cluster["url"] + "/limits")
+    page.select_option("#limit-form select[name=kind]", "job_type")
+    page.fill("#limit-form input[name=value]", "noop")
+    page.fill("#limit-form input[name=max_running]", "7")
+    page.click("#limit-form button[type=submit]")
+    assert "at most 7 job(s) of job type noop" in confirm(page)
+    expect()(page.locator("tr", has_text="noop")).to_contain_text("/ 7")
+    limits = cluster["admin"].list_concurrency_limits()
+    assert [(lim.value, lim.max_running) for lim in limits] == [("noop", 7)]
+    page.locator("tr", has_text="noop").locator("button", has_text="Remove").click()
+    confirm(page)
+    assert cluster["admin"].list_concurrency_limits() == []
+
+
 def test_workers_page_lists_the_worker_and_drains_it(cluster: dict[str, Any], context: Any) -> None:
     page = log_in(context, cluster["url"], OPS)
     page.goto(cluster["url"] + "/workers")

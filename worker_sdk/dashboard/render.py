@@ -19,7 +19,12 @@ from .backend import Bucket, Overview
 
 STATUSES = ("PENDING", "RUNNING", "COMPLETED", "FAULTED", "CANCELLED")
 CATEGORIES = ("CONTINUATION", "ACTIVITY_WORK", "INTEGRATION", "MAINTENANCE", "CUSTOM")
-PAUSE_KINDS = (("definition", "definition"), ("instance", "instance"), ("job_type", "job type"))
+PAUSE_KINDS = (
+    ("definition", "definition"),
+    ("instance", "instance"),
+    ("job_type", "job type"),
+    ("tenant", "tenant (disables it)"),
+)
 LIMIT_KINDS = (
     ("tenant", "tenant"),
     ("job_type", "job type"),
@@ -700,8 +705,8 @@ def pauses_body(
         '<form method="post" action="/action" class="stack" id="pause-form">'
         f"{hidden(csrf=session.csrf, op='pause')}"
         f'<label>what<select name="kind">{kinds}</select></label>'
-        f'<label>id / type<input name="value" required value="{e(prefill.get("value", ""))}"></label>'
-        f'<label>tenant (empty: every tenant)<input name="tenant_id" value="{e(tenant_value)}"{readonly}></label>'
+        f'<label>definition id, instance id or job type (empty for a tenant)<input name="value" value="{e(prefill.get("value", ""))}"></label>'
+        f'<label>tenant (empty: every tenant; required to disable one)<input name="tenant_id" value="{e(tenant_value)}"{readonly}></label>'
         '<label>reason<input name="reason"></label>'
         '<label>lifts by itself after (minutes, empty: never)<input type="number" min="1" name="expire_minutes"></label>'
         '<button class="btn" type="submit" data-op="pause">Pause…</button></form>'

@@ -1,0 +1,98 @@
+"""The dashboard's HTML helpers: payload display, trace ids, escaping, charts, listen checks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from worker_sdk.dashboard import is_loopback, split_listen
+from worker_sdk.dashboard.backend import Bucket, _percentile
+from worker_sdk.dashboard.render import bar_chart, line_chart, payload_html, trace_id
+
+
+def test_json_payloads_are_pretty_printed_and_escaped() -> None:
+    html = payload_html(b'{"b": 1, "a": "<script>alert(1)</script>"}', "application/json")
+    assert "application/json, 42 bytes" in html
+    assert "&quot;a&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;,\n  &quot;b" in html
+    assert "<script>" not in html
+
+
+def test_other_bytes_show_as_hex_with_their_size() -> None:
+    html = payload_html(bytes(range(40)), "application/octet-stream")
+    assert "application/octet-stream, 40 bytes" in html
+    assert "00 01 02 03" in html and "\n20 21 22" in html
+
+
+def test_long_binary_payloads_show_their_start_and_say_so() -> None:
+    html = payload_html(b"\xff" * 5000, "application/x-protobuf")
+    assert "5000 bytes (first 4096 shown)" in html
+
+
+def test_undecodable_json_falls_back_to_hex() -> None:
+    html = payload_html(b"\xff\xfe{", "application/json")
+    assert "3 bytes" in html and "ff fe 7b" in html
+
+
+def test_empty_payload() -> None:
+    assert "(empty)" in payload_html(b"", "application/json")
+
+
+def test_trace_id_comes_from_a_w3c_traceparent() -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert trace_id(parent) == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert trace_id("") == ""
+    assert trace_id("garbage") == ""
+
+
+def _buckets(values: list[tuple[int, int, int, float | None]]) -> list[Bucket]:
+    start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    return [
+        Bucket(start + timedelta(minutes=5 * i), c, f, r, lat, lat and lat * 2, 1 if lat else 0)
+        for i, (c, f, r, lat) in enumerate(values)
+    ]
+
+
+def test_throughput_chart_counts_completions_and_draws_a_bar_per_nonzero_value() -> None:
+    svg = bar_chart(
+        "Throughput",
+        _buckets([(3, 1, 0, None), (0, 0, 0, None), (2, 0, 2, None)]),
+        (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
+        "completed",
+    )
+    assert "5 completed in the last hour" in svg
+    assert svg.count("<rect") == 4
+
+
+def test_latency_chart_draws_p50_and_p95_where_there_are_samples() -> None:
+    svg = line_chart("Latency", _buckets([(1, 0, 0, 0.5), (0, 0, 0, None), (1, 0, 0, 1.5)]))
+    assert svg.count('<polyline class="p50"') == 1
+    assert svg.count("<circle") == 4
+    assert "2 completed jobs sampled" in svg
+    assert "no completions" in line_chart("Latency", _buckets([(0, 0, 0, None)]))
+
+
+def test_percentiles() -> None:
+    assert _percentile([2.0], 95) == 2.0
+    assert _percentile([float(n) for n in range(1, 101)], 50) == pytest.approx(50.5)
+
+
+@pytest.mark.parametrize(
+    ("listen", "loopback"),
+    [
+        ("127.0.0.1:8080", True),
+        ("localhost:8080", True),
+        ("[::1]:8080", True),
+        ("0.0.0.0:8080", False),
+        (":8080", False),
+        ("10.1.2.3:8080", False),
+        ("dash.example.com:8080", False),
+    ],
+)
+def test_what_counts_as_loopback(listen: str, loopback: bool) -> None:
+    assert is_loopback(listen) is loopback
+
+
+def test_a_listen_address_needs_a_port() -> None:
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        split_listen("127.0.0.1")
