@@ -24,40 +24,6 @@ from coordinator.store.urls import sqlalchemy_url
 
 log = logging.getLogger(__name__)
 
-# Parameter binding for the pause rule, shared by every query that filters on it.
-ACTIVE_PAUSE = "p.lifted_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > :now)"
-
-
-def pause_blocks(alias: str, *, with_instance: bool) -> str:
-    """SQL that is true when an active pause covers the job or lane ``alias``.
-
-    The leading uncorrelated EXISTS is computed once per statement: with no
-    pause in force (the common case) the per-row check is skipped entirely.
-    """
-    kinds = [
-        "p.kind = 1",
-        f"(p.kind = 2 AND p.value = {alias}.definition_id)",
-        f"(p.kind = 4 AND p.value = {alias}.job_type)",
-    ]
-    if with_instance:
-        kinds.append(f"(p.kind = 3 AND p.value = {alias}.instance_id)")
-    return (
-        "(EXISTS (SELECT 1 FROM wfj_pauses WHERE lifted_at IS NULL) "
-        f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE {ACTIVE_PAUSE} "
-        f"AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id) "
-        f"AND ({' OR '.join(kinds)})))"
-    )
-
-
-def instance_paused(alias: str) -> str:
-    """SQL that is true when an active pause covers the job's workflow instance."""
-    return (
-        "(EXISTS (SELECT 1 FROM wfj_pauses WHERE kind = 3 AND lifted_at IS NULL) "
-        f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE p.kind = 3 AND p.value = {alias}.instance_id "
-        f"AND {ACTIVE_PAUSE} AND (p.tenant_id = '' OR p.tenant_id = {alias}.tenant_id)))"
-    )
-
-
 # Wake-up times travel rounded up to this many microseconds, so a batch with
 # many due times close together sends few of them.
 WAKE_GRAIN_US = 10_000

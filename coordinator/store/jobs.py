@@ -25,6 +25,7 @@ from sqlalchemy.dialects import postgresql
 from coordinator.errors import StoreUnavailable
 from coordinator.model import (
     AttemptEnd,
+    AttemptOutcome,
     AttemptRow,
     Candidate,
     Claim,
@@ -36,16 +37,17 @@ from coordinator.model import (
     JobRow,
     JobStatus,
     LeasedForFailure,
+    LimitKind,
     NewJob,
 )
-from coordinator.store.base import (
-    StoreBase,
-    driver_sql,
-    instance_paused,
+from coordinator.store.base import StoreBase, driver_sql, wake_payload
+from coordinator.store.pauses import (
+    JOB_PAUSE_KINDS,
+    LANE_PAUSE_KINDS,
+    LIMIT_GATE,
+    LIMIT_GATE_SHARE_SQL,
     pause_blocks,
-    wake_payload,
 )
-from coordinator.store.pauses import LIMIT_GATE, LIMIT_GATE_SHARE_SQL
 from coordinator.store.schema import concurrency_limits, job_attempts, jobs, lanes
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,7 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
     # limit is stored (the limit gate, read under its share lock: leasing here
     # counts nothing, so it must not happen under a limit).
     leased_when = (
-        f"v.owner IS NOT NULL AND NOT {pause_blocks('v', with_instance=True)} "
+        f"v.owner IS NOT NULL AND NOT {pause_blocks('v')} "
         "AND COALESCE((SELECT value FROM gate), '0') = '0'"
     )
     gate = LIMIT_GATE_SHARE_SQL.replace(":gate", "%(gate)s")
@@ -89,7 +91,7 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
         f"ins AS (INSERT INTO wfj_jobs ({cols}, status, attempt, lease_owner, "
         "lease_token, started_at, lease_expires_at) "
         f"SELECT {', '.join('v.' + f for f in _NEW_JOB_FIELDS)}, "
-        f"CASE WHEN {leased_when} THEN 2 ELSE 1 END, "
+        f"CASE WHEN {leased_when} THEN {JobStatus.RUNNING:d} ELSE {JobStatus.PENDING:d} END, "
         f"CASE WHEN {leased_when} THEN 1 ELSE 0 END, "
         f"CASE WHEN {leased_when} THEN v.owner END, "
         f"CASE WHEN {leased_when} THEN %(token)s END, "
@@ -116,12 +118,12 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
                 SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                   AND x.definition_id = l.definition_id
-                  AND x.status = 1 AND x.due_at <= :now
-                  AND NOT {instance_paused("x")}
+                  AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                 ORDER BY x.priority DESC, x.due_at, x.id
                 LIMIT :n
             ) j
-            WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+            WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
               {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
         ), ranked AS (
             SELECT c.id, c.priority, c.due_at,
@@ -141,13 +143,13 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             {LIMIT_GATE_SHARE_SQL}
         ), locked AS (
             SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
-            WHERE x.status + 0 = 1 AND x.due_at <= :now
+            WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now
               AND COALESCE((SELECT value FROM gate), '0') = '0'
-              AND NOT {pause_blocks("x", with_instance=True)}
+              AND NOT {pause_blocks("x")}
             FOR UPDATE OF x SKIP LOCKED
         ), done AS (
             UPDATE wfj_jobs AS j
-            SET status = 2, attempt = j.attempt + 1,
+            SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1,
                 lease_owner = (CAST(:owners AS text[]))[locked.pos],
                 lease_token = :token, started_at = :now,
                 lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
@@ -171,6 +173,15 @@ def _insert_row(job: NewJob) -> dict[str, Any]:
     row = {f: getattr(job, f) for f in _NEW_JOB_FIELDS}
     row["status"] = int(JobStatus.PENDING)
     return row
+
+
+# The job column each concurrency limit kind counts running jobs by.
+LIMIT_COLUMNS: dict[int, str] = {
+    LimitKind.TENANT: "tenant_id",
+    LimitKind.JOB_TYPE: "job_type",
+    LimitKind.DEFINITION: "definition_id",
+    LimitKind.CONCURRENCY_KEY: "concurrency_key",
+}
 
 
 class _RolledBack(Exception):
@@ -349,9 +360,7 @@ class JobQueries(StoreBase):
             else:
                 raise _key_vanished([job])
             paused = conn.execute(
-                sa.text(
-                    f"SELECT {pause_blocks('x', with_instance=True)} FROM wfj_jobs x WHERE id = :id"
-                ),
+                sa.text(f"SELECT {pause_blocks('x')} FROM wfj_jobs x WHERE id = :id"),
                 {"id": job.id, "now": now},
             ).scalar()
             held = "paused" if paused else "limit" if limited else None
@@ -573,13 +582,13 @@ class JobQueries(StoreBase):
                     FROM wfj_jobs x
                     WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                       AND x.definition_id = l.definition_id
-                      AND x.status = 1 AND x.due_at <= :now
-                      AND NOT {instance_paused("x")}
+                      AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+                      AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
-                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", with_instance=False)}
+                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
                   AND NOT l.tenant_id = ANY(:x_tenants) AND NOT l.definition_id = ANY(:x_definitions)
                   {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
                 """
@@ -587,7 +596,7 @@ class JobQueries(StoreBase):
                 return [Candidate(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
         lane_sql = sa.text(
             f"SELECT tenant_id, job_type, definition_id FROM wfj_lanes l "
-            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', with_instance=False)} "
+            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', LANE_PAUSE_KINDS)} "
             f"AND l.tenant_id NOT IN :x_tenants AND l.definition_id NOT IN :x_definitions "
             f"{'AND l.tenant_id IN :only_tenants' if scoped else ''}"
         ).bindparams(
@@ -601,8 +610,8 @@ class JobQueries(StoreBase):
             SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
             FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
             WHERE x.tenant_id = :tenant AND x.job_type = :job_type
-              AND x.definition_id = :definition AND x.status = 1 AND x.due_at <= :now
-              AND NOT {instance_paused("x")}
+              AND x.definition_id = :definition AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+              AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
@@ -676,10 +685,10 @@ class JobQueries(StoreBase):
         self, kinds: Sequence[int], conn: sa.Connection | None = None
     ) -> dict[tuple[int, str], int]:
         """RUNNING jobs per (limit kind, scope value) for the given kinds."""
-        columns = {1: "tenant_id", 2: "job_type", 3: "definition_id", 4: "concurrency_key"}
         parts = [
-            f"SELECT {int(k)} AS kind, {columns[int(k)]} AS value, count(*) AS n FROM wfj_jobs "
-            f"WHERE status = 2 AND {columns[int(k)]} IS NOT NULL GROUP BY {columns[int(k)]}"
+            f"SELECT {int(k)} AS kind, {LIMIT_COLUMNS[k]} AS value, count(*) AS n FROM wfj_jobs "
+            f"WHERE status = {JobStatus.RUNNING:d} AND {LIMIT_COLUMNS[k]} IS NOT NULL "
+            f"GROUP BY {LIMIT_COLUMNS[k]}"
             for k in kinds
         ]
         if not parts:
@@ -759,14 +768,14 @@ class JobQueries(StoreBase):
         if self.is_postgres:
             sql = f"""
                 UPDATE wfj_jobs AS j
-                SET status = 2, attempt = j.attempt + 1, lease_owner = c.owner,
+                SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1, lease_owner = c.owner,
                     lease_token = :token, started_at = :now,
                     lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
                 FROM (
                     SELECT x.id, i.owner FROM wfj_jobs x
                     JOIN unnest(CAST(:ids AS text[]), CAST(:owners AS text[])) AS i(id, owner)
                       ON x.id = i.id
-                    WHERE x.status + 0 = 1 AND x.due_at <= :now AND NOT {pause_blocks("x", with_instance=True)}
+                    WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now AND NOT {pause_blocks("x")}
                     FOR UPDATE OF x SKIP LOCKED
                 ) c
                 WHERE j.id = c.id
@@ -782,10 +791,10 @@ class JobQueries(StoreBase):
         sql = sa.text(
             f"""
             UPDATE wfj_jobs AS x
-            SET status = 2, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
+            SET status = {JobStatus.RUNNING:d}, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
                 started_at = :now, lease_expires_at = {lease_expr}
-            WHERE id = :id AND status = 1 AND due_at <= :now
-              AND NOT {pause_blocks("x", with_instance=True)}
+            WHERE id = :id AND status = {JobStatus.PENDING:d} AND due_at <= :now
+              AND NOT {pause_blocks("x")}
             RETURNING *
             """
         )
@@ -834,12 +843,12 @@ class JobQueries(StoreBase):
                         last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
                         finished_at = :now, lease_token = NULL, lease_expires_at = NULL
                     FROM input i
-                    WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = 2
+                    WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
                     RETURNING j.id, j.attempt, j.lease_owner, j.started_at, j.status
                 ), recorded AS (
                     INSERT INTO wfj_job_attempts
                         (job_id, number, worker_id, started_at, ended_at, outcome)
-                    SELECT id, attempt, lease_owner, started_at, :now, 1 FROM done
+                    SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d} FROM done
                 )
                 SELECT id, status FROM done
                 """
@@ -870,7 +879,7 @@ class JobQueries(StoreBase):
             UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
                 last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
                 finished_at = :now, lease_token = NULL, lease_expires_at = NULL
-            WHERE id = :id AND lease_token = :token AND status = 2
+            WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
             RETURNING id, attempt, lease_owner, started_at, status
             """
         )
@@ -898,7 +907,7 @@ class JobQueries(StoreBase):
                         "worker_id": row.lease_owner,
                         "started_at": row.started_at,
                         "ended_at": now,
-                        "outcome": 1,
+                        "outcome": int(AttemptOutcome.COMPLETED),
                     },
                 )
                 applied[row.id] = JobStatus(row.status)
@@ -949,7 +958,7 @@ class JobQueries(StoreBase):
         skip = "AND id NOT IN :exclude " if exclude else ""
         sql = sa.text(
             f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
-            f"WHERE status = 2 AND lease_expires_at < :now {skip}"
+            f"WHERE status = {JobStatus.RUNNING:d} AND lease_expires_at < :now {skip}"
             f"ORDER BY lease_expires_at LIMIT :limit {lock}"
         )
         params: dict[str, Any] = {"now": now, "limit": limit}
@@ -969,7 +978,7 @@ class JobQueries(StoreBase):
     def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None:
         """Earliest lease expiry among running jobs not in ``exclude``."""
         sql = sa.text(
-            "SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = 2"
+            f"SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = {JobStatus.RUNNING:d}"
             + (" AND id NOT IN :exclude" if exclude else "")
         )
         params: dict[str, Any] = {}
@@ -1036,7 +1045,7 @@ class JobQueries(StoreBase):
                 SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs
                 WHERE (id, lease_token) IN (
                     SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])))
-                  AND status + 0 = 2
+                  AND status + 0 = {JobStatus.RUNNING:d}
                 ORDER BY id
                 FOR UPDATE
                 """
@@ -1045,7 +1054,7 @@ class JobQueries(StoreBase):
             return [LeasedForFailure(*r) for r in rows]
         sql = sa.text(
             f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
-            "WHERE id = :id AND lease_token = :token AND status = 2"
+            f"WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}"
         )
         out = []
         for job_id, token in refs:
@@ -1160,7 +1169,7 @@ class JobQueries(StoreBase):
                 UPDATE wfj_jobs j
                 SET lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
                 FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])) AS i(id, token)
-                WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = 2
+                WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
                 RETURNING j.id, j.lease_expires_at, j.cancel_requested
                 """
             params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
@@ -1170,7 +1179,7 @@ class JobQueries(StoreBase):
             f"""
             UPDATE wfj_jobs
             SET lease_expires_at = :now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-            WHERE id = :id AND lease_token = :token AND status = 2
+            WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
             RETURNING id, lease_expires_at, cancel_requested
             """
         )

@@ -107,7 +107,9 @@ def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
 
 
 def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGrant | None:
-    return rule(row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, keep_attempts)
+    return rule(
+        row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, keep_attempts
+    )
 
 
 class OperationQueries(StoreBase):

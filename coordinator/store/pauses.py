@@ -1,12 +1,20 @@
-"""Named queries over pauses, tenants (weights) and concurrency limits."""
+"""Named queries over pauses, tenants (weights) and concurrency limits.
+
+Pause matching is written once, here: ``PAUSE_COLUMNS`` says which job column
+each ``PauseKind`` matches, ``pause_covers`` turns that into SQL, and every
+query that honours pauses (acquisition, direct dispatch, inline runs,
+``pauses_covering``) is built from it. Adding a pause scope is a new
+``PauseKind`` member and its entry in ``PAUSE_COLUMNS``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.model import PauseScope
+from coordinator.model import PauseKind, PauseScope
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import (
     cluster_flags,
@@ -29,11 +37,70 @@ LIMIT_GATE = "wfj.concurrency_limits"
 LIMIT_GATE_SHARE_SQL = "SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR KEY SHARE"
 
 
-def _active(now: int) -> Any:
-    return sa.and_(
-        pauses.c.lifted_at.is_(None),
-        sa.or_(pauses.c.expires_at.is_(None), pauses.c.expires_at > now),
+# The job column whose value a pause of each kind names; None: the pause holds
+# back every job of its tenant (its value is unused). A pause whose tenant is
+# empty applies to every tenant.
+PAUSE_COLUMNS: dict[PauseKind, str | None] = {
+    PauseKind.TENANT: None,
+    PauseKind.DEFINITION: "definition_id",
+    PauseKind.INSTANCE: "instance_id",
+    PauseKind.JOB_TYPE: "job_type",
+}
+ALL_PAUSE_KINDS = tuple(PAUSE_COLUMNS)
+# Columns a lane (``wfj_lanes``) has: pauses of these kinds are checked once
+# per lane during acquisition, the other kinds once per job.
+LANE_COLUMNS = frozenset({"tenant_id", "job_type", "definition_id"})
+LANE_PAUSE_KINDS = tuple(k for k, c in PAUSE_COLUMNS.items() if c is None or c in LANE_COLUMNS)
+JOB_PAUSE_KINDS = tuple(k for k in ALL_PAUSE_KINDS if k not in LANE_PAUSE_KINDS)
+
+# A pause row ``p`` that is in force at ``:now``.
+ACTIVE_PAUSE = "p.lifted_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > :now)"
+
+
+def pause_covers(
+    subject: Callable[[str], str], kinds: Sequence[PauseKind] = ALL_PAUSE_KINDS
+) -> str:
+    """SQL true when pause row ``p`` (of one of ``kinds``) covers a job whose
+    column ``c`` is the SQL expression ``subject(c)``."""
+    matches = []
+    for kind in kinds:
+        column = PAUSE_COLUMNS[kind]
+        if column is None:
+            matches.append(f"p.kind = {int(kind)}")
+        else:
+            matches.append(f"(p.kind = {int(kind)} AND p.value = {subject(column)})")
+    return (
+        f"(p.tenant_id = '' OR p.tenant_id = {subject('tenant_id')}) "
+        f"AND ({' OR '.join(matches) or '1 = 0'})"
     )
+
+
+def pause_blocks(alias: str, kinds: Sequence[PauseKind] = ALL_PAUSE_KINDS) -> str:
+    """SQL that is true when an active pause of one of ``kinds`` covers the job
+    or lane row ``alias`` (a lane: only ``LANE_PAUSE_KINDS``).
+
+    The leading uncorrelated EXISTS is computed once per statement: with no
+    such pause in force (the common case) the per-row check is skipped entirely.
+    """
+    if not kinds:
+        return "(1 = 0)"
+    of_kinds = (
+        ""
+        if kinds == ALL_PAUSE_KINDS
+        else f"kind IN ({', '.join(str(int(k)) for k in kinds)}) AND "
+    )
+    return (
+        f"(EXISTS (SELECT 1 FROM wfj_pauses WHERE {of_kinds}lifted_at IS NULL) "
+        f"AND EXISTS (SELECT 1 FROM wfj_pauses p WHERE {ACTIVE_PAUSE} "
+        f"AND {pause_covers(lambda column: f'{alias}.{column}', kinds)}))"
+    )
+
+
+_p = pauses.alias("p")
+
+
+def _active(now: int) -> Any:
+    return sa.text(ACTIVE_PAUSE).bindparams(now=now)
 
 
 class PauseQueries(StoreBase):
@@ -78,12 +145,12 @@ class PauseQueries(StoreBase):
         """Lift every active pause on exactly ``scope``; returns the lifted records."""
         where = sa.and_(
             _active(now),
-            pauses.c.kind == int(scope.kind),
-            pauses.c.tenant_id == scope.tenant_id,
-            pauses.c.value == scope.value,
+            _p.c.kind == int(scope.kind),
+            _p.c.tenant_id == scope.tenant_id,
+            _p.c.value == scope.value,
         )
         with self.tx() as conn:
-            ids = list(conn.execute(sa.select(pauses.c.id).where(where)).scalars())
+            ids = list(conn.execute(sa.select(_p.c.id).where(where)).scalars())
             if not ids:
                 return []
             conn.execute(
@@ -93,11 +160,11 @@ class PauseQueries(StoreBase):
             return list(conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids))))
 
     def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]:
-        query = sa.select(pauses).order_by(pauses.c.created_at, pauses.c.id)
+        query = sa.select(_p).order_by(_p.c.created_at, _p.c.id)
         if not include_lifted:
             query = query.where(_active(now))
         if tenant_id:
-            query = query.where(pauses.c.tenant_id.in_([tenant_id, ""]))
+            query = query.where(_p.c.tenant_id.in_([tenant_id, ""]))
         with self.tx() as conn:
             return list(conn.execute(query))
 
@@ -183,19 +250,17 @@ class PauseQueries(StoreBase):
         self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
     ) -> list[Any]:
         """Active pauses that hold back a job with these attributes."""
-        where = sa.and_(
-            _active(now),
-            pauses.c.tenant_id.in_(["", tenant_id]),
-            sa.or_(
-                pauses.c.kind == 1,
-                sa.and_(pauses.c.kind == 2, pauses.c.value == definition_id),
-                sa.and_(pauses.c.kind == 3, pauses.c.value == instance_id),
-                sa.and_(pauses.c.kind == 4, pauses.c.value == job_type),
-            ),
-        )
+        covers = sa.text(f"{ACTIVE_PAUSE} AND {pause_covers(lambda column: ':' + column)}")
+        params = {
+            "now": now,
+            "tenant_id": tenant_id,
+            "job_type": job_type,
+            "definition_id": definition_id,
+            "instance_id": instance_id,
+        }
+        query = sa.select(_p).where(covers).order_by(_p.c.created_at, _p.c.id)
         with self.tx() as conn:
-            query = sa.select(pauses).where(where).order_by(pauses.c.created_at, pauses.c.id)
-            return list(conn.execute(query))
+            return list(conn.execute(query, params))
 
     def job_type_defaults_list(self) -> list[Any]:
         with self.tx() as conn:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from coordinator.model import JobStatus
+
 SCHEMA_REVISION = "0005"
 
 metadata = sa.MetaData()
@@ -157,14 +159,14 @@ sa.Index(
     jobs.c.priority.desc(),
     jobs.c.due_at,
     jobs.c.id,
-    postgresql_where=jobs.c.status == 1,
-    sqlite_where=jobs.c.status == 1,
+    postgresql_where=jobs.c.status == int(JobStatus.PENDING),
+    sqlite_where=jobs.c.status == int(JobStatus.PENDING),
 )
 sa.Index(
     "ix_wfj_jobs_leases",
     jobs.c.lease_expires_at,
-    postgresql_where=jobs.c.status == 2,
-    sqlite_where=jobs.c.status == 2,
+    postgresql_where=jobs.c.status == int(JobStatus.RUNNING),
+    sqlite_where=jobs.c.status == int(JobStatus.RUNNING),
 )
 sa.Index(
     "ux_wfj_jobs_idempotency",

@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from coordinator.model import JobStatus
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import job_attempts, jobs
 
@@ -26,7 +27,7 @@ class StatsQueries(StoreBase):
     def job_oldest_pending_due(self, now: int, tenant_id: str = "") -> int | None:
         """Due time of the oldest job that is due and still PENDING."""
         query = sa.select(sa.func.min(jobs.c.due_at)).where(
-            jobs.c.status == 1, jobs.c.due_at <= now
+            jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now
         )
         if tenant_id:
             query = query.where(jobs.c.tenant_id == tenant_id)
@@ -38,9 +39,9 @@ class StatsQueries(StoreBase):
     ) -> int:
         """Due PENDING jobs of the tenant that acquisition orders before this one."""
         sql = sa.text(
-            """
+            f"""
             SELECT count(*) FROM wfj_jobs
-            WHERE tenant_id = :tenant AND status = 1 AND due_at <= :now
+            WHERE tenant_id = :tenant AND status = {JobStatus.PENDING:d} AND due_at <= :now
               AND (priority > :priority
                    OR (priority = :priority AND (due_at < :due OR (due_at = :due AND id < :id))))
             """
@@ -78,7 +79,7 @@ class StatsQueries(StoreBase):
                 sa.func.count().label("n"),
                 sa.func.min(jobs.c.due_at).label("oldest_due_at"),
             )
-            .where(jobs.c.status == 1, jobs.c.due_at <= now)
+            .where(jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now)
             .group_by(jobs.c.tenant_id, jobs.c.job_type)
         )
         with self.tx() as conn:
