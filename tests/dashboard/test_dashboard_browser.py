@@ -188,6 +188,16 @@ def test_bulk_cancel_dry_run_counts_and_cancels_nothing(
         for n in range(4)
     ]
     page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs")
+    page.check('#filters input[name=status][value="PENDING"]')
+    page.fill("#filters input[name=tenant_id]", "bulk")
+    page.fill("#filters input[name=page_size]", "3")
+    page.click("#filters button[type=submit]")
+    expect()(page.locator("tbody tr")).to_have_count(3)
+    page.click("#next-page")
+    expect()(page.locator("tbody tr")).to_have_count(1)
+    shown = page.locator("tbody td a.mono").all_inner_texts()
+    assert shown == ids[3:]
     page.goto(f"{cluster['url']}/jobs?tenant_id=bulk&status=PENDING")
     expect()(page.locator("tbody tr")).to_have_count(4)
     screenshot(page, "dashboard-jobs")

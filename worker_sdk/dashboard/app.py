@@ -364,8 +364,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             "definition_id",
             "instance_id",
             "correlation_id",
-            "created_after",
-            "created_before",
+            *render.TIME_FILTERS,
         ):
             values[key] = q.get(key, "").strip()
         category = q.get("category", "").upper()
@@ -548,8 +547,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                 "instance_id",
                 "correlation_id",
                 "category",
-                "created_after",
-                "created_before",
+                *render.TIME_FILTERS,
             )
         }
         values["tenant_id"] = tenant_for(session, form.get("tenant_id", ""))
@@ -758,6 +756,8 @@ def _job_filter(values: dict[str, Any]) -> JobFilter:
         category=values.get("category") or None,
         created_after=_local_time(values.get("created_after", ""), "created after"),
         created_before=_local_time(values.get("created_before", ""), "created before"),
+        due_after=_local_time(values.get("due_after", ""), "due after"),
+        due_before=_local_time(values.get("due_before", ""), "due before"),
     )
 
 
@@ -774,6 +774,8 @@ def _filter_text(f: JobFilter) -> str:
         ("category", f.category),
         ("created after", f.created_after),
         ("created before", f.created_before),
+        ("due after", f.due_after),
+        ("due before", f.due_before),
     ):
         if value:
             parts.append(f"{label} {value}")

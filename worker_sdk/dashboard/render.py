@@ -39,6 +39,8 @@ NAV = (
     ("/limits", "Limits"),
     ("/workers", "Workers"),
 )
+# ListJobs' time filters, as datetime-local inputs read as UTC.
+TIME_FILTERS = ("created_after", "created_before", "due_after", "due_before")
 # Where a scoped session may not go: these act on every tenant.
 ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
 
@@ -391,11 +393,12 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
         f"{field('instance_id', 'instance')}{field('correlation_id', 'correlation')}"
         f'<label>category<select name="category"><option value="">any</option>{options}'
         "</select></label>"
-        f'<label>created after<input type="datetime-local" name="created_after" '
-        f'value="{e(values.get("created_after", ""))}"></label>'
-        f'<label>created before<input type="datetime-local" name="created_before" '
-        f'value="{e(values.get("created_before", ""))}"></label>'
-        f'<label>per page<input type="number" name="page_size" min="1" max="1000" '
+        + "".join(
+            f'<label>{name.replace("_", " ")} (UTC)<input type="datetime-local" '
+            f'name="{name}" value="{e(values.get(name, ""))}"></label>'
+            for name in TIME_FILTERS
+        )
+        + f'<label>per page<input type="number" name="page_size" min="1" max="1000" '
         f'value="{e(values.get("page_size", 50))}"></label>'
         '<button class="btn" type="submit">Filter</button> <a href="/jobs">clear</a></div></form>'
     )
@@ -472,8 +475,7 @@ def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
         "instance_id",
         "correlation_id",
         "category",
-        "created_after",
-        "created_before",
+        *TIME_FILTERS,
     ):
         if values.get(key):
             out[key] = values[key]
