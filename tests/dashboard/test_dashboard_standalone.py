@@ -32,9 +32,12 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 OPENER = urllib.request.build_opener(NoRedirect)
 
 
-def fetch(url: str, data: bytes | None = None) -> tuple[int, str, dict[str, str]]:
+def fetch(
+    url: str, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, str]]:
+    request = urllib.request.Request(url, data=data, headers=headers or {})
     try:
-        with OPENER.open(urllib.request.Request(url, data=data), timeout=10) as response:
+        with OPENER.open(request, timeout=10) as response:
             return response.status, response.read().decode(), dict(response.headers)
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(), dict(e.headers)
@@ -103,10 +106,25 @@ def test_on_loopback_it_serves_without_login_using_its_own_token(
         assert status == 200
         assert "Overview" in body and "handing out jobs" in body
         assert "SameSite=Strict" in headers["Set-Cookie"]
-        assert fetch(url + "/workers")[0] == 200
         # No CSRF token, no action.
         status, body, _ = fetch(url + "/action", data=b"op=drain&confirmed=1")
         assert status == 403 and "CSRF" in body
+        # With the session's token but from another site: refused too.
+        cookie = headers["Set-Cookie"].split(";")[0]
+        status, body, _ = fetch(url + "/workers", headers={"Cookie": cookie})
+        assert status == 200
+        match = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert match is not None
+        form = f"op=drain&csrf={match.group(1)}".encode()
+        status, body, _ = fetch(
+            url + "/action", data=form, headers={"Cookie": cookie, "Origin": "http://evil.test"}
+        )
+        assert status == 403 and "cross-site" in body
+        # From the dashboard's own page it reaches the confirmation step.
+        status, body, _ = fetch(
+            url + "/action", data=form, headers={"Cookie": cookie, "Origin": url}
+        )
+        assert status == 200 and "Drain this coordinator" in body
     finally:
         dashboard.stop()
 

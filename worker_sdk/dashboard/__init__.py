@@ -98,6 +98,7 @@ class Dashboard:
         self.config = config
         self.port = 0
         self._runner: web.AppRunner | None = None
+        self._backend: Backend | None = None
         self._channel: grpc.Channel | None = None
 
     @property
@@ -128,6 +129,7 @@ class Dashboard:
         else:
             self._channel = grpc.insecure_channel(config.target)
         backend = Backend(self._channel, timeout=config.timeout)
+        self._backend = backend
         try:
             await self._check(backend)
             app = build_app(
@@ -150,6 +152,7 @@ class Dashboard:
                     f"cannot serve the dashboard on {config.listen}: {exc}"
                 ) from None
         except BaseException:
+            backend.close()
             self._channel.close()
             self._channel = None
             raise
@@ -209,6 +212,9 @@ class Dashboard:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
         if self._channel is not None:
             self._channel.close()
             self._channel = None

@@ -1,7 +1,8 @@
 """What the dashboard asks the coordinator, through the SDK's :class:`AdminClient` only.
 
-The blocking client runs in worker threads so the web server's event loop
-never waits on a call. Every session has its own client over one shared
+The blocking client runs in the dashboard's own few threads, so the web
+server's event loop never waits on a call and the dashboard never takes
+threads from the process it runs in. Every session has its own client over one shared
 channel: calls carry the session's token, so the coordinator applies that
 token's role and tenant scope to everything the dashboard shows and does.
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -29,6 +32,8 @@ BUCKET = timedelta(minutes=5)
 LATENCY_SAMPLE = 100
 # How long the chart figures are reused before they are asked for again.
 HISTORY_TTL_S = 15.0
+# Calls to the coordinator in flight at once; more wait their turn.
+THREADS = 8
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +77,15 @@ class Backend:
         self._timeout = timeout
         self._clients: dict[str, AdminClient] = {}
         self._history: dict[tuple[str, str], tuple[float, list[Bucket]]] = {}
+        self._executor = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="wfj-dashboard")
+
+    def close(self) -> None:
+        """Let the calls in flight finish; start no more."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     def client(self, token: str) -> AdminClient:
         """The admin client calling with ``token`` (empty: no token)."""
@@ -89,7 +103,8 @@ class Backend:
     async def call(self, token: str, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``AdminClient.<method>`` for ``token`` in a worker thread."""
         client = self.client(token)
-        return await asyncio.to_thread(getattr(client, method.__name__), *args, **kwargs)
+        bound: Callable[..., T] = getattr(client, method.__name__)
+        return await self._run(bound, *args, **kwargs)
 
     async def overview(self, token: str, tenant_id: str) -> Overview:
         """Backlog, pauses and the last hour's charts, for one tenant or all ("")."""
@@ -112,7 +127,7 @@ class Backend:
         cached = self._history.get(key)
         if cached is not None and time.monotonic() - cached[0] < HISTORY_TTL_S:
             return cached[1]
-        buckets = await asyncio.to_thread(self._read_history, self.client(token), tenant_id)
+        buckets = await self._run(self._read_history, self.client(token), tenant_id)
         self._history[key] = (time.monotonic(), buckets)
         return buckets
 
