@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -450,3 +450,49 @@ class JobFilter:
     due_after: int | None = None
     due_before: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+# Attempt outcomes that count as failures in stats.
+FAILED_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.TIMED_OUT)
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """The result of a guarded single-job write.
+
+    ``row`` is the job after the call (None: no such job); ``changed`` tells
+    whether the write applied; when it did not, ``row.status`` is the state
+    that prevented it.
+    """
+
+    row: JobRow | None
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BulkCount:
+    matched: int
+    changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """One connected worker as a coordinator registers it."""
+
+    worker_id: str
+    hostname: str
+    pid: int
+    sdk_version: str
+    job_types: Sequence[str]
+    slots: int
+    connected_at: int
+    draining: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunningDeadline:
+    """A running attempt that has an execution timeout."""
+
+    job_id: str
+    lease_token: str
+    deadline: int

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from coordinator.model import JobStatus, NewJob
 from coordinator.store import Store, open_store
-from coordinator.store.pauses import LIMIT_GATE
+from coordinator.store.limits import LIMIT_GATE
 from coordinator.store.schema import concurrency_limits, jobs
 from wfj_testing import wait_until
 

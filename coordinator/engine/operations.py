@@ -43,17 +43,15 @@ from coordinator.model import (
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptOutcome,
+    BulkCount,
     JobFilter,
     JobRow,
     JobStatus,
     LeasedForFailure,
-    operator_retry_grant,
-)
-from coordinator.store.operations import (
-    BulkCount,
     RunningDeadline,
     StateChange,
     WorkerRecord,
+    operator_retry_grant,
 )
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from coordinator.clock import US_PER_SECOND, Clock
 from coordinator.engine.chore import Chore
-from coordinator.store.operations import RunningDeadline
+from coordinator.model import RunningDeadline
 
 
 @dataclass

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from coordinator.store.base import StoreCapabilities
 from coordinator.store.jobs import JobQueries
-from coordinator.store.operations import OperationQueries
+from coordinator.store.leases import LeaseQueries
+from coordinator.store.limits import LimitQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.stats import StatsQueries
+from coordinator.store.workers import WorkerQueries
 
 
-class Store(JobQueries, PauseQueries, StatsQueries, OperationQueries):
-    """Every named query, over one SQLAlchemy engine."""
+class Store(JobQueries, LeaseQueries, PauseQueries, LimitQueries, WorkerQueries, StatsQueries):
+    """Every named query, over one SQLAlchemy engine (one module per table family)."""
 
 
 def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) -> Store:

@@ -24,6 +24,10 @@ from coordinator.store.urls import sqlalchemy_url
 
 log = logging.getLogger(__name__)
 
+# Errors a row's own values cause when written (out of range, refused by a
+# constraint, not bindable), as opposed to a database that went away.
+ROW_WRITE_ERRORS = (exc.DataError, exc.IntegrityError, OverflowError, ValueError, TypeError)
+
 # Wake-up times travel rounded up to this many microseconds, so a batch with
 # many due times close together sends few of them.
 WAKE_GRAIN_US = 10_000
@@ -238,6 +242,14 @@ class StoreBase:
             return
         with domain_errors(), self._autocommit.connect() as conn:
             yield conn
+
+    def _insert(self, table: sa.Table) -> Any:
+        """An INSERT of ``table`` in the dialect's own flavour (it has ON CONFLICT)."""
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(table)
 
     def _notify_wake(self, conn: sa.Connection, due_at: int | Iterable[int]) -> None:
         """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at

@@ -1,14 +1,11 @@
-"""Named queries over jobs and their attempt history.
+"""Named queries over stored jobs: enqueue, reads, operator actions and retention.
 
-Writes that end an attempt are guarded: they touch only rows still RUNNING
-under the caller's lease token, and report which rows they changed.
-
-Statements that address jobs by id write ``status + 0 = N`` instead of
-``status = N``: the expression does not match the partial indexes' predicates,
-so PostgreSQL looks the rows up by primary key. Otherwise it may choose a
-bitmap scan of the partial index, which in a busy queue is full of entries for
-rows that already moved on (bitmap scans never mark them dead) and costs
-milliseconds instead of microseconds.
+Every operator state change is a guarded write: it names the statuses it
+applies to in its WHERE clause, so a job that moved on between the operator's
+look and the write is left alone and reported as such. Attempt history
+numbers stay unique per job: no query here lowers ``attempt`` (see
+``job_retry``). The rules (which statuses an operator may retry or cancel,
+the budget a retry grants) are the model's, passed in by the engine.
 """
 
 from __future__ import annotations
@@ -16,52 +13,61 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from coordinator.errors import StoreUnavailable
+from coordinator.errors import FailedPrecondition, StoreUnavailable
 from coordinator.model import (
-    AttemptEnd,
+    ATTEMPT_CEILING,
+    FINISHED_STATUSES,
+    RETRYABLE_STATUSES,
     AttemptOutcome,
     AttemptRow,
-    Candidate,
-    Claim,
-    Completion,
+    BulkCount,
     DirectLeases,
-    Exclusions,
     JobFilter,
     JobRecord,
     JobRow,
     JobStatus,
-    LeasedForFailure,
-    LimitKind,
     NewJob,
+    RetryGrant,
+    RetryGrantRule,
+    StateChange,
+    operator_retry_grant,
 )
 from coordinator.store.base import StoreBase, driver_sql, wake_payload
-from coordinator.store.pauses import (
-    JOB_PAUSE_KINDS,
-    LANE_PAUSE_KINDS,
-    LIMIT_GATE,
-    LIMIT_GATE_SHARE_SQL,
-    pause_blocks,
+from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
+from coordinator.store.pauses import pause_blocks
+from coordinator.store.schema import (
+    job_attempts,
+    jobs,
+    lanes,
 )
-from coordinator.store.schema import concurrency_limits, job_attempts, jobs, lanes
 
 log = logging.getLogger(__name__)
 
+
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+
+
 # The conflict target of the partial unique index on (tenant, idempotency key).
 _SKIP_STORED_KEYS = (
     "ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING "
 )
+
+
 # Rounds of insert-then-read before giving up on a key whose stored job keeps
 # being deleted between the two (retention removing it, say).
 _DEDUP_ROUNDS = 3
+
+
 # Up to this many jobs go in one INSERT statement; larger batches use COPY.
 _SMALL_BATCH = 64
+
+
 # One VALUES row of a NewJob, each value cast to its column's type (a VALUES
 # list feeding INSERT ... SELECT does not take types from the target table).
 _TYPED_PLACEHOLDERS = tuple(
@@ -107,62 +113,6 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
     return driver_sql(sql)
 
 
-@functools.lru_cache(maxsize=8)
-def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
-    """The statement of ``job_claim_fair``, built once per shape."""
-    sql = f"""
-        WITH cand AS (
-            SELECT j.id, j.tenant_id, j.priority, j.due_at
-            FROM wfj_lanes l
-            CROSS JOIN LATERAL (
-                SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
-                WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
-                  AND x.definition_id = l.definition_id
-                  AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
-                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
-                ORDER BY x.priority DESC, x.due_at, x.id
-                LIMIT :n
-            ) j
-            WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
-              {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
-        ), ranked AS (
-            SELECT c.id, c.priority, c.due_at,
-                   COALESCE(f.vstart, :floor)
-                   + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
-            FROM cand c
-            LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_starts AS float8[]),
-                             CAST(:f_weights AS float8[])) AS f(tenant_id, vstart, weight)
-              ON f.tenant_id = c.tenant_id
-            WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.due_at, c.id)
-        ), picked AS (
-            SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
-            FROM ranked
-            ORDER BY vkey, priority DESC, due_at, id
-            LIMIT :n
-        ), gate AS (
-            {LIMIT_GATE_SHARE_SQL}
-        ), locked AS (
-            SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
-            WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now
-              AND COALESCE((SELECT value FROM gate), '0') = '0'
-              AND NOT {pause_blocks("x")}
-            FOR UPDATE OF x SKIP LOCKED
-        ), done AS (
-            UPDATE wfj_jobs AS j
-            SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1,
-                lease_owner = (CAST(:owners AS text[]))[locked.pos],
-                lease_token = :token, started_at = :now,
-                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-            FROM locked
-            WHERE j.id = locked.id
-            RETURNING j.*
-        )
-        SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
-        FROM (SELECT 1) AS one LEFT JOIN done ON true
-        """
-    return driver_sql(sql)
-
-
 def _values_row(i: int) -> str:
     """VALUES row ``i`` of a NewJob plus its offered owner."""
     cells = [p.replace("_N)s", f"_{i})s") for p in _TYPED_PLACEHOLDERS]
@@ -175,66 +125,89 @@ def _insert_row(job: NewJob) -> dict[str, Any]:
     return row
 
 
-# The job column each concurrency limit kind counts running jobs by.
-LIMIT_COLUMNS: dict[int, str] = {
-    LimitKind.TENANT: "tenant_id",
-    LimitKind.JOB_TYPE: "job_type",
-    LimitKind.DEFINITION: "definition_id",
-    LimitKind.CONCURRENCY_KEY: "concurrency_key",
-}
-
-
 class _RolledBack(Exception):
     """Raised inside a transaction to undo it on purpose."""
 
 
-class LimitAdmission(Protocol):
-    """What ``job_claim`` needs to honour concurrency limits."""
-
-    lock_keys: Sequence[str]
-    kinds: Sequence[int]
-
-    def admit(self, running: dict[tuple[int, str], int]) -> Sequence[Claim]:
-        """The claims that fit, given RUNNING counts per limited scope."""
-        ...
+# Rows changed per transaction by bulk actions, so one call never holds locks
+# on a whole tenant's backlog at once.
+BULK_CHUNK = 1000
 
 
-# Called with (job id, error) for a row set aside: left untouched because
-# deciding or writing it failed, while the rest of its batch went ahead.
-SetAside = Callable[[str, BaseException], None]
+def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
+    """Column values that make a FAULTED or CANCELLED job PENDING again under ``grant``."""
+    return {
+        "status": int(JobStatus.PENDING),
+        "due_at": now,
+        "max_attempts": grant.max_attempts,
+        "retry_policy": grant.retry_policy,
+        "finished_at": None,
+        # The error of the fault or cancel that was retried no longer describes
+        # the job (each attempt's error stays in the history).
+        "last_error": None,
+        "last_error_kind": None,
+        "cancel_requested": False,
+        "lease_owner": None,
+        "lease_token": None,
+        "lease_expires_at": None,
+    }
 
-# Errors a row's own values cause when written (out of range, refused by a
-# constraint, not bindable), as opposed to a database that went away.
-ROW_WRITE_ERRORS = (sa.exc.DataError, sa.exc.IntegrityError, OverflowError, ValueError, TypeError)
+
+def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGrant | None:
+    return rule(
+        row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, keep_attempts
+    )
 
 
-def _log_set_aside(job_id: str, error: BaseException) -> None:
-    log.error("job %s set aside: %s: %s", job_id, type(error).__name__, error)
+def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
+    keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
+    return StoreUnavailable(
+        f"the job stored under idempotency key {keys} was deleted while this enqueue "
+        "was reading it; retry the enqueue"
+    )
 
 
-# The last error of a job whose attempt completed after its cancel was requested.
-CANCELLED_AFTER_COMPLETION = (
-    "cancelled (the attempt completed after the cancel request; its result is kept)"
-)
+def _group_keys(keys: set[tuple[str, str | None]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for tenant, key in keys:
+        if key:
+            grouped.setdefault(tenant, []).append(key)
+    return grouped
 
-# Builds the admission of one claim from the concurrency limits as stored
-# (rows of wfj_concurrency_limits), read inside the claim's transaction.
-AdmissionFor = Callable[[Sequence[Any]], LimitAdmission]
 
-_LEASED_FOR_FAILURE = (
-    "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, "
-    "cancel_requested, released_attempts"
-)
+def _filter_clauses(flt: JobFilter) -> list[Any]:
+    c = jobs.c
+    clauses: list[Any] = []
+    if flt.statuses:
+        clauses.append(c.status.in_([int(s) for s in flt.statuses]))
+    for column, value in (
+        (c.tenant_id, flt.tenant_id),
+        (c.job_type, flt.job_type),
+        (c.definition_id, flt.definition_id),
+        (c.instance_id, flt.instance_id),
+        (c.correlation_id, flt.correlation_id),
+    ):
+        if value:
+            clauses.append(column == value)
+    if flt.category:
+        clauses.append(c.category == flt.category)
+    if flt.created_after is not None:
+        clauses.append(c.created_at >= flt.created_after)
+    if flt.created_before is not None:
+        clauses.append(c.created_at < flt.created_before)
+    if flt.due_after is not None:
+        clauses.append(c.due_at >= flt.due_after)
+    if flt.due_before is not None:
+        clauses.append(c.due_at < flt.due_before)
+    return clauses
 
 
 class JobQueries(StoreBase):
-    """Queries over ``wfj_jobs``, ``wfj_job_attempts`` and ``wfj_lanes``."""
+    """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
     def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url, **options)
         self._known_lanes: set[tuple[str, str, str]] = set()
-
-    # -- enqueue ---------------------------------------------------------------
 
     def job_insert_many(
         self,
@@ -427,19 +400,11 @@ class JobQueries(StoreBase):
 
     def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        conn.execute(insert(lanes).on_conflict_do_nothing(), values)
+        conn.execute(self._insert(lanes).on_conflict_do_nothing(), values)
 
     def _insert_skipping_keys_sql(self) -> Any:
         """INSERT of job rows that skips a row whose (tenant, key) is stored."""
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(jobs).on_conflict_do_nothing(
+        return self._insert(jobs).on_conflict_do_nothing(
             index_elements=[jobs.c.tenant_id, jobs.c.idempotency_key],
             index_where=jobs.c.idempotency_key.isnot(None),
         )
@@ -510,8 +475,6 @@ class JobQueries(StoreBase):
                 result.append((job.id, False, inserted.get(job.id, int(JobStatus.PENDING))))
         return result
 
-    # -- reads -----------------------------------------------------------------
-
     def job_get(self, job_id: str) -> JobRow | None:
         with self.statement() as conn:
             row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
@@ -541,695 +504,309 @@ class JobQueries(StoreBase):
         with self.statement() as conn:
             return [JobRecord(*r) for r in conn.execute(query)]
 
-    # -- acquisition -----------------------------------------------------------
-
-    def job_candidates(
+    def job_retry(
         self,
-        job_types: Sequence[str],
-        per_lane: int,
+        job_id: str,
+        keep_attempts: bool,
         now: int,
-        exclude: Exclusions | None = None,
-        tenants: Collection[str] | None = None,
-    ) -> list[Candidate]:
-        """Up to ``per_lane`` eligible jobs from each unpaused lane serving ``job_types``.
+        *,
+        statuses: Collection[int] = RETRYABLE_STATUSES,
+        grant: RetryGrantRule = operator_retry_grant,
+    ) -> StateChange:
+        """A job in ``statuses`` → PENDING, due now, with the budget ``grant`` gives.
 
-        Reads without locking; ``job_claim`` re-checks every rule atomically.
-        ``exclude`` names scopes whose concurrency limit is full; ``tenants``,
-        when given, is the only tenants whose jobs may be returned.
+        Raises:
+            FailedPrecondition: ``grant`` gives none (the job is at the attempt
+                ceiling: only a replay runs it again).
         """
-        if tenants is not None and not tenants:
-            return []
-        ex = exclude or Exclusions()
-        params: dict[str, Any] = {
-            "now": now,
-            "per_lane": per_lane,
-            "types": [t for t in job_types if t not in ex.job_types],
-            "x_tenants": sorted(ex.tenants),
-            "x_definitions": sorted(ex.definitions),
-            "x_keys": sorted(ex.concurrency_keys),
-            "only_tenants": sorted(tenants or ()),
-        }
-        if not params["types"]:
-            return []
-        scoped = tenants is not None
-        if self.is_postgres:
-            sql = f"""
-                SELECT j.id, j.tenant_id, j.priority, j.due_at, j.job_type, j.definition_id,
-                       j.concurrency_key
-                FROM wfj_lanes l
-                CROSS JOIN LATERAL (
-                    SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
-                    FROM wfj_jobs x
-                    WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
-                      AND x.definition_id = l.definition_id
-                      AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
-                      AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
-                      AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
-                    ORDER BY x.priority DESC, x.due_at, x.id
-                    LIMIT :per_lane
-                ) j
-                WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
-                  AND NOT l.tenant_id = ANY(:x_tenants) AND NOT l.definition_id = ANY(:x_definitions)
-                  {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
-                """
-            with self.statement() as conn:
-                return [Candidate(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
-        lane_sql = sa.text(
-            f"SELECT tenant_id, job_type, definition_id FROM wfj_lanes l "
-            f"WHERE l.job_type IN :types AND NOT {pause_blocks('l', LANE_PAUSE_KINDS)} "
-            f"AND l.tenant_id NOT IN :x_tenants AND l.definition_id NOT IN :x_definitions "
-            f"{'AND l.tenant_id IN :only_tenants' if scoped else ''}"
-        ).bindparams(
-            sa.bindparam("types", expanding=True),
-            sa.bindparam("x_tenants", expanding=True),
-            sa.bindparam("x_definitions", expanding=True),
-            *([sa.bindparam("only_tenants", expanding=True)] if scoped else []),
-        )
-        job_sql = sa.text(
-            f"""
-            SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
-            FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
-            WHERE x.tenant_id = :tenant AND x.job_type = :job_type
-              AND x.definition_id = :definition AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
-              AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
-              AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
-            ORDER BY x.priority DESC, x.due_at, x.id
-            LIMIT :per_lane
-            """
-        ).bindparams(sa.bindparam("x_keys", expanding=True))
-        out: list[Candidate] = []
+        wanted = [int(s) for s in statuses]
         with self.tx() as conn:
-            for tenant, job_type, definition in conn.execute(lane_sql, params).all():
-                rows = conn.execute(
-                    job_sql,
-                    {
-                        "tenant": tenant,
-                        "job_type": job_type,
-                        "definition": definition,
-                        "now": now,
-                        "per_lane": per_lane,
-                        "x_keys": params["x_keys"],
-                    },
+            row = self._lock_job(conn, job_id)
+            if row is None or row.status not in wanted:
+                return StateChange(row, False)
+            granted = _grant_for(grant, row, keep_attempts)
+            if granted is None:
+                raise FailedPrecondition(
+                    f"job {job_id} has run {row.attempt} attempts, the most one job may run "
+                    f"({ATTEMPT_CEILING:,}); replay it to run it as a new job"
                 )
-                out.extend(Candidate(*r) for r in rows)
-        return out
-
-    def job_claim_fair(
-        self,
-        job_types: Sequence[str],
-        tenants: Collection[str] | None,
-        owners: Sequence[str],
-        fair: tuple[Sequence[str], Sequence[float], Sequence[float], float],
-        lease_token: str,
-        now: int,
-        default_lease_ms: int,
-    ) -> list[JobRow] | None:
-        """Pick and lease up to ``len(owners)`` jobs in one statement (PostgreSQL).
-
-        Candidates come from the unpaused lanes as in ``job_candidates``; the
-        k-th candidate (from 0) of a tenant ranks at ``start + k / weight``
-        with the tenant's start clock and weight from ``fair`` (unknown
-        tenants start at its last element), the same rule the engine's fair
-        scheduler applies. The picks are re-checked and leased as in
-        ``job_claim``; position i goes to ``owners[i]``.
-
-        This path counts no running jobs, so it leases only while no
-        concurrency limit is stored: the statement reads the limit gate (see
-        ``limit_set``) under a share lock and returns None, leasing nothing,
-        when a limit exists (the caller then takes the counting path).
-        """
-        if tenants is not None and not tenants:
-            return []
-        fair_tenants, starts, weights, floor = fair
-        params = {
-            "now": now,
-            "n": len(owners),
-            "types": list(job_types),
-            "only_tenants": sorted(tenants or ()),
-            "floor": floor,
-            "f_tenants": list(fair_tenants),
-            "f_starts": list(starts),
-            "f_weights": list(weights),
-            "owners": list(owners),
-            "token": lease_token,
-            "gate": LIMIT_GATE,
-        }
-        sql = _claim_fair_sql(tenants is not None, int(default_lease_ms))
-        with self.statement() as conn:
-            rows = conn.exec_driver_sql(sql, params).all()
-        if rows and rows[0][0] != "0":
-            return None
-        return [JobRecord(*r[1:]) for r in rows if r[1] is not None]
-
-    def job_running_counts(
-        self, kinds: Sequence[int], conn: sa.Connection | None = None
-    ) -> dict[tuple[int, str], int]:
-        """RUNNING jobs per (limit kind, scope value) for the given kinds."""
-        parts = [
-            f"SELECT {int(k)} AS kind, {LIMIT_COLUMNS[k]} AS value, count(*) AS n FROM wfj_jobs "
-            f"WHERE status = {JobStatus.RUNNING:d} AND {LIMIT_COLUMNS[k]} IS NOT NULL "
-            f"GROUP BY {LIMIT_COLUMNS[k]}"
-            for k in kinds
-        ]
-        if not parts:
-            return {}
-        sql = sa.text(" UNION ALL ".join(parts))
-        if conn is not None:
-            return {(k, v): n for k, v, n in conn.execute(sql)}
-        with self.tx() as c:
-            return {(k, v): n for k, v, n in c.execute(sql)}
-
-    def job_claim(
-        self,
-        claims: Sequence[Claim],
-        lease_token: str,
-        now: int,
-        default_lease_ms: int,
-        limits: AdmissionFor | None = None,
-    ) -> list[JobRow]:
-        """Lease the claimed jobs that are still eligible; skip the rest.
-
-        Eligibility (pending, due, unpaused) is re-checked in the same
-        statement that leases, so a pause committed before this call began is
-        always honoured. Rows locked by a concurrent claimer are skipped.
-        With ``limits``, the transaction reads the concurrency limits as
-        stored (under the limit gate's share lock, so a limit whose setting
-        has returned is always seen), builds the admission from them, takes
-        the advisory locks of the limited scopes, counts what runs in them and
-        leases only what the admission lets through.
-        """
-        if not claims:
-            return []
-        if limits is not None:
-            with self.tx() as conn:
-                admission = limits(self._limits_in_force(conn))
-                running = self._lock_and_count(conn, admission)
-                admitted = admission.admit(running) if admission.kinds else claims
-                return self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
-        with self.statement() as conn:
-            return self._claim_in(conn, claims, lease_token, now, default_lease_ms)
-
-    def _limits_in_force(self, conn: sa.Connection) -> list[Any]:
-        """The stored concurrency limits, read after taking the limit gate's
-        share lock: a ``limit_set`` committed before is seen, one in progress
-        waits for this transaction."""
-        if self.is_postgres:
-            conn.execute(sa.text(LIMIT_GATE_SHARE_SQL), {"gate": LIMIT_GATE})
-        return list(conn.execute(sa.select(concurrency_limits)))
-
-    def _lock_and_count(
-        self, conn: sa.Connection, admission: LimitAdmission
-    ) -> dict[tuple[int, str], int]:
-        """Take the advisory locks of the admission's limited scopes (sorted,
-        so claimers cannot deadlock) and count what runs in them."""
-        if not admission.kinds:
-            return {}
-        if self.is_postgres:
             conn.execute(
-                sa.text(
-                    "SELECT pg_advisory_xact_lock(hashtext(k)) "
-                    "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
-                ),
-                {"keys": list(admission.lock_keys)},
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status.in_(wanted))
+                .values(**retry_values(granted, now))
             )
-        return self.job_running_counts(admission.kinds, conn)
+            self._notify_wake(conn, now)
+            return StateChange(self._read_job(conn, job_id), True)
 
-    def _claim_in(
+    def job_cancel(self, job_id: str, reason: str, now: int) -> StateChange:
+        """PENDING → CANCELLED at once; RUNNING → cancel requested.
+
+        A running job's worker learns of the request from its next heartbeat
+        answer; the attempt then ends CANCELLED however it stops (failure,
+        release or lease expiry). Requesting again is a no-op that applies.
+        """
+        note = f"cancelled: {reason}" if reason else "cancelled"
+        with self.tx() as conn:
+            pending = conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.PENDING))
+                .values(status=int(JobStatus.CANCELLED), finished_at=now, last_error=note)
+            ).rowcount
+            if not pending:
+                running = conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
+                    .values(cancel_requested=True)
+                ).rowcount
+                if not running:
+                    return StateChange(self._read_job(conn, job_id), False)
+            return StateChange(self._read_job(conn, job_id), True)
+
+    def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange:
+        """RUNNING → PENDING now, the attempt recorded as UNLOCKED.
+
+        Clearing the lease token fences the old holder: its heartbeats answer
+        "lost" and its outcome is refused. The attempt still counts against
+        max attempts (history numbers stay unique). A cancel requested before
+        the unlock is honoured: the job ends CANCELLED instead. ``wake`` tells
+        every replica that the freed running slot may admit a waiting job.
+        """
+        with self.tx() as conn:
+            row = self._lock_job(conn, job_id)
+            if row is None or row.status != JobStatus.RUNNING:
+                return StateChange(row, False)
+            new_status = JobStatus.CANCELLED if row.cancel_requested else JobStatus.PENDING
+            outcome = AttemptOutcome.CANCELLED if row.cancel_requested else AttemptOutcome.UNLOCKED
+            error = "unlocked by an operator"
+            conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
+                .values(
+                    status=int(new_status),
+                    due_at=now,
+                    finished_at=now if new_status == JobStatus.CANCELLED else None,
+                    lease_token=None,
+                    lease_expires_at=None,
+                    last_error=error,
+                )
+            )
+            conn.execute(
+                job_attempts.insert().values(
+                    job_id=job_id,
+                    number=row.attempt,
+                    worker_id=row.lease_owner,
+                    started_at=row.started_at,
+                    ended_at=now,
+                    outcome=int(outcome),
+                    error=error,
+                    error_kind="Unlocked",
+                )
+            )
+            if new_status == JobStatus.PENDING or wake:
+                self._notify_wake(conn, now)
+            return StateChange(self._read_job(conn, job_id), True)
+
+    def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
+        """A new PENDING job with the original's payload, context and policy.
+
+        It gets a fresh id, no idempotency key (the original holds it) and
+        ``replay_of`` naming the original. None when the original is unknown.
+        """
+        copied = [
+            c.name
+            for c in jobs.columns
+            if c.name
+            not in {
+                "id",
+                "status",
+                "attempt",
+                "created_at",
+                "due_at",
+                "started_at",
+                "finished_at",
+                "lease_owner",
+                "lease_token",
+                "lease_expires_at",
+                "last_error",
+                "last_error_kind",
+                "result",
+                "result_content_type",
+                "idempotency_key",
+                "cancel_requested",
+                "replay_of",
+                "released_attempts",
+            }
+        ]
+        source = sa.select(
+            sa.literal(new_job_id).label("id"),
+            sa.literal(int(JobStatus.PENDING)).label("status"),
+            sa.literal(0).label("attempt"),
+            sa.literal(now, sa.BigInteger).label("created_at"),
+            sa.literal(now, sa.BigInteger).label("due_at"),
+            sa.literal(job_id).label("replay_of"),
+            *[jobs.c[name] for name in copied],
+        ).where(jobs.c.id == job_id)
+        target = ["id", "status", "attempt", "created_at", "due_at", "replay_of", *copied]
+        with self.tx() as conn:
+            inserted = conn.execute(
+                jobs.insert().from_select(target, source).returning(jobs.c.id)
+            ).first()
+            if inserted is None:
+                return None
+            self._notify_wake(conn, now)
+            return self._read_job(conn, new_job_id)
+
+    def job_count_matching(self, flt: JobFilter, statuses: Sequence[int]) -> int:
+        """Jobs matching ``flt`` whose status is one of ``statuses``."""
+        query = (
+            sa.select(sa.func.count())
+            .select_from(jobs)
+            .where(*_filter_clauses(flt), jobs.c.status.in_([int(s) for s in statuses]))
+        )
+        with self.tx() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def job_bulk_retry(
+        self,
+        flt: JobFilter,
+        statuses: Sequence[int],
+        keep_attempts: bool,
+        now: int,
+        *,
+        grant: RetryGrantRule = operator_retry_grant,
+    ) -> BulkCount:
+        """Retry every job matching ``flt`` in ``statuses`` with the budget ``grant`` gives.
+
+        Works through the matches in id order, ``BULK_CHUNK`` rows per
+        transaction; jobs that changed state meanwhile are skipped, and so are
+        jobs ``grant`` gives no budget (matched, not changed).
+        """
+        wanted = [int(s) for s in statuses]
+        matched = changed = 0
+        after = ""
+        while True:
+            with self.tx() as conn:
+                rows = self._lock_chunk(
+                    conn,
+                    flt,
+                    wanted,
+                    after,
+                    (
+                        jobs.c.id,
+                        jobs.c.attempt,
+                        jobs.c.max_attempts,
+                        jobs.c.retry_policy,
+                        jobs.c.released_attempts,
+                    ),
+                )
+                if not rows:
+                    break
+                after = rows[-1].id
+                matched += len(rows)
+                for row in rows:
+                    granted = _grant_for(grant, row, keep_attempts)
+                    if granted is None:
+                        continue  # matched, not changed: only a replay runs it again
+                    changed += conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id == row.id, jobs.c.status.in_(wanted))
+                        .values(**retry_values(granted, now))
+                    ).rowcount
+                self._notify_wake(conn, now)
+            if len(rows) < BULK_CHUNK:
+                break
+        return BulkCount(matched, changed)
+
+    def job_bulk_cancel(
+        self, flt: JobFilter, statuses: Sequence[int], reason: str, now: int
+    ) -> BulkCount:
+        """Cancel every job matching ``flt`` in ``statuses``: PENDING ones at once,
+        RUNNING ones by a cancel request (other statuses match nothing)."""
+        note = f"cancelled: {reason}" if reason else "cancelled"
+        wanted = [int(s) for s in statuses if s in (JobStatus.PENDING, JobStatus.RUNNING)]
+        matched = changed = 0
+        after = ""
+        while True:
+            with self.tx() as conn:
+                rows = self._lock_chunk(conn, flt, wanted, after, (jobs.c.id, jobs.c.status))
+                if not rows:
+                    break
+                after = rows[-1].id
+                matched += len(rows)
+                pending = [r.id for r in rows if r.status == JobStatus.PENDING]
+                running = [r.id for r in rows if r.status == JobStatus.RUNNING]
+                if pending:
+                    changed += conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
+                        .values(status=int(JobStatus.CANCELLED), finished_at=now, last_error=note)
+                    ).rowcount
+                if running:
+                    changed += conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id.in_(running), jobs.c.status == int(JobStatus.RUNNING))
+                        .values(cancel_requested=True)
+                    ).rowcount
+            if len(rows) < BULK_CHUNK:
+                break
+        return BulkCount(matched, changed)
+
+    def _lock_chunk(
         self,
         conn: sa.Connection,
-        claims: Sequence[Claim],
-        lease_token: str,
-        now: int,
-        default_lease_ms: int,
-    ) -> list[JobRow]:
-        if not claims:
-            return []
-        lease_expr = f"(:now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000)"
+        flt: JobFilter,
+        statuses: Sequence[int],
+        after: str,
+        columns: Sequence[Any],
+    ) -> list[Any]:
+        query = (
+            sa.select(*columns)
+            .where(*_filter_clauses(flt), jobs.c.status.in_(statuses), jobs.c.id > after)
+            .order_by(jobs.c.id)
+            .limit(BULK_CHUNK)
+        )
         if self.is_postgres:
-            sql = f"""
-                UPDATE wfj_jobs AS j
-                SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1, lease_owner = c.owner,
-                    lease_token = :token, started_at = :now,
-                    lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-                FROM (
-                    SELECT x.id, i.owner FROM wfj_jobs x
-                    JOIN unnest(CAST(:ids AS text[]), CAST(:owners AS text[])) AS i(id, owner)
-                      ON x.id = i.id
-                    WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now AND NOT {pause_blocks("x")}
-                    FOR UPDATE OF x SKIP LOCKED
-                ) c
-                WHERE j.id = c.id
-                RETURNING j.*
-                """
-            params = {
-                "ids": [c.job_id for c in claims],
-                "owners": [c.owner for c in claims],
-                "token": lease_token,
-                "now": now,
-            }
-            return [JobRecord(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
-        sql = sa.text(
-            f"""
-            UPDATE wfj_jobs AS x
-            SET status = {JobStatus.RUNNING:d}, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
-                started_at = :now, lease_expires_at = {lease_expr}
-            WHERE id = :id AND status = {JobStatus.PENDING:d} AND due_at <= :now
-              AND NOT {pause_blocks("x")}
-            RETURNING *
-            """
-        )
-        out: list[JobRow] = []
-        for c in claims:
-            row = conn.execute(
-                sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
-            ).first()
-            if row is not None:
-                out.append(JobRecord(*row))
-        return out
+            # Wait for in-flight claims rather than skip their rows, so a dry
+            # run and the real call count the same jobs.
+            query = query.with_for_update()
+        return list(conn.execute(query))
 
-    # -- outcomes --------------------------------------------------------------
+    def job_purge_finished(self, cutoffs: Mapping[int, int], limit: int) -> int:
+        """Delete up to ``limit`` finished jobs, with their attempts, whose status is a
+        key of ``cutoffs`` and whose ``finished_at`` is before that status's cutoff.
 
-    def job_complete_many(
-        self, completions: Sequence[Completion], now: int, *, wake: bool = False
-    ) -> dict[str, JobStatus]:
-        """Record successful outcomes; returns the new status of each job whose
-        lease was still valid.
-
-        A job whose cancel was requested ends CANCELLED even though its attempt
-        completed: the guarded write itself decides, so a completion racing a
-        cancel request cannot slip through. The attempt is recorded COMPLETED
-        and the job keeps the reported result, so nothing is hidden. ``wake``
-        tells every replica that running slots were freed (concurrency limits).
+        Statuses not in ``cutoffs`` are kept. The batch takes any eligible rows
+        (no ordering), so each call stops at ``limit`` rows. On PostgreSQL one
+        replica at a time purges (transaction-level advisory lock).
         """
-        if not completions:
-            return {}
-        status_sql = (
-            f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
-            f"ELSE {int(JobStatus.COMPLETED)} END"
-        )
-        # A COMPLETED job has no last error: an earlier attempt's failure, a
-        # hand-back reason or a cancel before a retry no longer describes it.
-        error_sql = "CASE WHEN cancel_requested THEN :cancel_note ELSE NULL END"
-        kind_sql = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE NULL END"
-        if self.is_postgres:
-            sql = f"""
-                WITH input AS (
-                    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
-                                         CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
-                        AS t(id, token, result, ctype)
-                ), done AS (
-                    UPDATE wfj_jobs j
-                    SET status = {status_sql}, last_error = {error_sql},
-                        last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
-                        finished_at = :now, lease_token = NULL, lease_expires_at = NULL
-                    FROM input i
-                    WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
-                    RETURNING j.id, j.attempt, j.lease_owner, j.started_at, j.status
-                ), recorded AS (
-                    INSERT INTO wfj_job_attempts
-                        (job_id, number, worker_id, started_at, ended_at, outcome)
-                    SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d} FROM done
-                )
-                SELECT id, status FROM done
-                """
-            params = {
-                "ids": [c.job_id for c in completions],
-                "tokens": [c.lease_token for c in completions],
-                "results": [c.result for c in completions],
-                "ctypes": [c.content_type for c in completions],
-                "now": now,
-                "cancel_note": CANCELLED_AFTER_COMPLETION,
-            }
-            if wake:
-                with self.tx() as conn:
-                    out = {
-                        job_id: JobStatus(status)
-                        for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
-                    }
-                    if out:
-                        self._notify_wake(conn, now)
-                    return out
-            with self.statement() as conn:
-                return {
-                    job_id: JobStatus(status)
-                    for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
-                }
-        update = sa.text(
-            f"""
-            UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
-                last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
-                finished_at = :now, lease_token = NULL, lease_expires_at = NULL
-            WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
-            RETURNING id, attempt, lease_owner, started_at, status
-            """
-        )
-        applied: dict[str, JobStatus] = {}
-        with self.tx() as conn:
-            for c in completions:
-                row = conn.execute(
-                    update,
-                    {
-                        "id": c.job_id,
-                        "token": c.lease_token,
-                        "result": c.result,
-                        "ctype": c.content_type,
-                        "now": now,
-                        "cancel_note": CANCELLED_AFTER_COMPLETION,
-                    },
-                ).first()
-                if row is None:
-                    continue
-                conn.execute(
-                    job_attempts.insert(),
-                    {
-                        "job_id": row.id,
-                        "number": row.attempt,
-                        "worker_id": row.lease_owner,
-                        "started_at": row.started_at,
-                        "ended_at": now,
-                        "outcome": int(AttemptOutcome.COMPLETED),
-                    },
-                )
-                applied[row.id] = JobStatus(row.status)
-        return applied
-
-    def job_end_attempts(
-        self,
-        refs: Sequence[tuple[str, str]],
-        decide: Callable[[LeasedForFailure], AttemptEnd],
-        now: int,
-        set_aside: SetAside | None = None,
-        *,
-        wake: bool = False,
-    ) -> dict[str, AttemptEnd]:
-        """End running attempts named by (job id, lease token) as ``decide`` rules.
-
-        Rows are locked first, so the decision and the write are atomic.
-        Returns the applied decisions by job id; missing ids lost their lease
-        or were set aside: a row whose decision raises, or whose write the
-        database refuses, is left untouched and handed to ``set_aside``
-        (logged when it is None) while the other rows are written.
-        ``wake`` tells every replica that running slots were freed.
-        """
-        if not refs:
-            return {}
-        with self.tx() as conn:
-            leased = self._lock_leased(conn, refs)
-            ends = self._decide_and_apply(conn, leased, decide, now, set_aside, wake=wake)
-        return {e.job_id: e for e in ends}
-
-    def lease_reclaim_expired(
-        self,
-        decide: Callable[[LeasedForFailure], AttemptEnd],
-        now: int,
-        limit: int,
-        exclude: Collection[str] = (),
-        set_aside: SetAside | None = None,
-        *,
-        wake: bool = False,
-    ) -> list[AttemptEnd]:
-        """End up to ``limit`` attempts whose lease expired before ``now``.
-
-        Jobs in ``exclude`` (set aside by an earlier run) are skipped; rows
-        that fail now are set aside as in ``job_end_attempts``. ``wake`` tells
-        every replica that running slots were freed.
-        """
-        lock = "FOR UPDATE SKIP LOCKED" if self.is_postgres else ""
-        skip = "AND id NOT IN :exclude " if exclude else ""
-        sql = sa.text(
-            f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
-            f"WHERE status = {JobStatus.RUNNING:d} AND lease_expires_at < :now {skip}"
-            f"ORDER BY lease_expires_at LIMIT :limit {lock}"
-        )
-        params: dict[str, Any] = {"now": now, "limit": limit}
-        if exclude:
-            sql = sql.bindparams(sa.bindparam("exclude", expanding=True))
-            params["exclude"] = list(exclude)
+        finished = {int(s) for s in FINISHED_STATUSES}
+        clauses = [
+            sa.and_(jobs.c.status == status, jobs.c.finished_at < before)
+            for status, before in cutoffs.items()
+            if status in finished
+        ]
+        if not clauses or limit <= 0:
+            return 0
         with self.tx() as conn:
             if self.is_postgres:
-                got_lock = conn.execute(
-                    sa.text("SELECT pg_try_advisory_xact_lock(hashtext('wfj_lease_reaper'))")
+                got = conn.execute(
+                    sa.text("SELECT pg_try_advisory_xact_lock(hashtext('wfj_retention'))")
                 ).scalar()
-                if not got_lock:
-                    return []
-            leased = [LeasedForFailure(*r) for r in conn.execute(sql, params)]
-            return self._decide_and_apply(conn, leased, decide, now, set_aside, wake=wake)
+                if not got:
+                    return 0
+            ids = list(
+                conn.execute(sa.select(jobs.c.id).where(sa.or_(*clauses)).limit(limit)).scalars()
+            )
+            if not ids:
+                return 0
+            conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(ids)))
+            return conn.execute(jobs.delete().where(jobs.c.id.in_(ids))).rowcount
 
-    def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None:
-        """Earliest lease expiry among running jobs not in ``exclude``."""
-        sql = sa.text(
-            f"SELECT min(lease_expires_at) FROM wfj_jobs WHERE status = {JobStatus.RUNNING:d}"
-            + (" AND id NOT IN :exclude" if exclude else "")
-        )
-        params: dict[str, Any] = {}
-        if exclude:
-            sql = sql.bindparams(sa.bindparam("exclude", expanding=True))
-            params["exclude"] = list(exclude)
-        with self.tx() as conn:
-            return conn.execute(sql, params).scalar()
-
-    def _decide_and_apply(
-        self,
-        conn: sa.Connection,
-        leased: Sequence[LeasedForFailure],
-        decide: Callable[[LeasedForFailure], AttemptEnd],
-        now: int,
-        set_aside: SetAside | None,
-        *,
-        wake: bool = False,
-    ) -> list[AttemptEnd]:
-        """Decide and write each row's end; a row that fails either is set aside.
-
-        The batch is written in one statement under a savepoint; only when the
-        database refuses it is it written again row by row, each under its
-        own savepoint, so the refused rows are found and the rest still land.
-        """
-        report = set_aside or _log_set_aside
-        rows: list[LeasedForFailure] = []
-        ends: list[AttemptEnd] = []
-        for row in leased:
-            try:
-                end = decide(row)
-            except Exception as e:  # noqa: BLE001 - one row's data must not fail the batch
-                report(row.id, e)
-                continue
-            rows.append(row)
-            ends.append(end)
-        if not ends:
-            return []
-        try:
-            with conn.begin_nested():
-                self._apply_ends(conn, rows, ends, now, wake=wake)
-            return ends
-        except ROW_WRITE_ERRORS as e:
-            if len(ends) == 1:
-                report(ends[0].job_id, e)
-                return []
-        applied = []
-        for end in ends:
-            try:
-                with conn.begin_nested():
-                    self._apply_ends(conn, rows, [end], now, wake=wake)
-            except ROW_WRITE_ERRORS as e:
-                report(end.job_id, e)
-                continue
-            applied.append(end)
-        return applied
-
-    def _lock_leased(
-        self, conn: sa.Connection, refs: Sequence[tuple[str, str]]
-    ) -> list[LeasedForFailure]:
+    def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
+        query = sa.select(jobs).where(jobs.c.id == job_id)
         if self.is_postgres:
-            sql = sa.text(
-                f"""
-                SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs
-                WHERE (id, lease_token) IN (
-                    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])))
-                  AND status + 0 = {JobStatus.RUNNING:d}
-                ORDER BY id
-                FOR UPDATE
-                """
-            )
-            rows = conn.execute(sql, {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs]})
-            return [LeasedForFailure(*r) for r in rows]
-        sql = sa.text(
-            f"SELECT {_LEASED_FOR_FAILURE} FROM wfj_jobs "
-            f"WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}"
-        )
-        out = []
-        for job_id, token in refs:
-            row = conn.execute(sql, {"id": job_id, "token": token}).first()
-            if row is not None:
-                out.append(LeasedForFailure(*row))
-        return out
+            query = query.with_for_update()
+        return conn.execute(query).first()
 
-    def _apply_ends(
-        self,
-        conn: sa.Connection,
-        leased: Sequence[LeasedForFailure],
-        ends: Sequence[AttemptEnd],
-        now: int,
-        *,
-        wake: bool = False,
-    ) -> None:
-        if not ends:
-            return
-        by_id = {row.id: row for row in leased}
-        updates = []
-        attempts = []
-        for end in ends:
-            row = by_id[end.job_id]
-            finished = end.new_status != JobStatus.PENDING
-            updates.append(
-                {
-                    "b_id": end.job_id,
-                    "b_status": int(end.new_status),
-                    "b_due": end.due_at,
-                    "b_error": end.error,
-                    "b_kind": end.error_kind,
-                    "b_result": end.result,
-                    "b_rctype": end.result_content_type,
-                    "b_payload": end.payload,
-                    "b_pctype": end.payload_content_type,
-                    "b_refund": 1 if end.refund_attempt else 0,
-                    "b_finished": now if finished else None,
-                }
-            )
-            attempts.append(
-                {
-                    "job_id": end.job_id,
-                    "number": row.attempt,
-                    "worker_id": row.lease_owner,
-                    "started_at": row.started_at,
-                    "ended_at": now,
-                    "outcome": int(end.outcome),
-                    "error": end.error,
-                    "error_kind": end.error_kind,
-                    "traceback": end.traceback,
-                }
-            )
-        conn.execute(
-            sa.text(
-                """
-                UPDATE wfj_jobs SET
-                    status = :b_status,
-                    due_at = COALESCE(:b_due, due_at),
-                    last_error = COALESCE(:b_error, last_error),
-                    last_error_kind = COALESCE(:b_kind, last_error_kind),
-                    result = COALESCE(:b_result, result),
-                    result_content_type = COALESCE(:b_rctype, result_content_type),
-                    payload = COALESCE(:b_payload, payload),
-                    content_type = COALESCE(:b_pctype, content_type),
-                    -- A released attempt keeps its number in the history (numbers are
-                    -- unique per job) and is counted apart, so it does not use up the
-                    -- budget; max_attempts stays the configured one.
-                    released_attempts = released_attempts + :b_refund,
-                    finished_at = :b_finished,
-                    lease_token = NULL,
-                    lease_expires_at = NULL
-                WHERE id = :b_id
-                """
-            ),
-            updates,
-        )
-        conn.execute(job_attempts.insert(), attempts)
-        # Every retry's due time, and "now" when the freed slots may admit
-        # a waiting job.
-        due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
-        if wake:
-            due.append(now)
-        if due:
-            self._notify_wake(conn, due)
-
-    # -- heartbeats ------------------------------------------------------------
-
-    def lease_held_many(self, refs: Sequence[tuple[str, str]]) -> set[str]:
-        """Of (job id, lease token) pairs, the ids whose job is RUNNING under that token."""
-        token_of = dict(refs)
-        ids = list(token_of)
-        held: set[str] = set()
-        with self.statement() as conn:
-            for i in range(0, len(ids), 1000):
-                query = sa.select(jobs.c.id, jobs.c.lease_token).where(
-                    jobs.c.id.in_(ids[i : i + 1000]), jobs.c.status == int(JobStatus.RUNNING)
-                )
-                held.update(
-                    job_id for job_id, token in conn.execute(query) if token_of[job_id] == token
-                )
-        return held
-
-    def lease_extend_many(
-        self, refs: Sequence[tuple[str, str]], now: int, default_lease_ms: int
-    ) -> list[tuple[str, int, bool]]:
-        """Extend still-valid leases; returns (job id, new expiry, cancel requested)."""
-        if not refs:
-            return []
-        if self.is_postgres:
-            sql = f"""
-                UPDATE wfj_jobs j
-                SET lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-                FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])) AS i(id, token)
-                WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
-                RETURNING j.id, j.lease_expires_at, j.cancel_requested
-                """
-            params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
-            with self.statement() as conn:
-                return [tuple(r) for r in conn.exec_driver_sql(driver_sql(sql), params)]  # type: ignore[misc]
-        sql = sa.text(
-            f"""
-            UPDATE wfj_jobs
-            SET lease_expires_at = :now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
-            WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
-            RETURNING id, lease_expires_at, cancel_requested
-            """
-        )
-        out = []
-        with self.tx() as conn:
-            for job_id, token in refs:
-                row = conn.execute(sql, {"id": job_id, "token": token, "now": now}).first()
-                if row is not None:
-                    out.append((row[0], row[1], bool(row[2])))
-        return out
-
-
-def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
-    keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
-    return StoreUnavailable(
-        f"the job stored under idempotency key {keys} was deleted while this enqueue "
-        "was reading it; retry the enqueue"
-    )
-
-
-def _group_keys(keys: set[tuple[str, str | None]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = {}
-    for tenant, key in keys:
-        if key:
-            grouped.setdefault(tenant, []).append(key)
-    return grouped
-
-
-def _filter_clauses(flt: JobFilter) -> list[Any]:
-    c = jobs.c
-    clauses: list[Any] = []
-    if flt.statuses:
-        clauses.append(c.status.in_([int(s) for s in flt.statuses]))
-    for column, value in (
-        (c.tenant_id, flt.tenant_id),
-        (c.job_type, flt.job_type),
-        (c.definition_id, flt.definition_id),
-        (c.instance_id, flt.instance_id),
-        (c.correlation_id, flt.correlation_id),
-    ):
-        if value:
-            clauses.append(column == value)
-    if flt.category:
-        clauses.append(c.category == flt.category)
-    if flt.created_after is not None:
-        clauses.append(c.created_at >= flt.created_after)
-    if flt.created_before is not None:
-        clauses.append(c.created_at < flt.created_before)
-    if flt.due_after is not None:
-        clauses.append(c.due_at >= flt.due_after)
-    if flt.due_before is not None:
-        clauses.append(c.due_at < flt.due_before)
-    return clauses
+    def _read_job(self, conn: sa.Connection, job_id: str) -> Any:
+        return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()

@@ -9,32 +9,22 @@ query that honours pauses (acquisition, direct dispatch, inline runs,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.model import PauseKind, PauseScope
+from coordinator.model import (
+    PauseKind,
+    PauseScope,
+)
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import (
-    cluster_flags,
-    concurrency_limits,
-    job_type_defaults,
     pauses,
-    tenants,
 )
 
-# The limit gate (PostgreSQL): a cluster flag row holding how many concurrency
-# limits are stored. Every claim reads it under a share row lock (the
-# one-statement claim leases only while it says "0"; the counting claim reads
-# the stored limits after it); ``limit_set`` locks it for update and rewrites
-# it in the transaction that changes a limit. So a claim either finishes
-# before a limit change commits, or waits for the change and sees it (READ
-# COMMITTED re-reads a row locked by a committed writer): once ``SetLimit``
-# returns, no replica can lease past the new limit, whether or not it has
-# reloaded its own copy of the limits yet.
-LIMIT_GATE = "wfj.concurrency_limits"
-LIMIT_GATE_SHARE_SQL = "SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR KEY SHARE"
+log = logging.getLogger(__name__)
 
 
 # The job column whose value a pause of each kind names; None: the pause holds
@@ -46,12 +36,21 @@ PAUSE_COLUMNS: dict[PauseKind, str | None] = {
     PauseKind.INSTANCE: "instance_id",
     PauseKind.JOB_TYPE: "job_type",
 }
+
+
 ALL_PAUSE_KINDS = tuple(PAUSE_COLUMNS)
+
+
 # Columns a lane (``wfj_lanes``) has: pauses of these kinds are checked once
 # per lane during acquisition, the other kinds once per job.
 LANE_COLUMNS = frozenset({"tenant_id", "job_type", "definition_id"})
+
+
 LANE_PAUSE_KINDS = tuple(k for k, c in PAUSE_COLUMNS.items() if c is None or c in LANE_COLUMNS)
+
+
 JOB_PAUSE_KINDS = tuple(k for k in ALL_PAUSE_KINDS if k not in LANE_PAUSE_KINDS)
+
 
 # A pause row ``p`` that is in force at ``:now``.
 ACTIVE_PAUSE = "p.lifted_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > :now)"
@@ -104,7 +103,7 @@ def _active(now: int) -> Any:
 
 
 class PauseQueries(StoreBase):
-    """Queries over ``wfj_pauses``, ``wfj_tenants`` and ``wfj_concurrency_limits``."""
+    """Queries over ``wfj_pauses``."""
 
     def pause_create(
         self,
@@ -177,75 +176,6 @@ class PauseQueries(StoreBase):
                 )
             ).scalar()
 
-    def tenant_weights(self) -> dict[str, int]:
-        with self.tx() as conn:
-            return {t: w for t, w in conn.execute(sa.select(tenants.c.tenant_id, tenants.c.weight))}
-
-    def tenant_set_weight(self, tenant_id: str, weight: int) -> None:
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        stmt = insert(tenants).values(tenant_id=tenant_id, weight=weight)
-        stmt = stmt.on_conflict_do_update(index_elements=["tenant_id"], set_={"weight": weight})
-        with self.tx() as conn:
-            conn.execute(stmt)
-
-    def limit_gate_ensure(self, now: int) -> None:
-        """Create the limit gate if missing and make it count the stored limits."""
-        if not self.is_postgres:
-            return
-        with self.tx() as conn:
-            self._lock_limit_gate(conn, now)
-            self._write_limit_gate(conn, now)
-
-    def _lock_limit_gate(self, conn: sa.Connection, now: int) -> None:
-        from sqlalchemy.dialects.postgresql import insert
-
-        conn.execute(
-            insert(cluster_flags)
-            .values(name=LIMIT_GATE, value="0", updated_at=now)
-            .on_conflict_do_nothing()
-        )
-        conn.execute(
-            sa.text("SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR UPDATE"),
-            {"gate": LIMIT_GATE},
-        )
-
-    def _write_limit_gate(self, conn: sa.Connection, now: int) -> None:
-        conn.execute(
-            sa.text(
-                "UPDATE wfj_cluster_flags SET updated_at = :now, value = CAST("
-                "(SELECT count(*) FROM wfj_concurrency_limits) AS text) WHERE name = :gate"
-            ),
-            {"gate": LIMIT_GATE, "now": now},
-        )
-
-    def limit_set(self, kind: int, value: str, max_running: int, now: int = 0) -> None:
-        """Set a concurrency limit; ``max_running == 0`` removes it.
-
-        On PostgreSQL the limit gate is locked first and rewritten in the same
-        transaction, so claims in flight finish first and later ones see the
-        change (see ``LIMIT_GATE``).
-        """
-        with self.tx() as conn:
-            if self.is_postgres:
-                self._lock_limit_gate(conn, now)
-            conn.execute(
-                concurrency_limits.delete().where(
-                    concurrency_limits.c.kind == kind, concurrency_limits.c.value == value
-                )
-            )
-            if max_running > 0:
-                conn.execute(
-                    concurrency_limits.insert().values(
-                        kind=kind, value=value, max_running=max_running
-                    )
-                )
-            if self.is_postgres:
-                self._write_limit_gate(conn, now)
-                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
-
     def pauses_covering(
         self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
     ) -> list[Any]:
@@ -261,35 +191,3 @@ class PauseQueries(StoreBase):
         query = sa.select(_p).where(covers).order_by(_p.c.created_at, _p.c.id)
         with self.tx() as conn:
             return list(conn.execute(query, params))
-
-    def job_type_defaults_list(self) -> list[Any]:
-        with self.tx() as conn:
-            return list(
-                conn.execute(sa.select(job_type_defaults).order_by(job_type_defaults.c.job_type))
-            )
-
-    def job_type_defaults_set(
-        self,
-        job_type: str,
-        retry_policy: str | None,
-        execution_timeout_ms: int | None,
-        heartbeat_timeout_ms: int | None,
-    ) -> None:
-        """Replace a job type's defaults; all None removes them. Replicas are told."""
-        with self.tx() as conn:
-            conn.execute(job_type_defaults.delete().where(job_type_defaults.c.job_type == job_type))
-            if retry_policy or execution_timeout_ms is not None or heartbeat_timeout_ms is not None:
-                conn.execute(
-                    job_type_defaults.insert().values(
-                        job_type=job_type,
-                        retry_policy=retry_policy,
-                        execution_timeout_ms=execution_timeout_ms,
-                        heartbeat_timeout_ms=heartbeat_timeout_ms,
-                    )
-                )
-            if self.is_postgres:
-                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
-
-    def limit_list(self) -> list[Any]:
-        with self.tx() as conn:
-            return list(conn.execute(sa.select(concurrency_limits)))

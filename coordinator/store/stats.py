@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.model import JobStatus
+from coordinator.model import (
+    FAILED_OUTCOMES,
+    JobStatus,
+)
 from coordinator.store.base import StoreBase
-from coordinator.store.schema import job_attempts, jobs
+from coordinator.store.schema import (
+    job_attempts,
+    jobs,
+)
+
+log = logging.getLogger(__name__)
 
 
 class StatsQueries(StoreBase):
@@ -84,3 +93,29 @@ class StatsQueries(StoreBase):
         )
         with self.tx() as conn:
             return list(conn.execute(query))
+
+    def attempt_failure_counts(self, since: int, tenant_id: str = "") -> tuple[int, int]:
+        """(failed attempts, retried attempts) that ended since ``since``.
+
+        A failed attempt ended FAILED, LEASE_EXPIRED or TIMED_OUT. It counts as
+        retried unless it is its job's latest attempt and the job is FAULTED or
+        CANCELLED, i.e. unless it was the final failure.
+        """
+        a, j = job_attempts.alias("a"), jobs.alias("j")
+        final = sa.and_(
+            j.c.attempt == a.c.number,
+            j.c.status.in_([int(JobStatus.FAULTED), int(JobStatus.CANCELLED)]),
+        )
+        query = (
+            sa.select(
+                sa.func.count(),
+                sa.func.coalesce(sa.func.sum(sa.case((final, 0), else_=1)), 0),
+            )
+            .select_from(a.join(j, j.c.id == a.c.job_id))
+            .where(a.c.ended_at >= since, a.c.outcome.in_([int(o) for o in FAILED_OUTCOMES]))
+        )
+        if tenant_id:
+            query = query.where(j.c.tenant_id == tenant_id)
+        with self.tx() as conn:
+            failed, retried = conn.execute(query).one()
+        return int(failed), int(retried)

@@ -1,4 +1,4 @@
-"""Conformance of the operator queries (store/operations.py) on SQLite and PostgreSQL."""
+"""Conformance of the operator queries (store/jobs.py, store/workers.py) on both stores."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from coordinator.model import (
     JobStatus,
     LeasedForFailure,
     RetryPolicy,
+    WorkerRecord,
 )
 from coordinator.store import Store
-from coordinator.store.operations import WorkerRecord
 from wfj_testing import SECOND, T0, make_job
 
 LEASE_MS = 30_000
