@@ -29,12 +29,14 @@ class Harness:
         self.engine.grant(session, n)
         while await self.engine.dispatcher.run_pass():
             pass
-        self.engine.close_session(session)
         out = []
+        # Taken off the outbox before the session closes: closing hands back
+        # whatever a stream has not sent.
         while not session.outbox.empty():
             item = session.outbox.get_nowait()
             if isinstance(item, LeaseBatch):
                 out.extend((row, item.lease_token) for row in item.jobs)
+        self.engine.close_session(session)
         return out
 
     async def job(self, job_id: str):

@@ -73,6 +73,16 @@ def check_target(target: str) -> str:
         raise ValueError(f"target {target!r}: the port {port!r} is not a number from 1 to 65535")
     return target
 
+MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Receive limit of every channel the SDK opens unless its options set one.
+
+gRPC's default (4 MiB) is smaller than a batch of jobs can be: a job may carry
+a payload of 1 MiB or more. 64 MiB is the coordinator's own send limit, so it
+covers the largest message, and thus the largest job, a coordinator sends. The
+worker announces its limit in the hello and the coordinator sizes batches to it.
+"""
+_RECEIVE_OPTION = "grpc.max_receive_message_length"
+
 
 class ChannelConfig:
     """How to reach the coordinator.
@@ -104,6 +114,14 @@ class ChannelConfig:
             pairs.append(("authorization", f"Bearer {token}"))
         self.metadata: Metadata = tuple(pairs)
         self.options = list(options)
+        if not any(key == _RECEIVE_OPTION for key, _ in self.options):
+            self.options.append((_RECEIVE_OPTION, MAX_RECEIVE_MESSAGE_BYTES))
+
+    @property
+    def max_receive_message_bytes(self) -> int:
+        """The channel's receive limit in bytes (what the worker's hello announces)."""
+        value = next(int(v) for k, v in self.options if k == _RECEIVE_OPTION)  # type: ignore[call-overload]
+        return value if 0 <= value < 2**31 else 2**31 - 1  # -1: unlimited
 
     def sync_channel(self) -> grpc.Channel:
         """Open a blocking channel."""

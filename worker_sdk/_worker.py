@@ -488,6 +488,7 @@ class Worker:
                 pid=os.getpid(),
                 sdk_version=__version__,
                 max_batch_size=self._max_batch_size,
+                max_receive_message_bytes=self._channel_config.max_receive_message_bytes,
             )
         )
 

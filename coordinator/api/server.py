@@ -94,6 +94,7 @@ class CoordinatorServer:
                 engine,
                 max_credits_per_stream=self.limits.max_credits_per_stream,
                 book=self.auth.book if self.auth is not None else None,
+                max_send_message_bytes=MAX_MESSAGE_BYTES,
             ),
             self.server,
         )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 
 from coordinator.api import convert
 from coordinator.api.auth import Principal, TokenBook, current_principal, tenant_scope
 from coordinator.engine import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     DrainSignal,
     Engine,
     LeaseAnswer,
@@ -46,10 +47,13 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         heartbeat_interval_ms: int = 10_000,
         max_credits_per_stream: int = 10_000,
         book: TokenBook | None = None,
+        max_send_message_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._engine = engine
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self._max_credits = max_credits_per_stream
+        # The server's max_send_message_length: no JobBatch is built larger.
+        self._max_send_bytes = max_send_message_bytes
         # Open streams and the credential each was opened with, re-checked
         # whenever the token file changes.
         self._streams: dict[WorkerSession, Principal] = {}
@@ -128,6 +132,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             raise InvalidArgument("hello.worker_id is required")
         if hello.max_batch_size < 0:
             raise InvalidArgument("hello.max_batch_size must be >= 0")
+        if hello.max_receive_message_bytes < 0:
+            raise InvalidArgument(
+                "hello.max_receive_message_bytes must be >= 0 (0 = gRPC's default of 4 MiB)"
+            )
         _check_hello_sizes(hello, self._engine.config.max_string_length)
         principal = current_principal()
         if principal is not None and principal.job_types is not None:
@@ -145,6 +153,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             pid=hello.pid,
             sdk_version=hello.sdk_version,
             max_batch_size=hello.max_batch_size or 100,
+            max_message_bytes=min(
+                hello.max_receive_message_bytes or DEFAULT_MAX_MESSAGE_BYTES, self._max_send_bytes
+            ),
             tenants=tenant_scope(),
             principal=principal.key if principal is not None else None,
             credential=principal.name if principal is not None else "",
@@ -172,7 +183,14 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 if isinstance(item, DrainSignal):
                     yield wpb.AcquireJobsResponse(drain=wpb.DrainRequested(reason=item.reason))
                     continue
-                yield _batch_message(item)
+                # Each message fits what the worker accepts. ``writing`` holds the
+                # jobs not yet confirmed written, which are handed back at once
+                # if the stream ends (grpc resumes this generator only after a
+                # write completed).
+                session.writing[:] = [(row.id, item.lease_token) for row in item.jobs]
+                for message, count in _batch_messages(item, session.max_message_bytes):
+                    yield message
+                    del session.writing[:count]
         finally:
             reader.cancel()
             self._streams.pop(session, None)
@@ -344,9 +362,41 @@ def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Fa
     )
 
 
-def _batch_message(batch: LeaseBatch) -> wpb.AcquireJobsResponse:
+# Bytes a LeasedJob costs inside JobBatch beyond its own size (field tag and
+# length prefix), and of the AcquireJobsResponse around the batch; rounded up.
+_PER_JOB_FRAMING = 8
+_ENVELOPE = 16
+
+
+def _batch_messages(batch: LeaseBatch, limit: int) -> Iterator[tuple[wpb.AcquireJobsResponse, int]]:
+    """``batch`` as AcquireJobsResponse messages of at most ``limit`` bytes each,
+    with the number of jobs in each. A single job larger than ``limit`` goes
+    alone (it cannot be split; the worker's channel decides)."""
     message = wpb.AcquireJobsResponse()
     jobs = message.jobs
     for row in batch.jobs:
         convert.add_leased_job(jobs, row, batch.lease_token)
-    return message
+    if message.ByteSize() <= limit:
+        yield message, len(batch.jobs)
+        return
+    message = wpb.AcquireJobsResponse()
+    size = _ENVELOPE
+    for row in batch.jobs:
+        convert.add_leased_job(message.jobs, row, batch.lease_token)
+        added = message.jobs.jobs[-1].ByteSize() + _PER_JOB_FRAMING
+        if len(message.jobs.jobs) > 1 and size + added > limit:
+            del message.jobs.jobs[-1]
+            yield message, len(message.jobs.jobs)
+            message = wpb.AcquireJobsResponse()
+            convert.add_leased_job(message.jobs, row, batch.lease_token)
+            size = _ENVELOPE
+        if size + added > limit:
+            log.warning(
+                "job %s is %d bytes, more than the %d bytes worker accepts in one message; "
+                "sending it alone",
+                row.id,
+                added,
+                limit,
+            )
+        size += added
+    yield message, len(message.jobs.jobs)

@@ -185,6 +185,8 @@ class Engine:
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Hand-backs of jobs a closed stream never sent (awaited by stop).
+        self._handing_back: set[asyncio.Task[None]] = set()
         self._started = False
 
     # -- lifecycle ---------------------------------------------------------------
@@ -225,6 +227,8 @@ class Engine:
         await self.reaper.stop()
         await self.in_flight_audit.stop()
         await self.dispatcher.stop()
+        if self._handing_back:
+            await asyncio.gather(*self._handing_back, return_exceptions=True)
         if self._listener is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
             self._listener = None
@@ -772,8 +776,33 @@ class Engine:
         self.ops.session_opened(session)
 
     def close_session(self, session: WorkerSession) -> None:
+        """The stream ended: forget the session, and hand back at once the jobs
+        it never sent (queued, or in a message not completely written), which
+        would otherwise wait out their lease. Jobs already sent stay leased:
+        the worker may be running them and reports through unary calls."""
         self.dispatcher.remove_session(session)
         self.ops.session_closed(session)
+        unsent = session.take_unsent()
+        if unsent and self._loop is not None and not self._loop.is_closed():
+            task = self._loop.create_task(self._hand_back(session, unsent))
+            self._handing_back.add(task)
+            task.add_done_callback(self._handing_back.discard)
+
+    async def _hand_back(self, session: WorkerSession, refs: list[tuple[str, str]]) -> None:
+        log.info(
+            "handing back %d job(s) leased to worker %r that its stream ended before sending",
+            len(refs),
+            session.worker_id,
+        )
+        try:
+            await self.attempts.hand_back(refs, "the worker's stream ended before the job was sent")
+        except Exception:  # noqa: BLE001 - their leases expire and the reaper retries them
+            log.warning(
+                "could not hand back %d unsent job(s) of worker %r; their leases will expire",
+                len(refs),
+                session.worker_id,
+                exc_info=True,
+            )
 
     async def end_session(
         self,

@@ -37,6 +37,10 @@ class DrainSignal:
 
 OutboxItem = LeaseBatch | DrainSignal | None
 
+# Largest message a worker is assumed to accept when its hello does not say:
+# gRPC's default max_receive_message_length.
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
 
 @dataclass(eq=False)
 class WorkerSession:
@@ -47,6 +51,8 @@ class WorkerSession:
     pid: int = 0
     sdk_version: str = ""
     max_batch_size: int = 100
+    # Largest message the worker accepts (hello.max_receive_message_bytes).
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # Tenants this worker's credential may receive jobs of; None = every tenant.
     tenants: frozenset[str] | None = None
     # The credential that opened the stream (an opaque key; None = auth off),
@@ -64,6 +70,9 @@ class WorkerSession:
     in_flight: dict[str, str] = field(default_factory=dict)
     # How many of them the last in-flight audit left (coordinator/engine/in_flight.py).
     in_flight_audited: int = 0
+    # Jobs of the batch being written to the stream, not yet confirmed written
+    # (the API layer keeps it): (job id, lease token).
+    writing: list[tuple[str, str]] = field(default_factory=list)
     outbox: asyncio.Queue[OutboxItem] = field(default_factory=asyncio.Queue)
     # Set when the coordinator ends the stream with an error (e.g. a revoked
     # credential): the sender sends nothing more and ends the call with it.
@@ -78,6 +87,22 @@ class WorkerSession:
             self.closed = True
             self.credits = 0
             self.outbox.put_nowait(None)
+
+    def take_unsent(self) -> list[tuple[str, str]]:
+        """(job id, lease token) of every job the worker cannot have received:
+        still queued on the outbox, or in a message whose write had not
+        completed. Call once the session is closed; empties both."""
+        refs = list(self.writing)
+        self.writing.clear()
+        items = []
+        while not self.outbox.empty():
+            items.append(self.outbox.get_nowait())
+        for item in items:
+            if isinstance(item, LeaseBatch):
+                refs.extend((row.id, item.lease_token) for row in item.jobs)
+        if self.closed:
+            self.outbox.put_nowait(None)  # the sender may still wait for its marker
+        return refs
 
     def covers(self, tenant_id: str) -> bool:
         """True when this session's credential may receive ``tenant_id``'s jobs."""

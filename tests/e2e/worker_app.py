@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--worker-id", default=f"e2e-{os.getpid()}")
     parser.add_argument("--heartbeat-interval", type=float, default=None)
+    # The channel's receive limit in bytes (default: the SDK's).
+    parser.add_argument("--max-receive-bytes", type=int, default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
@@ -43,6 +45,11 @@ def main() -> None:
         worker_id=args.worker_id,
         shutdown_grace=5,
         heartbeat_interval=args.heartbeat_interval,
+        channel_options=(
+            [("grpc.max_receive_message_length", args.max_receive_bytes)]
+            if args.max_receive_bytes
+            else []
+        ),
     )
 
     @worker.handler("noop")

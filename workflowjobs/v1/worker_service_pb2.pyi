@@ -23,7 +23,7 @@ LEASE_STATE_LOST: LeaseState
 LEASE_STATE_CANCEL_REQUESTED: LeaseState
 
 class WorkerHello(_message.Message):
-    __slots__ = ("worker_id", "job_types", "slots", "hostname", "pid", "sdk_version", "max_batch_size")
+    __slots__ = ("worker_id", "job_types", "slots", "hostname", "pid", "sdk_version", "max_batch_size", "max_receive_message_bytes")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class WorkerHello(_message.Message):
     PID_FIELD_NUMBER: _ClassVar[int]
     SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECEIVE_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     job_types: _containers.RepeatedScalarFieldContainer[str]
     slots: int
@@ -38,7 +39,8 @@ class WorkerHello(_message.Message):
     pid: int
     sdk_version: str
     max_batch_size: int
-    def __init__(self, worker_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., max_batch_size: _Optional[int] = ...) -> None: ...
+    max_receive_message_bytes: int
+    def __init__(self, worker_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., max_batch_size: _Optional[int] = ..., max_receive_message_bytes: _Optional[int] = ...) -> None: ...
 
 class CreditGrant(_message.Message):
     __slots__ = ("credits",)
