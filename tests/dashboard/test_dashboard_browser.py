@@ -48,6 +48,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             "scheduler": scheduler,
             "admin": admin,
             "coordinator": coordinator,
+            "tmp": tmp,
         }
     finally:
         scheduler.close()
@@ -177,6 +178,27 @@ def test_retry_a_faulted_job(cluster: dict[str, Any], context: Any) -> None:
     assert f"Retry job {job.id}" in confirm(page)
     expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=20_000)
     assert scheduler.get_job(job.id).status.value == "COMPLETED"
+
+
+def test_a_running_job_shows_its_lease_holder_and_can_be_unlocked(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    gate = cluster["tmp"] / "gate-open"
+    job = cluster["scheduler"].enqueue("gate", {"path": str(gate)}, tenant_id="acme")
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    state = page.locator("#state")
+    expect()(state.locator(".badge")).to_have_text("RUNNING")
+    expect()(state).to_contain_text("dash-worker until")
+    page.click('#actions button[data-op="unlock"]')
+    assert f"Unlock job {job.id}" in confirm(page)
+    # The worker takes it again: the first attempt reads as unlocked.
+    expect()(page.locator("#attempts")).to_contain_text("unlocked")
+    expect()(state).to_contain_text("2 of 3")
+    expect()(state.locator(".badge")).to_have_text("RUNNING")
+    gate.touch()
+    expect()(state.locator(".badge")).to_have_text("COMPLETED", timeout=20_000)
+    expect()(state).to_contain_text("last worker")
 
 
 def test_bulk_cancel_dry_run_counts_and_cancels_nothing(

@@ -547,9 +547,11 @@ def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: An
             )
         )
     parts.append(f'<section class="actions" id="actions">{"".join(actions)}</section>')
-    lease = ""
-    if job.lease_owner:
+    lease = last_worker = ""
+    if status == "RUNNING" and job.lease_owner:
         lease = f"{e(job.lease_owner)} until {e(when(job.lease_expire_time))}"
+    elif job.lease_owner:
+        last_worker = e(job.lease_owner)
     fields = [
         ("status", status_badge(status) + (" cancel requested" if job.cancel_requested else "")),
         (
@@ -558,6 +560,7 @@ def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: An
             + (f" ({job.released_attempts} released)" if job.released_attempts else ""),
         ),
         ("lease holder", lease),
+        ("last worker", last_worker),
         ("finished", e(when(job.finish_time))),
         ("last error", f'<span class="err">{e(job.last_error)}</span>' if job.last_error else ""),
     ]
