@@ -1,7 +1,9 @@
 """The durable job store: every SQL statement of the coordinator lives here.
 
-``open_store(url)`` returns a ``Store`` for SQLite (``sqlite:///file.db``) or
-PostgreSQL (``postgresql+psycopg://…``). Both dialects implement the same
+``Store`` (``protocol.py``) lists every named query; the engine is typed
+against it. ``open_store(url)`` returns the ``SqlStore`` implementing it, for
+SQLite (``sqlite:///file.db``) or PostgreSQL (``postgresql+psycopg://…``).
+Both dialects implement the same
 named queries with the same semantics; dialect differences (SKIP LOCKED,
 LISTEN/NOTIFY, advisory locks) stay inside this package.
 """
@@ -13,21 +15,22 @@ from coordinator.store.jobs import JobQueries
 from coordinator.store.leases import LeaseQueries
 from coordinator.store.limits import LimitQueries
 from coordinator.store.pauses import PauseQueries
+from coordinator.store.protocol import Store
 from coordinator.store.stats import StatsQueries
 from coordinator.store.workers import WorkerQueries
 
 
-class Store(JobQueries, LeaseQueries, PauseQueries, LimitQueries, WorkerQueries, StatsQueries):
-    """Every named query, over one SQLAlchemy engine (one module per table family)."""
+class SqlStore(JobQueries, LeaseQueries, PauseQueries, LimitQueries, WorkerQueries, StatsQueries):
+    """Every named query of ``Store``, over one SQLAlchemy engine, for both dialects."""
 
 
-def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) -> Store:
+def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) -> SqlStore:
     """Open the store at ``url`` (no schema check; see ``Store.check_schema``).
 
     ``session_url``: a direct connection for LISTEN when ``url`` goes through a
     pooler in transaction mode (``store/pooler.py``).
     """
-    return Store(url, pool_size=pool_size, session_url=session_url)
+    return SqlStore(url, pool_size=pool_size, session_url=session_url)
 
 
-__all__ = ["Store", "StoreCapabilities", "open_store"]
+__all__ = ["SqlStore", "Store", "StoreCapabilities", "open_store"]

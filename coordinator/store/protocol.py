@@ -1,0 +1,301 @@
+"""The store as the engine sees it: every named query, one line each.
+
+Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
+``pause_create``), grouped as the modules that implement them: ``jobs.py``,
+``leases.py``, ``pauses.py``, ``limits.py``, ``workers.py``, ``stats.py``, with
+connection handling in ``base.py``. PostgreSQL and SQLite implement every
+query under the same name with the same meaning (one class, ``SqlStore``;
+the dialect differences stay inside each query); what only one dialect can do
+is said by ``capabilities``, never by asking which dialect it is. Time is a
+parameter (``now``, in µs since the epoch). The rules (which statuses an
+operator may retry, the budget a retry grants, how a failed attempt ends) are
+the engine's and the model's, passed in as parameters or callbacks.
+
+``tests/store/test_store_protocol.py`` checks that ``SqlStore`` implements
+every member here with the same parameters, and has no public member that is
+not listed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from coordinator.model import (
+    RETRYABLE_STATUSES,
+    AttemptEnd,
+    AttemptRow,
+    BulkCount,
+    Candidate,
+    Claim,
+    Completion,
+    DirectLeases,
+    Exclusions,
+    JobFilter,
+    JobRow,
+    JobStatus,
+    LeasedForFailure,
+    NewJob,
+    PauseScope,
+    RetryGrantRule,
+    RunningDeadline,
+    StateChange,
+    WorkerRecord,
+    operator_retry_grant,
+)
+from coordinator.store.base import StoreCapabilities
+from coordinator.store.leases import SetAside
+from coordinator.store.limits import AdmissionFor
+
+# How an attempt ends, decided by the engine for each locked row.
+Decide = Callable[[LeasedForFailure], AttemptEnd]
+
+
+class Store(Protocol):
+    """Every named query of the job store (see the module note)."""
+
+    # -- connection and schema (base.py) -------------------------------------------
+
+    # The database URL the store was opened with.
+    url: str
+    # The URL of the connection that keeps one server session (LISTEN).
+    session_url: str
+    # The SQLAlchemy engine (migrations run on it).
+    engine: sa.Engine
+    # What the dialect can do (one-statement claim, lease at insert, LISTEN/NOTIFY, ...).
+    capabilities: StoreCapabilities
+    # The dialect's name as a flag; prefer ``capabilities``.
+    is_postgres: bool
+    # The dialect's name as a flag; prefer ``capabilities``.
+    is_sqlite: bool
+
+    # One transaction; database errors become domain errors.
+    def tx(self) -> contextlib.AbstractContextManager[sa.Connection]: ...
+    # A connection for one self-contained statement (autocommit on PostgreSQL).
+    def statement(self) -> contextlib.AbstractContextManager[sa.Connection]: ...
+    # Close every pooled connection.
+    def dispose(self) -> None: ...
+    # The applied migration revision, or None on an empty database.
+    def schema_revision(self) -> str | None: ...
+    # Raise SchemaMismatch unless the schema is the one this build knows.
+    def check_schema(self) -> None: ...
+    # The database server's clock, in µs since the epoch (replicas share it).
+    def database_time_us(self) -> int: ...
+    # One round trip; raises StoreUnavailable when the database does not answer.
+    def ping(self) -> None: ...
+
+    # -- jobs: enqueue, reads, operator actions, retention (jobs.py) -------------------
+
+    # Insert jobs deduplicated on (tenant, key); ``direct`` leases some at insert.
+    def job_insert_many(
+        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
+    ) -> list[tuple[str, bool, int]]: ...
+    # Store one job already leased to ``owner`` (inline run): (row, deduplicated, held).
+    def job_insert_leased(
+        self,
+        job: NewJob,
+        owner: str,
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+        keep_if_held: bool,
+        limits: AdmissionFor | None = None,
+    ) -> tuple[JobRow | None, bool, str | None]: ...
+    # The job with this id, or None.
+    def job_get(self, job_id: str) -> JobRow | None: ...
+    # The jobs with these ids (unknown ids are left out).
+    def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]: ...
+    # A job's attempt history, oldest first.
+    def job_attempts(self, job_id: str) -> list[AttemptRow]: ...
+    # Jobs matching ``flt`` in id order, after ``after_id``.
+    def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]: ...
+    # A job in ``statuses`` -> PENDING with the budget ``grant`` gives (guarded).
+    def job_retry(
+        self,
+        job_id: str,
+        keep_attempts: bool,
+        now: int,
+        *,
+        statuses: Collection[int] = RETRYABLE_STATUSES,
+        grant: RetryGrantRule = operator_retry_grant,
+    ) -> StateChange: ...
+    # PENDING -> CANCELLED at once; RUNNING -> cancel requested (guarded).
+    def job_cancel(self, job_id: str, reason: str, now: int) -> StateChange: ...
+    # RUNNING -> PENDING (or CANCELLED if requested), the attempt recorded UNLOCKED.
+    def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange: ...
+    # A new PENDING copy of a job (fresh id, ``replay_of`` set), or None.
+    def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None: ...
+    # How many jobs match ``flt`` with one of ``statuses``.
+    def job_count_matching(self, flt: JobFilter, statuses: Sequence[int]) -> int: ...
+    # Retry every match in ``statuses``, chunk by chunk, with the budget ``grant`` gives.
+    def job_bulk_retry(
+        self,
+        flt: JobFilter,
+        statuses: Sequence[int],
+        keep_attempts: bool,
+        now: int,
+        *,
+        grant: RetryGrantRule = operator_retry_grant,
+    ) -> BulkCount: ...
+    # Cancel every PENDING or RUNNING match in ``statuses``, chunk by chunk.
+    def job_bulk_cancel(
+        self, flt: JobFilter, statuses: Sequence[int], reason: str, now: int
+    ) -> BulkCount: ...
+    # Delete up to ``limit`` finished jobs older than their status's cutoff.
+    def job_purge_finished(self, cutoffs: Mapping[int, int], limit: int) -> int: ...
+
+    # -- leases: acquisition, outcomes, heartbeats, expiry (leases.py) -------------------
+
+    # Up to ``per_lane`` eligible jobs per unpaused lane (reads, locks nothing).
+    def job_candidates(
+        self,
+        job_types: Sequence[str],
+        per_lane: int,
+        now: int,
+        exclude: Exclusions | None = None,
+        tenants: Collection[str] | None = None,
+    ) -> list[Candidate]: ...
+    # Pick fairly and lease in one statement (``capabilities.one_statement_claim``).
+    def job_claim_fair(
+        self,
+        job_types: Sequence[str],
+        tenants: Collection[str] | None,
+        owners: Sequence[str],
+        fair: tuple[Sequence[str], Sequence[float], Sequence[float], float],
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+    ) -> list[JobRow] | None: ...
+    # Lease the claimed jobs still eligible (and admitted by ``limits``).
+    def job_claim(
+        self,
+        claims: Sequence[Claim],
+        lease_token: str,
+        now: int,
+        default_lease_ms: int,
+        limits: AdmissionFor | None = None,
+    ) -> list[JobRow]: ...
+    # Record completions under a valid lease; the new status of each applied.
+    def job_complete_many(
+        self, completions: Sequence[Completion], now: int, *, wake: bool = False
+    ) -> dict[str, JobStatus]: ...
+    # End the attempts named by (job id, lease token) as ``decide`` rules.
+    def job_end_attempts(
+        self,
+        refs: Sequence[tuple[str, str]],
+        decide: Decide,
+        now: int,
+        set_aside: SetAside | None = None,
+        *,
+        wake: bool = False,
+    ) -> dict[str, AttemptEnd]: ...
+    # End up to ``limit`` attempts whose lease expired (one replica at a time).
+    def lease_reclaim_expired(
+        self,
+        decide: Decide,
+        now: int,
+        limit: int,
+        exclude: Collection[str] = (),
+        set_aside: SetAside | None = None,
+        *,
+        wake: bool = False,
+    ) -> list[AttemptEnd]: ...
+    # The earliest lease expiry among running jobs not in ``exclude``.
+    def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None: ...
+    # Of (job id, lease token) pairs, the ids still RUNNING under that token.
+    def lease_held_many(self, refs: Sequence[tuple[str, str]]) -> set[str]: ...
+    # Extend valid leases: (job id, new expiry, cancel requested).
+    def lease_extend_many(
+        self, refs: Sequence[tuple[str, str]], now: int, default_lease_ms: int
+    ) -> list[tuple[str, int, bool]]: ...
+    # The ``limit`` running attempts with an execution timeout that end soonest.
+    def job_running_deadlines(
+        self, limit: int, exclude: Sequence[str] = ()
+    ) -> list[RunningDeadline]: ...
+
+    # -- pauses (pauses.py) --------------------------------------------------------------
+
+    # Record a pause; once it returns no acquisition leases a job it covers.
+    def pause_create(
+        self,
+        pause_id: str,
+        scope: PauseScope,
+        actor: str,
+        reason: str,
+        expires_at: int | None,
+        now: int,
+    ) -> Any: ...
+    # Lift every active pause on exactly ``scope``; the lifted records.
+    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]: ...
+    # Pauses by creation time: active ones, or all; a tenant's and the global ones.
+    def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]: ...
+    # The earliest future expiry among active pauses.
+    def pause_next_expiry(self, now: int) -> int | None: ...
+    # Active pauses that hold back a job with these attributes.
+    def pauses_covering(
+        self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
+    ) -> list[Any]: ...
+
+    # -- limits, tenant weights, job type defaults (limits.py) ---------------------------
+
+    # Create the limit gate if missing and make it count the stored limits.
+    def limit_gate_ensure(self, now: int) -> None: ...
+    # Set a concurrency limit (``max_running == 0`` removes it); replicas are told.
+    def limit_set(self, kind: int, value: str, max_running: int, now: int = 0) -> None: ...
+    # The stored concurrency limits.
+    def limit_list(self) -> list[Any]: ...
+    # RUNNING jobs per (limit kind, scope value) for ``kinds``.
+    def job_running_counts(
+        self, kinds: Sequence[int], conn: sa.Connection | None = None
+    ) -> dict[tuple[int, str], int]: ...
+    # Fair-share weights by tenant.
+    def tenant_weights(self) -> dict[str, int]: ...
+    # Set a tenant's fair-share weight.
+    def tenant_set_weight(self, tenant_id: str, weight: int) -> None: ...
+    # Every job type's stored defaults, by job type.
+    def job_type_defaults_list(self) -> list[Any]: ...
+    # Replace a job type's defaults (all None removes them); replicas are told.
+    def job_type_defaults_set(
+        self,
+        job_type: str,
+        retry_policy: str | None,
+        execution_timeout_ms: int | None,
+        heartbeat_timeout_ms: int | None,
+    ) -> None: ...
+
+    # -- workers and cluster flags (workers.py) ------------------------------------------
+
+    # Make the registry hold exactly ``connected`` for this coordinator; refused rows.
+    def worker_sync(
+        self, coordinator_id: str, connected: Sequence[WorkerRecord], now: int
+    ) -> list[tuple[str, BaseException]]: ...
+    # Remove registry rows not refreshed since ``before``.
+    def worker_delete_stale(self, before: int) -> int: ...
+    # Registered workers seen at or after ``seen_since``, by worker id.
+    def worker_list(self, seen_since: int = 0) -> list[Any]: ...
+    # A cluster flag's value, or None.
+    def cluster_flag_get(self, name: str) -> str | None: ...
+    # Cluster flags whose name starts with ``prefix``.
+    def cluster_flag_list(self, prefix: str = "") -> dict[str, str]: ...
+    # Set a cluster flag (None deletes it); replicas are told at once.
+    def cluster_flag_set(self, name: str, value: str | None, now: int) -> None: ...
+
+    # -- stats (stats.py) ----------------------------------------------------------------
+
+    # (tenant, job type, status, count) rows.
+    def job_count_by_status(self, tenant_id: str = "") -> list[Any]: ...
+    # The due time of the oldest due PENDING job.
+    def job_oldest_pending_due(self, now: int, tenant_id: str = "") -> int | None: ...
+    # Due PENDING jobs of the tenant that acquisition orders before this one.
+    def job_count_ahead(
+        self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
+    ) -> int: ...
+    # Attempts ended since ``since``, counted by outcome.
+    def attempt_outcome_counts(self, since: int) -> dict[int, int]: ...
+    # (tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
+    def job_backlog_by_tenant_type(self, now: int) -> list[Any]: ...
+    # (failed attempts, retried attempts) that ended since ``since``.
+    def attempt_failure_counts(self, since: int, tenant_id: str = "") -> tuple[int, int]: ...
