@@ -593,6 +593,9 @@ def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: An
                 + tb,
             ]
         )
+    if status == "RUNNING" and all(a.number != job.attempt for a in job.attempts):
+        # The attempt in progress is recorded when it ends; show it from the lease.
+        rows.append([str(job.attempt), e(job.lease_owner), "", "", "running", ""])
     parts.append(
         '<h2>Attempts</h2><div id="attempts">'
         + table(

@@ -1,7 +1,7 @@
 // workflow-jobs dashboard: refreshes the live part of a page while it is open.
 // One request per refresh, every data-interval ms (2 s unless the page says
 // otherwise, never more often than once a second); paused while the tab is
-// hidden or while you are typing in a form inside the live part.
+// hidden or while one of the live part's forms is being filled in.
 (function () {
   "use strict";
   var main = document.querySelector("main[data-live]");
@@ -16,9 +16,19 @@
   document.body.appendChild(status);
   var busy = false;
 
+  // Typing in (or having filled in) one of the live part's forms holds the refresh,
+  // so a reason being written is not wiped.
   function editing() {
     var el = document.activeElement;
-    return el && target.contains(el) && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName);
+    if (el && target.contains(el) && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName)) return true;
+    var fields = target.querySelectorAll("input:not([type=hidden]), textarea");
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      if (f.type === "checkbox" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue) {
+        return true;
+      }
+    }
+    return false;
   }
 
   function openDetails() {
