@@ -102,17 +102,20 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
 def _engine_config(settings: Settings) -> Any:
     """The engine's config; ``ValueError`` names a setting that does not parse."""
     from coordinator.engine import EngineConfig
-    from coordinator.engine.operations import OperationsConfig
-    from coordinator.engine.retention import RetentionConfig, parse_retention
 
     return EngineConfig(
         max_payload_bytes=settings.max_payload_bytes,
         max_batch_size=settings.max_batch_size,
         max_string_length=settings.max_string_length,
-        operations=OperationsConfig(
-            retention=RetentionConfig(keep_s=parse_retention(settings.retention))
-        ),
     )
+
+
+def _chores_config(settings: Settings) -> Any:
+    """The chores' config; ``ValueError`` names a setting that does not parse."""
+    from coordinator.chores import ChoresConfig
+    from coordinator.chores.retention import RetentionConfig, parse_retention
+
+    return ChoresConfig(retention=RetentionConfig(keep_s=parse_retention(settings.retention)))
 
 
 def _server_options(settings: Settings) -> dict[str, Any]:
@@ -229,7 +232,16 @@ def migrate(url: str) -> None:
 
 
 async def serve(settings: Settings) -> None:
+    """Run the coordinator until SIGTERM or SIGINT.
+
+    Start order: the engine (schema check, clock, limits, listener,
+    dispatcher), then its chores (``coordinator/chores``), then the gRPC port
+    and the dashboard. Shutdown order, the reverse: the dashboard; the port
+    (running RPCs get the drain timeout to finish); the chores; the engine
+    (dispatcher, listener, store); telemetry flushed last.
+    """
     from coordinator.api.server import CoordinatorServer
+    from coordinator.chores import Chores
     from coordinator.engine import Engine
     from coordinator.store import open_store
     from coordinator.store.filelock import lock_sqlite_file
@@ -249,11 +261,19 @@ async def serve(settings: Settings) -> None:
             store.dispose()
             raise
     telemetry = setup_telemetry()  # from OTEL_* and WFJOBS_METRICS_*; off by default
-    server = CoordinatorServer(
-        Engine(store, _engine_config(settings)), settings.listen, **_server_options(settings)
-    )
-    telemetry.attach(server.engine)
+    engine = Engine(store, _engine_config(settings))
+    chores = Chores(engine, _chores_config(settings))
+    server = CoordinatorServer(engine, settings.listen, **_server_options(settings))
+    telemetry.attach(engine)
     telemetry.start()
+
+    async def shutdown(grace: float) -> None:
+        await server.stop_serving(grace)
+        await chores.stop()
+        await engine.stop()
+
+    await engine.start()
+    await chores.start()
     await server.start()
     host = settings.listen.rsplit(":", 1)[0]
     log.info(
@@ -268,12 +288,9 @@ async def serve(settings: Settings) -> None:
             "session connection (LISTEN) %s; statements without server-side prepares",
             display_url(settings.session_database_url),
         )
-    from coordinator.engine.retention import describe_retention
+    from coordinator.chores.retention import describe_retention
 
-    log.info(
-        "finished jobs kept: %s",
-        describe_retention(server.engine.ops.config.retention.keep_s),
-    )
+    log.info("finished jobs kept: %s", describe_retention(chores.retention.config.keep_s))
     dashboard = None
     if settings.dashboard_listen:
         from worker_sdk.dashboard import Dashboard, DashboardConfig, DashboardError
@@ -288,7 +305,7 @@ async def serve(settings: Settings) -> None:
         try:
             await dashboard.start()
         except DashboardError as e:
-            await server.stop(0)
+            await shutdown(0)
             raise ValueError(str(e)) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -298,7 +315,7 @@ async def serve(settings: Settings) -> None:
     log.info("shutting down: draining for up to %.0fs", settings.drain_timeout_s)
     if dashboard is not None:
         await dashboard.stop()
-    await server.stop(settings.drain_timeout_s)
+    await shutdown(settings.drain_timeout_s)
     telemetry.shutdown()
     if file_lock is not None:
         file_lock.release()
@@ -338,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
             allow_unauthenticated=args.allow_unauthenticated,
         )
         _check_security(settings)
-        _engine_config(settings)  # a malformed setting fails here, before anything starts
+        # A malformed setting fails here, before anything starts.
+        _engine_config(settings)
+        _chores_config(settings)
         asyncio.run(serve(settings))
         return 0
     except SchemaMismatch as e:

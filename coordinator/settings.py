@@ -28,7 +28,7 @@ class Settings:
     # Log format: "text" or "json".
     log_format: str = "text"
     log_level: str = "INFO"
-    # How long finished jobs are kept, per status (coordinator/engine/retention.py):
+    # How long finished jobs are kept, per status (coordinator/chores/retention.py):
     # "7d", "completed=7d,cancelled=1d,faulted=30d", "faulted=forever" or "off".
     retention: str = "7d"
 

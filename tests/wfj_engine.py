@@ -5,10 +5,21 @@ from __future__ import annotations
 import asyncio
 import random
 
+from coordinator.chores import Chores
 from coordinator.clock import ManualClock
 from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.store import open_store
 from wfj_testing import T0, make_job
+
+_CHORES: dict[int, tuple[Engine, Chores]] = {}
+
+
+def chores_of(engine: Engine) -> Chores:
+    """The chores of ``engine`` (built once, wired to it, not started: tests run them)."""
+    held = _CHORES.get(id(engine))
+    if held is None or held[0] is not engine:
+        held = _CHORES[id(engine)] = (engine, Chores(engine))
+    return held[1]
 
 
 class Harness:
@@ -17,6 +28,7 @@ class Harness:
         self.engine = Engine(
             open_store(url), EngineConfig(), clock=self.clock, rng=random.Random(7)
         )
+        self.chores = chores_of(self.engine)
 
     async def enqueue(self, **fields) -> str:
         job = make_job(**fields)

@@ -142,8 +142,8 @@ class CoordinatorServer:
             if result is not None:
                 await result
 
-    async def stop(self, grace: float = 5.0) -> None:
-        """Stop serving, let in-flight RPCs finish within ``grace``, stop the engine."""
+    async def stop_serving(self, grace: float = 5.0) -> None:
+        """Stop handing out jobs and serving; in-flight RPCs get ``grace`` to finish."""
         watch, self._token_watch = self._token_watch, None
         if watch is not None:
             watch.cancel()
@@ -151,4 +151,8 @@ class CoordinatorServer:
         await self._set_serving(False)
         await self.engine.dispatcher.stop()
         await self.server.stop(grace)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """``stop_serving``, then stop the engine (its chores' supervisor stops before)."""
+        await self.stop_serving(grace)
         await self.engine.stop()

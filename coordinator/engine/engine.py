@@ -12,20 +12,17 @@ import base64
 import functools
 import logging
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.clock import Clock, DatabaseClock, SystemClock
 from coordinator.engine.attempts import Attempts, release_end
 from coordinator.engine.bounds import check_retry_policy, check_timeout
-from coordinator.engine.clock_sync import ClockSync, ClockSyncConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.fairness import FairScheduler
-from coordinator.engine.in_flight import InFlightAudit, InFlightAuditConfig
 from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.operations import Operations, OperationsConfig
-from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
@@ -90,15 +87,32 @@ class EngineConfig:
     acquire_batch_max: int = 500
     # Re-check for eligible work this often while workers wait with credit.
     idle_poll_s: float = 15.0
-    reaper: ReaperConfig = field(default_factory=ReaperConfig)
-    # Forgets delivered jobs whose attempt ended through another replica.
-    in_flight_audit: InFlightAuditConfig = field(default_factory=InFlightAuditConfig)
-    # Operator chores: worker registry, cluster flags, execution timeouts, retention.
+    # Operator actions: drain, the cluster's worker list.
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Threads running store calls (the SQLite store uses one).
     store_threads: int = 8
-    # Re-measuring the offset to the database clock (PostgreSQL; coordinator/clock.py).
-    clock_sync: ClockSyncConfig = field(default_factory=ClockSyncConfig)
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+@dataclass
+class ChoreHooks:
+    """What the engine tells the background chores (``coordinator/chores``).
+
+    The engine imports no chore: the chore supervisor sets these when it is
+    built; without it they do nothing.
+    """
+
+    # A lease was granted that expires at this time (the lease reaper re-arms).
+    lease_expires: Callable[[int], None] = _ignore
+    # An attempt was leased that must end by this time (execution timeouts re-arm).
+    execution_deadline: Callable[[int], None] = _ignore
+    # The local workers or their drain state changed (the worker registry is rewritten).
+    workers_changed: Callable[[], None] = _ignore
+    # Another replica changed a cluster flag (the flags are read now).
+    cluster_flags_changed: Callable[[], None] = _ignore
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +155,6 @@ class Engine:
         self.clock = clock or SystemClock()
         # Every store call of the engine, its chores and operator actions runs here.
         self.run_store = StoreRunner(1 if store.is_sqlite else self.config.store_threads)
-        self.clock_sync = (
-            ClockSync(self.config.clock_sync, self.clock, self.run_store)
-            if isinstance(self.clock, DatabaseClock)
-            else None
-        )
         self.coordinator_id = coordinator_id or new_id()
         # Draws the backoff jitter of every retry decision.
         self.rng = rng or random.Random()
@@ -160,10 +169,8 @@ class Engine:
             acquire_batch_max=self.config.acquire_batch_max,
             idle_poll_s=self.config.idle_poll_s,
         )
-        self.reaper = LeaseReaper(self.config.reaper, self.clock, self._reap_once)
-        self.in_flight_audit = InFlightAudit(
-            self.config.in_flight_audit, self.dispatcher, self._leases_held
-        )
+        # Set by the chore supervisor (coordinator/chores); no-ops without it.
+        self.hooks = ChoreHooks()
         # Metrics and spans; replaced by coordinator.telemetry when configured.
         self.telemetry: EngineTelemetry = NO_TELEMETRY
         # Rows the chores and outcome reports could not process (see set_aside.py).
@@ -197,9 +204,9 @@ class Engine:
             return
         self._loop = asyncio.get_running_loop()
         await self.run_store(self.store.check_schema)
-        if self.clock_sync is not None:
-            await self.clock_sync.run_once()  # before anything reads the clock
-            self.clock_sync.start()
+        if isinstance(self.clock, DatabaseClock):
+            # Before anything reads the clock; the clock-sync chore keeps it synced.
+            await self.run_store(self.clock.sync)
         self.fair.set_weights(await self.run_store(self.store.tenant_weights))
         await self.run_store(self.store.limit_gate_ensure, self.clock.now_us())
         await self.reload_limits()
@@ -210,22 +217,18 @@ class Engine:
             self._listener.start()
         await self.ops.start()
         self.dispatcher.start()
-        self.reaper.start()
-        self.in_flight_audit.start()
         self._started = True
 
     async def stop(self) -> None:
-        """Stop chores, then the dispatcher, then release the store. Idempotent."""
+        """Stop the dispatcher, the listener, then release the store. Idempotent.
+
+        The chores run on the engine: their supervisor stops first.
+        """
         if not self._started:
             self.run_store.shutdown()
             self.store.dispose()
             return
         self._started = False
-        if self.clock_sync is not None:
-            await self.clock_sync.stop()
-        await self.ops.stop()
-        await self.reaper.stop()
-        await self.in_flight_audit.stop()
         await self.dispatcher.stop()
         if self._handing_back:
             await asyncio.gather(*self._handing_back, return_exceptions=True)
@@ -240,7 +243,7 @@ class Engine:
         if loop is None or loop.is_closed():
             return
         if due_at == -2:
-            loop.call_soon_threadsafe(self.ops.cluster_sync.wake)
+            loop.call_soon_threadsafe(self.hooks.cluster_flags_changed)
         elif due_at < 0:
             asyncio.run_coroutine_threadsafe(self.reload_limits(), loop)
         else:
@@ -755,13 +758,13 @@ class Engine:
 
     def _leased(self, rows: Sequence[JobRow], now: int) -> None:
         """Bookkeeping for jobs just leased, however they were leased: the
-        reaper and the timeout chore learn their deadlines, metrics count them."""
+        reaper and the timeout chore learn their deadlines (``hooks``), metrics count them."""
         if not rows:
             return
-        self.reaper.note_expiry(min(r.lease_expires_at or now for r in rows))
+        self.hooks.lease_expires(min(r.lease_expires_at or now for r in rows))
         deadlines = [now + r.execution_timeout_ms * 1000 for r in rows if r.execution_timeout_ms]
         if deadlines:
-            self.ops.timeouts.note_deadline(min(deadlines))
+            self.hooks.execution_deadline(min(deadlines))
         self.telemetry.leased(rows, now)
 
     async def _hand_back_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
@@ -957,9 +960,6 @@ class Engine:
         )
         return replace(end, traceback=outcome.traceback or None)
 
-    async def _leases_held(self, refs: Sequence[tuple[str, str]]) -> set[str]:
-        return await self.run_store(self.store.lease_held_many, refs)
-
     def _check_refs(self, refs: Sequence[tuple[str, str]]) -> None:
         if len(refs) > self.config.max_batch_size:
             raise InvalidArgument(
@@ -969,51 +969,6 @@ class Engine:
             _check_id(job_id)
             if not token:
                 raise InvalidArgument(f"lease_token is required for job {job_id}")
-
-    async def _reap_once(self, now: int) -> ReaperResult:
-        # The token each job was delivered here under, read while the store
-        # holds the expired row: forgetting is then token-guarded.
-        tokens: dict[str, str] = {}
-
-        def decide(row: LeasedForFailure) -> AttemptEnd:
-            token = self.attempts.token_here(row.id)
-            if token is not None:
-                tokens[row.id] = token
-            return self._decide_expired(now, row)
-
-        skipped = self.set_aside.skipped("lease-reaper", now)
-        refused, set_aside = self.set_aside.collector()
-        ends = await self.run_store(
-            functools.partial(self.store.lease_reclaim_expired, wake=self.attempts.limited),
-            decide,
-            now,
-            self.config.reaper.batch_size,
-            skipped,
-            set_aside,
-        )
-        self.set_aside.record("lease-reaper", refused, now)
-        self.attempts.ended(
-            ends,
-            now,
-            forget=[(e.job_id, tokens[e.job_id]) for e in ends if e.job_id in tokens],
-            lease_expired=True,
-        )
-        next_expiry = await self.run_store(
-            self.store.lease_next_expiry, self.set_aside.skipped("lease-reaper", now)
-        )
-        return ReaperResult(len(ends), next_expiry)
-
-    def _decide_expired(self, now: int, row: LeasedForFailure) -> AttemptEnd:
-        return decide_failure(
-            row,
-            now=now,
-            error="lease expired",
-            error_kind="LeaseExpired",
-            non_retryable=False,
-            retry_at=now,
-            outcome=AttemptOutcome.LEASE_EXPIRED,
-            rng=self.rng,
-        )
 
     # -- pauses and weights ---------------------------------------------------------
 

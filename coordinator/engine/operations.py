@@ -1,9 +1,10 @@
 """Operator actions: retry, cancel, unlock, replay, bulk actions, drain,
-worker listing and stats, plus the chores that serve them.
+worker listing and stats.
 
 Design note: drain. A coordinator is *draining* when it was drained itself
 (in memory; a restart forgets it) or the cluster is (the ``drain`` row in
-``wfj_cluster_flags``, read at start and by the cluster-sync chore). While
+``wfj_cluster_flags``, read at start and by the cluster-sync chore, which hands
+them to ``apply_cluster_flags``). While
 draining, the dispatcher leases nothing, running jobs go on heartbeating and
 reporting, and every worker stream receives a ``DrainRequested`` so the
 worker stops granting credit. On undrain those streams are closed; the SDK
@@ -27,15 +28,11 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from coordinator.engine.registry import ClusterSync, RegistryConfig, SyncResult
-from coordinator.engine.retention import RetentionCleaner, RetentionConfig
-from coordinator.engine.retries import decide_failure
 from coordinator.engine.sessions import DrainSignal, WorkerSession
-from coordinator.engine.timeouts import ExecutionTimeouts, TimeoutConfig
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import (
@@ -47,8 +44,6 @@ from coordinator.model import (
     JobFilter,
     JobRow,
     JobStatus,
-    LeasedForFailure,
-    RunningDeadline,
     StateChange,
     WorkerRecord,
     operator_retry_grant,
@@ -66,14 +61,11 @@ WORKER_UNDRAIN_FLAG_PREFIX = "undrain-worker:"
 
 @dataclass
 class OperationsConfig:
-    """Settings of the operator-facing chores; every field has a default."""
+    """Settings of the operator actions; every field has a default."""
 
-    # Worker registry refresh and cluster flag polling.
-    registry: RegistryConfig = field(default_factory=RegistryConfig)
-    # Backstop for attempts running past their execution timeout.
-    timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
-    # Purge of old finished jobs (default: each finished status kept 7 days).
-    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    # Worker registry rows not refreshed for this long are treated as gone
+    # (their coordinator died): not listed, and deleted by the cluster sync.
+    stale_after_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +89,7 @@ class WorkerView:
 
 
 class Operations:
-    """Operator actions over one engine; owns the drain state and three chores."""
+    """Operator actions over one engine; owns the drain state."""
 
     def __init__(self, engine: Engine, config: OperationsConfig | None = None) -> None:
         self._engine = engine
@@ -108,47 +100,24 @@ class Operations:
         self._signalled: set[WorkerSession] = set()
         # Streams drained by worker id: they stay drained until the worker reconnects.
         self._drained_sessions: set[WorkerSession] = set()
-        clock = engine.clock
-        self.cluster_sync = ClusterSync(self.config.registry, clock, self._sync)
-        self.timeouts = ExecutionTimeouts(
-            self.config.timeouts, clock, self._running_deadlines, self._end_timed_out
-        )
-        self.retention = RetentionCleaner(self.config.retention, clock, self._purge)
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Read the cluster drain flag (before any acquisition), start the chores."""
+        """Read the cluster drain flag (before any acquisition)."""
         flag = await self._call(self._store.cluster_flag_get, CLUSTER_DRAIN_FLAG)
         self.cluster_drain = flag is not None
         self._apply_drain()
-        self.cluster_sync.start()
-        self.timeouts.start()
-        self.retention.start()
-
-    async def stop(self) -> None:
-        """Stop the chores and remove this coordinator's worker rows (best effort)."""
-        await self.retention.stop()
-        await self.timeouts.stop()
-        was_running = self.cluster_sync.running
-        await self.cluster_sync.stop()
-        if was_running:
-            try:
-                await self._call(
-                    self._store.worker_sync, self._engine.coordinator_id, [], self._now()
-                )
-            except Exception:  # noqa: BLE001 - rows expire as stale anyway
-                log.warning("could not remove this coordinator's worker rows", exc_info=True)
 
     def session_opened(self, session: WorkerSession) -> None:
         if self.draining:
             self._signal(session, self._drain_reason())
-        self.cluster_sync.mark_dirty()
+        self._workers_changed()
 
     def session_closed(self, session: WorkerSession) -> None:
         self._signalled.discard(session)
         self._drained_sessions.discard(session)
-        self.cluster_sync.mark_dirty()
+        self._workers_changed()
 
     # -- single jobs ---------------------------------------------------------------
 
@@ -271,7 +240,7 @@ class Operations:
             return
         # Connected to another replica? Leave a request its cluster sync applies.
         now = self._now()
-        rows = await self._call(self._store.worker_list, now - self._stale_us())
+        rows = await self._call(self._store.worker_list, now - self.stale_us())
         if not any(r.worker_id == worker_id for r in rows):
             raise NotFound(
                 f"worker {worker_id!r} is not connected to any coordinator (see ListWorkers)"
@@ -287,7 +256,7 @@ class Operations:
         if session not in self._signalled:
             session.outbox.put_nowait(DrainSignal("worker drained by an operator"))
             self._signalled.add(session)
-        self.cluster_sync.mark_dirty()
+        self._workers_changed()
 
     async def _undrain_worker(self, worker_id: str) -> None:
         now = self._now()
@@ -299,7 +268,7 @@ class Operations:
                 self._store.cluster_flag_set, WORKER_DRAIN_FLAG_PREFIX + worker_id, None, now
             )
             return
-        rows = await self._call(self._store.worker_list, now - self._stale_us())
+        rows = await self._call(self._store.worker_list, now - self.stale_us())
         row = next((r for r in rows if r.worker_id == worker_id), None)
         if row is None:
             raise NotFound(
@@ -334,7 +303,7 @@ class Operations:
             # drained by id on top of that.
             self._drained_sessions.discard(session)
             session.draining = False
-            self.cluster_sync.mark_dirty()
+            self._workers_changed()
             return
         # The worker stopped granting credit on this stream; closing it makes
         # the SDK reconnect and grant on a new, undrained stream.
@@ -366,7 +335,7 @@ class Operations:
             return
         self._signalled.add(session)
         session.outbox.put_nowait(DrainSignal(reason))
-        self.cluster_sync.mark_dirty()
+        self._workers_changed()
 
     def _drain_reason(self) -> str:
         return (
@@ -389,7 +358,7 @@ class Operations:
         same time for the same worker.
         """
         me = self._engine.coordinator_id
-        rows = await self._call(self._store.worker_list, self._now() - self._stale_us())
+        rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
         registered = {r.worker_id: r for r in rows if r.coordinator_id == me}
         local = []
         for s in self._engine.dispatcher.sessions.values():
@@ -418,77 +387,49 @@ class Operations:
         stats["connected_workers"] = len(await self.list_workers())
         return stats
 
-    # -- chores' work -------------------------------------------------------------------
+    # -- the cluster registry (read and written by the cluster-sync chore) -------------
 
-    async def _sync(self, now: int, write: bool) -> SyncResult:
-        written = removed = 0
-        store = self._store
-        if write:
-            records = [
-                _record(s, self._told_to_drain(s))
-                for s in self._engine.dispatcher.sessions.values()
-                if not s.closed
-            ]
-            refused = await self._call(store.worker_sync, self._engine.coordinator_id, records, now)
-            self._engine.set_aside.record("cluster-sync", refused, now, what="worker")
-            removed = await self._call(store.worker_delete_stale, now - self._stale_us())
-            written = len(records)
-        flags = await self._call(store.cluster_flag_list)
+    def worker_records(self) -> list[WorkerRecord]:
+        """This coordinator's open streams as worker registry rows."""
+        return [
+            _record(s, self._told_to_drain(s))
+            for s in self._engine.dispatcher.sessions.values()
+            if not s.closed
+        ]
+
+    def apply_cluster_flags(self, flags: Mapping[str, str]) -> list[str]:
+        """Apply the cluster flags as stored; returns the flags handled here, to clear.
+
+        The cluster drain flag drains or undrains this coordinator. A worker
+        drain or undrain request names the replica that held the worker; it
+        applies to that connection only, so the flag goes once handled.
+        """
         cluster = CLUSTER_DRAIN_FLAG in flags
         if cluster != self.cluster_drain:
             self.cluster_drain = cluster
             self._apply_drain()
-        # A worker drain request names the replica that held the worker; it
-        # applies to that connection only, so the flag goes once handled.
         me = self._engine.coordinator_id
+        sessions = self._engine.dispatcher.sessions
+        handled = []
         for name, owner in flags.items():
             if owner != me:
                 continue
             if name.startswith(WORKER_DRAIN_FLAG_PREFIX):
-                session = self._engine.dispatcher.sessions.get(
-                    name.removeprefix(WORKER_DRAIN_FLAG_PREFIX)
-                )
+                session = sessions.get(name.removeprefix(WORKER_DRAIN_FLAG_PREFIX))
                 if session is not None:
                     self._drain_session(session)
             elif name.startswith(WORKER_UNDRAIN_FLAG_PREFIX):
-                session = self._engine.dispatcher.sessions.get(
-                    name.removeprefix(WORKER_UNDRAIN_FLAG_PREFIX)
-                )
+                session = sessions.get(name.removeprefix(WORKER_UNDRAIN_FLAG_PREFIX))
                 if session is not None and session in self._drained_sessions:
                     self._undrain_session(session)
             else:
                 continue
-            await self._call(store.cluster_flag_set, name, None, now)
-        return SyncResult(written, removed)
+            handled.append(name)
+        return handled
 
-    async def _running_deadlines(self, limit: int) -> list[RunningDeadline]:
-        skipped = self._engine.set_aside.skipped("execution-timeouts", self._now())
-        return await self._call(self._store.job_running_deadlines, limit, skipped)
-
-    async def _end_timed_out(self, expired: Sequence[RunningDeadline], now: int) -> int:
-        by_id = {r.job_id: r for r in expired}
-        decide = functools.partial(self._decide_timed_out, by_id, now)
-        refs = [(r.job_id, r.lease_token) for r in expired]
-        ends = await self._engine.attempts.end(refs, decide, now, "execution-timeouts")
-        return len(ends)
-
-    def _decide_timed_out(
-        self, by_id: dict[str, RunningDeadline], now: int, row: LeasedForFailure
-    ) -> AttemptEnd:
-        overrun_s = (now - by_id[row.id].deadline) / 1_000_000
-        return decide_failure(
-            row,
-            now=now,
-            error=f"execution timeout exceeded (still running {overrun_s:.1f}s past it)",
-            error_kind="ExecutionTimeout",
-            non_retryable=False,
-            retry_at=None,
-            outcome=AttemptOutcome.TIMED_OUT,
-            rng=self._engine.rng,
-        )
-
-    async def _purge(self, cutoffs: dict[int, int], limit: int) -> int:
-        return await self._call(self._store.job_purge_finished, cutoffs, limit)
+    def stale_us(self) -> int:
+        """Registry rows older than this (us) belong to a coordinator that died."""
+        return int(self.config.stale_after_s * 1_000_000)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -502,8 +443,8 @@ class Operations:
     def _now(self) -> int:
         return self._engine.clock.now_us()
 
-    def _stale_us(self) -> int:
-        return int(self.config.registry.stale_after_s * 1_000_000)
+    def _workers_changed(self) -> None:
+        self._engine.hooks.workers_changed()
 
 
 def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:

@@ -233,10 +233,9 @@ class Telemetry:
 
 
 def install(engine: Any, hooks: EngineTelemetry) -> None:
-    """Make ``hooks`` the telemetry of ``engine``, its dispatcher and its reaper."""
+    """Make ``hooks`` the telemetry of ``engine`` and its dispatcher (the chores use the engine's)."""
     engine.telemetry = hooks
     engine.dispatcher.telemetry = hooks
-    engine.reaper.telemetry = hooks
 
 
 def setup_telemetry(config: TelemetryConfig | None = None) -> Telemetry:

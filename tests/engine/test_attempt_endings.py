@@ -60,11 +60,11 @@ async def _fail(h: Harness, s: WorkerSession, row: JobRow, token: str) -> None:
 
 async def _lease_expires(h: Harness, s: WorkerSession, row: JobRow, token: str) -> None:
     h.clock.advance(31)
-    assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
+    assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
 
 
 async def _execution_timeout(h: Harness, s: WorkerSession, row: JobRow, token: str) -> None:
-    chore = h.engine.ops.timeouts
+    chore = h.chores.execution_timeouts
     h.clock.advance(1 + chore.config.grace_s + 0.1)
     assert (await chore.run_once()).ended == 1
 

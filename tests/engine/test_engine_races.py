@@ -77,7 +77,7 @@ def test_stale_and_live_holders_reporting_at_once(store_url: str) -> None:
         job_id = await h.enqueue(heartbeat_timeout_ms=2_000)
         [(_, stale)] = await h.lease(worker="w1")
         h.clock.advance(3)
-        assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
+        assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
         [(_, live)] = await h.lease(worker="w2")
         with Gate(store_url) as gate:
             gate.watch(h.engine.store)
@@ -106,7 +106,7 @@ def test_completion_while_the_reaper_holds_the_expired_attempt_loses(store_url: 
         job_id = await h.enqueue(heartbeat_timeout_ms=2_000)
         [(_, token)] = await h.lease()
         selected, release = threading.Event(), threading.Event()
-        decide = h.engine._decide_expired
+        decide = h.chores.lease_reaper.decide
 
         def held(now: int, row: LeasedForFailure):
             # Runs between the reaper's select and its update, rows locked.
@@ -114,11 +114,11 @@ def test_completion_while_the_reaper_holds_the_expired_attempt_loses(store_url: 
             assert release.wait(30)
             return decide(now, row)
 
-        h.engine._decide_expired = held  # type: ignore[method-assign]
+        h.chores.lease_reaper.decide = held  # type: ignore[method-assign]
         h.clock.advance(3)
         with Gate(store_url) as gate:
             gate.open(waiting=0)
-            reaper = asyncio.create_task(h.engine._reap_once(h.clock.now_us()))
+            reaper = asyncio.create_task(h.chores.lease_reaper.run_once(h.clock.now_us()))
             assert await asyncio.to_thread(selected.wait, 30)
             completion = asyncio.create_task(
                 h.engine.report_one(Completion(job_id, token, b"late"))
@@ -190,7 +190,7 @@ def test_reaper_reclaim_and_completion_commit_one_outcome(store_url: str) -> Non
             gate.watch(h.engine.store)
             gate.lock_job(job_id)
             completion = asyncio.create_task(h.engine.report_one(Completion(job_id, token, b"r")))
-            reaper = asyncio.create_task(h.engine._reap_once(h.clock.now_us() + SECOND))
+            reaper = asyncio.create_task(h.chores.lease_reaper.run_once(h.clock.now_us() + SECOND))
             await _open(gate, 1)
             outcome = (await asyncio.gather(completion, return_exceptions=True))[0]
             reaped = await reaper

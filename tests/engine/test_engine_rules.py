@@ -100,7 +100,7 @@ def test_expired_lease_counts_as_a_failed_attempt(store_url: str) -> None:
         faulted = await h.enqueue(heartbeat_timeout_ms=2_000, max_attempts=1)
         leased = dict((row.id, token) for row, token in await h.lease())
         h.clock.advance(3)
-        result = await h.engine._reap_once(h.clock.now_us())
+        result = await h.chores.lease_reaper.run_once(h.clock.now_us())
         assert result.reclaimed == 2
         job, attempts = await h.job(retried)
         assert job.status == JobStatus.PENDING
@@ -123,7 +123,7 @@ def test_heartbeat_keeps_a_lease_alive(store_url: str) -> None:
             h.clock.advance(1.5)
             [answer] = await h.engine.heartbeat("w1", [(job_id, token)])
             assert answer.state == "extended"
-            assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 0
+            assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 0
         [answer] = await h.engine.heartbeat("w1", [(job_id, "not-the-token")])
         assert answer.state == "lost"
 

@@ -11,7 +11,7 @@ from coordinator.engine.explain import _when, explain
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.model import ConcurrencyLimit, JobStatus, LimitKind, PauseKind, PauseScope
 from coordinator.store import open_store
-from wfj_engine import Harness, run
+from wfj_engine import Harness, chores_of, run
 from wfj_testing import SECOND, T0, make_job
 
 
@@ -119,14 +119,14 @@ def test_explain_sees_workers_of_other_replicas(store_url: str) -> None:
         try:
             worker = WorkerSession("on-a", frozenset({"noop"}))
             h.engine.open_session(worker)
-            await h.engine.ops.cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             job_id = await h.enqueue()
             for engine in (h.engine, other):
                 _, reasons = await explain(engine, job_id)
                 assert "NO_WORKER" not in kinds(reasons), engine.coordinator_id
             # The worker leaves: every replica says so once its row is gone.
             h.engine.close_session(worker)
-            await h.engine.ops.cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             for engine in (h.engine, other):
                 _, reasons = await explain(engine, job_id)
                 [no_worker] = [r for r in reasons if r.kind == "NO_WORKER"]
@@ -146,15 +146,15 @@ def test_explain_names_drained_workers_and_undrain_by_id(store_url: str) -> None
             h.engine.open_session(local)
             other.open_session(remote)
             for engine in (h.engine, other):
-                await engine.ops.cluster_sync.run_once()
+                await chores_of(engine).cluster_sync.run_once()
             job_id = await h.enqueue()
             await h.engine.ops.drain(cluster=False, worker_id="w-local")
             _, reasons = await explain(h.engine, job_id)
             assert "DRAINING" not in kinds(reasons)  # w-remote still serves it
             await h.engine.ops.drain(cluster=False, worker_id="w-remote")
-            await other.ops.cluster_sync.run_once()  # applies the request, records it
-            await other.ops.cluster_sync.run_once()
-            await h.engine.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()  # applies the request, records it
+            await chores_of(other).cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             for engine in (h.engine, other):
                 _, reasons = await explain(engine, job_id)
                 [drained] = [r for r in reasons if r.kind == "DRAINING"]
@@ -168,11 +168,11 @@ def test_explain_names_drained_workers_and_undrain_by_id(store_url: str) -> None
             # Undrain by id, local and across replicas: the drained streams close,
             # so the workers reconnect and grant credit again.
             await other.ops.undrain(cluster=False, worker_id="w-local")
-            await h.engine.ops.cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             assert local.closed
             await h.engine.ops.undrain(cluster=False, worker_id="w-remote")
             assert not remote.closed
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             assert remote.closed
             with pytest.raises(NotFound, match="not connected to any coordinator"):
                 await h.engine.ops.undrain(cluster=False, worker_id="nobody")
@@ -210,12 +210,12 @@ def test_explain_says_when_a_gone_holders_lease_is_reclaimed(store_url: str) -> 
             # Connected again (through the other replica): an ordinary lease.
             back = WorkerSession("w-gone", frozenset({"noop"}))
             other.open_session(back)
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             for engine in (h.engine, other):
                 _, [reason] = await explain(engine, job_id)
                 assert reason.message == f"running: leased by worker w-gone until {_when(expires)}"
             other.close_session(back)
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             await h.engine.ops.cancel_job(job_id, "")
             h.clock.advance(31)
             _, [reason] = await explain(h.engine, job_id)
@@ -233,8 +233,8 @@ def test_last_seen_is_the_registrys_on_every_replica(store_url: str) -> None:
         try:
             worker = WorkerSession("idle", frozenset({"noop"}))
             h.engine.open_session(worker)  # connects at T0, never heartbeats
-            await h.engine.ops.cluster_sync.run_once()
-            refresh = h.engine.ops.config.registry.refresh_s
+            await h.chores.cluster_sync.run_once()
+            refresh = h.chores.cluster_sync.config.refresh_s
             h.clock.advance(refresh + 1)
             # Heartbeats and credit between refreshes write nothing.
             await h.engine.heartbeat("idle", [])
@@ -245,7 +245,7 @@ def test_last_seen_is_the_registrys_on_every_replica(store_url: str) -> None:
             ]
             assert seen == [T0, T0]
             # The refresh vouches for the open stream: both replicas see it move.
-            await h.engine.ops.cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             seen = [
                 {w.worker_id: w.last_seen_at for w in await e.ops.list_workers()}["idle"]
                 for e in (h.engine, other)

@@ -29,7 +29,7 @@ def test_outcomes_through_another_replica_are_forgotten_by_the_leasing_one(
             session = WorkerSession("w", frozenset({"noop"}), slots=5)
             leasing.engine.open_session(session)
             woken: list[int] = []
-            audit = leasing.engine.in_flight_audit
+            audit = leasing.chores.in_flight_audit
             audit.config.floor = 8
             audit.wake = lambda: woken.append(len(session.in_flight))  # type: ignore[method-assign]
             for _ in range(6):

@@ -45,7 +45,7 @@ def test_inline_caller_dies_and_a_worker_finishes(store_url: str) -> None:
             make_job(heartbeat_timeout_ms=1_000), "http-1", enqueue_if_paused=False
         )
         h.clock.advance(2)
-        assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
+        assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
         [(leased, token)] = await h.lease()
         assert (leased.id, leased.attempt) == (row.id, 2)
 

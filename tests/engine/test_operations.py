@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.chores.retention import RetentionConfig, parse_retention
 from coordinator.engine import DrainSignal, Engine, EngineConfig, LeaseBatch, WorkerSession
-from coordinator.engine.retention import RetentionConfig, parse_retention
 from coordinator.errors import FailedPrecondition, InvalidArgument, LeaseLost, NotFound
 from coordinator.model import (
     AttemptOutcome,
@@ -16,7 +16,7 @@ from coordinator.model import (
     Release,
 )
 from coordinator.store import open_store
-from wfj_engine import Harness, run
+from wfj_engine import Harness, chores_of, run
 from wfj_testing import SECOND
 
 UNKNOWN = "0190b6e2-5c1a-7d3e-8f00-123456789abc"
@@ -71,7 +71,7 @@ def test_cancel_running_signals_the_heartbeat_and_records_cancelled(
             await h.engine.report([Release(job_id, token, "worker shutting down")])
         else:
             h.clock.advance(120)
-            await h.engine._reap_once(h.clock.now_us())
+            await h.chores.lease_reaper.run_once(h.clock.now_us())
         job, attempts = await h.job(job_id)
         assert job.status == JobStatus.CANCELLED
         assert [a.outcome for a in attempts] == [AttemptOutcome.CANCELLED]
@@ -191,7 +191,7 @@ def test_execution_timeout_ends_the_attempt(store_url: str, max_attempts: int) -
     async def scenario(h: Harness) -> None:
         job_id = await h.enqueue(execution_timeout_ms=1000, max_attempts=max_attempts)
         [(_, token)] = await h.lease()
-        chore = h.engine.ops.timeouts
+        chore = h.chores.execution_timeouts
         h.clock.advance(1 + chore.config.grace_s - 0.1)
         result = await chore.run_once()
         assert result.ended == 0 and result.next_deadline is not None
@@ -245,10 +245,10 @@ def test_cluster_drain_reaches_another_coordinator(store_url: str) -> None:
             await h.engine.ops.drain(cluster=True, worker_id="")
             assert h.engine.draining
             assert not other.draining
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             assert other.draining and other.dispatcher.paused
             await other.ops.undrain(cluster=True)
-            await h.engine.ops.cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             assert not h.engine.draining
         finally:
             await other.stop()
@@ -265,8 +265,8 @@ def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) ->
             await h.engine.dispatcher.run_pass()
             theirs = WorkerSession("remote-1", frozenset({"noop", "x"}), slots=4)
             other.open_session(theirs)
-            await other.ops.cluster_sync.run_once()
-            await h.engine.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
+            await h.chores.cluster_sync.run_once()
             workers = {w.worker_id: w for w in await h.engine.ops.list_workers()}
             assert workers["local-1"].in_flight == (job_id,)
             assert workers["local-1"].coordinator_id == h.engine.coordinator_id
@@ -283,14 +283,14 @@ def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) ->
             assert mine.draining and isinstance(drain_outbox(mine)[-1], DrainSignal)
             await h.engine.ops.drain(cluster=False, worker_id="remote-1")
             assert not theirs.draining
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             assert theirs.draining and isinstance(drain_outbox(theirs)[-1], DrainSignal)
             assert not h.engine.draining  # only the workers were drained
             with pytest.raises(NotFound, match="not connected"):
                 await h.engine.ops.drain(cluster=False, worker_id="nobody")
             # A worker that leaves disappears from the registry.
             other.close_session(theirs)
-            await other.ops.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
             assert "remote-1" not in {w.worker_id for w in await h.engine.ops.list_workers()}
         finally:
             await other.stop()
@@ -341,7 +341,7 @@ async def _exists(h: Harness, job_id: str) -> bool:
 def test_retention_keeps_finished_jobs_seven_days_by_default(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         jobs = await _finish_one_of_each(h)
-        retention = h.engine.ops.retention
+        retention = h.chores.retention
         assert retention.enabled
         now = h.clock.now_us()
         assert (await retention.run_once(now + (7 * DAY - 1) * SECOND)).purged == 0
@@ -358,7 +358,7 @@ def test_retention_per_status_in_bounded_batches(store_url: str) -> None:
         h.clock.advance(2 * DAY)
         later = await _finish_one_of_each(h)
         start = h.clock.now_us() - 2 * DAY * SECOND
-        retention = h.engine.ops.retention
+        retention = h.chores.retention
         retention.config = RetentionConfig(
             keep_s=parse_retention("completed=1d,cancelled=forever,faulted=3d"), batch_size=1
         )
@@ -388,7 +388,7 @@ def test_retention_per_status_in_bounded_batches(store_url: str) -> None:
 def test_retention_off_keeps_everything(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         jobs = await _finish_one_of_each(h)
-        retention = h.engine.ops.retention
+        retention = h.chores.retention
         retention.config = RetentionConfig(keep_s=parse_retention("off"))
         assert not retention.enabled
         assert (await retention.run_once(h.clock.now_us() + 400 * DAY * SECOND)).purged == 0

@@ -106,7 +106,7 @@ def test_reaper_sets_a_poisoned_row_aside_and_reclaims_the_rest(
         _poison(h, poisoned, retry_policy=UNREADABLE_POLICY)
         h.clock.advance(120)
         with caplog.at_level(logging.ERROR, logger="coordinator.engine.set_aside"):
-            result = await h.engine._reap_once(h.clock.now_us())
+            result = await h.chores.lease_reaper.run_once(h.clock.now_us())
         assert result.reclaimed == 2
         for job_id in healthy:
             job, [attempt] = await h.job(job_id)
@@ -118,13 +118,13 @@ def test_reaper_sets_a_poisoned_row_aside_and_reclaims_the_rest(
         assert telemetry.set_aside == {"lease-reaper": 1}
         assert f"lease-reaper: job {poisoned} set aside" in caplog.text
         # Set aside: the next run neither retries it nor wakes for its past expiry.
-        again = await h.engine._reap_once(h.clock.now_us())
+        again = await h.chores.lease_reaper.run_once(h.clock.now_us())
         assert (again.reclaimed, again.next_expiry) == (0, None)
         assert telemetry.set_aside == {"lease-reaper": 1}
         # An operator cancels it; once the recheck time has passed the reaper ends it.
         await h.engine.ops.cancel_job(poisoned, "unreadable policy")
         h.clock.advance(h.engine.set_aside.recheck_s)
-        assert (await h.engine._reap_once(h.clock.now_us())).reclaimed == 1
+        assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
         assert (await h.job(poisoned))[0].status == JobStatus.CANCELLED
 
 
@@ -188,7 +188,7 @@ def test_execution_timeouts_set_a_poisoned_row_aside_and_end_the_rest(store_url:
         assert len(await h.lease(3)) == 3
         _poison(h, poisoned, retry_policy=UNREADABLE_POLICY)
         _poison(h, endless, execution_timeout_ms=2**62)
-        chore = h.engine.ops.timeouts
+        chore = h.chores.execution_timeouts
         h.clock.advance(60)
         result = await chore.run_once()
         assert result.ended == 1
@@ -290,7 +290,7 @@ def test_cluster_sync_writes_every_worker_but_one_the_database_refuses(store_url
         h.engine.telemetry = telemetry = CountingTelemetry()
         for worker_id, hostname in (("good-1", "box"), ("odd", "bad\x00host"), ("good-2", "box")):
             h.engine.open_session(WorkerSession(worker_id, frozenset({"noop"}), hostname=hostname))
-        await h.engine.ops._sync(h.clock.now_us(), True)
+        await h.chores.cluster_sync.run_once(h.clock.now_us())
         stored = {w.worker_id for w in h.engine.store.worker_list(0)}
         assert {"good-1", "good-2"} <= stored
         if h.engine.store.is_postgres:  # its text cannot hold NUL

@@ -103,7 +103,7 @@ def test_counters_follow_a_known_workload(store_url: str) -> None:
             )
             # a2's lease runs out: the reaper ends the attempt and the job is retried.
             h.clock.advance(31)
-            reaped = await h.engine._reap_once(h.clock.now_us())
+            reaped = await h.chores.lease_reaper.run_once(h.clock.now_us())
             assert reaped.reclaimed == 1
             assert seen.points("wfjobs.jobs.completed") == {("tenant-a", "noop"): 1}
             assert seen.points("wfjobs.leases.expired") == {("tenant-a", "noop"): 1}

@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
 
 import pytest
 
+from coordinator.chores import Chores
+from coordinator.chores.lease_reaper import LeaseReaper, LeaseReaperConfig, ReaperResult
 from coordinator.clock import SystemClock
 from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
-from coordinator.engine.reaper import LeaseReaper, ReaperConfig, ReaperResult
 from coordinator.model import (
     Completion,
     ConcurrencyLimit,
@@ -26,6 +28,7 @@ from coordinator.model import (
     Release,
 )
 from coordinator.store import open_store
+from coordinator.telemetry.hooks import NO_TELEMETRY
 from wfj_testing import make_job as _make_job
 
 # Far below the 15 s idle poll, far above any honest wake-up.
@@ -54,10 +57,13 @@ def _engine(url: str, **config: object) -> Engine:
 def _run(url: str, scenario: Callable[[Engine], Awaitable[None]], **config: object) -> None:
     async def main() -> None:
         engine = _engine(url, **config)
+        chores = Chores(engine)
         await engine.start()
+        await chores.start()
         try:
             await scenario(engine)
         finally:
+            await chores.stop()
             await engine.stop()
 
     asyncio.run(main())
@@ -190,21 +196,22 @@ def test_reaper_sees_a_lease_granted_while_it_runs() -> None:
         clock = SystemClock()
         runs: list[int] = []
         reclaimed = asyncio.Event()
-        reaper: LeaseReaper
         expires = clock.now_us() + int(0.3 * US)
 
-        async def run_once(now: int) -> ReaperResult:
-            runs.append(now)
-            if len(runs) == 1:
-                # A lease is granted while this run reads the store: the run's
-                # answer (read before the grant) does not know it.
-                reaper.note_expiry(expires)
+        class Reaper(LeaseReaper):
+            async def reap(self, now: int) -> ReaperResult:
+                runs.append(now)
+                if len(runs) == 1:
+                    # A lease is granted while this run reads the store: the run's
+                    # answer (read before the grant) does not know it.
+                    self.note_expiry(expires)
+                    return ReaperResult(0, None)
+                if now > expires:
+                    reclaimed.set()
                 return ReaperResult(0, None)
-            if now > expires:
-                reclaimed.set()
-            return ReaperResult(0, None)
 
-        reaper = LeaseReaper(ReaperConfig(max_interval_s=15.0), clock, run_once)
+        engine = SimpleNamespace(clock=clock, telemetry=NO_TELEMETRY)
+        reaper = Reaper(LeaseReaperConfig(max_interval_s=15.0), engine)  # type: ignore[arg-type]
         reaper.start()
         try:
             await asyncio.wait_for(reclaimed.wait(), PROMPT_S)

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from coordinator.__main__ import _engine_config, _parser
-from coordinator.engine.retention import DEFAULT_KEEP_S, parse_retention
+from coordinator.__main__ import _chores_config, _parser
+from coordinator.chores.retention import DEFAULT_KEEP_S, parse_retention
 from coordinator.model import JobStatus
 from coordinator.settings import Settings
 from wfj_testing import REPO, subprocess_env
@@ -36,9 +36,9 @@ def test_parse_retention() -> None:
         parse_retention("running=1d")
 
 
-def test_retention_reaches_the_engine_from_flag_and_environment(monkeypatch) -> None:
+def test_retention_reaches_the_chores_from_flag_and_environment(monkeypatch) -> None:
     assert Settings().retention == "7d"
-    config = _engine_config(Settings()).operations.retention
+    config = _chores_config(Settings()).retention
     assert config.keep_s[JobStatus.FAULTED] == DEFAULT_KEEP_S == 7 * DAY
     monkeypatch.setenv("WFJOBS_RETENTION", "completed=2d")
     defaults = Settings.from_env()
@@ -46,7 +46,7 @@ def test_retention_reaches_the_engine_from_flag_and_environment(monkeypatch) -> 
     args = _parser(defaults).parse_args(["serve"])
     assert args.retention == "completed=2d"
     args = _parser(defaults).parse_args(["serve", "--retention", "faulted=forever"])
-    keep = _engine_config(Settings(retention=args.retention)).operations.retention.keep_s
+    keep = _chores_config(Settings(retention=args.retention)).retention.keep_s
     assert keep[JobStatus.FAULTED] is None and keep[JobStatus.COMPLETED] == 7 * DAY
 
 

@@ -17,11 +17,13 @@ again meanwhile keeps its new entry.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from coordinator.engine.chore import Chore
-from coordinator.engine.dispatch import Dispatcher
+from coordinator.chores.loop import Chore
+
+if TYPE_CHECKING:
+    from coordinator.engine import Engine
 
 
 @dataclass
@@ -35,34 +37,32 @@ class InFlightAuditConfig:
 
 @dataclass
 class InFlightAuditResult:
+    # In-flight entries checked against the store.
     checked: int
+    # Entries forgotten: their attempt had ended elsewhere.
     forgotten: int
 
 
 class InFlightAudit(Chore[InFlightAuditResult]):
     name = "in-flight-audit"
 
-    def __init__(
-        self,
-        config: InFlightAuditConfig,
-        dispatcher: Dispatcher,
-        held: Callable[[Sequence[tuple[str, str]]], Awaitable[set[str]]],
-    ) -> None:
-        super().__init__()
+    def __init__(self, config: InFlightAuditConfig, engine: Engine) -> None:
+        super().__init__(engine.clock)
         self.config = config
-        self._dispatcher = dispatcher
-        self._held = held
-        dispatcher.on_in_flight_growth = self._grew
+        self._engine = engine
+        self._dispatcher = engine.dispatcher
 
-    def _grew(self, entries: int, after_last_audit: int) -> None:
+    def note_growth(self, entries: int, after_last_audit: int) -> None:
+        """A stream's entries grew to ``entries`` (the last audit left ``after_last_audit``)."""
         if entries > max(self.config.floor, 2 * after_last_audit):
             self.wake()
 
-    async def run_once(self) -> InFlightAuditResult:
+    async def run_once(self, now: int | None = None) -> InFlightAuditResult:
         refs = self._dispatcher.in_flight_refs()
         if not refs:
             return InFlightAuditResult(0, 0)
-        held = await self._held(refs)
+        engine = self._engine
+        held = await engine.run_store(engine.store.lease_held_many, refs)
         ended = [ref for ref in refs if ref[0] not in held]
         self._dispatcher.forget(ended)
         self._dispatcher.mark_audited()

@@ -4,8 +4,10 @@ The worker SDK enforces a job's ``execution_timeout`` itself and reports the
 failure; this chore is the coordinator's backstop for handlers that ignore it
 (blocking code) and for workers that stopped reporting. Once an attempt has
 run ``execution_timeout + grace`` it is ended with outcome TIMED_OUT and the
-job is retried or faulted by its policy. Its lease token is cleared, so the
-worker's next heartbeat answers "lost" and the SDK cancels the handler.
+job is retried or faulted by its policy (``decide_timed_out``), through the
+engine's one attempt path (``engine/attempts.py``). Its lease token is
+cleared, so the worker's next heartbeat answers "lost" and the SDK cancels the
+handler. Rows whose stored data makes the decision fail are set aside.
 
 Safe on several replicas at once: ending an attempt is guarded by its lease
 token, so a second replica finds nothing left to end.
@@ -13,19 +15,28 @@ token, so a second replica finds nothing left to end.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import functools
+import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from coordinator.clock import US_PER_SECOND, Clock
-from coordinator.engine.chore import Chore
-from coordinator.model import RunningDeadline
+from coordinator.chores.loop import Chore
+from coordinator.clock import US_PER_SECOND
+from coordinator.engine.retries import decide_failure
+from coordinator.model import AttemptEnd, AttemptOutcome, LeasedForFailure, RunningDeadline
+
+if TYPE_CHECKING:
+    from coordinator.engine import Engine
+
+NAME = "execution-timeouts"
 
 
 @dataclass
-class TimeoutConfig:
+class ExecutionTimeoutsConfig:
     # Longest sleep between runs: how late a timeout is noticed at worst when
     # the attempt was leased by another replica (own leases are found by the
-    # earliest-deadline wake-up below).
+    # earliest-deadline wake-up, ``note_deadline``).
     max_interval_s: float = 15.0
     # Time past the deadline left to the worker to report the timeout itself.
     grace_s: float = 2.0
@@ -35,29 +46,40 @@ class TimeoutConfig:
 
 @dataclass
 class TimeoutResult:
+    # Attempts ended this run.
     ended: int
     # Earliest deadline (grace included) still ahead, or None.
     next_deadline: int | None
+    # The batch was all past its deadline: more may wait.
     full_batch: bool = False
 
 
+def decide_timed_out(
+    deadlines: Mapping[str, RunningDeadline], now: int, rng: random.Random, row: LeasedForFailure
+) -> AttemptEnd:
+    """The fate of a job whose attempt ran past its deadline: a failed attempt, retried by policy."""
+    overrun_s = (now - deadlines[row.id].deadline) / 1_000_000
+    return decide_failure(
+        row,
+        now=now,
+        error=f"execution timeout exceeded (still running {overrun_s:.1f}s past it)",
+        error_kind="ExecutionTimeout",
+        non_retryable=False,
+        retry_at=None,
+        outcome=AttemptOutcome.TIMED_OUT,
+        rng=rng,
+    )
+
+
 class ExecutionTimeouts(Chore[TimeoutResult]):
-    """Start/stop loop around ``run_once``."""
+    """Ends overrunning attempts in batches; ``note_deadline`` plans the next run."""
 
-    name = "execution-timeouts"
+    name = NAME
 
-    def __init__(
-        self,
-        config: TimeoutConfig,
-        clock: Clock,
-        deadlines: Callable[[int], Awaitable[list[RunningDeadline]]],
-        end: Callable[[Sequence[RunningDeadline], int], Awaitable[int]],
-    ) -> None:
-        super().__init__()
+    def __init__(self, config: ExecutionTimeoutsConfig, engine: Engine) -> None:
+        super().__init__(engine.clock)
         self.config = config
-        self._clock = clock
-        self._deadlines = deadlines
-        self._end = end
+        self._engine = engine
         self._last_now = 0
         # When the next run is due (us); leases with earlier deadlines wake it.
         self._next_run: int | None = None
@@ -69,13 +91,21 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
             self._next_run = due
             self.wake()
 
-    async def run_once(self) -> TimeoutResult:
-        now = self._clock.now_us()
+    async def run_once(self, now: int | None = None) -> TimeoutResult:
+        engine = self._engine
+        now = self.clock.now_us() if now is None else now
         self._last_now = now
         grace = int(self.config.grace_s * US_PER_SECOND)
-        rows = await self._deadlines(self.config.batch_size)
-        expired = [r for r in rows if r.deadline + grace <= now]
-        ended = await self._end(expired, now) if expired else 0
+        skipped = engine.set_aside.skipped(NAME, now)
+        rows = await engine.run_store(
+            engine.store.job_running_deadlines, self.config.batch_size, skipped
+        )
+        expired = {r.job_id: r for r in rows if r.deadline + grace <= now}
+        ended = 0
+        if expired:
+            decide = functools.partial(decide_timed_out, expired, now, engine.rng)
+            refs = [(r.job_id, r.lease_token) for r in expired.values()]
+            ended = len(await engine.attempts.end(refs, decide, now, NAME))
         ahead = [r.deadline + grace for r in rows if r.deadline + grace > now]
         return TimeoutResult(
             ended=ended,
@@ -101,4 +131,4 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
         )
 
 
-__all__ = ["ExecutionTimeouts", "TimeoutConfig", "TimeoutResult"]
+__all__ = ["ExecutionTimeouts", "ExecutionTimeoutsConfig", "TimeoutResult", "decide_timed_out"]

@@ -18,12 +18,16 @@ everything).
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from coordinator.clock import US_PER_SECOND, Clock
-from coordinator.engine.chore import Chore
+from coordinator.chores.loop import Chore
+from coordinator.clock import US_PER_SECOND
 from coordinator.model import FINISHED_STATUSES, JobStatus
+
+if TYPE_CHECKING:
+    from coordinator.engine import Engine
 
 DEFAULT_KEEP_S = 7 * 86_400.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -93,7 +97,9 @@ def describe_retention(keep: Mapping[JobStatus, float | None]) -> str:
 
 @dataclass
 class RetentionResult:
+    # Finished jobs deleted this run.
     purged: int
+    # The batch was full: more may wait.
     full_batch: bool = False
 
 
@@ -101,17 +107,12 @@ class RetentionCleaner(Chore[RetentionResult]):
     """Start/stop loop around ``run_once``; ``start`` does nothing when every status is kept forever."""
 
     name = "retention"
+    leader_only = True
 
-    def __init__(
-        self,
-        config: RetentionConfig,
-        clock: Clock,
-        purge: Callable[[dict[int, int], int], Awaitable[int]],
-    ) -> None:
-        super().__init__()
+    def __init__(self, config: RetentionConfig, engine: Engine) -> None:
+        super().__init__(engine.clock)
         self.config = config
-        self._clock = clock
-        self._purge = purge
+        self._engine = engine
 
     @property
     def enabled(self) -> bool:
@@ -131,10 +132,13 @@ class RetentionCleaner(Chore[RetentionResult]):
 
     async def run_once(self, now: int | None = None) -> RetentionResult:
         """Purge one batch as of ``now`` (default: the clock's time)."""
-        cutoffs = self.cutoffs(self._clock.now_us() if now is None else now)
+        cutoffs = self.cutoffs(self.clock.now_us() if now is None else now)
         if not cutoffs:
             return RetentionResult(0)
-        purged = await self._purge(cutoffs, self.config.batch_size)
+        engine = self._engine
+        purged = await engine.run_store(
+            engine.store.job_purge_finished, cutoffs, self.config.batch_size
+        )
         return RetentionResult(purged, full_batch=purged >= self.config.batch_size)
 
     def delay_after(self, result: RetentionResult | None) -> float:

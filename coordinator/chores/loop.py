@@ -1,11 +1,14 @@
-"""The loop every background chore of this package shares.
+"""The one loop every background chore runs in.
 
-A chore has a config dataclass, a ``run_once() -> Result`` that does one
-bounded batch of work and returns a small result, and this start/stop loop
-around it: run, log a non-empty result, sleep for the delay the chore asks
-for (or until woken), repeat. A failed run is logged and retried after the
-chore's longest interval; it never ends the loop. ``start`` and ``stop`` are
-idempotent, and ``stop`` may be called before ``start``.
+A chore has a config dataclass, a ``run_once(now) -> Result`` that does one
+bounded batch of its whole job and returns a small result, and this start/stop
+loop around it: read the clock, run, log the result when it is worth a line
+(``describe`` returns empty otherwise), sleep for the delay the chore asks for
+(or until woken), repeat. A delay of 0 (a full batch) runs again at once. A
+failed run is logged and the chore sleeps ``delay_after(None)``; it never ends
+the loop. ``start`` and ``stop`` are idempotent, and ``stop`` may be called
+before ``start``. The supervisor (``coordinator/chores/__init__.py``) starts
+and stops every chore.
 """
 
 from __future__ import annotations
@@ -15,17 +18,24 @@ import asyncio
 import logging
 from typing import Generic, TypeVar
 
+from coordinator.clock import Clock
+
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
 
 class Chore(abc.ABC, Generic[R]):
-    """Base of the periodic chores; subclasses implement ``run_once`` and ``delay_after``."""
+    """Base of the chores; subclasses implement ``run_once`` and ``delay_after``."""
 
     name = "chore"
+    # True for a chore one replica at a time does: on PostgreSQL its store
+    # query takes a transaction-scoped advisory lock per run, and a replica
+    # that does not get the lock does nothing that run.
+    leader_only = False
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -51,8 +61,8 @@ class Chore(abc.ABC, Generic[R]):
         self._wake.set()
 
     @abc.abstractmethod
-    async def run_once(self) -> R:
-        """One bounded batch of work."""
+    async def run_once(self, now: int | None = None) -> R:
+        """One bounded batch of work as of ``now`` (default: the clock's time)."""
 
     @abc.abstractmethod
     def delay_after(self, result: R | None) -> float:
@@ -67,7 +77,7 @@ class Chore(abc.ABC, Generic[R]):
             self._wake.clear()
             result: R | None
             try:
-                result = await self.run_once()
+                result = await self.run_once(self.clock.now_us())
             except asyncio.CancelledError:
                 raise
             except Exception:

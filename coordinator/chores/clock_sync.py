@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from coordinator.chores.loop import Chore
 from coordinator.clock import US_PER_SECOND, DatabaseClock
-from coordinator.engine.chore import Chore
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +41,15 @@ class ClockSync(Chore[int]):
         self,
         config: ClockSyncConfig,
         clock: DatabaseClock,
-        call: Callable[[Callable[[], int]], Awaitable[int]],
+        run_store: Callable[[Callable[[], int]], Awaitable[int]],
     ) -> None:
-        super().__init__()
+        super().__init__(clock)
         self.config = config
-        self.clock = clock
-        self._call = call
+        self.clock: DatabaseClock = clock
+        self._run_store = run_store
 
-    async def run_once(self) -> int:
-        uncertainty = await self._call(self.clock.sync)
+    async def run_once(self, now: int | None = None) -> int:
+        uncertainty = await self._run_store(self.clock.sync)
         skew = self.clock.host_skew_us or 0
         if abs(skew) > self.config.warn_skew_s * US_PER_SECOND:
             log.warning(

@@ -15,27 +15,37 @@ workers are.
 
 The same run reads ``wfj_cluster_flags`` (the cluster drain, and drain and
 undrain requests for workers connected to this replica), so a flag set
-through one replica reaches the others within ``sync_interval_s``.
+through one replica reaches the others within ``sync_interval_s`` (at once
+on PostgreSQL, where setting a flag notifies every replica). What a flag means
+(drain state) is the engine's (``engine/operations.py``,
+``Operations.apply_cluster_flags``); this chore reads, writes and clears the
+rows. On stop it removes this coordinator's worker rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from coordinator.clock import US_PER_SECOND, Clock
-from coordinator.engine.chore import Chore
+from coordinator.chores.loop import Chore
+from coordinator.clock import US_PER_SECOND
+
+if TYPE_CHECKING:
+    from coordinator.engine import Engine
+
+log = logging.getLogger(__name__)
+
+NAME = "cluster-sync"
 
 
 @dataclass
-class RegistryConfig:
+class ClusterSyncConfig:
     # How often cluster flags are read when no NOTIFY arrives (a safety net: a
     # flag set on another replica is announced at once on PostgreSQL).
     sync_interval_s: float = 15.0
     # How often this coordinator's worker rows are rewritten when nothing changed.
     refresh_s: float = 15.0
-    # Rows not refreshed for this long are treated as gone (their coordinator died).
-    stale_after_s: float = 60.0
 
 
 @dataclass
@@ -47,20 +57,14 @@ class SyncResult:
 
 
 class ClusterSync(Chore[SyncResult]):
-    """Start/stop loop around ``run_once``; ``mark_dirty`` asks for a rewrite now."""
+    """Writes the worker registry and applies cluster flags; ``mark_dirty`` asks for a rewrite now."""
 
-    name = "cluster-sync"
+    name = NAME
 
-    def __init__(
-        self,
-        config: RegistryConfig,
-        clock: Clock,
-        sync: Callable[[int, bool], Awaitable[SyncResult]],
-    ) -> None:
-        super().__init__()
+    def __init__(self, config: ClusterSyncConfig, engine: Engine) -> None:
+        super().__init__(engine.clock)
         self.config = config
-        self._clock = clock
-        self._sync = sync
+        self._engine = engine
         self._dirty = True
         self._last_write = 0
 
@@ -69,8 +73,22 @@ class ClusterSync(Chore[SyncResult]):
         self._dirty = True
         self.wake()
 
-    async def run_once(self) -> SyncResult:
-        now = self._clock.now_us()
+    async def stop(self) -> None:
+        """Stop the loop and remove this coordinator's worker rows (best effort)."""
+        was_running = self.running
+        await super().stop()
+        if not was_running:
+            return
+        engine = self._engine
+        try:
+            await engine.run_store(
+                engine.store.worker_sync, engine.coordinator_id, [], self.clock.now_us()
+            )
+        except Exception:  # noqa: BLE001 - rows expire as stale anyway
+            log.warning("could not remove this coordinator's worker rows", exc_info=True)
+
+    async def run_once(self, now: int | None = None) -> SyncResult:
+        now = self.clock.now_us() if now is None else now
         refresh_due = now - self._last_write >= int(self.config.refresh_s * US_PER_SECOND)
         write = self._dirty or refresh_due
         self._dirty = False
@@ -83,6 +101,22 @@ class ClusterSync(Chore[SyncResult]):
             self._last_write = now
         return result
 
+    async def _sync(self, now: int, write: bool) -> SyncResult:
+        engine, ops = self._engine, self._engine.ops
+        store = engine.store
+        written = removed = 0
+        if write:
+            records = ops.worker_records()
+            refused = await engine.run_store(store.worker_sync, engine.coordinator_id, records, now)
+            engine.set_aside.record(NAME, refused, now, what="worker")
+            removed = await engine.run_store(store.worker_delete_stale, now - ops.stale_us())
+            written = len(records)
+        flags = await engine.run_store(store.cluster_flag_list)
+        # A worker drain request applies to one connection only: the flag goes once handled.
+        for name in ops.apply_cluster_flags(flags):
+            await engine.run_store(store.cluster_flag_set, name, None, now)
+        return SyncResult(written, removed)
+
     def delay_after(self, result: SyncResult | None) -> float:
         return self.config.sync_interval_s
 
@@ -92,4 +126,4 @@ class ClusterSync(Chore[SyncResult]):
         return ""
 
 
-__all__ = ["ClusterSync", "RegistryConfig", "SyncResult"]
+__all__ = ["ClusterSync", "ClusterSyncConfig", "SyncResult"]
