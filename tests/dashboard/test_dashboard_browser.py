@@ -247,6 +247,10 @@ def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], conte
 
     page = context.new_page()
     page.goto(cluster["url"] + "/login")
+    before = {c["name"]: c["value"] for c in context.cookies()}["wfjobs_dashboard"]
+    page.fill("input[name=token]", "not-a-token")
+    page.click("#login button[type=submit]")
+    expect()(page.locator(".flash.error")).to_contain_text("does not know this token")
     page.fill("input[name=token]", ACME_ADMIN)
     page.click("#login button[type=submit]")
     # Without a tenant the scoped token cannot log in: it says why.
@@ -256,6 +260,9 @@ def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], conte
     page.click("#login button[type=submit]")
     page.wait_for_url(cluster["url"] + "/")
     expect()(page.locator("header .who")).to_contain_text("tenant acme")
+    # A new session id after login: one planted before it is worth nothing.
+    after = {c["name"]: c["value"] for c in context.cookies()}["wfjobs_dashboard"]
+    assert after != before
     assert page.locator("header nav a", has_text="Workers").count() == 0
 
     page.goto(cluster["url"] + "/jobs")
