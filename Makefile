@@ -19,9 +19,10 @@ node_modules/.installed: package.json
 	touch $@
 
 ## Run a coordinator on the embedded SQLite store (./wfjobs.db) at 127.0.0.1:50051,
-## with the web dashboard at http://127.0.0.1:8080.
+## with the web dashboard at http://127.0.0.1:8080 (WFJOBS_DASHBOARD_LISTEN= make run: none).
+WFJOBS_DASHBOARD_LISTEN ?= 127.0.0.1:8080
 run: install
-	$(PY) -m coordinator serve --migrate --dashboard-listen 127.0.0.1:8080
+	WFJOBS_DASHBOARD_LISTEN='$(WFJOBS_DASHBOARD_LISTEN)' $(PY) -m coordinator serve --migrate
 
 ## Retake the dashboard screenshots in docs/images/ (runs the browser tests).
 dashboard-screenshots: install

@@ -171,12 +171,25 @@ def test_beyond_loopback_it_refuses_a_coordinator_that_takes_anonymous_calls(
     assert "accepts calls without a token" in done.stderr
 
 
-def test_the_coordinator_refuses_a_dashboard_beyond_loopback_without_tokens(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ("--dashboard-listen", "0.0.0.0:0"),
+            "refusing to serve the dashboard on 0.0.0.0:0 without authentication",
+        ),
+        (
+            ("--dashboard-listen", "127.0.0.1:0", "--tls-cert", "c.pem", "--tls-key", "k.pem"),
+            "run `wfjobs dashboard --target HOST:PORT --ca FILE` instead",
+        ),
+        (("--dashboard-listen", "127.0.0.1"), "--dashboard-listen: the dashboard address"),
+    ],
+    ids=["beyond-loopback-without-tokens", "tls", "no-port"],
+)
+def test_the_coordinator_refuses_a_dashboard_it_cannot_serve_safely(
+    tmp_path: Path, extra: tuple[str, ...], message: str
 ) -> None:
-    args = coordinator_args(
-        f"sqlite:///{tmp_path / 'x.db'}", "127.0.0.1:0", "--dashboard-listen", "0.0.0.0:0"
-    )
+    args = coordinator_args(f"sqlite:///{tmp_path / 'x.db'}", "127.0.0.1:0", *extra)
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=subprocess_env())
     assert done.returncode == 5
-    assert "refusing to serve the dashboard on 0.0.0.0:0 without authentication" in done.stderr
+    assert message in done.stderr
