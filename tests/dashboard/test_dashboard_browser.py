@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +50,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             "admin": admin,
             "coordinator": coordinator,
             "tmp": tmp,
+            "tokens": tokens,
         }
     finally:
         scheduler.close()
@@ -278,6 +280,23 @@ def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], conte
     response = page.goto(f"{cluster['url']}/jobs?tenant_id=globex")
     assert response is not None and response.status == 403
     assert page.goto(cluster["url"] + "/workers").status == 403
+
+
+def test_a_revoked_token_sends_its_session_back_to_the_login(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    page = log_in(context, cluster["url"], ACME_ADMIN, tenant="acme")
+    tokens: Path = cluster["tokens"]
+    kept = tokens.read_text()
+    try:
+        tokens.write_text(
+            "".join(line + "\n" for line in kept.splitlines() if '"acme-admin"' not in line)
+        )
+        # The open overview's next refresh is refused: the page goes to the login.
+        page.wait_for_url(cluster["url"] + "/login", timeout=20_000)
+        assert page.goto(cluster["url"] + "/jobs").url == cluster["url"] + "/login"
+    finally:
+        tokens.write_text(kept)
 
 
 def test_an_action_without_the_csrf_token_is_refused(cluster: dict[str, Any], context: Any) -> None:

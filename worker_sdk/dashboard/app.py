@@ -182,16 +182,31 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             else:
                 response = web.HTTPSeeOther("/login")
         else:
+            live = request.path.startswith("/live/")
             try:
                 response = await handler(request)
+            except web.HTTPError as exc:
+                response = exc
+                if not live and exc.text:
+                    response = html(
+                        render.page(
+                            "Error",
+                            f'<p class="flash error" id="error">{render.e(exc.text)}</p>'
+                            '<p><a href="/">back to the overview</a></p>',
+                            path=request.path,
+                            session=session,
+                        ),
+                        status=exc.status,
+                    )
             except web.HTTPException as exc:
                 response = exc
             except WorkflowJobsError as exc:
-                if exc.code == grpc.StatusCode.UNAUTHENTICATED and session.logged_in:
-                    if config.login:
-                        sessions.drop(session)
-                        response = web.HTTPSeeOther("/login")
-                        return response
+                if exc.code == grpc.StatusCode.UNAUTHENTICATED and session.by_login:
+                    # The token was revoked: log in again.
+                    sessions.drop(session)
+                    if live:
+                        return web.Response(status=401, text="log in again")
+                    return web.HTTPSeeOther("/login")
                 status = {
                     grpc.StatusCode.NOT_FOUND: 404,
                     grpc.StatusCode.PERMISSION_DENIED: 403,
@@ -200,7 +215,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                     grpc.StatusCode.FAILED_PRECONDITION: 409,
                     grpc.StatusCode.UNAVAILABLE: 503,
                 }.get(exc.code, 502)
-                if request.path.startswith("/live/"):
+                if live:
                     response = web.Response(status=status, text=_error_text(exc))
                 else:
                     response = html(

@@ -42,7 +42,10 @@
     busy = true;
     fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (r) {
-        if (r.status === 401) { window.location.href = "/login"; return null; }
+        if (r.status === 401 || r.redirected) {
+          window.location.href = r.redirected ? r.url : "/login";
+          return null;
+        }
         if (!r.ok) {
           return r.text().then(function (t) { throw new Error(t || r.statusText); });
         }
