@@ -158,9 +158,9 @@ class Operations:
         # The job may run again at once, or its freed slot may admit a waiting job.
         end = AttemptEnd(
             job_id=job_id,
-            outcome=AttemptOutcome.UNLOCKED
-            if row.status == JobStatus.PENDING
-            else AttemptOutcome.CANCELLED,
+            outcome=AttemptOutcome.CANCELLED
+            if row.status == JobStatus.CANCELLED
+            else AttemptOutcome.UNLOCKED,
             new_status=JobStatus(row.status),
             due_at=now,
             error=row.last_error,

@@ -36,6 +36,7 @@ from coordinator.model import (
     RetryGrant,
     RetryGrantRule,
     StateChange,
+    at_attempt_ceiling,
     operator_retry_grant,
 )
 from coordinator.store.base import StoreBase, driver_sql, wake_payload
@@ -568,23 +569,33 @@ class JobQueries(StoreBase):
         Clearing the lease token fences the old holder: its heartbeats answer
         "lost" and its outcome is refused. The attempt still counts against
         max attempts (history numbers stay unique). A cancel requested before
-        the unlock is honoured: the job ends CANCELLED instead. ``wake`` tells
-        every replica that the freed running slot may admit a waiting job.
+        the unlock is honoured: the job ends CANCELLED instead. A job at the
+        attempt ceiling can start no other attempt: it ends FAULTED (only a
+        replay runs it again). ``wake`` tells every replica that the freed
+        running slot may admit a waiting job.
         """
         with self.tx() as conn:
             row = self._lock_job(conn, job_id)
             if row is None or row.status != JobStatus.RUNNING:
                 return StateChange(row, False)
-            new_status = JobStatus.CANCELLED if row.cancel_requested else JobStatus.PENDING
-            outcome = AttemptOutcome.CANCELLED if row.cancel_requested else AttemptOutcome.UNLOCKED
             error = "unlocked by an operator"
+            if row.cancel_requested:
+                new_status, outcome = JobStatus.CANCELLED, AttemptOutcome.CANCELLED
+            elif at_attempt_ceiling(row.attempt):
+                new_status, outcome = JobStatus.FAULTED, AttemptOutcome.UNLOCKED
+                error = (
+                    f"unlocked after {row.attempt} attempts, the most one job may run "
+                    f"({ATTEMPT_CEILING:,}); replay it to run it again"
+                )
+            else:
+                new_status, outcome = JobStatus.PENDING, AttemptOutcome.UNLOCKED
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
                 .values(
                     status=int(new_status),
                     due_at=now,
-                    finished_at=now if new_status == JobStatus.CANCELLED else None,
+                    finished_at=None if new_status == JobStatus.PENDING else now,
                     lease_token=None,
                     lease_expires_at=None,
                     last_error=error,

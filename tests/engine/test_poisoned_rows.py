@@ -178,6 +178,29 @@ def test_release_at_the_ceiling_consumes_the_attempt_and_faults_when_none_are_le
     run(store_url, scenario)
 
 
+def test_unlock_at_the_ceiling_faults_instead_of_running_past_it(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5)
+        await h.lease()
+        _poison(h, job_id, attempt=ATTEMPT_CEILING - 1, max_attempts=ATTEMPT_CEILING)
+        row = await h.engine.ops.unlock_job(job_id)
+        assert row.status == JobStatus.PENDING  # one attempt number is left below the ceiling
+        [(row, _)] = await h.lease()
+        assert row.attempt == ATTEMPT_CEILING
+        row = await h.engine.ops.unlock_job(job_id)
+        assert row.status == JobStatus.FAULTED
+        assert "the most one job may run" in (row.last_error or "")
+        assert await h.lease() == []
+        assert _columns(h, job_id) == (JobStatus.FAULTED, ATTEMPT_CEILING, ATTEMPT_CEILING)
+        _, attempts = await h.job(job_id)
+        assert [(a.number, a.outcome) for a in attempts][-1] == (
+            ATTEMPT_CEILING,
+            AttemptOutcome.UNLOCKED,
+        )
+
+    run(store_url, scenario)
+
+
 def test_execution_timeouts_set_a_poisoned_row_aside_and_end_the_rest(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         h.engine.telemetry = telemetry = CountingTelemetry()
