@@ -1,6 +1,9 @@
 """The engine: acquisition, leases, retries, fairness and pause rules."""
 
-from coordinator.engine.engine import Engine, EngineConfig, LeaseAnswer, ListPage, OutcomeResult
+from coordinator.engine.core import EngineConfig
+from coordinator.engine.engine import Engine
+from coordinator.engine.outcomes import LeaseAnswer, OutcomeResult
+from coordinator.engine.reads import ListPage
 from coordinator.engine.sessions import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DrainSignal,

@@ -84,11 +84,8 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
             text = f"tenant {row.tenant_id} is disabled {who}{why}{until}"
             reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
         else:
-            scope = {
-                PauseKind.DEFINITION: f"definition {p.value}",
-                PauseKind.INSTANCE: f"instance {p.value}",
-                PauseKind.JOB_TYPE: f"job type {p.value}",
-            }[kind]
+            # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
+            scope = f"{kind.name.lower().replace('_', ' ')} {p.value}"
             text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
             reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
     if engine.limits:

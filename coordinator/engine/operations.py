@@ -30,11 +30,13 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from coordinator.engine.core import OperationsConfig, check_id
+from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import DrainSignal, WorkerSession
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
-from coordinator.ids import is_valid_id, new_id
+from coordinator.ids import new_id
 from coordinator.model import (
     CANCELLABLE_STATUSES,
     RETRYABLE_STATUSES,
@@ -49,23 +51,11 @@ from coordinator.model import (
     operator_retry_grant,
 )
 
-if TYPE_CHECKING:
-    from coordinator.engine.engine import Engine
-
 log = logging.getLogger(__name__)
 
 CLUSTER_DRAIN_FLAG = "drain"
 WORKER_DRAIN_FLAG_PREFIX = "drain-worker:"
 WORKER_UNDRAIN_FLAG_PREFIX = "undrain-worker:"
-
-
-@dataclass
-class OperationsConfig:
-    """Settings of the operator actions; every field has a default."""
-
-    # Worker registry rows not refreshed for this long are treated as gone
-    # (their coordinator died): not listed, and deleted by the cluster sync.
-    stale_after_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +81,7 @@ class WorkerView:
 class Operations:
     """Operator actions over one engine; owns the drain state."""
 
-    def __init__(self, engine: Engine, config: OperationsConfig | None = None) -> None:
+    def __init__(self, engine: Reads, config: OperationsConfig | None = None) -> None:
         self._engine = engine
         self.config = config or OperationsConfig()
         self.local_drain = False
@@ -122,7 +112,7 @@ class Operations:
     # -- single jobs ---------------------------------------------------------------
 
     async def retry_job(self, job_id: str, keep_attempts: bool) -> JobRow:
-        _check_id(job_id)
+        check_id(job_id)
         change = await self._call(
             functools.partial(
                 self._store.job_retry,
@@ -138,7 +128,7 @@ class Operations:
         return row
 
     async def cancel_job(self, job_id: str, reason: str) -> JobRow:
-        _check_id(job_id)
+        check_id(job_id)
         change = await self._call(self._store.job_cancel, job_id, reason, self._now())
         row = _applied(change, job_id, "cancelled", CANCELLABLE_STATUSES)
         if row.status == JobStatus.CANCELLED:
@@ -148,7 +138,7 @@ class Operations:
         return row
 
     async def unlock_job(self, job_id: str) -> JobRow:
-        _check_id(job_id)
+        check_id(job_id)
         attempts = self._engine.attempts
         # Read before the unlock commits: the job may be leased again at once.
         token = attempts.token_here(job_id)
@@ -171,7 +161,7 @@ class Operations:
         return row
 
     async def replay_job(self, job_id: str) -> JobRow:
-        _check_id(job_id)
+        check_id(job_id)
         row = await self._call(self._store.job_replay, job_id, new_id(), self._now())
         if row is None:
             raise NotFound(f"job {job_id} not found")
@@ -469,16 +459,6 @@ def _bulk_statuses(
             f"filter.statuses has {', '.join(wrong)}; only {names} jobs can be {verb}"
         )
     return tuple(JobStatus(s) for s in flt.statuses)
-
-
-def _check_id(job_id: str) -> None:
-    if not job_id:
-        raise InvalidArgument("job_id is required")
-    if not is_valid_id(job_id):
-        raise InvalidArgument(
-            f"job_id {job_id[:80]!r} is malformed; job ids are lower-case UUIDs "
-            "like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
-        )
 
 
 def _record(s: WorkerSession, draining: bool) -> WorkerRecord:

@@ -1,0 +1,425 @@
+"""Enqueue: validation and defaults, batches, single enqueues committed
+together (group commit), due jobs offered at insert to workers waiting with
+free credit (direct dispatch), and inline runs leased to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Iterable, Sequence
+
+from coordinator.engine.bounds import check_retry_policy, check_timeout
+from coordinator.engine.core import admission_for
+from coordinator.engine.reads import Reads
+from coordinator.engine.sessions import WorkerSession
+from coordinator.errors import FailedPrecondition, InvalidArgument
+from coordinator.ids import new_id, new_token
+from coordinator.model import (
+    DEFAULT_RETRY_POLICY,
+    MAX_ATTEMPTS,
+    Claim,
+    DirectLeases,
+    JobRecord,
+    JobRow,
+    JobStatus,
+    LimitKind,
+    NewJob,
+    PauseKind,
+    RetryPolicy,
+)
+
+log = logging.getLogger(__name__)
+
+
+# What a queued single enqueue learns: (id, deduplicated, status), and the
+# stored form of the job when the insert leased it to a waiting worker.
+_Enqueued = tuple[tuple[str, bool, int], "JobRecord | None"]
+
+
+class Enqueue(Reads):
+    """The enqueue paths: batches, single enqueues (group commit, direct
+    dispatch offers to idle workers) and inline runs."""
+
+    _enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]]
+    _enqueue_flushing: bool
+
+    def prepare(self, job: NewJob, now: int) -> NewJob:
+        """Validate a job from a caller and fill in id, times and defaults."""
+        limit = self.config.max_string_length
+        if not job.job_type:
+            raise InvalidArgument("job_type is required (e.g. 'send-email')")
+        if not job.tenant_id:
+            raise InvalidArgument("tenant_id is required (use 'default' for single-tenant use)")
+        for name in (
+            "job_type",
+            "tenant_id",
+            "definition_id",
+            "instance_id",
+            "activity_id",
+            "activity_node_id",
+            "bookmark_id",
+            "correlation_id",
+            "content_type",
+            "traceparent",
+            "idempotency_key",
+            "concurrency_key",
+        ):
+            value = getattr(job, name) or ""
+            if len(value) > limit:
+                raise InvalidArgument(
+                    f"{name} is {len(value)} characters long; the limit is {limit}"
+                )
+        if len(job.payload) > self.config.max_payload_bytes:
+            raise InvalidArgument(
+                f"payload is {len(job.payload)} bytes; the limit is "
+                f"{self.config.max_payload_bytes} bytes (store large data elsewhere and pass a reference)"
+            )
+        if job.retry_policy:
+            check_retry_policy(_parse_policy(job.retry_policy), "retry_policy", limit)
+        check_timeout(job.execution_timeout_ms, "execution_timeout")
+        check_timeout(job.heartbeat_timeout_ms, "heartbeat_timeout")
+        self._apply_type_defaults(job)
+        if not _is_int(job.max_attempts) or not 1 <= job.max_attempts <= MAX_ATTEMPTS:
+            raise InvalidArgument(
+                f"max_attempts must be between 1 and {MAX_ATTEMPTS:,}, got {job.max_attempts}"
+            )
+        job.id = new_id()
+        job.created_at = now
+        job.due_at = max(job.due_at, now) if job.due_at else now
+        return job
+
+    def _apply_type_defaults(self, job: NewJob) -> None:
+        """Fill what the job left unset from its type's defaults, then the engine's.
+
+        The effective policy is stored with the job, so a later change of the
+        type's defaults does not alter jobs already enqueued.
+        """
+        defaults = self.type_defaults.get(job.job_type)
+        if defaults is not None:
+            own = RetryPolicy.from_json(job.retry_policy)
+            merged = own.merged_over(defaults.retry_policy)
+            job.retry_policy = merged.to_json()
+            if job.execution_timeout_ms is None:
+                job.execution_timeout_ms = defaults.execution_timeout_ms
+            if job.heartbeat_timeout_ms is None:
+                job.heartbeat_timeout_ms = defaults.heartbeat_timeout_ms
+        if job.max_attempts == 0:
+            policy = RetryPolicy.from_json(job.retry_policy)
+            job.max_attempts = policy.max_attempts or DEFAULT_RETRY_POLICY.max_attempts or 3
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+        """Store jobs atomically; returns (id, deduplicated, status) per job."""
+        if not jobs:
+            raise InvalidArgument("no jobs given; send at least one JobSpec")
+        if len(jobs) > self.config.max_batch_size:
+            raise InvalidArgument(
+                f"batch of {len(jobs)} jobs exceeds the limit of {self.config.max_batch_size}"
+            )
+        now = self.clock.now_us()
+        if len(jobs) == 1:
+            prepared = [self.prepare(jobs[0], now)]
+        else:
+            prepared = []
+            for index, job in enumerate(jobs):
+                try:
+                    prepared.append(self.prepare(job, now))
+                except InvalidArgument as e:
+                    raise InvalidArgument(f"jobs[{index}]: {e}") from None
+        result = await self.run_store(self.store.job_insert_many, prepared)
+        self.dispatcher.wake_at(j.due_at for j in prepared)
+        self.telemetry.enqueued(prepared, result)
+        return result
+
+    async def enqueue_one(self, job: NewJob) -> tuple[JobRow, bool]:
+        """Store one job; returns it and whether it was deduplicated.
+
+        Concurrent single enqueues are committed together (group commit):
+        while one insert is in flight, later calls queue up and go in the
+        next statement, so many callers cost few transactions.
+        """
+        prepared = self.prepare(job, self.clock.now_us())
+        future: asyncio.Future[_Enqueued] = asyncio.get_running_loop().create_future()
+        self._enqueue_queue.append((prepared, future))
+        if not self._enqueue_flushing:
+            self._enqueue_flushing = True
+            asyncio.get_running_loop().create_task(self._flush_enqueues())
+        (job_id, dedup, status), leased = await future
+        if dedup:
+            row, _ = await self.get_job(job_id)
+            return row, True
+        if status == JobStatus.RUNNING and leased is not None:
+            return leased, False
+        return record_of_new(prepared), False
+
+    async def _flush_enqueues(self) -> None:
+        try:
+            while self._enqueue_queue:
+                batch, self._enqueue_queue = self._enqueue_queue, []
+                try:
+                    await self._flush_batch(batch)
+                except BaseException as e:
+                    # Nothing a flush raises may leave a caller waiting for its deadline.
+                    for _, future in batch:
+                        if not future.done():
+                            if isinstance(e, Exception):
+                                future.set_exception(e)
+                            else:
+                                future.cancel()
+                    if not isinstance(e, Exception):
+                        raise
+        finally:
+            self._enqueue_flushing = False
+
+    async def _flush_batch(self, batch: list[tuple[NewJob, asyncio.Future[_Enqueued]]]) -> None:
+        jobs = [j for j, _ in batch]
+        now = self.clock.now_us()
+        direct, offered = self._direct_offers(jobs, now)
+        try:
+            results = await self.run_store(self.store.job_insert_many, jobs, direct)
+        except Exception:
+            self._refund(offered.values())
+            raise
+        leased: dict[WorkerSession, list[JobRecord]] = {}
+        if direct is not None:
+            leased = self._direct_records(jobs, results, direct, offered)
+        record_of = {r.id: r for records in leased.values() for r in records}
+        # Callers get their answer first: the jobs are committed whatever
+        # happens to their delivery below.
+        for (job, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result((result, record_of.get(job.id)))
+        self.dispatcher.wake_at(
+            j.due_at
+            for j, (_, _, status) in zip(jobs, results, strict=True)
+            if status == JobStatus.PENDING
+        )
+        self.telemetry.enqueued(jobs, results)
+        if direct is not None and leased:
+            await self._deliver_direct(leased, direct)
+
+    def _direct_offers(
+        self, jobs: Sequence[NewJob], now: int
+    ) -> tuple[DirectLeases | None, dict[str, WorkerSession]]:
+        """Offer due jobs to workers that wait with free credit (direct dispatch).
+
+        A worker with idle credit had nothing eligible at the last acquisition,
+        so handing it a new job at insert costs no fairness or priority, and
+        saves the job a trip through a dispatcher pass. Not under concurrency
+        limits (they need the counting path) nor while draining. The credit is
+        reserved now and refunded for jobs the store does not lease.
+        """
+        if self.limits or self.dispatcher.paused or not self.store.capabilities.lease_at_insert:
+            return None, {}
+        idle = [
+            s
+            for s in self.dispatcher.sessions.values()
+            if s.credits > 0 and not s.draining and not s.closed
+        ]
+        if not idle:
+            return None, {}
+        offered: dict[str, WorkerSession] = {}
+        for job in jobs:
+            if job.due_at > now:
+                continue
+            for session in idle:
+                if (
+                    session.credits > 0
+                    and job.job_type in session.job_types
+                    and (session.tenants is None or job.tenant_id in session.tenants)
+                ):
+                    session.credits -= 1
+                    offered[job.id] = session
+                    break
+        if not offered:
+            return None, {}
+        owners = {job_id: s.worker_id for job_id, s in offered.items()}
+        return DirectLeases(owners, new_token(), now, self.config.default_lease_ms), offered
+
+    def _refund(self, sessions: Iterable[WorkerSession]) -> None:
+        for session in sessions:
+            self.dispatcher.grant(session, 1)
+
+    def _direct_records(
+        self,
+        jobs: Sequence[NewJob],
+        results: Sequence[tuple[str, bool, int]],
+        direct: DirectLeases,
+        offered: dict[str, WorkerSession],
+    ) -> dict[WorkerSession, list[JobRecord]]:
+        """The stored forms of the jobs the insert leased, by the session they
+        were offered to; credit of offers the store did not lease comes back."""
+        by_session: dict[WorkerSession, list[JobRecord]] = {}
+        refunds: list[WorkerSession] = []
+        for job, (_, deduplicated, status) in zip(jobs, results, strict=True):
+            session = offered.get(job.id)
+            if session is None:
+                continue
+            # A deduplicated job was stored earlier; its status is not this lease's.
+            if deduplicated or status != JobStatus.RUNNING:
+                refunds.append(session)
+                continue
+            record = record_of_new(job)
+            record.status = int(JobStatus.RUNNING)
+            record.attempt = 1
+            record.lease_owner = session.worker_id
+            record.lease_token = direct.lease_token
+            record.started_at = direct.now
+            record.lease_expires_at = direct.now + (
+                (job.heartbeat_timeout_ms or direct.default_lease_ms) * 1000
+            )
+            by_session.setdefault(session, []).append(record)
+        self._refund(refunds)
+        return by_session
+
+    async def _deliver_direct(
+        self, leased: dict[WorkerSession, list[JobRecord]], direct: DirectLeases
+    ) -> None:
+        """Queue jobs leased at insert on the very sessions they were offered to."""
+        records = [r for rs in leased.values() for r in rs]
+        # Leased at insert is leased all the same: it counts against the
+        # tenant's fair share like a lease from an acquisition pass.
+        self.fair.charge([r.tenant_id for r in records])
+        self._leased(records, direct.now)
+        orphans = self.dispatcher.deliver(leased.items(), direct.lease_token)
+        if not orphans:
+            return
+        try:
+            await self.attempts.hand_back(orphans, "worker disconnected")
+        except Exception:  # noqa: BLE001 - the reaper ends these leases when they expire
+            log.warning(
+                "could not hand back %d job(s) leased to a worker that left; "
+                "their leases expire and they are retried",
+                len(orphans),
+                exc_info=True,
+            )
+
+    async def enqueue_inline(
+        self, job: NewJob, owner: str, *, enqueue_if_paused: bool
+    ) -> tuple[JobRow, bool, str | None]:
+        """Store a job leased to the caller, who runs it now (inline execution).
+
+        Returns ``(row, deduplicated, lease_token)``; the token is None when
+        the job was not leased (deduplicated, or held and stored for later).
+        The inline lease is admitted under the concurrency limits like any
+        other. A job that cannot start now, because a pause covers it or a
+        concurrency limit of its scope is full, is refused with
+        FAILED_PRECONDITION naming what holds it, unless ``enqueue_if_paused``:
+        then it is stored PENDING and runs on a worker once it may.
+        """
+        if not owner:
+            raise InvalidArgument("inline.worker_id is required to run a job inline")
+        now = self.clock.now_us()
+        prepared = self.prepare(job, now)
+        if prepared.due_at > now:
+            raise InvalidArgument("an inline job runs now; it cannot have a future due_time")
+        token = new_token()
+        row, dedup, held = await self.run_store(
+            self.store.job_insert_leased,
+            prepared,
+            owner,
+            token,
+            now,
+            self.config.default_lease_ms,
+            enqueue_if_paused,
+            functools.partial(admission_for, [Claim(prepared.id, owner)], [prepared]),
+        )
+        if row is None:
+            if held == "limit":
+                raise FailedPrecondition(
+                    f"cannot run inline: concurrency limit full ({await self._full_scopes(prepared)}); "
+                    "retry when a running job of that scope ends, or set "
+                    "enqueue_if_paused to queue it"
+                )
+            pauses = await self.run_store(
+                self.store.pauses_covering,
+                prepared.tenant_id,
+                prepared.job_type,
+                prepared.definition_id,
+                prepared.instance_id,
+                now,
+            )
+            names = ", ".join(
+                f"{PauseKind(p.kind).name.lower()} {p.value or p.tenant_id}" for p in pauses
+            )
+            raise FailedPrecondition(
+                f"cannot run inline: paused ({names or 'a pause'}); "
+                "retry after unpause or set enqueue_if_paused to queue it"
+            )
+        if dedup or held:
+            if held:
+                self.dispatcher.wake()
+            return row, dedup, None
+        self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
+        self._leased([row], now)
+        return row, False, token
+
+    async def _full_scopes(self, job: NewJob) -> str:
+        """The limited scopes of ``job`` that are full, as text for an error."""
+        await self.reload_limits()
+        running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
+        full = [
+            f"{LimitKind(kind).name.lower()} {value}: {running.get((kind, value), 0)} "
+            f"of {limit} running"
+            for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
+            if running.get((kind, value), 0) >= limit
+        ]
+        return "; ".join(full) or "a limit of its scope"
+
+
+def record_of_new(job: NewJob) -> JobRecord:
+    """The stored form of a job just inserted PENDING."""
+    return JobRecord(
+        id=job.id,
+        job_type=job.job_type,
+        tenant_id=job.tenant_id,
+        definition_id=job.definition_id,
+        definition_version=job.definition_version,
+        instance_id=job.instance_id,
+        activity_id=job.activity_id,
+        activity_node_id=job.activity_node_id,
+        bookmark_id=job.bookmark_id,
+        correlation_id=job.correlation_id,
+        payload=job.payload,
+        content_type=job.content_type,
+        category=job.category,
+        priority=job.priority,
+        status=int(JobStatus.PENDING),
+        attempt=0,
+        max_attempts=job.max_attempts,
+        retry_policy=job.retry_policy,
+        execution_timeout_ms=job.execution_timeout_ms,
+        heartbeat_timeout_ms=job.heartbeat_timeout_ms,
+        created_at=job.created_at,
+        due_at=job.due_at,
+        started_at=None,
+        finished_at=None,
+        lease_owner=None,
+        lease_token=None,
+        lease_expires_at=None,
+        last_error=None,
+        last_error_kind=None,
+        result=None,
+        result_content_type=None,
+        idempotency_key=job.idempotency_key,
+        traceparent=job.traceparent,
+        tracestate=job.tracestate,
+        concurrency_key=job.concurrency_key,
+        cancel_requested=False,
+        replay_of=job.replay_of,
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_policy(text: str) -> RetryPolicy:
+    try:
+        return RetryPolicy.from_json(text)
+    except (ValueError, TypeError):
+        raise InvalidArgument("retry_policy is not a valid retry policy") from None
+
+
+__all__ = ["Enqueue", "record_of_new"]

@@ -1,0 +1,170 @@
+"""Outcomes and heartbeats: guarded by lease tokens, applied at most once;
+what follows an ended attempt goes through attempts.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from coordinator.engine.attempts import release_end
+from coordinator.engine.core import EngineCore
+from coordinator.engine.retries import decide_failure
+from coordinator.engine.set_aside import OutcomeNotRecorded
+from coordinator.errors import LeaseLost, NotFound
+from coordinator.model import (
+    AttemptEnd,
+    AttemptOutcome,
+    Completion,
+    Failure,
+    JobStatus,
+    LeasedForFailure,
+    Release,
+)
+
+log = logging.getLogger(__name__)
+
+
+Outcome = Completion | Failure | Release
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeResult:
+    job_id: str
+    accepted: bool
+    status: JobStatus | None = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseAnswer:
+    job_id: str
+    state: str  # "extended" | "lost" | "cancel_requested"
+    lease_expires_at: int | None = None
+
+
+class Outcomes(EngineCore):
+    """Heartbeats and outcome reports, guarded by lease tokens."""
+
+    async def heartbeat(
+        self, worker_id: str, refs: Sequence[tuple[str, str]], principal: str | None = None
+    ) -> list[LeaseAnswer]:
+        """Extend leases; ``principal`` is the caller's credential key (None = auth off)."""
+        self._check_refs(refs)
+        now = self.clock.now_us()
+        session = self.dispatcher.sessions.get(worker_id)
+        if session is not None and session.principal == principal:
+            # Only the credential that opened the stream vouches for it.
+            session.last_heartbeat_at = now
+        rows = await self.run_store(
+            self.store.lease_extend_many, refs, now, self.config.default_lease_ms
+        )
+        got = {job_id: (exp, cancel) for job_id, exp, cancel in rows}
+        answers = []
+        for job_id, _token in refs:
+            if job_id not in got:
+                answers.append(LeaseAnswer(job_id, "lost"))
+                continue
+            expires, cancel = got[job_id]
+            answers.append(
+                LeaseAnswer(job_id, "cancel_requested" if cancel else "extended", expires)
+            )
+        return answers
+
+    async def report(self, outcomes: Sequence[Outcome]) -> list[OutcomeResult]:
+        """Record outcomes; each is applied at most once, guarded by its lease token."""
+        self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
+        now = self.clock.now_us()
+        completions = [o for o in outcomes if isinstance(o, Completion)]
+        others = [o for o in outcomes if not isinstance(o, Completion)]
+        done: set[str] = set()
+        ends: dict[str, AttemptEnd] = {}
+        refused: list[tuple[str, BaseException]] = []
+        # Under concurrency limits every ended attempt frees a slot that a
+        # waiting job may take: wake acquisition here and on every replica.
+        limited = self.attempts.limited
+        if completions:
+            completed = await self.run_store(
+                self.store.job_complete_many, completions, now, wake=limited
+            )
+            done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
+            # A cancel was requested: the job ended CANCELLED, its attempt COMPLETED.
+            for job_id, status in completed.items():
+                if status != JobStatus.COMPLETED:
+                    ends[job_id] = AttemptEnd(
+                        job_id=job_id, outcome=AttemptOutcome.COMPLETED, new_status=status
+                    )
+        if others:
+            decide = functools.partial(self._decide_other, {o.job_id: o for o in others}, now)
+            refs = [(o.job_id, o.lease_token) for o in others]
+            ended, refused = await self.attempts.apply(refs, decide, now, "outcomes")
+            ends.update(ended)
+        # Only outcomes that applied end an attempt: a rejected one (a stale
+        # holder's) must not touch the entry of the session holding the job now.
+        self.attempts.ended(
+            ends,
+            now,
+            completed=done,
+            forget=[
+                (o.job_id, o.lease_token) for o in outcomes if o.job_id in done or o.job_id in ends
+            ],
+        )
+        results = []
+        credited: set[str] = set()
+        not_recorded = dict(refused)
+        for o in outcomes:
+            # A job named twice in one report was recorded once: only the
+            # first mention is answered as accepted.
+            if o.job_id in credited:
+                results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            elif o.job_id in not_recorded:
+                error = OutcomeNotRecorded(o.job_id, not_recorded[o.job_id])
+                results.append(OutcomeResult(o.job_id, False, error=error))
+            elif o.job_id in done:
+                results.append(OutcomeResult(o.job_id, True, JobStatus.COMPLETED))
+            elif o.job_id in ends:
+                results.append(OutcomeResult(o.job_id, True, ends[o.job_id].new_status))
+            else:
+                results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            credited.add(o.job_id)
+        return results
+
+    async def report_one(self, outcome: Outcome) -> OutcomeResult:
+        """Like ``report`` for one outcome, telling a lost lease from an unknown job."""
+        (result,) = await self.report([outcome])
+        if isinstance(result.error, OutcomeNotRecorded):
+            raise result.error
+        if not result.accepted:
+            row = await self.run_store(self.store.job_get, outcome.job_id)
+            if row is None:
+                raise NotFound(f"job {outcome.job_id} not found")
+            state = JobStatus(row.status).name
+            raise LeaseLost(
+                outcome.job_id,
+                f"the job is {state} and the lease token is no longer current "
+                "(the lease expired, or the job was unlocked or already finished)",
+            )
+        return result
+
+    def _decide_other(
+        self, by_id: dict[str, Failure | Release], now: int, row: LeasedForFailure
+    ) -> AttemptEnd:
+        outcome = by_id[row.id]
+        if isinstance(outcome, Release):
+            return release_end(outcome, row)
+        end = decide_failure(
+            row,
+            now=now,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            non_retryable=outcome.non_retryable,
+            retry_at=outcome.retry_at,
+            outcome=AttemptOutcome.FAILED,
+            rng=self.rng,
+        )
+        return replace(end, traceback=outcome.traceback or None)
+
+
+__all__ = ["LeaseAnswer", "Outcome", "OutcomeResult", "Outcomes"]

@@ -1,0 +1,77 @@
+"""Pauses and weights: pausing and unpausing a scope (tenant, job type,
+definition, instance), listing pauses, and tenant weights for fair share.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from coordinator.engine.core import EngineCore
+from coordinator.errors import InvalidArgument, NotFound
+from coordinator.ids import new_id
+from coordinator.model import PauseKind, PauseScope
+
+log = logging.getLogger(__name__)
+
+
+class Pauses(EngineCore):
+    """Pauses by scope and tenant weights."""
+
+    async def pause(
+        self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
+    ) -> Any:
+        _check_scope(scope)
+        now = self.clock.now_us()
+        if expires_at is not None and expires_at <= now:
+            raise InvalidArgument("expire_time must be in the future")
+        record = await self.run_store(
+            self.store.pause_create, new_id(), scope, actor, reason, expires_at, now
+        )
+        if expires_at is not None:
+            self.dispatcher.wake(expires_at)
+        return record
+
+    async def unpause(self, scope: PauseScope, actor: str) -> list[Any]:
+        _check_scope(scope)
+        lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
+        if not lifted:
+            raise NotFound(f"no active pause on {scope.kind.name.lower()} {_scope_text(scope)}")
+        self.dispatcher.wake()
+        return lifted
+
+    async def list_pauses(self, include_lifted: bool, tenant_id: str) -> list[Any]:
+        return await self.run_store(
+            self.store.pause_list,
+            self.clock.now_us(),
+            include_lifted=include_lifted,
+            tenant_id=tenant_id,
+        )
+
+    async def set_tenant_weight(self, tenant_id: str, weight: int) -> None:
+        if not tenant_id:
+            raise InvalidArgument("tenant_id is required")
+        if weight < 1 or weight > 10_000:
+            raise InvalidArgument("weight must be between 1 and 10000")
+        await self.run_store(self.store.tenant_set_weight, tenant_id, weight)
+        self.fair.set_weights({tenant_id: weight})
+
+
+def _check_scope(scope: PauseScope) -> None:
+    if scope.kind == PauseKind.TENANT:
+        if not scope.tenant_id:
+            raise InvalidArgument("a tenant pause needs tenant_id")
+        if scope.value:
+            raise InvalidArgument("a tenant pause takes no value; put the tenant in tenant_id")
+    elif not scope.value:
+        raise InvalidArgument(f"a {scope.kind.name.lower()} pause needs value (the id to pause)")
+
+
+def _scope_text(scope: PauseScope) -> str:
+    parts = [scope.value] if scope.value else []
+    if scope.tenant_id:
+        parts.append(f"(tenant {scope.tenant_id})")
+    return " ".join(parts)
+
+
+__all__ = ["Pauses"]

@@ -1,0 +1,110 @@
+"""No import cycle inside coordinator/ or worker_sdk/, and the layers point one way.
+
+Every import statement counts, at module level, inside functions and under
+``TYPE_CHECKING`` alike: a cycle hidden behind a deferred import is still two
+modules that need each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports."""
+    files = {_module_of(p): p for p in (REPO / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        is_package = path.name == "__init__.py"
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = module.split(".")
+                    anchor = anchor if is_package else anchor[:-1]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                # ``from pkg import submodule`` imports the submodule.
+                names = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base
+                    for alias in node.names
+                ]
+            edges.update(n for n in names if n in files and n != module)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("package", ["coordinator", "worker_sdk"])
+def test_no_import_cycle(package: str) -> None:
+    assert cycles(import_graph(package)) == []
+
+
+def test_the_engine_imports_no_chore_and_no_api() -> None:
+    graph = import_graph("coordinator")
+    for module, edges in graph.items():
+        if module.startswith("coordinator.engine"):
+            wrong = {e for e in edges if e.startswith(("coordinator.chores", "coordinator.api"))}
+            assert not wrong, f"{module} imports {sorted(wrong)}"
+        if module.startswith("coordinator.store"):
+            wrong = {
+                e
+                for e in edges
+                if e.startswith(("coordinator.engine", "coordinator.chores", "coordinator.api"))
+            }
+            assert not wrong, f"{module} imports {sorted(wrong)}"
