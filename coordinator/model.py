@@ -43,6 +43,7 @@ class PauseKind(enum.IntEnum):
     DEFINITION = 2
     INSTANCE = 3
     JOB_TYPE = 4
+    CATEGORY = 5
 
 
 class LimitKind(enum.IntEnum):
@@ -50,6 +51,42 @@ class LimitKind(enum.IntEnum):
     JOB_TYPE = 2
     DEFINITION = 3
     CONCURRENCY_KEY = 4
+    CATEGORY = 5
+
+
+class JobCategory(enum.IntEnum):
+    UNSPECIFIED = 0
+    CONTINUATION = 1
+    ACTIVITY_WORK = 2
+    INTEGRATION = 3
+    MAINTENANCE = 4
+    CUSTOM = 5
+
+    @property
+    def label(self) -> str:
+        """The lower-case name used in metrics, messages and the CLI."""
+        return self.name.lower()
+
+
+def category_label(value: int) -> str:
+    """``JobCategory`` name of a stored category number (lower case)."""
+    try:
+        return JobCategory(value).label
+    except ValueError:
+        return str(value)
+
+
+def parse_category(text: str) -> JobCategory | None:
+    """A category named by its number, its name in any case, or its proto
+    name (``JOB_CATEGORY_INTEGRATION``); None when it names none."""
+    text = text.strip()
+    if text.isdigit():
+        try:
+            return JobCategory(int(text))
+        except ValueError:
+            return None
+    name = text.upper().replace("-", "_").removeprefix("JOB_CATEGORY_")
+    return JobCategory.__members__.get(name)
 
 
 # Most attempts a caller may configure for one job (retry_policy.max_attempts).
@@ -307,6 +344,7 @@ class Candidate:
     job_type: str = ""
     definition_id: str = ""
     concurrency_key: str | None = None
+    category: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,9 +368,16 @@ class Exclusions:
     job_types: set[str] = field(default_factory=set)
     definitions: set[str] = field(default_factory=set)
     concurrency_keys: set[str] = field(default_factory=set)
+    categories: set[int] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.tenants or self.job_types or self.definitions or self.concurrency_keys)
+        return bool(
+            self.tenants
+            or self.job_types
+            or self.definitions
+            or self.concurrency_keys
+            or self.categories
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Jobs come back as :class:`JobView`; everything else (pause records, workers,
 stats, limits, wait reasons) as the contract's protobuf messages, which already
 carry names a person can read. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
-``"concurrency_key"``), full enum names, or enum numbers, so a CLI can pass its
+``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
 """
 
@@ -284,15 +284,23 @@ class AdminClient(BlockingClient):
     # -- stats and workers --------------------------------------------------------------------
 
     def get_stats(
-        self, *, tenant_id: str = "", window: timedelta | float | None = None
+        self,
+        *,
+        tenant_id: str = "",
+        window: timedelta | float | None = None,
+        category: JobCategory | str | int | None = None,
     ) -> admin_service_pb2.GetStatsResponse:
         """Backlog per tenant/type/status, oldest pending age, recent retries and failures.
 
         Args:
             tenant_id: Limit to one tenant.
             window: Window for the recent counts (server default: 5 minutes).
+            category: Limit to jobs of one category.
         """
-        request = admin_service_pb2.GetStatsRequest(tenant_id=tenant_id)
+        request = admin_service_pb2.GetStatsRequest(
+            tenant_id=tenant_id,
+            category=category_to_proto(category),  # type: ignore[arg-type]
+        )
         if window is not None:
             request.window.CopyFrom(to_duration(window))
         return cast(admin_service_pb2.GetStatsResponse, self._call(self._stub.GetStats, request))
@@ -315,11 +323,14 @@ class AdminClient(BlockingClient):
         reason: str = "",
         expire_time: datetime | None = None,
     ) -> admin_service_pb2.PauseRecord:
-        """Pause a tenant, definition, instance or job type.
+        """Pause a tenant, definition, instance, job type or job category.
 
         Args:
-            kind: ``"tenant"``, ``"definition"``, ``"instance"`` or ``"job_type"``.
-            value: Definition id, instance id or job type; empty for a tenant.
+            kind: ``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"`` or
+                ``"category"``.
+            value: Definition id, instance id, job type or category name
+                (``"integration"``); empty for a tenant. A category pause without
+                ``tenant_id`` covers every tenant.
             tenant_id: The tenant (the paused one for ``"tenant"``).
             actor: Who pauses (kept in the audit history).
             reason: Why.
@@ -396,8 +407,10 @@ class AdminClient(BlockingClient):
         """Limit running jobs cluster-wide for a scope; ``max_running=0`` removes the limit.
 
         Args:
-            kind: ``"tenant"``, ``"job_type"``, ``"definition"`` or ``"concurrency_key"``.
-            value: The tenant id, job type, definition id or key.
+            kind: ``"tenant"``, ``"job_type"``, ``"definition"``, ``"concurrency_key"``
+                or ``"category"``.
+            value: The tenant id, job type, definition id, key or category name
+                (``"integration"``); ``"*"`` limits each value of the kind separately.
             max_running: Most jobs of the scope running at once.
         """
         limit = admin_service_pb2.ConcurrencyLimit(

@@ -46,7 +46,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             if request.HasField("window")
             else _DEFAULT_WINDOW_US
         )
-        s = await self._engine.ops.stats(request.tenant_id, window)
+        category = convert.category_from_proto(request.category)
+        s = await self._engine.ops.stats(request.tenant_id, window, category)
         totals = s["totals"]
         age_us = s["oldest_pending_age_us"]
         return apb.GetStatsResponse(

@@ -276,12 +276,19 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
     )
 
 
+def category_from_proto(value: int, field: str = "category") -> int:
+    """A JobCategory number from a request (0: any), or INVALID_ARGUMENT."""
+    if value not in _CATEGORIES:
+        raise InvalidArgument(f"{field} {value} is not a known JobCategory")
+    return int(value)
+
+
 def scope_from_proto(s: apb.PauseScope) -> PauseScope:
     try:
         kind = PauseKind(s.kind)
     except ValueError:
         raise InvalidArgument(
-            "scope.kind must be TENANT, DEFINITION, INSTANCE or JOB_TYPE"
+            "scope.kind must be TENANT, DEFINITION, INSTANCE, JOB_TYPE or CATEGORY"
         ) from None
     return PauseScope(kind=kind, tenant_id=s.tenant_id, value=s.value)
 
@@ -304,7 +311,7 @@ def limit_from_proto(limit: apb.ConcurrencyLimit) -> ConcurrencyLimit:
         kind = LimitKind(limit.kind)
     except ValueError:
         raise InvalidArgument(
-            "limit.kind must be TENANT, JOB_TYPE, DEFINITION or CONCURRENCY_KEY"
+            "limit.kind must be TENANT, JOB_TYPE, DEFINITION, CONCURRENCY_KEY or CATEGORY"
         ) from None
     return ConcurrencyLimit(kind, limit.value, limit.max_running)
 

@@ -1,4 +1,4 @@
-"""What a caller may configure for a job: retry policy and timeouts.
+"""What a caller may configure for a job: retry policy, timeouts, a category scope.
 
 Every retry policy and timeout is checked before it is stored (enqueue,
 batch enqueue, job-type defaults), so the rules that compute with them never
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from coordinator.errors import InvalidArgument
-from coordinator.model import MAX_ATTEMPTS, RetryPolicy
+from coordinator.model import MAX_ATTEMPTS, JobCategory, RetryPolicy, parse_category
 
 # Largest backoff_multiplier: 100 ** n passes any max_backoff within a few attempts.
 MAX_BACKOFF_MULTIPLIER = 100.0
@@ -105,3 +105,18 @@ __all__ = [
     "check_retry_policy",
     "check_timeout",
 ]
+
+
+def category_value(text: str) -> str:
+    """A category named in a pause or limit, as stored: its number as text ("3").
+
+    Accepts the number, the name in any case or the proto name; anything else
+    (UNSPECIFIED included) is ``InvalidArgument`` listing the names.
+    """
+    category = parse_category(text)
+    if category is None or category == JobCategory.UNSPECIFIED:
+        names = ", ".join(c.label for c in JobCategory if c != JobCategory.UNSPECIFIED)
+        raise InvalidArgument(
+            f"value {text[:80]!r} is not a job category; use one of {names} (or its number)"
+        )
+    return str(int(category))

@@ -9,6 +9,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
@@ -28,6 +29,7 @@ from coordinator.model import (
     NewJob,
     PauseKind,
     RetryPolicy,
+    category_label,
 )
 
 log = logging.getLogger(__name__)
@@ -339,10 +341,9 @@ class Enqueue(Reads):
                 prepared.definition_id,
                 prepared.instance_id,
                 now,
+                prepared.category,
             )
-            names = ", ".join(
-                f"{PauseKind(p.kind).name.lower()} {p.value or p.tenant_id}" for p in pauses
-            )
+            names = ", ".join(_pause_text(p) for p in pauses)
             raise FailedPrecondition(
                 f"cannot run inline: paused ({names or 'a pause'}); "
                 "retry after unpause or set enqueue_if_paused to queue it"
@@ -360,12 +361,21 @@ class Enqueue(Reads):
         await self.reload_limits()
         running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
         full = [
-            f"{LimitKind(kind).name.lower()} {value}: {running.get((kind, value), 0)} "
+            f"{LimitKind(kind).name.lower()} "
+            f"{category_label(int(value)) if kind == LimitKind.CATEGORY else value}: "
+            f"{running.get((kind, value), 0)} "
             f"of {limit} running"
             for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
             if running.get((kind, value), 0) >= limit
         ]
         return "; ".join(full) or "a limit of its scope"
+
+
+def _pause_text(p: Any) -> str:
+    """What a stored pause names, for a message (a category by its name)."""
+    if p.kind == PauseKind.CATEGORY:
+        return f"category {category_label(int(p.value))}"
+    return f"{PauseKind(p.kind).name.lower()} {p.value or p.tenant_id}"
 
 
 def record_of_new(job: NewJob) -> JobRecord:

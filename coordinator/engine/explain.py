@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from coordinator.model import Candidate, JobRow, JobStatus, LimitKind, PauseKind
+from coordinator.model import Candidate, JobRow, JobStatus, LimitKind, PauseKind, category_label
 
 if TYPE_CHECKING:
     from coordinator.engine.engine import Engine
@@ -44,7 +44,17 @@ _SCOPE_NAMES = {
     LimitKind.JOB_TYPE: "job type",
     LimitKind.DEFINITION: "definition",
     LimitKind.CONCURRENCY_KEY: "concurrency key",
+    LimitKind.CATEGORY: "category",
 }
+
+
+def pause_subject(kind: PauseKind, value: str) -> str:
+    """What a pause of ``kind`` on ``value`` holds back, as ExplainJob words it
+    ("definition d-1", "category integration")."""
+    if kind == PauseKind.CATEGORY and value.isdigit():
+        value = category_label(int(value))
+    # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
+    return f"{kind.name.lower().replace('_', ' ')} {value}"
 
 
 async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]]:
@@ -74,6 +84,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         row.definition_id,
         row.instance_id,
         now,
+        row.category,
     )
     for p in pauses:
         kind = PauseKind(p.kind)
@@ -84,9 +95,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
             text = f"tenant {row.tenant_id} is disabled {who}{why}{until}"
             reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
         else:
-            # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
-            scope = f"{kind.name.lower().replace('_', ' ')} {p.value}"
-            text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
+            text = f"{pause_subject(kind, p.value)} is paused {who}{why}{until} (pause {p.id})"
             reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
     if engine.limits:
         job = Candidate(
@@ -97,12 +106,15 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
             row.job_type,
             row.definition_id,
             row.concurrency_key,
+            row.category,
         )
         running = await engine.run_store(engine.store.job_running_counts, engine.limits.kinds)
         for (kind, value), limit in engine.limits.scopes_of(job):
             count = running.get((kind, value), 0)
             if count >= limit:
                 name = _SCOPE_NAMES[LimitKind(kind)]
+                if kind == LimitKind.CATEGORY:
+                    value = category_label(int(value))
                 reasons.append(
                     WaitReason(
                         "CONCURRENCY_LIMIT",

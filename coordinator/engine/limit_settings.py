@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.engine.bounds import check_retry_policy, check_timeout
+from coordinator.engine.bounds import category_value, check_retry_policy, check_timeout
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument
 from coordinator.model import ConcurrencyLimit, JobTypeDefaults, LimitKind
@@ -46,7 +46,11 @@ class LimitSettings(EngineCore):
         if limit.max_running < 0:
             raise InvalidArgument("max_running must be >= 0 (0 removes the limit)")
         if not limit.value:
-            raise InvalidArgument("value is required: a tenant, job type, definition, key or '*'")
+            raise InvalidArgument(
+                "value is required: a tenant, job type, definition, key, category or '*'"
+            )
+        if limit.kind == LimitKind.CATEGORY and limit.value != "*":
+            limit = ConcurrencyLimit(limit.kind, category_value(limit.value), limit.max_running)
         await self.run_store(
             self.store.limit_set,
             int(limit.kind),

@@ -1,6 +1,7 @@
 """Concurrency limits: never more RUNNING jobs in a scope than its limit.
 
-A limit names a scope kind (tenant, job type, definition, concurrency key) and
+A limit names a scope kind (tenant, job type, definition, concurrency key,
+category: its number as text) and
 a value, or ``"*"`` for "each value of that kind". A specific value's limit
 replaces the wildcard for that value. Limits hold cluster-wide: the store
 counts running jobs and leases inside one transaction that holds an advisory
@@ -21,12 +22,16 @@ WILDCARD = "*"
 
 
 def scope_value(kind: LimitKind, job: Candidate) -> str | None:
+    """The value of ``job`` in scopes of ``kind``, as the store's
+    ``LIMIT_COLUMNS`` expression for that kind reads it from the job row."""
     if kind == LimitKind.TENANT:
         return job.tenant_id
     if kind == LimitKind.JOB_TYPE:
         return job.job_type
     if kind == LimitKind.DEFINITION:
         return job.definition_id
+    if kind == LimitKind.CATEGORY:
+        return str(int(job.category))
     return job.concurrency_key
 
 
@@ -90,7 +95,11 @@ class LimitBook:
         }
         for key, count in running.items():
             limit = self.limit_for(key)
-            if limit is not None and count >= limit:
+            if limit is None or count < limit:
+                continue
+            if key[0] == int(LimitKind.CATEGORY):
+                out.categories.add(int(key[1]))
+            else:
                 targets[key[0]].add(key[1])
         return out
 

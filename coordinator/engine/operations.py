@@ -361,16 +361,18 @@ class Operations:
         ]
         return sorted(local + remote, key=lambda w: w.worker_id)
 
-    async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
+    async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
         """``Engine.stats`` with honest failure/retry counts, drain state, cluster workers.
 
         ``failures``: attempts that ended FAILED, LEASE_EXPIRED or TIMED_OUT in
         the window. ``retries``: those of them after which the job was tried
         again or is waiting to be (not its final attempt).
         """
-        stats = await self._engine.stats(tenant_id, window_us)
+        stats = await self._engine.stats(tenant_id, window_us, category)
         since = self._now() - window_us
-        failed, retried = await self._call(self._store.attempt_failure_counts, since, tenant_id)
+        failed, retried = await self._call(
+            self._store.attempt_failure_counts, since, tenant_id, category
+        )
         stats["failures"] = failed
         stats["retries"] = retried
         stats["draining"] = self.draining

@@ -1,5 +1,5 @@
 """Pauses and weights: pausing and unpausing a scope (tenant, job type,
-definition, instance), listing pauses, and tenant weights for fair share.
+definition, instance, category), listing pauses, and tenant weights for fair share.
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import new_id
@@ -21,7 +22,7 @@ class Pauses(EngineCore):
     async def pause(
         self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
     ) -> Any:
-        _check_scope(scope)
+        scope = _check_scope(scope)
         now = self.clock.now_us()
         if expires_at is not None and expires_at <= now:
             raise InvalidArgument("expire_time must be in the future")
@@ -33,7 +34,7 @@ class Pauses(EngineCore):
         return record
 
     async def unpause(self, scope: PauseScope, actor: str) -> list[Any]:
-        _check_scope(scope)
+        scope = _check_scope(scope)
         lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
         if not lifted:
             raise NotFound(f"no active pause on {scope.kind.name.lower()} {_scope_text(scope)}")
@@ -57,7 +58,8 @@ class Pauses(EngineCore):
         self.fair.set_weights({tenant_id: weight})
 
 
-def _check_scope(scope: PauseScope) -> None:
+def _check_scope(scope: PauseScope) -> PauseScope:
+    """The scope as stored (a category by its number), or InvalidArgument."""
     if scope.kind == PauseKind.TENANT:
         if not scope.tenant_id:
             raise InvalidArgument("a tenant pause needs tenant_id")
@@ -65,6 +67,9 @@ def _check_scope(scope: PauseScope) -> None:
             raise InvalidArgument("a tenant pause takes no value; put the tenant in tenant_id")
     elif not scope.value:
         raise InvalidArgument(f"a {scope.kind.name.lower()} pause needs value (the id to pause)")
+    elif scope.kind == PauseKind.CATEGORY:
+        return PauseScope(scope.kind, scope.tenant_id, category_value(scope.value))
+    return scope
 
 
 def _scope_text(scope: PauseScope) -> str:

@@ -82,11 +82,11 @@ class Reads(EngineCore):
             finally:
                 self.attempts.waiters.done_with(job_id, event)
 
-    async def stats(self, tenant_id: str, window_us: int) -> dict[str, Any]:
+    async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
         now = self.clock.now_us()
-        counts = await self.run_store(self.store.job_count_by_status, tenant_id)
-        oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id)
-        recent = await self.run_store(self.store.attempt_outcome_counts, now - window_us)
+        counts = await self.run_store(self.store.job_count_by_status, tenant_id, category)
+        oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id, category)
+        recent = await self.run_store(self.store.attempt_outcome_counts, now - window_us, category)
         totals = dict.fromkeys(JobStatus, 0)
         for row in counts:
             totals[JobStatus(row.status)] += row.n

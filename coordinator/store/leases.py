@@ -155,6 +155,7 @@ class LeaseQueries(StoreBase):
             "x_tenants": sorted(ex.tenants),
             "x_definitions": sorted(ex.definitions),
             "x_keys": sorted(ex.concurrency_keys),
+            "x_categories": sorted(ex.categories),
             "only_tenants": sorted(tenants or ()),
         }
         if not params["types"]:
@@ -163,16 +164,18 @@ class LeaseQueries(StoreBase):
         if self.is_postgres:
             sql = f"""
                 SELECT j.id, j.tenant_id, j.priority, j.due_at, j.job_type, j.definition_id,
-                       j.concurrency_key
+                       j.concurrency_key, j.category
                 FROM wfj_lanes l
                 CROSS JOIN LATERAL (
-                    SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
+                    SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key,
+                           category
                     FROM wfj_jobs x
                     WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                       AND x.definition_id = l.definition_id
                       AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
                       AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
+                      AND NOT x.category = ANY(:x_categories)
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
@@ -195,16 +198,20 @@ class LeaseQueries(StoreBase):
         )
         job_sql = sa.text(
             f"""
-            SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key
+            SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key,
+                   category
             FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
             WHERE x.tenant_id = :tenant AND x.job_type = :job_type
               AND x.definition_id = :definition AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
               AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
+              AND x.category NOT IN :x_categories
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
             """
-        ).bindparams(sa.bindparam("x_keys", expanding=True))
+        ).bindparams(
+            sa.bindparam("x_keys", expanding=True), sa.bindparam("x_categories", expanding=True)
+        )
         out: list[Candidate] = []
         with self.tx() as conn:
             for tenant, job_type, definition in conn.execute(lane_sql, params).all():
@@ -217,6 +224,7 @@ class LeaseQueries(StoreBase):
                         "now": now,
                         "per_lane": per_lane,
                         "x_keys": params["x_keys"],
+                        "x_categories": params["x_categories"],
                     },
                 )
                 out.extend(Candidate(*r) for r in rows)

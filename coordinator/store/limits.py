@@ -40,12 +40,17 @@ LIMIT_GATE = "wfj.concurrency_limits"
 LIMIT_GATE_SHARE_SQL = "SELECT value FROM wfj_cluster_flags WHERE name = :gate FOR KEY SHARE"
 
 
-# The job column each concurrency limit kind counts running jobs by.
+# The SQL expression over a job row whose text value each concurrency limit
+# kind counts running jobs by (the engine's ``scope_value`` gives the same
+# value for a candidate). Adding a limit scope is a ``LimitKind`` member, its
+# entry here and its case in ``scope_value``.
 LIMIT_COLUMNS: dict[int, str] = {
     LimitKind.TENANT: "tenant_id",
     LimitKind.JOB_TYPE: "job_type",
     LimitKind.DEFINITION: "definition_id",
     LimitKind.CONCURRENCY_KEY: "concurrency_key",
+    # The category's number as text ("3": integration).
+    LimitKind.CATEGORY: "CAST(category AS TEXT)",
 }
 
 

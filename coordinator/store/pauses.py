@@ -4,7 +4,9 @@ Pause matching is written once, here: ``PAUSE_COLUMNS`` says which job column
 each ``PauseKind`` matches, ``pause_covers`` turns that into SQL, and every
 query that honours pauses (acquisition, direct dispatch, inline runs,
 ``pauses_covering``) is built from it. Adding a pause scope is a new
-``PauseKind`` member and its entry in ``PAUSE_COLUMNS``.
+``PauseKind`` member and its entry in ``PAUSE_COLUMNS`` (a column holding
+numbers also goes in ``NUMERIC_COLUMNS``: a pause's value is text, so the job's
+value is compared as text).
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ PAUSE_COLUMNS: dict[PauseKind, str | None] = {
     PauseKind.DEFINITION: "definition_id",
     PauseKind.INSTANCE: "instance_id",
     PauseKind.JOB_TYPE: "job_type",
+    # The value is the category's number as text ("3": integration).
+    PauseKind.CATEGORY: "category",
 }
+
+
+# Job columns of PAUSE_COLUMNS that hold numbers: compared to a pause's value
+# as text (CAST(... AS TEXT) writes an integer in decimal on both dialects).
+NUMERIC_COLUMNS = frozenset({"category"})
 
 
 ALL_PAUSE_KINDS = tuple(PAUSE_COLUMNS)
@@ -66,6 +75,8 @@ def pause_covers(
         column = PAUSE_COLUMNS[kind]
         if column is None:
             matches.append(f"p.kind = {int(kind)}")
+        elif column in NUMERIC_COLUMNS:
+            matches.append(f"(p.kind = {int(kind)} AND p.value = CAST({subject(column)} AS TEXT))")
         else:
             matches.append(f"(p.kind = {int(kind)} AND p.value = {subject(column)})")
     return (
@@ -177,7 +188,13 @@ class PauseQueries(StoreBase):
             ).scalar()
 
     def pauses_covering(
-        self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
+        self,
+        tenant_id: str,
+        job_type: str,
+        definition_id: str,
+        instance_id: str,
+        now: int,
+        category: int = 0,
     ) -> list[Any]:
         """Active pauses that hold back a job with these attributes."""
         covers = sa.text(f"{ACTIVE_PAUSE} AND {pause_covers(lambda column: ':' + column)}")
@@ -187,6 +204,7 @@ class PauseQueries(StoreBase):
             "job_type": job_type,
             "definition_id": definition_id,
             "instance_id": instance_id,
+            "category": int(category),
         }
         query = sa.select(_p).where(covers).order_by(_p.c.created_at, _p.c.id)
         with self.tx() as conn:

@@ -236,7 +236,13 @@ class Store(Protocol):
     def pause_next_expiry(self, now: int) -> int | None: ...
     # Active pauses that hold back a job with these attributes.
     def pauses_covering(
-        self, tenant_id: str, job_type: str, definition_id: str, instance_id: str, now: int
+        self,
+        tenant_id: str,
+        job_type: str,
+        definition_id: str,
+        instance_id: str,
+        now: int,
+        category: int = 0,
     ) -> list[Any]: ...
 
     # -- limits, tenant weights, job type defaults (limits.py) ---------------------------
@@ -286,16 +292,20 @@ class Store(Protocol):
     # -- stats (stats.py) ----------------------------------------------------------------
 
     # (tenant, job type, status, count) rows.
-    def job_count_by_status(self, tenant_id: str = "") -> list[Any]: ...
+    def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[Any]: ...
     # The due time of the oldest due PENDING job.
-    def job_oldest_pending_due(self, now: int, tenant_id: str = "") -> int | None: ...
+    def job_oldest_pending_due(
+        self, now: int, tenant_id: str = "", category: int = 0
+    ) -> int | None: ...
     # Due PENDING jobs of the tenant that acquisition orders before this one.
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
     ) -> int: ...
-    # Attempts ended since ``since``, counted by outcome.
-    def attempt_outcome_counts(self, since: int) -> dict[int, int]: ...
+    # Attempts ended since ``since``, counted by outcome (of one category when given).
+    def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]: ...
     # (tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]: ...
     # (failed attempts, retried attempts) that ended since ``since``.
-    def attempt_failure_counts(self, since: int, tenant_id: str = "") -> tuple[int, int]: ...
+    def attempt_failure_counts(
+        self, since: int, tenant_id: str = "", category: int = 0
+    ) -> tuple[int, int]: ...

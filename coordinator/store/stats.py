@@ -23,23 +23,29 @@ log = logging.getLogger(__name__)
 class StatsQueries(StoreBase):
     """Aggregates over ``wfj_jobs`` and ``wfj_job_attempts``."""
 
-    def job_count_by_status(self, tenant_id: str = "") -> list[Any]:
-        """(tenant, job type, status, count) rows."""
+    def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[Any]:
+        """(tenant, job type, status, count) rows (of one category when given)."""
         query = sa.select(
             jobs.c.tenant_id, jobs.c.job_type, jobs.c.status, sa.func.count().label("n")
         ).group_by(jobs.c.tenant_id, jobs.c.job_type, jobs.c.status)
         if tenant_id:
             query = query.where(jobs.c.tenant_id == tenant_id)
+        if category:
+            query = query.where(jobs.c.category == int(category))
         with self.tx() as conn:
             return list(conn.execute(query))
 
-    def job_oldest_pending_due(self, now: int, tenant_id: str = "") -> int | None:
+    def job_oldest_pending_due(
+        self, now: int, tenant_id: str = "", category: int = 0
+    ) -> int | None:
         """Due time of the oldest job that is due and still PENDING."""
         query = sa.select(sa.func.min(jobs.c.due_at)).where(
             jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now
         )
         if tenant_id:
             query = query.where(jobs.c.tenant_id == tenant_id)
+        if category:
+            query = query.where(jobs.c.category == int(category))
         with self.tx() as conn:
             return conn.execute(query).scalar()
 
@@ -65,18 +71,25 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             return int(conn.execute(sql, params).scalar() or 0)
 
-    def attempt_outcome_counts(self, since: int) -> dict[int, int]:
-        """Attempts ended since ``since``, counted by outcome."""
+    def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]:
+        """Attempts ended since ``since``, counted by outcome (of jobs of one
+        category when given)."""
         query = (
             sa.select(job_attempts.c.outcome, sa.func.count())
             .where(job_attempts.c.ended_at >= since)
             .group_by(job_attempts.c.outcome)
         )
+        if category:
+            query = query.where(
+                job_attempts.c.job_id.in_(
+                    sa.select(jobs.c.id).where(jobs.c.category == int(category))
+                )
+            )
         with self.tx() as conn:
             return {o: n for o, n in conn.execute(query)}
 
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]:
-        """(tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
+        """(tenant, job type, category, count, oldest due time) of PENDING jobs due by ``now``.
 
         Reads only PENDING rows (through the partial ready index), never the
         finished ones; telemetry caches the answer for several seconds.
@@ -85,16 +98,19 @@ class StatsQueries(StoreBase):
             sa.select(
                 jobs.c.tenant_id,
                 jobs.c.job_type,
+                jobs.c.category,
                 sa.func.count().label("n"),
                 sa.func.min(jobs.c.due_at).label("oldest_due_at"),
             )
             .where(jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now)
-            .group_by(jobs.c.tenant_id, jobs.c.job_type)
+            .group_by(jobs.c.tenant_id, jobs.c.job_type, jobs.c.category)
         )
         with self.tx() as conn:
             return list(conn.execute(query))
 
-    def attempt_failure_counts(self, since: int, tenant_id: str = "") -> tuple[int, int]:
+    def attempt_failure_counts(
+        self, since: int, tenant_id: str = "", category: int = 0
+    ) -> tuple[int, int]:
         """(failed attempts, retried attempts) that ended since ``since``.
 
         A failed attempt ended FAILED, LEASE_EXPIRED or TIMED_OUT. It counts as
@@ -116,6 +132,8 @@ class StatsQueries(StoreBase):
         )
         if tenant_id:
             query = query.where(j.c.tenant_id == tenant_id)
+        if category:
+            query = query.where(j.c.category == int(category))
         with self.tx() as conn:
             failed, retried = conn.execute(query).one()
         return int(failed), int(retried)

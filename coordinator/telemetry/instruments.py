@@ -1,11 +1,12 @@
 """OpenTelemetry-backed engine hooks: the coordinator's metric instruments and chore spans.
 
-Design note. Counters are labelled by ``tenant`` and ``job_type`` only, so the
-number of series is bounded by the lanes in use, never by jobs. Outcomes are
+Design note. Counters are labelled by ``tenant``, ``job_type`` and ``category``
+(the job category's lower-case name) only, so the number of series is bounded
+by the lanes in use times the six categories, never by jobs. Outcomes are
 reported by job id; the tenant and type of a job are remembered when it is
 leased here (a bounded map, oldest entries dropped first) and looked up when
 its outcome arrives. An outcome for a job leased by another replica, or before
-a restart, is counted with ``tenant="unknown"``/``job_type="unknown"``.
+a restart, is counted with ``tenant``, ``job_type`` and ``category`` "unknown".
 
 Queue depth and oldest pending age come from one grouped query over PENDING
 rows (``job_backlog_by_tenant_type``), run by the scrape or export thread at
@@ -26,8 +27,18 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from coordinator.model import AttemptEnd, AttemptOutcome, JobRow, JobStatus, NewJob
+from coordinator.model import (
+    AttemptEnd,
+    AttemptOutcome,
+    JobRow,
+    JobStatus,
+    NewJob,
+    category_label,
+)
 from coordinator.telemetry.hooks import EngineTelemetry
+
+# The labels of a job's series: (tenant, job type, category name).
+Lane = tuple[str, str, str]
 
 log = logging.getLogger(__name__)
 
@@ -156,51 +167,48 @@ class OtelEngineTelemetry(EngineTelemetry):
 
     # -- labels ----------------------------------------------------------------------------
 
-    def _remember(self, job_id: str, tenant: str, job_type: str) -> None:
+    def _remember(self, job_id: str, lane: Lane) -> None:
         labels = self._labels
         if len(labels) >= MAX_REMEMBERED:
             del labels[next(iter(labels))]
-        labels[job_id] = (tenant, job_type)
+        labels[job_id] = lane
 
-    def _lane(self, job_id: str, keep: bool = False) -> tuple[str, str]:
+    def _lane(self, job_id: str, keep: bool = False) -> Lane:
         labels = self._labels.get(job_id) if keep else self._labels.pop(job_id, None)
-        return labels or (UNKNOWN, UNKNOWN)
+        return labels or (UNKNOWN, UNKNOWN, UNKNOWN)
 
     # -- hooks -----------------------------------------------------------------------------
 
     def enqueued(self, jobs: Sequence[NewJob], results: Sequence[tuple[str, bool, int]]) -> None:
         if self._meter is None:
             return
-        counts: dict[tuple[str, str], int] = {}
+        counts: dict[Lane, int] = {}
         for job, (_, deduplicated, _) in zip(jobs, results, strict=False):
             if not deduplicated:
-                key = (job.tenant_id, job.job_type)
+                key = (job.tenant_id, job.job_type, category_label(job.category))
                 counts[key] = counts.get(key, 0) + 1
-        for (tenant, job_type), n in counts.items():
-            self.enqueued_total.add(n, {"tenant": tenant, "job_type": job_type})
+        for lane, n in counts.items():
+            self.enqueued_total.add(n, _attributes(lane))
 
     def leased(self, rows: Sequence[JobRow], now: int) -> None:
         if self._meter is None:
             return
-        counts: dict[tuple[str, str], int] = {}
+        counts: dict[Lane, int] = {}
         for row in rows:
-            key = (row.tenant_id, row.job_type)
+            key = (row.tenant_id, row.job_type, category_label(row.category))
             counts[key] = counts.get(key, 0) + 1
-            self._remember(row.id, row.tenant_id, row.job_type)
+            self._remember(row.id, key)
             eligible = max(row.created_at or 0, row.due_at or 0)
             if eligible:
-                self.start_latency.record(
-                    max(0, now - eligible) / 1_000_000,
-                    {"tenant": row.tenant_id, "job_type": row.job_type},
-                )
-        for (tenant, job_type), n in counts.items():
-            self.started_total.add(n, {"tenant": tenant, "job_type": job_type})
+                self.start_latency.record(max(0, now - eligible) / 1_000_000, _attributes(key))
+        for lane, n in counts.items():
+            self.started_total.add(n, _attributes(lane))
 
     def outcomes(self, completed: Collection[str], ends: Mapping[str, AttemptEnd]) -> None:
         if self._meter is None:
             return
         # One add per counter and lane per batch: the SDK's add costs microseconds.
-        counts: dict[tuple[Any, tuple[str, str]], int] = {}
+        counts: dict[tuple[Any, Lane], int] = {}
         for job_id in completed:
             key = (self.completed_total, self._lane(job_id))
             counts[key] = counts.get(key, 0) + 1
@@ -212,7 +220,7 @@ class OtelEngineTelemetry(EngineTelemetry):
     def reaped(self, ends: Sequence[AttemptEnd]) -> None:
         if self._meter is None:
             return
-        counts: dict[tuple[Any, tuple[str, str]], int] = {}
+        counts: dict[tuple[Any, Lane], int] = {}
         for end in ends:
             lane = self._lane(end.job_id)
             for counter in (self.lease_expired_total, self._counter_for(end)):
@@ -278,13 +286,13 @@ class OtelEngineTelemetry(EngineTelemetry):
 
     def _observe_depth(self, options: CallbackOptions) -> Iterable[Observation]:
         for row in self._backlog_rows():
-            yield Observation(row.n, {"tenant": row.tenant_id, "job_type": row.job_type})
+            yield Observation(row.n, _attributes(_backlog_lane(row)))
 
     def _observe_oldest_age(self, options: CallbackOptions) -> Iterable[Observation]:
         now = self._engine.clock.now_us()
         for row in self._backlog_rows():
             age = max(0, now - row.oldest_due_at) / 1_000_000
-            yield Observation(age, {"tenant": row.tenant_id, "job_type": row.job_type})
+            yield Observation(age, _attributes(_backlog_lane(row)))
 
     def _sessions(self) -> list[Any]:
         # Read from the scrape thread while the event loop may change the dict.
@@ -302,9 +310,18 @@ class OtelEngineTelemetry(EngineTelemetry):
         yield Observation(sum(s.credits for s in self._sessions() if not s.closed))
 
 
-def _add_all(counts: Mapping[tuple[Any, tuple[str, str]], int]) -> None:
-    for (counter, (tenant, job_type)), n in counts.items():
-        counter.add(n, {"tenant": tenant, "job_type": job_type})
+def _attributes(lane: Lane) -> dict[str, str]:
+    tenant, job_type, category = lane
+    return {"tenant": tenant, "job_type": job_type, "category": category}
+
+
+def _backlog_lane(row: Any) -> Lane:
+    return (row.tenant_id, row.job_type, category_label(row.category))
+
+
+def _add_all(counts: Mapping[tuple[Any, Lane], int]) -> None:
+    for (counter, lane), n in counts.items():
+        counter.add(n, _attributes(lane))
 
 
 __all__ = ["OtelEngineTelemetry"]

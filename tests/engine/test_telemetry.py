@@ -174,3 +174,35 @@ def test_single_enqueues_committed_together_are_counted(store_url: str) -> None:
             seen.close()
 
     run(store_url, scenario)
+
+
+def test_job_series_carry_the_category_label(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        seen = Observed(h)
+        try:
+            job_id = await h.enqueue(category=3)
+            await h.enqueue(category=4)
+            await h.enqueue()
+
+            def by_category(name: str) -> dict[str, Any]:
+                out: dict[str, Any] = {}
+                data = seen.reader.get_metrics_data()
+                for resource in data.resource_metrics if data else ():
+                    for scope in resource.scope_metrics:
+                        for metric in scope.metrics:
+                            if metric.name == name:
+                                for point in metric.data.data_points:
+                                    out[point.attributes["category"]] = point.value
+                return out
+
+            expected = {"integration": 1, "maintenance": 1, "unspecified": 1}
+            assert by_category("wfjobs.jobs.enqueued") == expected
+            assert by_category("wfjobs.queue.depth") == expected
+            leased = dict((row.id, token) for row, token in await h.lease())
+            assert by_category("wfjobs.jobs.started") == expected
+            await h.engine.report([Completion(job_id, leased[job_id])])
+            assert by_category("wfjobs.jobs.completed") == {"integration": 1}
+        finally:
+            seen.close()
+
+    run(store_url, scenario)

@@ -20,7 +20,8 @@ def _scope(kind: PauseKind, job, tenant_id: str = "") -> PauseScope:
     column = PAUSE_COLUMNS[kind]
     if column is None:
         return PauseScope(kind, job.tenant_id)
-    return PauseScope(kind, tenant_id, getattr(job, column))
+    # A pause's value is text: a numeric column (category) is named by its number.
+    return PauseScope(kind, tenant_id, str(getattr(job, column)))
 
 
 @pytest.mark.parametrize("kind", list(PauseKind), ids=lambda k: k.name)
@@ -28,10 +29,18 @@ def test_a_pause_of_each_kind_holds_back_the_job_it_covers_and_no_other(
     store: Store, kind: PauseKind
 ) -> None:
     covered = make_job(
-        tenant_id="t-covered", job_type="noop", definition_id="def-a", instance_id="inst-a"
+        tenant_id="t-covered",
+        job_type="noop",
+        definition_id="def-a",
+        instance_id="inst-a",
+        category=3,
     )
     other = make_job(
-        tenant_id="t-other", job_type="other-type", definition_id="def-b", instance_id="inst-b"
+        tenant_id="t-other",
+        job_type="other-type",
+        definition_id="def-b",
+        instance_id="inst-b",
+        category=4,
     )
     store.job_insert_many([covered, other])
     scope = _scope(kind, covered)
@@ -41,7 +50,12 @@ def test_a_pause_of_each_kind_holds_back_the_job_it_covers_and_no_other(
         return [
             p.id
             for p in store.pauses_covering(
-                job.tenant_id, job.job_type, job.definition_id, job.instance_id, T0
+                job.tenant_id,
+                job.job_type,
+                job.definition_id,
+                job.instance_id,
+                T0,
+                category=job.category,
             )
         ]
 

@@ -32,6 +32,8 @@ from .output import (
     duration_text,
     enum_name,
     job_json,
+    limit_kind_text,
+    limit_value_text,
     message_dict,
     payload_text,
     scope_text,
@@ -81,7 +83,8 @@ EXIT_BY_CODE = {
 }
 
 _STATUSES = ("pending", "running", "completed", "faulted", "cancelled")
-_PAUSE_KINDS = ("tenant", "definition", "instance", "job-type")
+_PAUSE_KINDS = ("tenant", "definition", "instance", "job-type", "category")
+_LIMIT_KINDS = ("tenant", "job-type", "definition", "concurrency-key", "category")
 
 
 class UsageError(Exception):
@@ -514,6 +517,41 @@ class Commands:
         )
         return EXIT_OK
 
+    # concurrency limits ------------------------------------------------------------------------
+
+    def limits_list(self) -> int:
+        limits = self.admin.list_concurrency_limits()
+        if self.out.as_json:
+            self.out.json({"limits": [message_dict(x) for x in limits]})
+            return EXIT_OK
+        self.out.table(
+            ["KIND", "VALUE", "MAX RUNNING", "RUNNING"],
+            [
+                (
+                    limit_kind_text(x.kind),
+                    limit_value_text(x.kind, x.value),
+                    x.max_running,
+                    x.running,
+                )
+                for x in limits
+            ],
+        )
+        return EXIT_OK
+
+    def limits_set(self) -> int:
+        a = self.args
+        if a.max_running < 0:
+            raise UsageError("MAX_RUNNING must be 0 (remove the limit) or more")
+        kind = a.kind.replace("-", "_")
+        self.admin.set_concurrency_limit(kind, a.value, a.max_running)
+        if self.out.as_json:
+            self.out.json({"kind": kind, "value": a.value, "max_running": a.max_running})
+        elif a.max_running:
+            self.out.line(f"at most {a.max_running} running for {a.kind} {a.value}")
+        else:
+            self.out.line(f"removed the concurrency limit of {a.kind} {a.value}")
+        return EXIT_OK
+
     # drain, stats, workers ---------------------------------------------------------------------
 
     def drain(self) -> int:
@@ -545,7 +583,9 @@ class Commands:
         return EXIT_OK
 
     def stats(self) -> int:
-        s = self.admin.get_stats(tenant_id=self.args.tenant, window=self.args.window)
+        s = self.admin.get_stats(
+            tenant_id=self.args.tenant, window=self.args.window, category=self.args.category
+        )
         if self.out.as_json:
             self.out.json(message_dict(s))
             return EXIT_OK
@@ -648,6 +688,7 @@ class Commands:
                 execution_timeout=a.execution_timeout,
                 heartbeat_timeout=a.heartbeat_timeout,
                 idempotency_key=a.idempotency_key,
+                category=a.category,
             )
             if a.wait is None:
                 return self._enqueued(job)
@@ -789,15 +830,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id", help="the job's id")
 
     for name, text in (
-        ("pause", "pause a tenant, definition, instance or job type"),
-        ("unpause", "lift the pauses of a tenant, definition, instance or job type"),
+        ("pause", "pause a tenant, definition, instance, job type or job category"),
+        ("unpause", "lift the pauses of a tenant, definition, instance, job type or category"),
     ):
         p = add(sub, name, name, text)
         p.add_argument(
             "kind", choices=_PAUSE_KINDS, help="what to pause: " + ", ".join(_PAUSE_KINDS)
         )
         p.add_argument(
-            "value", nargs="?", default="", help="tenant id, definition id, instance id or job type"
+            "value",
+            nargs="?",
+            default="",
+            help="tenant id, definition id, instance id, job type or category "
+            "(continuation, activity_work, integration, maintenance, custom)",
         )
         p.add_argument("--tenant", default="", help="limit the pause to one tenant")
         p.add_argument("--actor", default=os.environ.get("USER", ""), help="who (default $USER)")
@@ -829,8 +874,26 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--cluster", action="store_true", help="lift the cluster-wide drain")
     group.add_argument("--worker", metavar="WORKER_ID", help="one worker drained with --worker")
 
+    limits = sub.add_parser("limits", help="concurrency limits: list and set")
+    lsub = limits.add_subparsers(dest="limits_command", required=True, metavar="ACTION")
+    add(lsub, "list", "limits_list", "every concurrency limit with its running count")
+    p = add(lsub, "set", "limits_set", "limit running jobs of a scope cluster-wide (0 removes)")
+    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
+    p.add_argument(
+        "value",
+        help="tenant id, job type, definition id, concurrency key or category name; "
+        "'*' limits each value of the kind separately",
+    )
+    p.add_argument("max_running", type=int, help="most running at once; 0 removes the limit")
+
     p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
     p.add_argument("--tenant", default="", help="only this tenant's jobs")
+    p.add_argument(
+        "--category",
+        default=None,
+        help="only jobs of this category (continuation, activity_work, integration, "
+        "maintenance or custom)",
+    )
     p.add_argument(
         "--window",
         type=parse_duration,
@@ -888,6 +951,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--idempotency-key",
         default=None,
         help="enqueueing the same key again (same tenant) returns the same job",
+    )
+    p.add_argument(
+        "--category",
+        default=None,
+        help="continuation, activity_work, integration, maintenance or custom",
     )
     p.add_argument(
         "--wait",

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from worker_sdk import JobView
 from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import job_pb2 as jpb
 
 __all__ = [
     "Output",
@@ -24,6 +25,8 @@ __all__ = [
     "job_json",
     "message_dict",
     "payload_json",
+    "limit_kind_text",
+    "limit_value_text",
     "payload_text",
     "scope_text",
     "time_text",
@@ -154,9 +157,28 @@ def duration_text(start: datetime | None, end: datetime | None) -> str | None:
     return f"{(end - start).total_seconds():.3f}s"
 
 
+def _category_name(value: str) -> str:
+    """A category stored by its number ("3") as its name ("integration")."""
+    if value.isdigit() and int(value) in jpb.JobCategory.values():
+        return jpb.JobCategory.Name(int(value)).removeprefix("JOB_CATEGORY_").lower()
+    return value
+
+
 def scope_text(scope: Any) -> str:
     kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
     if kind == "tenant":
         return f"tenant {scope.tenant_id}"
     where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
-    return f"{kind.replace('_', '-')} {scope.value}{where}"
+    value = _category_name(scope.value) if kind == "category" else scope.value
+    return f"{kind.replace('_', '-')} {value}{where}"
+
+
+def limit_kind_text(kind: int) -> str:
+    """A ``LimitScopeKind`` as the CLI names it (``concurrency-key``)."""
+    name = apb.LimitScopeKind.Name(kind).removeprefix("LIMIT_SCOPE_KIND_")
+    return name.lower().replace("_", "-")
+
+
+def limit_value_text(kind: int, value: str) -> str:
+    """A limit's value; a category's by its name."""
+    return _category_name(value) if kind == apb.LIMIT_SCOPE_KIND_CATEGORY else value

@@ -23,6 +23,7 @@ PAUSE_KINDS = (
     ("definition", "definition"),
     ("instance", "instance"),
     ("job_type", "job type"),
+    ("category", "category"),
     ("tenant", "tenant (disables it)"),
 )
 LIMIT_KINDS = (
@@ -30,6 +31,7 @@ LIMIT_KINDS = (
     ("job_type", "job type"),
     ("definition", "definition"),
     ("concurrency_key", "concurrency key"),
+    ("category", "category"),
 )
 NAV = (
     ("/", "Overview"),

@@ -19,6 +19,7 @@ class PauseScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PAUSE_SCOPE_KIND_DEFINITION: _ClassVar[PauseScopeKind]
     PAUSE_SCOPE_KIND_INSTANCE: _ClassVar[PauseScopeKind]
     PAUSE_SCOPE_KIND_JOB_TYPE: _ClassVar[PauseScopeKind]
+    PAUSE_SCOPE_KIND_CATEGORY: _ClassVar[PauseScopeKind]
 
 class LimitScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -27,16 +28,19 @@ class LimitScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LIMIT_SCOPE_KIND_JOB_TYPE: _ClassVar[LimitScopeKind]
     LIMIT_SCOPE_KIND_DEFINITION: _ClassVar[LimitScopeKind]
     LIMIT_SCOPE_KIND_CONCURRENCY_KEY: _ClassVar[LimitScopeKind]
+    LIMIT_SCOPE_KIND_CATEGORY: _ClassVar[LimitScopeKind]
 PAUSE_SCOPE_KIND_UNSPECIFIED: PauseScopeKind
 PAUSE_SCOPE_KIND_TENANT: PauseScopeKind
 PAUSE_SCOPE_KIND_DEFINITION: PauseScopeKind
 PAUSE_SCOPE_KIND_INSTANCE: PauseScopeKind
 PAUSE_SCOPE_KIND_JOB_TYPE: PauseScopeKind
+PAUSE_SCOPE_KIND_CATEGORY: PauseScopeKind
 LIMIT_SCOPE_KIND_UNSPECIFIED: LimitScopeKind
 LIMIT_SCOPE_KIND_TENANT: LimitScopeKind
 LIMIT_SCOPE_KIND_JOB_TYPE: LimitScopeKind
 LIMIT_SCOPE_KIND_DEFINITION: LimitScopeKind
 LIMIT_SCOPE_KIND_CONCURRENCY_KEY: LimitScopeKind
+LIMIT_SCOPE_KIND_CATEGORY: LimitScopeKind
 
 class AdminServiceGetJobRequest(_message.Message):
     __slots__ = ("job_id",)
@@ -95,12 +99,14 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
-    __slots__ = ("tenant_id", "window")
+    __slots__ = ("tenant_id", "window", "category")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     window: _duration_pb2.Duration
-    def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    category: _job_pb2.JobCategory
+    def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ...) -> None: ...
 
 class StatusCount(_message.Message):
     __slots__ = ("tenant_id", "job_type", "status", "count")
