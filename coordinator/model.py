@@ -532,6 +532,8 @@ class WorkerRecord:
     slots: int
     connected_at: int
     draining: bool = False
+    # The tenants the worker's credential covers; None: every tenant.
+    tenants: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

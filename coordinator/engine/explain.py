@@ -8,7 +8,8 @@ except for races with changes made while it is being computed.
 Workers are judged from the cluster view (``Operations.list_workers``: this
 coordinator's streams plus the worker registry every replica writes), so the
 answer is the same whichever replica is asked: a worker connected to another
-replica serves the job type, and a drained worker anywhere is named.
+replica serves the job type, and a drained worker anywhere is named. A worker
+serves a job only if its credential's tenant scope covers the job's tenant.
 """
 
 from __future__ import annotations
@@ -123,8 +124,21 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
                         limit=limit,
                     )
                 )
-    serving = [w for w in await engine.ops.list_workers() if row.job_type in w.job_types]
-    if not serving:
+    of_type = [w for w in await engine.ops.list_workers() if row.job_type in w.job_types]
+    # A worker whose credential is scoped to other tenants never gets this job.
+    serving = [w for w in of_type if w.serves(row.job_type, row.tenant_id)]
+    if not serving and of_type:
+        names = ", ".join(f"{w.worker_id} (tenants {', '.join(w.tenants or ())})" for w in of_type)
+        reasons.append(
+            WaitReason(
+                "NO_WORKER",
+                f"no connected worker on any coordinator serves job type {row.job_type!r} "
+                f"for tenant {row.tenant_id!r}: the workers serving the type are scoped to "
+                f"other tenants ({names}); start one whose credential covers tenant "
+                f"{row.tenant_id!r}",
+            )
+        )
+    elif not serving:
         reasons.append(
             WaitReason(
                 "NO_WORKER",

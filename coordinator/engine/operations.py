@@ -76,6 +76,12 @@ class WorkerView:
     last_seen_at: int
     credits: int
     draining: bool
+    # The tenants its credential covers; None: every tenant.
+    tenants: tuple[str, ...] | None = None
+
+    def serves(self, job_type: str, tenant_id: str) -> bool:
+        """True when this worker takes jobs of ``job_type`` for ``tenant_id``."""
+        return job_type in self.job_types and (self.tenants is None or tenant_id in self.tenants)
 
 
 class Operations:
@@ -340,12 +346,13 @@ class Operations:
     # -- workers and stats -----------------------------------------------------------
 
     async def list_workers(self) -> list[WorkerView]:
-        """Every connected worker of the cluster, by worker id.
+        """Every connected worker of the cluster, by worker id then coordinator.
 
         Workers of this coordinator are shown live (in-flight jobs, credits,
         drain state) and those of the others as last registered. Last seen
         comes from the registry for every worker, so every replica shows the
-        same time for the same worker.
+        same time for the same worker. Workers of different coordinators that
+        announce the same id are different workers: each is listed.
         """
         me = self._engine.coordinator_id
         rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
@@ -355,11 +362,8 @@ class Operations:
             row = registered.get(s.worker_id)
             seen = row.last_seen_at if row is not None else s.connected_at
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
-        seen_ids = {w.worker_id for w in local}
-        remote = [
-            _row_view(r) for r in rows if r.coordinator_id != me and r.worker_id not in seen_ids
-        ]
-        return sorted(local + remote, key=lambda w: w.worker_id)
+        remote = [_row_view(r) for r in rows if r.coordinator_id != me]
+        return sorted(local + remote, key=lambda w: (w.worker_id, w.coordinator_id))
 
     async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
         """``Engine.stats`` with honest failure/retry counts, drain state, cluster workers.
@@ -473,6 +477,7 @@ def _record(s: WorkerSession, draining: bool) -> WorkerRecord:
         slots=s.slots,
         connected_at=s.connected_at,
         draining=draining,
+        tenants=None if s.tenants is None else sorted(s.tenants),
     )
 
 
@@ -492,6 +497,7 @@ def _session_view(
         last_seen_at=last_seen_at,
         credits=s.credits,
         draining=told_to_drain,
+        tenants=None if s.tenants is None else tuple(sorted(s.tenants)),
     )
 
 
@@ -511,6 +517,7 @@ def _row_view(r: Any) -> WorkerView:
         last_seen_at=r.last_seen_at,
         credits=0,
         draining=bool(r.draining),
+        tenants=None if r.tenants is None else tuple(json.loads(r.tenants)),
     )
 
 

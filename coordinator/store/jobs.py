@@ -43,6 +43,7 @@ from coordinator.store.base import StoreBase, driver_sql, wake_payload
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
+    FINISHED_JOB,
     job_attempts,
     jobs,
     lanes,
@@ -787,8 +788,10 @@ class JobQueries(StoreBase):
         key of ``cutoffs`` and whose ``finished_at`` is before that status's cutoff.
 
         Statuses not in ``cutoffs`` are kept. The batch takes any eligible rows
-        (no ordering), so each call stops at ``limit`` rows. On PostgreSQL one
-        replica at a time purges (transaction-level advisory lock).
+        (no ordering), so each call stops at ``limit`` rows, found through the
+        partial index of finished jobs (``ix_wfj_jobs_finished``). On
+        PostgreSQL one replica at a time purges (transaction-level advisory
+        lock).
         """
         finished = {int(s) for s in FINISHED_STATUSES}
         clauses = [
@@ -806,7 +809,9 @@ class JobQueries(StoreBase):
                 if not got:
                     return 0
             ids = list(
-                conn.execute(sa.select(jobs.c.id).where(sa.or_(*clauses)).limit(limit)).scalars()
+                conn.execute(
+                    sa.select(jobs.c.id).where(sa.text(FINISHED_JOB), sa.or_(*clauses)).limit(limit)
+                ).scalars()
             )
             if not ids:
                 return 0

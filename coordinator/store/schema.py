@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from coordinator.model import JobStatus
+from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0006"
 
 metadata = sa.MetaData()
 
@@ -118,11 +118,13 @@ concurrency_limits = sa.Table(
     sa.Column("max_running", sa.Integer, nullable=False),
 )
 
+# One row per worker stream of each coordinator: keyed by (coordinator,
+# worker id), since workers on different replicas may announce the same id.
 workers = sa.Table(
     "wfj_workers",
     metadata,
+    sa.Column("coordinator_id", sa.Text, primary_key=True),
     sa.Column("worker_id", sa.Text, primary_key=True),
-    sa.Column("coordinator_id", sa.Text, nullable=False),
     sa.Column("hostname", sa.Text, nullable=False, server_default=""),
     sa.Column("pid", sa.Integer, nullable=False, server_default="0"),
     sa.Column("sdk_version", sa.Text, nullable=False, server_default=""),
@@ -132,6 +134,8 @@ workers = sa.Table(
     sa.Column("last_seen_at", sa.BigInteger, nullable=False),
     # Told to drain (by id, or because its coordinator or the cluster drains).
     sa.Column("draining", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The tenants its credential covers (a JSON list); NULL: every tenant.
+    sa.Column("tenants", sa.Text),
 )
 
 job_type_defaults = sa.Table(
@@ -175,6 +179,17 @@ sa.Index(
     unique=True,
     postgresql_where=jobs.c.idempotency_key.isnot(None),
     sqlite_where=jobs.c.idempotency_key.isnot(None),
+)
+# Finished jobs by status and finish time: what the retention purge scans.
+# Queries that want this index repeat FINISHED_JOB word for word, so that
+# both planners (SQLite's matches the term literally) see it applies.
+FINISHED_JOB = f"status IN ({', '.join(str(int(s)) for s in FINISHED_STATUSES)})"
+sa.Index(
+    "ix_wfj_jobs_finished",
+    jobs.c.status,
+    jobs.c.finished_at,
+    postgresql_where=sa.text(FINISHED_JOB),
+    sqlite_where=sa.text(FINISHED_JOB),
 )
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 

@@ -31,8 +31,9 @@ class WorkerQueries(StoreBase):
 
         Upserts every connected worker (``last_seen_at = now``: its stream is
         open, so it was alive within the transport keepalive) and deletes
-        this coordinator's other rows. Rows of a worker that reconnected to
-        another replica belong to that replica and are left alone. A record
+        this coordinator's other rows. Rows are keyed by (coordinator, worker
+        id): another replica's rows, even for the same worker id, are left
+        alone. A record
         the database refuses (e.g. a character it cannot store) is set aside
         and returned with its error; the others are written.
         """
@@ -57,15 +58,15 @@ class WorkerQueries(StoreBase):
                     "connected_at": w.connected_at,
                     "last_seen_at": now,
                     "draining": w.draining,
+                    "tenants": None if w.tenants is None else json.dumps(sorted(w.tenants)),
                 }
                 for w in connected
             ]
             stmt = insert.on_conflict_do_update(
-                index_elements=["worker_id"],
+                index_elements=["coordinator_id", "worker_id"],
                 set_={
                     name: insert.excluded[name]
                     for name in (
-                        "coordinator_id",
                         "hostname",
                         "pid",
                         "sdk_version",
@@ -74,6 +75,7 @@ class WorkerQueries(StoreBase):
                         "connected_at",
                         "last_seen_at",
                         "draining",
+                        "tenants",
                     )
                 },
             )
@@ -98,11 +100,12 @@ class WorkerQueries(StoreBase):
             return conn.execute(workers.delete().where(workers.c.last_seen_at < before)).rowcount
 
     def worker_list(self, seen_since: int = 0) -> list[Any]:
-        """Registered workers seen at or after ``seen_since``, by worker id."""
+        """Registered workers seen at or after ``seen_since``, by worker id
+        (then coordinator)."""
         query = (
             sa.select(workers)
             .where(workers.c.last_seen_at >= seen_since)
-            .order_by(workers.c.worker_id)
+            .order_by(workers.c.worker_id, workers.c.coordinator_id)
         )
         with self.tx() as conn:
             return list(conn.execute(query))

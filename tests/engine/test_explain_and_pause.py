@@ -255,3 +255,37 @@ def test_last_seen_is_the_registrys_on_every_replica(store_url: str) -> None:
             await other.stop()
 
     run(store_url, scenario)
+
+
+def test_no_worker_when_the_workers_of_the_type_serve_other_tenants(store_url: str) -> None:
+    """A worker whose credential covers tenant a never gets tenant b's job:
+    ExplainJob says no worker serves it, on this replica and on another."""
+
+    async def scenario(h: Harness) -> None:
+        other = _replica(h)
+        try:
+            scoped = WorkerSession("only-a", frozenset({"noop"}), tenants=frozenset({"a"}))
+            h.engine.open_session(scoped)
+            await h.chores.cluster_sync.run_once()
+            job_id = await h.enqueue(tenant_id="b")
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_id)
+                [no_worker] = [r for r in reasons if r.kind == "NO_WORKER"]
+                assert "serves job type 'noop' for tenant 'b'" in no_worker.message
+                assert "only-a (tenants a)" in no_worker.message, engine.coordinator_id
+            # A's job is served by the same worker.
+            job_a = await h.enqueue(tenant_id="a")
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_a)
+                assert "NO_WORKER" not in kinds(reasons), engine.coordinator_id
+            # A worker covering b, on the other replica, serves b's job everywhere.
+            for_b = WorkerSession("for-b", frozenset({"noop"}), tenants=frozenset({"b", "c"}))
+            other.open_session(for_b)
+            await chores_of(other).cluster_sync.run_once()
+            for engine in (h.engine, other):
+                _, reasons = await explain(engine, job_id)
+                assert "NO_WORKER" not in kinds(reasons), engine.coordinator_id
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)

@@ -256,6 +256,45 @@ def test_cluster_drain_reaches_another_coordinator(store_url: str) -> None:
     run(store_url, scenario)
 
 
+def test_workers_with_one_id_on_two_coordinators_are_each_listed(store_url: str) -> None:
+    """The registry is keyed by (coordinator, worker id): two replicas' workers
+    that announce the same id do not overwrite each other's row."""
+
+    async def scenario(h: Harness) -> None:
+        other = Engine(open_store(store_url), EngineConfig(), clock=h.clock, coordinator_id="c2")
+        try:
+            mine = WorkerSession("same", frozenset({"noop"}), slots=2, hostname="host-1")
+            theirs = WorkerSession("same", frozenset({"x"}), slots=5, hostname="host-2")
+            h.engine.open_session(mine)
+            other.open_session(theirs)
+            await h.chores.cluster_sync.run_once()
+            await chores_of(other).cluster_sync.run_once()
+            # Each replica's sync rewrote only its own row.
+            await h.chores.cluster_sync.run_once()
+            for engine in (h.engine, other):
+                listed = [
+                    (w.worker_id, w.coordinator_id, w.hostname, w.job_types, w.slots)
+                    for w in await engine.ops.list_workers()
+                ]
+                assert listed == sorted(
+                    [
+                        ("same", h.engine.coordinator_id, "host-1", ("noop",), 2),
+                        ("same", "c2", "host-2", ("x",), 5),
+                    ]
+                ), engine.coordinator_id
+            # One leaving removes only its own row.
+            other.close_session(theirs)
+            await chores_of(other).cluster_sync.run_once()
+            for engine in (h.engine, other):
+                assert [
+                    (w.worker_id, w.coordinator_id) for w in await engine.ops.list_workers()
+                ] == [("same", h.engine.coordinator_id)]
+        finally:
+            await other.stop()
+
+    run(store_url, scenario)
+
+
 def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         other = Engine(open_store(store_url), EngineConfig(), clock=h.clock, coordinator_id="c2")
