@@ -35,11 +35,17 @@ def display_url(url: str) -> str:
     try:
         shown = sa.engine.make_url(url).render_as_string(hide_password=True)
     except (sa.exc.ArgumentError, ValueError, TypeError):
-        # Not a URL SQLAlchemy can read: keep only what follows the last '@'.
+        # Not a URL SQLAlchemy can read (a libpq multi-host URL, say): the user
+        # name stays, the password (up to the last '@') is hidden.
         if "@" not in url:
             return mask_credentials(url)
-        scheme = url.split("://", 1)[0] + "://" if "://" in url else ""
-        return f"{scheme}{MASK}@{url.rsplit('@', 1)[1]}"
+        head, tail = url.rsplit("@", 1)
+        scheme, sep, userinfo = head.partition("://")
+        if not sep:
+            scheme, userinfo = "", head
+        user, colon, _ = userinfo.partition(":")
+        shown = f"{scheme}://{user}" if sep else user
+        return mask_credentials(f"{shown}{':' + MASK if colon else ''}@{tail}")
     # Query-string credentials (?password=...) are not part of the URL's password.
     return mask_credentials(shown)
 

@@ -9,6 +9,7 @@ from alembic import context
 
 from coordinator.store.migrate import VERSION_TABLE
 from coordinator.store.schema import metadata
+from coordinator.store.urls import sqlalchemy_url
 
 config = context.config
 
@@ -28,6 +29,10 @@ connection = config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:
-    engine = sa.create_engine(config.get_main_option("sqlalchemy.url"))
-    with engine.connect() as conn:
-        _run(conn)
+    # The same URL forms the coordinator accepts (multi-host libpq URLs included).
+    engine = sa.create_engine(sqlalchemy_url(config.get_main_option("sqlalchemy.url") or ""))
+    try:
+        with engine.connect() as conn:
+            _run(conn)
+    finally:
+        engine.dispose()

@@ -131,3 +131,18 @@ def test_masking_helpers() -> None:
     formatter = MaskingFormatter(logging.Formatter("%(message)s"))
     record = logging.LogRecord("n", logging.INFO, "f", 1, "url %s", (f"pg://u:{SECRET}@h",), None)
     assert formatter.format(record) == "url pg://u:***@h"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            f"postgresql://root:{SECRET}@db-a:5432,db-b:5432/jobs?target_session_attrs=read-write",
+            "postgresql://root:***@db-a:5432,db-b:5432/jobs?target_session_attrs=read-write",
+        ),
+        ("postgresql://root@db-a:5432,db-b:5432/jobs", "postgresql://root@db-a:5432,db-b:5432/jobs"),
+        (f"root:{SECRET}@db-a,db-b/jobs", "root:***@db-a,db-b/jobs"),
+    ],
+)
+def test_a_multi_host_url_shows_its_user_and_hides_only_the_password(url: str, shown: str) -> None:
+    assert display_url(url) == shown

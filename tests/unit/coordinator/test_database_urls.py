@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from alembic import command
+from alembic.config import Config
+from conftest import PG_ADMIN_URL, new_pg_database
 from psycopg.conninfo import conninfo_to_dict
 
 from coordinator.store.base import create_sa_engine
+from coordinator.store.migrate import MIGRATIONS_DIR, VERSION_TABLE
+from coordinator.store.schema import SCHEMA_REVISION
 from coordinator.store.urls import libpq_conninfo, normalize_url
 
 LIBPQ_FORM = "postgresql://root:p%40ss@db-a:5001,db-b:5002/jobs?target_session_attrs=read-write"
@@ -50,3 +55,27 @@ def test_single_host_urls_are_left_alone(url: str) -> None:
 def test_single_host_url_becomes_a_plain_conninfo() -> None:
     params = conninfo_to_dict(libpq_conninfo("postgresql://root@127.0.0.1:5432/jobs"))
     assert params == {"host": "127.0.0.1", "port": "5432", "dbname": "jobs", "user": "root"}
+
+
+def test_the_alembic_command_line_accepts_a_multi_host_url(pg_database: str) -> None:
+    """``alembic upgrade`` (env.py run without a connection) reads the same URL
+    forms as the coordinator: a libpq multi-host URL reaches the database."""
+    url, drop = new_pg_database("wfj_alembic")
+    try:
+        name = url.rsplit("/", 1)[1]
+        user = PG_ADMIN_URL.split("://", 1)[1].split("@", 1)[0]
+        # The same server named twice: libpq tries the hosts in order.
+        multi = f"postgresql://{user}@127.0.0.1:5432,127.0.0.1:5432/{name}"
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config.set_main_option("sqlalchemy.url", multi)
+        command.upgrade(config, "head")
+        engine = create_sa_engine(url)
+        try:
+            with engine.connect() as conn:
+                revision = conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}")
+                assert revision.scalar() == SCHEMA_REVISION
+        finally:
+            engine.dispose()
+    finally:
+        drop()  # type: ignore[operator]
