@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 import grpc
 import pytest
-from faults.harness import CoordinatorProcess
+from faults.harness import CoordinatorProcess, check_run
 from google.protobuf import duration_pb2
 
 from workflowjobs.v1 import admin_service_pb2 as apb
@@ -67,13 +68,23 @@ class StallingProxy:
 
 def test_stalled_worker_loses_its_lease_and_late_complete_is_rejected(tmp_path) -> None:
     coordinator = CoordinatorProcess(f"sqlite:///{tmp_path / 'stall.db'}", tmp_path)
+    records = tmp_path / "executions.txt"
     try:
-        asyncio.run(_scenario(coordinator))
+        job_id = asyncio.run(_scenario(coordinator, records))
     finally:
         coordinator.stop()
+    # One stall; the stalled attempt's work is done again by the healthy worker.
+    summary = check_run(coordinator.database_url, [job_id], [records], 1, "network stall")
+    assert (summary.re_executions, summary.lost, summary.duplicates) == (1, 0, 0)
 
 
-async def _scenario(coordinator: CoordinatorProcess) -> None:
+def _record_start(records: Path, leased: wpb.LeasedJob, worker_id: str) -> None:
+    """A handler start, in the execution-record form ``check_run`` reads."""
+    with records.open("a") as out:
+        out.write(f"start {leased.job.id} {leased.job.attempt} {worker_id}\n")
+
+
+async def _scenario(coordinator: CoordinatorProcess, records: Path) -> str:
     proxy = StallingProxy(coordinator.port)
     proxy_port = await proxy.start()
     direct = grpc.aio.insecure_channel(coordinator.target)
@@ -97,6 +108,7 @@ async def _scenario(coordinator: CoordinatorProcess) -> None:
         ).job
         leased = await _acquire_one(stalled_worker, "stalled")
         assert leased.job.id == job.id
+        _record_start(records, leased, "stalled")
         ref = wpb.LeaseRef(job_id=job.id, lease_token=leased.lease_token)
         beat = await stalled_worker.Heartbeat(
             wpb.HeartbeatRequest(worker_id="stalled", leases=[ref]), timeout=10
@@ -132,6 +144,7 @@ async def _scenario(coordinator: CoordinatorProcess) -> None:
         healthy = wpb_grpc.WorkerServiceStub(direct)
         again = await _acquire_one(healthy, "healthy")
         assert again.job.id == job.id and again.job.attempt == 2
+        _record_start(records, again, "healthy")
         await healthy.CompleteJob(
             wpb.CompleteJobRequest(job_id=job.id, lease_token=again.lease_token), timeout=10
         )
@@ -141,7 +154,7 @@ async def _scenario(coordinator: CoordinatorProcess) -> None:
             jpb.ATTEMPT_OUTCOME_LEASE_EXPIRED,
             jpb.ATTEMPT_OUTCOME_COMPLETED,
         ]
-        print("\n[network stall] jobs=1 kills=0 re-executions=1 lost=0 duplicates=0")
+        return job.id
     finally:
         await via_proxy.close(grace=None)
         await direct.close(grace=None)
