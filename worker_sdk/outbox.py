@@ -60,6 +60,7 @@ from workflowjobs.v1 import job_pb2
 from ._backoff import Backoff, BackoffConfig
 from ._convert import JobRequest
 from ._errors import WorkflowJobsError
+from ._masking import mask_credentials
 from ._scheduler import EnqueueResult, SchedulerClient
 
 if TYPE_CHECKING:
@@ -346,9 +347,7 @@ class OutboxRelay:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._owns_engine = isinstance(database, str)
-        self._engine: Any = (
-            sa.create_engine(database) if isinstance(database, str) else database
-        )
+        self._engine: Any = sa.create_engine(database) if isinstance(database, str) else database
         self._table = _table(table)
         self._owns_client = isinstance(target, str)
         if isinstance(target, str):
@@ -435,8 +434,8 @@ class OutboxRelay:
 
     def _failed(self, exc: WorkflowJobsError) -> RelayResult:
         self.failures += 1
-        self.last_error = str(exc)
-        return RelayResult(failed=True, error=str(exc))
+        self.last_error = mask_credentials(exc)
+        return RelayResult(failed=True, error=self.last_error)
 
     def _pending_rows(self) -> list[_Row]:
         sa = _sqlalchemy()
@@ -481,7 +480,9 @@ class OutboxRelay:
     def _reject(self, row: _Row) -> None:
         sa = _sqlalchemy()
         t = self._table
-        logger.error("outbox row %d rejected and set aside: %s", row.id, row.error)
+        logger.error(
+            "outbox row %d rejected and set aside: %s", row.id, mask_credentials(row.error)
+        )
         with self._engine.begin() as conn:
             conn.execute(
                 sa.update(t)
@@ -495,7 +496,9 @@ class OutboxRelay:
         if result.failed:
             delay = self._backoff.next_delay()
             logger.warning(
-                "outbox relay: forwarding failed (%s); retrying in %.2fs", result.error, delay
+                "outbox relay: forwarding failed (%s); retrying in %.2fs",
+                mask_credentials(result.error),
+                delay,
             )
             return delay
         self._backoff.reset()
@@ -511,9 +514,9 @@ class OutboxRelay:
             try:
                 result = self.run_once()
             except Exception as exc:  # noqa: BLE001 - e.g. the caller's database is down
-                logger.warning("outbox relay: %s: %s", type(exc).__name__, exc)
                 self.failures += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.last_error = f"{type(exc).__name__}: {mask_credentials(exc)}"
+                logger.warning("outbox relay: %s", self.last_error)
                 result = RelayResult(failed=True, error=self.last_error)
             delay = self._delay_after(result)
             if delay > 0:

@@ -7,6 +7,7 @@ per row, retries, rows set aside, marking.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from worker_sdk.outbox import (
 from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb2_grpc
 
 WAIT = 10.0
+SECRET = "hunter2"
+LEAKY_URL = f"postgresql://app:{SECRET}@db.internal:5432/app"
 
 
 class FakeScheduler(scheduler_service_pb2_grpc.JobSchedulerServiceServicer):
@@ -53,6 +56,8 @@ class FakeScheduler(scheduler_service_pb2_grpc.JobSchedulerServiceServicer):
                 context.abort(grpc.StatusCode.UNAVAILABLE, "connection refused")
             if any(spec.job_type == "bad" for spec in request.jobs):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "job_type 'bad' is not allowed")
+            if any(spec.job_type == "leaky" for spec in request.jobs):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"cannot reach {LEAKY_URL}")
             results = []
             for spec in request.jobs:
                 key = (spec.tenant_id, spec.idempotency_key)
@@ -211,3 +216,28 @@ def test_the_table_comes_from_an_alembic_migration_or_the_command_line(tmp_path:
     engine = sa.create_engine(url)
     assert sa.inspect(engine).get_table_names() == ["jobs_outbox"]
     engine.dispose()
+
+
+def test_no_line_the_relay_logs_shows_a_database_password(scheduler, engine, caplog) -> None:
+    fake, target = scheduler
+    with engine.begin() as conn:
+        enqueue_in_transaction(conn, "leaky", {"n": 1})
+        enqueue_in_transaction(conn, "ok", {"n": 2})
+
+    class DatabaseGoesAway(OutboxRelay):
+        def _pending_rows(self) -> Any:
+            if fake.specs:
+                self.stop(timeout=0)
+                raise RuntimeError(f"lost {LEAKY_URL} (host=db password={SECRET} port=5432)")
+            return super()._pending_rows()
+
+    caplog.set_level(logging.INFO, logger="worker_sdk")
+    relay = DatabaseGoesAway(engine, target, poll_interval=0.01)
+    relay.run()  # forwards, sets the leaky row aside, then loses the database and stops
+    relay.close()
+    assert [spec.payload.data for spec in fake.specs] == [b'{"n":2}']
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("worker_sdk")]
+    assert any("rejected and set aside: " in line for line in lines), lines
+    assert any("RuntimeError: lost postgresql://app:***@db.internal" in line for line in lines)
+    assert all(SECRET not in line for line in lines), lines
+    assert SECRET not in relay.last_error and "password=***" in relay.last_error
