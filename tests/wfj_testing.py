@@ -175,3 +175,35 @@ def read_records(*paths: Path) -> list[list[str]]:
         if path.exists():
             rows.extend(line.split() for line in path.read_text().splitlines() if line.strip())
     return rows
+
+
+# -- tools a test needs ----------------------------------------------------------
+
+import importlib  # noqa: E402
+from types import ModuleType  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def in_ci() -> bool:
+    """True when ``CI`` is set (``1``, ``true`` or ``yes``): every tool must be there."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_tool(reason: str) -> None:
+    """A tool the test needs is absent: skip, or fail under ``CI=true``."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true requires it)")
+    pytest.skip(reason)
+
+
+def require_module(name: str, reason: str) -> ModuleType:
+    """``import name`` for a test; when it is absent, skip (fail under ``CI=true``).
+
+    Used instead of ``pytest.importorskip`` for what the dev extra installs
+    (``pip install -e '.[dev]'``), so a CI run never passes by skipping."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing_tool(f"{reason} (pip install -e '.[dev]')")
+        raise

@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the manifests")
+from wfj_testing import missing_tool, require_module
+
+yaml = require_module("yaml", "PyYAML is needed to read the manifests")
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -367,9 +369,7 @@ def test_migration_job_runs_migrate_with_the_coordinator_image(
 
 
 def test_kubernetes_manifests_match_the_openapi_schemas(resources: list[dict[str, Any]]) -> None:
-    validator = pytest.importorskip(
-        "kubernetes_validate", reason="kubernetes-validate is not installed"
-    )
+    validator = require_module("kubernetes_validate", "kubernetes-validate is not installed")
     version = validator.latest_version()
     for resource in resources:
         try:
@@ -382,7 +382,7 @@ def test_kubernetes_manifests_match_the_openapi_schemas(resources: list[dict[str
 def test_kustomize_builds_the_manifests(resources: list[dict[str, Any]]) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl is not installed")
+        missing_tool("kubectl is not installed")
     built = subprocess.run(
         [kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=False
     )
@@ -508,8 +508,8 @@ def test_compose_dependencies_name_real_services(compose: dict[str, Any]) -> Non
 
 
 def test_compose_matches_the_compose_specification(compose: dict[str, Any]) -> None:
-    pytest.importorskip("check_jsonschema", reason="check-jsonschema is not installed")
-    jsonschema = pytest.importorskip("jsonschema")
+    require_module("check_jsonschema", "check-jsonschema is not installed")
+    jsonschema = require_module("jsonschema", "jsonschema (with check-jsonschema) is not installed")
     spec = importlib.util.find_spec("check_jsonschema.builtin_schemas.vendor")
     assert spec and spec.submodule_search_locations
     schema_path = Path(next(iter(spec.submodule_search_locations))) / "compose-spec.json"
@@ -707,7 +707,7 @@ def test_dockerfile_sources_are_not_excluded_by_dockerignore(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def healthcheck():
-    pytest.importorskip("grpc_health", reason="grpcio-health-checking (coordinator extra)")
+    require_module("grpc_health", "grpcio-health-checking (coordinator extra) is not installed")
     spec = importlib.util.spec_from_file_location("wfjobs_healthcheck", DEPLOY / "healthcheck.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
