@@ -1,11 +1,21 @@
-"""Batched outcome reporting through ``WorkerService.ReportOutcomes``.
+"""Batched outcome reporting, on the job stream or through ``ReportOutcomes``.
 
 Handlers finish one at a time, but the coordinator's store is fastest when it
 records outcomes in batches, so finished jobs queue here and a flusher sends
 them: at once when ``batch_size`` are pending, otherwise after at most
 ``linger`` seconds. Several reports may be in flight at once.
 
-On a transport failure the batch is re-sent with capped exponential backoff.
+While the worker's ``AcquireJobs`` stream is open and its coordinator takes
+outcomes on it (``WorkerAccepted.outcomes_on_stream``), a batch goes as one
+``OutcomeBatch`` message carrying the credit the finished jobs free, and its
+answers come back on the stream (:class:`StreamLink`). Otherwise (an older
+coordinator, or the stream's request side closed at shutdown) it goes as a
+``ReportOutcomes`` call. Both answer per outcome.
+
+On a transport failure (the call fails, or the stream ends before the batch
+is answered) the batch is re-sent with capped exponential backoff, and so are
+the outcomes answered with a transient code (e.g. ``UNAVAILABLE``: the store
+could not be reached).
 Re-sending is safe because the coordinator's writes are guarded by the lease
 token: an outcome that was in fact recorded answers ``FAILED_PRECONDITION`` the
 second time. A batch that fails with ``INTERNAL`` or ``UNKNOWN`` (a server
@@ -23,8 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -32,10 +43,79 @@ from workflowjobs.v1 import worker_service_pb2, worker_service_pb2_grpc
 
 from ._backoff import RETRYABLE_CODES, Backoff, BackoffConfig
 
-__all__ = ["OutcomeReporter", "ReporterConfig"]
+__all__ = ["OutcomeReporter", "ReporterConfig", "StreamLink"]
 
 # Server errors that one outcome of a batch may cause: split the batch.
 _SPLIT_CODES = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
+_RETRYABLE_NAMES = frozenset(code.name for code in RETRYABLE_CODES)
+_LOST = grpc.StatusCode.FAILED_PRECONDITION.name
+
+
+class _ReportFailed(Exception):
+    """A batch got no answers: the call failed, or the stream ended first."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+
+
+class StreamLink:
+    """One open job stream that takes outcomes (see the module's docstring).
+
+    Args:
+        send: Queues a request on the stream.
+        take_credit: The credit to grant with the next batch (the worker's free
+            slots, counted as granted by the call).
+    """
+
+    def __init__(
+        self,
+        send: Callable[[worker_service_pb2.AcquireJobsRequest], None],
+        take_credit: Callable[[], int],
+    ) -> None:
+        self._send = send
+        self._take_credit = take_credit
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Sequence[worker_service_pb2.OutcomeResult]]] = {}
+        self.sending = True
+        """False once the stream's request side is closed: new batches take ``ReportOutcomes``."""
+
+    def send(
+        self, batch: list[worker_service_pb2.JobOutcome]
+    ) -> asyncio.Future[Sequence[worker_service_pb2.OutcomeResult]]:
+        """Send ``batch`` with the free credit; the future resolves to its answers."""
+        batch_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[batch_id] = future
+        request = worker_service_pb2.AcquireJobsRequest()
+        message = request.outcomes
+        message.batch_id = batch_id
+        message.outcomes.extend(batch)
+        credits = self._take_credit()
+        if credits > 0:
+            message.credits = credits
+        self._send(request)
+        return future
+
+    def answered(self, answers: worker_service_pb2.OutcomeAnswers) -> None:
+        """The coordinator answered one batch (called by the stream's reader)."""
+        future = self._waiting.pop(answers.batch_id, None)
+        if future is not None and not future.done():
+            future.set_result(answers.results)
+
+    def ended(self, reason: str) -> None:
+        """The stream ended: batches not answered yet are sent again."""
+        self.sending = False
+        waiting, self._waiting = self._waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_exception(
+                    _ReportFailed(
+                        grpc.StatusCode.UNAVAILABLE,
+                        f"the job stream ended before the outcomes were answered ({reason})",
+                    )
+                )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,9 +127,9 @@ class ReporterConfig:
     linger: float = 0.002
     """Longest a lone outcome waits for companions, in seconds."""
     max_in_flight: int = 4
-    """ReportOutcomes calls in flight at once."""
+    """Reports (stream batches or ReportOutcomes calls) in flight at once."""
     rpc_timeout: float = 15.0
-    """Deadline of one ReportOutcomes call, in seconds."""
+    """Deadline of one ReportOutcomes call, or of the answer to a stream batch, in seconds."""
     initial_backoff: float = 0.05
     """First delay before re-sending after a transport failure, in seconds."""
     max_backoff: float = 5.0
@@ -91,8 +171,19 @@ class OutcomeReporter:
         self._slots = asyncio.Semaphore(self._config.max_in_flight)
         self._task: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
+        self._link: StreamLink | None = None
         self.reports_sent = 0
-        """ReportOutcomes calls answered so far."""
+        """Reports (stream batches or ReportOutcomes calls) answered so far."""
+
+    def use_stream(self, link: StreamLink | None) -> None:
+        """Send new batches on ``link`` (None: through ``ReportOutcomes``)."""
+        self._link = link
+
+    @property
+    def carries_credit(self) -> bool:
+        """True when the next batch goes on the stream and will carry the free credit."""
+        link = self._link
+        return link is not None and link.sending and bool(self._pending)
 
     def start(self) -> None:
         """Start the flusher (call from the event loop)."""
@@ -197,6 +288,29 @@ class OutcomeReporter:
             self._slots.release()
             self._update_idle()
 
+    async def _report(
+        self, batch: list[worker_service_pb2.JobOutcome]
+    ) -> Sequence[worker_service_pb2.OutcomeResult]:
+        """One report of ``batch``: its answers, in order; ``_ReportFailed`` without them."""
+        link = self._link
+        if link is not None and link.sending:
+            future = link.send(batch)
+            try:
+                return await asyncio.wait_for(future, self._config.rpc_timeout)
+            except TimeoutError:
+                raise _ReportFailed(
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    f"no answer on the job stream within {self._config.rpc_timeout:g}s",
+                ) from None
+        request = worker_service_pb2.ReportOutcomesRequest(outcomes=batch)
+        try:
+            response = await self._stub.ReportOutcomes(
+                request, timeout=self._config.rpc_timeout, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise _ReportFailed(exc.code(), exc.details() or "") from exc
+        return response.results
+
     async def _send(
         self, batch: list[worker_service_pb2.JobOutcome], first_sent: float | None = None
     ) -> None:
@@ -208,60 +322,78 @@ class OutcomeReporter:
                 initial=self._config.initial_backoff, maximum=self._config.max_backoff, jitter=0.5
             )
         )
-        request = worker_service_pb2.ReportOutcomesRequest(outcomes=batch)
         while True:
             try:
-                response = await self._stub.ReportOutcomes(
-                    request, timeout=self._config.rpc_timeout, metadata=self._metadata
-                )
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() in _SPLIT_CODES and len(batch) > 1:
+                results = await self._report(batch)
+            except _ReportFailed as exc:
+                if exc.code in _SPLIT_CODES and len(batch) > 1:
                     self._logger.warning(
                         "reporting %d outcome(s) failed (%s: %s); sending them in two halves",
                         len(batch),
-                        exc.code().name,
-                        exc.details(),
+                        exc.code.name,
+                        exc.details,
                     )
                     await self._split(batch, first_sent)
                     return
-                if exc.code() in RETRYABLE_CODES and not self._give_up.is_set():
-                    delay = backoff.next_delay()
-                    waited = loop.time() - first_sent
-                    if waited + delay > self._config.give_up_after:
-                        self._logger.error(
-                            "gave up reporting the outcome of job(s) %s after %.1fs of "
-                            "failures (last: %s: %s); their leases will expire and the "
-                            "coordinator will retry them",
-                            ", ".join(o.job_id for o in batch),
-                            waited,
-                            exc.code().name,
-                            exc.details(),
-                        )
-                        return
-                    self._logger.warning(
-                        "reporting %d outcome(s) failed (%s: %s); retrying in %.2fs",
-                        len(batch),
-                        exc.code().name,
-                        exc.details(),
-                        delay,
-                    )
-                    if await self._wait_or_give_up(delay):
+                if exc.code in RETRYABLE_CODES and not self._give_up.is_set():
+                    if await self._retry_later(
+                        batch, first_sent, backoff, exc.code.name, exc.details
+                    ):
                         return
                     continue
-                if len(batch) > 1 and exc.code() not in RETRYABLE_CODES:
+                if len(batch) > 1 and exc.code not in RETRYABLE_CODES:
                     for outcome in batch:
                         await self._send([outcome], first_sent)
                     return
                 self._logger.error(
                     "coordinator rejected outcome(s) for job(s) %s: %s: %s",
                     ", ".join(o.job_id for o in batch),
-                    exc.code().name,
-                    exc.details(),
+                    exc.code.name,
+                    exc.details,
                 )
                 return
             self.reports_sent += 1
-            self._handle_results(batch, response)
-            return
+            again, last = self._handle_results(batch, results)
+            if not again or last is None:
+                return
+            # Answered with a transient code: only those outcomes are sent again
+            # (in place: the list is the one registered as in flight).
+            batch[:] = again
+            if self._give_up.is_set() or await self._retry_later(
+                batch, first_sent, backoff, last.error_code, last.error_message
+            ):
+                return
+
+    async def _retry_later(
+        self,
+        batch: list[worker_service_pb2.JobOutcome],
+        first_sent: float,
+        backoff: Backoff,
+        code: str,
+        details: str,
+    ) -> bool:
+        """Wait before re-sending ``batch``; True when it is given up instead."""
+        delay = backoff.next_delay()
+        waited = asyncio.get_running_loop().time() - first_sent
+        if waited + delay > self._config.give_up_after:
+            self._logger.error(
+                "gave up reporting the outcome of job(s) %s after %.1fs of "
+                "failures (last: %s: %s); their leases will expire and the "
+                "coordinator will retry them",
+                ", ".join(o.job_id for o in batch),
+                waited,
+                code,
+                details,
+            )
+            return True
+        self._logger.warning(
+            "reporting %d outcome(s) failed (%s: %s); retrying in %.2fs",
+            len(batch),
+            code,
+            details,
+            delay,
+        )
+        return await self._wait_or_give_up(delay)
 
     async def _split(self, batch: list[worker_service_pb2.JobOutcome], first_sent: float) -> None:
         """Send both halves of ``batch`` at once; each leaves the in-flight set when done."""
@@ -289,18 +421,26 @@ class OutcomeReporter:
     def _handle_results(
         self,
         batch: list[worker_service_pb2.JobOutcome],
-        response: worker_service_pb2.ReportOutcomesResponse,
-    ) -> None:
-        if len(response.results) != len(batch):
+        results: Sequence[worker_service_pb2.OutcomeResult],
+    ) -> tuple[list[worker_service_pb2.JobOutcome], worker_service_pb2.OutcomeResult | None]:
+        """Log what was not recorded; return the outcomes to send again (transient
+        answers) and the last such answer."""
+        if len(results) != len(batch):
             self._logger.warning(
                 "coordinator answered %d result(s) for %d outcome(s)",
-                len(response.results),
+                len(results),
                 len(batch),
             )
-        for outcome, result in zip(batch, response.results, strict=False):
+        again: list[worker_service_pb2.JobOutcome] = []
+        last = None
+        for outcome, result in zip(batch, results, strict=False):
             if result.accepted:
                 continue
-            if result.error_code == grpc.StatusCode.FAILED_PRECONDITION.name:
+            code = result.error_code
+            if code in _RETRYABLE_NAMES:
+                again.append(outcome)
+                last = result
+            elif code == _LOST:
                 self._logger.warning(
                     "outcome of job %s not recorded, lease lost: %s",
                     outcome.job_id,
@@ -311,7 +451,8 @@ class OutcomeReporter:
                 self._logger.error(
                     "outcome of job %s rejected: %s: %s",
                     outcome.job_id,
-                    result.error_code,
+                    code,
                     result.error_message,
                     extra={"job_id": outcome.job_id},
                 )
+        return again, last

@@ -11,8 +11,11 @@ Invariant, per connection: ``running + outstanding credit <= concurrency``. The
 grant is recomputed from that invariant each time (``concurrency - running -
 outstanding``), so it corrects itself after reconnects (outstanding credit
 starts again at zero on a new stream) and if a coordinator over-delivers. Grants
-are coalesced: sent at once when at least ``max(1, concurrency // 10)`` slots
-are free, otherwise after about a millisecond of quiet, never left unsent.
+are coalesced: sent at once when at least ``max(1, concurrency // 4)`` slots
+are free, otherwise after about 2 ms of quiet, never left unsent. While
+outcomes travel on the stream, the credit that finished jobs free rides on
+their batch of outcomes instead (a 10 ms timer grants it should that batch be
+held up).
 
 Tasks on the event loop:
 
@@ -22,7 +25,9 @@ Tasks on the event loop:
 * the heartbeater (:mod:`worker_sdk._heartbeat`): renews every held lease and
   turns ``LOST`` / ``CANCEL_REQUESTED`` answers into the job's cancel signal;
 * the outcome reporter (:mod:`worker_sdk._outcomes`): batches outcomes into
-  ``ReportOutcomes`` calls;
+  ``OutcomeBatch`` messages on the stream, each carrying the credit its jobs
+  free (``ReportOutcomes`` calls with a coordinator that does not take them,
+  and once the stream's request side is closed);
 * one task per running job; blocking handlers run in a thread pool, with the
   context variables (and so :func:`current_job`) copied in.
 
@@ -73,7 +78,7 @@ from ._execution import Attempt, Outcome, job_outcome, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._logging import install_default_logging
-from ._outcomes import OutcomeReporter, ReporterConfig
+from ._outcomes import OutcomeReporter, ReporterConfig, StreamLink
 from ._transport import ChannelConfig
 from ._version import __version__
 
@@ -204,6 +209,7 @@ class Worker:
         self._channel: grpc.aio.Channel | None = None
         self._stub: worker_service_pb2_grpc.WorkerServiceStub | None = None
         self._reporter: OutcomeReporter | None = None
+        self._link: StreamLink | None = None
         self._heartbeater: Heartbeater | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._background: list[asyncio.Task[None]] = []
@@ -523,26 +529,36 @@ class Worker:
                 self._request_stream(queue), metadata=self._channel_config.metadata
             )
             self._stream_call = call
+            ended = "the coordinator closed the job stream"
             try:
                 async for response in call:
                     kind = response.WhichOneof("kind")
                     if kind == "jobs":
                         self._on_jobs(response.jobs)
+                    elif kind == "outcomes":
+                        if self._link is not None:
+                            self._link.answered(response.outcomes)
                     elif kind == "accepted":
                         backoff.reset()
-                        self._on_accepted(response.accepted)
+                        self._on_accepted(response.accepted, queue)
                     elif kind == "drain":
                         self._on_drain(response.drain)
                 if self._stop_requested.is_set():
                     return
-                self._on_disconnected("the coordinator closed the job stream")
+                self._on_disconnected(ended)
             except grpc.aio.AioRpcError as exc:
+                ended = f"{exc.code().name}: {exc.details()}"
                 if self._stop_requested.is_set():
                     return
                 if exc.code() in _FATAL_STREAM_CODES:
                     raise error_from_rpc(exc) from exc
-                self._on_disconnected(f"{exc.code().name}: {exc.details()}")
+                self._on_disconnected(ended)
             finally:
+                if self._link is not None:
+                    self._link.ended(ended)
+                    self._link = None
+                    assert self._reporter is not None
+                    self._reporter.use_stream(None)
                 if self._requests is queue:
                     self._requests = None
                 queue.put_nowait(None)
@@ -554,8 +570,16 @@ class Worker:
             except TimeoutError:
                 pass
 
-    def _on_accepted(self, accepted: worker_service_pb2.WorkerAccepted) -> None:
+    def _on_accepted(
+        self,
+        accepted: worker_service_pb2.WorkerAccepted,
+        queue: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None],
+    ) -> None:
         self._coordinator_id = accepted.coordinator_id
+        if accepted.outcomes_on_stream:
+            # Outcomes go on this stream, each batch with the credit it frees.
+            self._link = StreamLink(queue.put_nowait, self._take_credit)
+            self._reporter.use_stream(self._link)
         self._accepted_heartbeat_ms = accepted.heartbeat_interval_ms
         coordinator = accepted.coordinator_id or "(unnamed)"
         if self._disconnected_at is None:
@@ -607,6 +631,9 @@ class Worker:
 
     def _close_request_side(self) -> None:
         self._cancel_credit_timer()
+        if self._link is not None:
+            # Batches already sent are answered on the stream; new ones take ReportOutcomes.
+            self._link.sending = False
         if self._requests is not None:
             self._requests.put_nowait(None)
             self._requests = None
@@ -636,9 +663,26 @@ class Worker:
             )
             self._outstanding_credit += credits
 
+    def _take_credit(self) -> int:
+        """The free slots, counted as granted: they ride on a batch of outcomes."""
+        self._cancel_credit_timer()
+        credits = self._free_credit()
+        if credits <= 0 or not self._can_grant():
+            return 0
+        self._outstanding_credit += credits
+        return credits
+
     def _slot_freed(self) -> None:
-        """Coalesce grants: send now when enough slots are free, else after ~2 ms."""
+        """Coalesce grants: send now when enough slots are free, else after ~2 ms.
+
+        When the next batch of outcomes goes on the stream it carries the free
+        credit; a timer still grants it should that batch be held up.
+        """
         if not self._can_grant():
+            return
+        if self._reporter is not None and self._reporter.carries_credit:
+            if self._credit_timer is None and self._loop is not None:
+                self._credit_timer = self._loop.call_later(0.01, self._grant_credit)
             return
         if self._free_credit() >= self._credit_threshold:
             self._grant_credit()

@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from coordinator.api.errors import status_for
+from coordinator.engine import OutcomeResult
+from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, keep_tail
 from coordinator.engine.explain import WaitReason
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     AttemptRow,
+    Completion,
     ConcurrencyLimit,
+    Failure,
     JobFilter,
     JobRow,
     JobStatus,
@@ -24,6 +30,7 @@ from coordinator.model import (
     NewJob,
     PauseKind,
     PauseScope,
+    Release,
     RetryPolicy,
 )
 from workflowjobs.v1 import admin_service_pb2 as apb
@@ -249,6 +256,74 @@ def add_leased_job(batch: wpb.JobBatch, row: JobRow, token: str) -> None:
     if row.lease_expires_at is not None:
         _set_ts(leased.lease_expire_time, row.lease_expires_at)
     fill_job(leased.job, row)
+
+
+def failure_from_proto(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:
+    retry_at = ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
+    return Failure(
+        job_id,
+        token,
+        f.error,
+        f.error_kind,
+        f.non_retryable,
+        retry_at,
+        traceback=keep_tail(f.traceback, MAX_TRACEBACK_BYTES),
+    )
+
+
+def outcome_from_proto(o: wpb.JobOutcome) -> Completion | Failure | Release:
+    kind = o.WhichOneof("outcome")
+    if kind == "completed":
+        result = o.completed.result
+        return Completion(o.job_id, o.lease_token, result.data, result.content_type)
+    if kind == "failed":
+        return failure_from_proto(o.job_id, o.lease_token, o.failed)
+    if kind == "released":
+        released = o.released
+        if released.HasField("payload"):
+            payload = released.payload
+            return Release(
+                o.job_id, o.lease_token, released.reason, payload.data, payload.content_type
+            )
+        return Release(o.job_id, o.lease_token, released.reason)
+    raise InvalidArgument(f"outcome for job {o.job_id} has no kind set")
+
+
+def outcomes_from_proto(
+    outcomes: Sequence[wpb.JobOutcome],
+) -> list[Completion | Failure | Release | OutcomeResult]:
+    """Each outcome, or the refusal of one that is malformed (its neighbours go on)."""
+    converted: list[Completion | Failure | Release | OutcomeResult] = []
+    for o in outcomes:
+        try:
+            converted.append(outcome_from_proto(o))
+        except InvalidArgument as e:
+            converted.append(OutcomeResult(o.job_id, False, error=e))
+    return converted
+
+
+def fill_outcome_results(into: Any, results: Sequence[OutcomeResult]) -> None:
+    """Append ``wpb.OutcomeResult`` messages for ``results`` to the repeated field ``into``."""
+    for r in results:
+        message = into.add()
+        message.job_id = r.job_id
+        if r.status is not None:
+            message.status = int(r.status)  # type: ignore[assignment]
+        if r.accepted:
+            message.accepted = True
+            continue
+        code = status_for(r.error) if r.error is not None else None
+        message.error_code = (code or grpc.StatusCode.INTERNAL).name
+        message.error_message = str(r.error) if r.error is not None else ""
+
+
+def answers_message(batch_id: int, results: Sequence[OutcomeResult]) -> wpb.AcquireJobsResponse:
+    """The stream message answering one ``OutcomeBatch``."""
+    message = wpb.AcquireJobsResponse()
+    answers = message.outcomes
+    answers.batch_id = batch_id
+    fill_outcome_results(answers.results, results)
+    return message
 
 
 def filter_from_proto(f: apb.JobFilter) -> JobFilter:

@@ -17,19 +17,22 @@ from coordinator.engine import (
     LeaseAnswer,
     LeaseBatch,
     OutcomeResult,
+    OutcomesAnswered,
     WorkerSession,
 )
-from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, keep_tail
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,
     PermissionDenied,
     ResourceExhausted,
+    StoreUnavailable,
     Unauthenticated,
 )
 from coordinator.model import Completion, Failure, Release
 from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+Outcome = Completion | Failure | Release
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +112,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             if now is not None and "worker" in now.roles and session.in_flight:
                 tenants = await self._engine.job_tenants(list(session.in_flight))
                 keep = {job_id for job_id, t in tenants.items() if now.allows_tenant(t)}
-            handed_back = await self._engine.end_session(
-                session, session.ended_by, reason, keep
-            )
+            handed_back = await self._engine.end_session(session, session.ended_by, reason, keep)
             log.warning(
                 "worker %r: %s; stream ended, %d job(s) handed back",
                 session.worker_id,
@@ -164,13 +165,14 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         if principal is not None:
             self._streams[session] = principal
         reader = asyncio.get_running_loop().create_task(
-            self._read_credits(request_iterator, session)
+            self._read_requests(request_iterator, session)
         )
         try:
             yield wpb.AcquireJobsResponse(
                 accepted=wpb.WorkerAccepted(
                     coordinator_id=self._engine.coordinator_id,
                     heartbeat_interval_ms=self._heartbeat_interval_ms,
+                    outcomes_on_stream=True,
                 )
             )
             while True:
@@ -180,6 +182,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     raise session.ended_by
                 if item is None:
                     break
+                if isinstance(item, OutcomesAnswered):
+                    yield convert.answers_message(item.batch_id, item.results)
+                    continue
                 if isinstance(item, DrainSignal):
                     yield wpb.AcquireJobsResponse(drain=wpb.DrainRequested(reason=item.reason))
                     continue
@@ -198,27 +203,87 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         if reader.done() and not reader.cancelled() and reader.exception() is not None:
             raise reader.exception()  # type: ignore[misc]
 
-    async def _read_credits(
+    async def _read_requests(
         self, request_iterator: AsyncIterator[wpb.AcquireJobsRequest], session: WorkerSession
     ) -> None:
+        reports: set[asyncio.Task[None]] = set()
         try:
             async for message in request_iterator:
                 kind = message.WhichOneof("kind")
-                if kind == "credit":
-                    if message.credit.credits < 0:
-                        raise InvalidArgument(f"credits must be >= 0, got {message.credit.credits}")
-                    if session.credits + message.credit.credits > self._max_credits:
-                        raise ResourceExhausted(
-                            f"granting {message.credit.credits} more credit would leave "
-                            f"{session.credits + message.credit.credits} outstanding on this "
-                            f"stream; the limit is {self._max_credits} (grant free slots only)"
-                        )
-                    self._engine.grant(session, message.credit.credits)
+                if kind == "outcomes":
+                    batch = message.outcomes
+                    self._grant(session, batch.credits)
+                    task = asyncio.get_running_loop().create_task(self._answer(session, batch))
+                    reports.add(task)
+                    task.add_done_callback(reports.discard)
+                elif kind == "credit":
+                    self._grant(session, message.credit.credits)
                 elif kind == "hello":
                     raise InvalidArgument("WorkerHello may only be sent once per stream")
+            # The worker closed its side (drain): the outcomes it sent before
+            # are answered ahead of the stream's end marker.
+            if reports:
+                await asyncio.gather(*reports, return_exceptions=True)
         finally:
-            # The worker closed its side (drain) or the stream broke.
+            # Closed by the worker, or the stream broke (then answers are moot).
             self._engine.close_session(session)
+
+    def _grant(self, session: WorkerSession, credits: int) -> None:
+        if credits < 0:
+            raise InvalidArgument(f"credits must be >= 0, got {credits}")
+        if session.credits + credits > self._max_credits:
+            raise ResourceExhausted(
+                f"granting {credits} more credit would leave "
+                f"{session.credits + credits} outstanding on this "
+                f"stream; the limit is {self._max_credits} (grant free slots only)"
+            )
+        if credits:
+            self._engine.grant(session, credits)
+
+    async def _answer(self, session: WorkerSession, batch: wpb.OutcomeBatch) -> None:
+        """Record one batch of outcomes sent on the stream and queue the answers."""
+        limit = self._engine.config.max_batch_size
+        if len(batch.outcomes) > limit:
+            error = InvalidArgument(
+                f"{len(batch.outcomes)} outcomes exceed the batch limit of {limit}; "
+                f"send at most {limit} per OutcomeBatch"
+            )
+            results = [OutcomeResult(o.job_id, False, error=error) for o in batch.outcomes]
+        else:
+            outcomes = convert.outcomes_from_proto(batch.outcomes)
+            if session.tenants is not None:
+                outcomes = await self._outside_scope(session, outcomes)
+            results = await self._engine.report_each(outcomes)
+        session.outbox.put_nowait(OutcomesAnswered(batch.batch_id, results))
+
+    async def _outside_scope(
+        self, session: WorkerSession, outcomes: list[Outcome | OutcomeResult]
+    ) -> list[Outcome | OutcomeResult]:
+        """Outcomes of jobs outside the stream's tenant scope answer like a lost lease.
+
+        A job delivered on this stream is in scope; only the others are looked up.
+        """
+        unknown = [
+            o.job_id
+            for o in outcomes
+            if not isinstance(o, OutcomeResult) and o.job_id not in session.in_flight
+        ]
+        if not unknown:
+            return outcomes
+        try:
+            tenants = await self._engine.job_tenants(unknown)
+        except StoreUnavailable as e:
+            return [
+                OutcomeResult(o.job_id, False, error=e) if o.job_id in unknown else o
+                for o in outcomes
+            ]
+        foreign = {job_id for job_id, tenant in tenants.items() if not session.covers(tenant)}
+        return [
+            OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
+            if not isinstance(o, OutcomeResult) and o.job_id in foreign
+            else o
+            for o in outcomes
+        ]
 
     async def _foreign_jobs(self, job_ids: list[str]) -> set[str]:
         """Jobs of tenants outside the caller's scope (none without a scope)."""
@@ -275,7 +340,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         self, request: wpb.FailJobRequest, context: grpc.aio.ServicerContext
     ) -> wpb.FailJobResponse:
         result = await self._engine.report_one(
-            _failure(request.job_id, request.lease_token, request)
+            convert.failure_from_proto(request.job_id, request.lease_token, request)
         )
         row, _ = await self._engine.get_job(request.job_id)
         return wpb.FailJobResponse(
@@ -286,33 +351,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def ReportOutcomes(
         self, request: wpb.ReportOutcomesRequest, context: grpc.aio.ServicerContext
     ) -> wpb.ReportOutcomesResponse:
-        outcomes: list[Completion | Failure | Release] = []
-        for o in request.outcomes:
-            kind = o.WhichOneof("outcome")
-            if kind == "completed":
-                outcomes.append(
-                    Completion(
-                        o.job_id,
-                        o.lease_token,
-                        o.completed.result.data,
-                        o.completed.result.content_type,
-                    )
-                )
-            elif kind == "failed":
-                outcomes.append(_failure(o.job_id, o.lease_token, o.failed))
-            elif kind == "released":
-                payload = o.released.payload if o.released.HasField("payload") else None
-                outcomes.append(
-                    Release(
-                        o.job_id,
-                        o.lease_token,
-                        o.released.reason,
-                        payload.data if payload else None,
-                        payload.content_type if payload else None,
-                    )
-                )
-            else:
-                raise InvalidArgument(f"outcome for job {o.job_id} has no kind set")
+        outcomes = [convert.outcome_from_proto(o) for o in request.outcomes]
         foreign = await self._foreign_jobs([o.job_id for o in outcomes])
         results = await self._engine.report([o for o in outcomes if o.job_id not in foreign])
         if foreign:
@@ -324,18 +363,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 else next(by_id)
                 for o in outcomes
             ]
-        return wpb.ReportOutcomesResponse(
-            results=[
-                wpb.OutcomeResult(
-                    job_id=r.job_id,
-                    accepted=r.accepted,
-                    error_code="" if r.accepted else "FAILED_PRECONDITION",
-                    error_message="" if r.accepted else str(r.error),
-                    status=int(r.status) if r.status is not None else 0,  # type: ignore[arg-type]
-                )
-                for r in results
-            ]
-        )
+        response = wpb.ReportOutcomesResponse()
+        convert.fill_outcome_results(response.results, results)
+        return response
 
 
 def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
@@ -347,19 +377,6 @@ def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
     for job_type in hello.job_types:
         if not job_type or len(job_type) > limit:
             raise InvalidArgument(f"hello.job_types entries must be 1 to {limit} characters")
-
-
-def _failure(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:
-    retry_at = convert.ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
-    return Failure(
-        job_id,
-        token,
-        f.error,
-        f.error_kind,
-        f.non_retryable,
-        retry_at,
-        traceback=keep_tail(f.traceback, MAX_TRACEBACK_BYTES),
-    )
 
 
 # Bytes a LeasedJob costs inside JobBatch beyond its own size (field tag and

@@ -8,6 +8,7 @@ from coordinator.engine.sessions import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DrainSignal,
     LeaseBatch,
+    OutcomesAnswered,
     WorkerSession,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "LeaseBatch",
     "ListPage",
     "OutcomeResult",
+    "OutcomesAnswered",
     "WorkerSession",
 ]

@@ -13,7 +13,7 @@ from coordinator.engine.attempts import release_end
 from coordinator.engine.core import EngineCore
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.set_aside import OutcomeNotRecorded
-from coordinator.errors import LeaseLost, NotFound
+from coordinator.errors import LeaseLost, NotFound, StoreUnavailable, WorkflowJobsError
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -36,6 +36,15 @@ class OutcomeResult:
     accepted: bool
     status: JobStatus | None = None
     error: Exception | None = None
+
+
+class _Unexpected(Exception):
+    """Recording one outcome failed in a way no rule foresees (logged where it happened)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(
+            f"internal error recording the outcome of job {job_id}; see the coordinator's log"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +139,40 @@ class Outcomes(EngineCore):
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
             credited.add(o.job_id)
         return results
+
+    async def report_each(self, outcomes: Sequence[Outcome | OutcomeResult]) -> list[OutcomeResult]:
+        """Like ``report``, but nothing one outcome carries fails its neighbours.
+
+        Items that are already an ``OutcomeResult`` (refused before reaching
+        the engine, e.g. malformed) are answered as they are. An error of the
+        whole report is answered per outcome: transient ones (the store is
+        unreachable) on every outcome, the caller may send them again; any
+        other makes each outcome be recorded on its own, so only the outcome
+        that causes it is refused. Never raises but for cancellation.
+        """
+        todo = [o for o in outcomes if not isinstance(o, OutcomeResult)]
+        answered: list[OutcomeResult] = []
+        if todo:
+            try:
+                answered = await self.report(todo)
+            except StoreUnavailable as e:
+                answered = [OutcomeResult(o.job_id, False, error=e) for o in todo]
+            except Exception:  # noqa: BLE001 - isolated below, outcome by outcome
+                answered = [await self._report_alone(o) for o in todo]
+        if len(answered) == len(outcomes):
+            return answered
+        by_order = iter(answered)
+        return [o if isinstance(o, OutcomeResult) else next(by_order) for o in outcomes]
+
+    async def _report_alone(self, outcome: Outcome) -> OutcomeResult:
+        try:
+            (result,) = await self.report([outcome])
+        except WorkflowJobsError as e:
+            return OutcomeResult(outcome.job_id, False, error=e)
+        except Exception:  # noqa: BLE001 - one outcome's failure is its own answer
+            log.exception("recording the outcome of job %s failed", outcome.job_id)
+            return OutcomeResult(outcome.job_id, False, error=_Unexpected(outcome.job_id))
+        return result
 
     async def report_one(self, outcome: Outcome) -> OutcomeResult:
         """Like ``report`` for one outcome, telling a lost lease from an unknown job."""

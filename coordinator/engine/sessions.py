@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 from coordinator.ids import new_token
 from coordinator.model import JobRow
@@ -35,7 +36,16 @@ class DrainSignal:
     reason: str
 
 
-OutboxItem = LeaseBatch | DrainSignal | None
+@dataclass(frozen=True, slots=True)
+class OutcomesAnswered:
+    """The answers to one batch of outcomes the worker reported on its stream."""
+
+    batch_id: int
+    # engine.OutcomeResult, in the order the outcomes came.
+    results: list[Any]
+
+
+OutboxItem = LeaseBatch | DrainSignal | OutcomesAnswered | None
 
 # Largest message a worker is assumed to accept when its hello does not say:
 # gRPC's default max_receive_message_length.

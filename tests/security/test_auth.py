@@ -260,6 +260,73 @@ def test_worker_receives_heartbeats_and_completes_only_its_tenants_jobs(secured,
     )
 
 
+async def _report_on_stream(target: str, token: str, outcomes: list) -> list:
+    """Open an AcquireJobs stream, send ``outcomes`` as one OutcomeBatch, return the answers."""
+    async with grpc.aio.insecure_channel(target) as ch:
+        stub = wpb_grpc.WorkerServiceStub(ch)
+        requests: asyncio.Queue = asyncio.Queue()
+        await requests.put(
+            wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id=f"r-{token}", job_types=["iso"]))
+        )
+
+        async def outgoing():
+            while True:
+                yield await requests.get()
+
+        call = stub.AcquireJobs(outgoing(), metadata=auth(token))
+        try:
+            async for response in call:
+                kind = response.WhichOneof("kind")
+                if kind == "accepted":
+                    assert response.accepted.outcomes_on_stream
+                    await requests.put(
+                        wpb.AcquireJobsRequest(
+                            outcomes=wpb.OutcomeBatch(batch_id=1, outcomes=outcomes)
+                        )
+                    )
+                elif kind == "outcomes":
+                    return list(response.outcomes.results)
+        finally:
+            call.cancel()
+    raise AssertionError("the stream ended without answering the outcomes")
+
+
+def test_outcomes_on_a_stream_touch_only_its_credentials_tenants(secured, channel) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    b_ids = set(enqueue(channel, "b", 2, job_type="iso"))
+    got_b = asyncio.run(_acquire(secured.target, "worker-b-secret", 2, ("iso",)))
+    assert {j.job.id for j in got_b} == b_ids
+    foreign, own = got_b
+
+    def completed(leased: wpb.LeasedJob) -> wpb.JobOutcome:
+        return wpb.JobOutcome(
+            job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+        )
+
+    def job(job_id: str) -> jpb.Job:
+        return scheduler.GetJob(
+            spb.GetJobRequest(job_id=job_id), metadata=auth("root-secret"), timeout=10
+        ).job
+
+    before = job(foreign.job.id)
+    # Tenant a's stream holding b's real lease token: answered like a lost lease.
+    answers = asyncio.run(
+        _report_on_stream(secured.target, "worker-a-secret", [completed(foreign)])
+    )
+    assert [(r.job_id, r.accepted, r.error_code) for r in answers] == [
+        (foreign.job.id, False, "FAILED_PRECONDITION")
+    ]
+    assert job(foreign.job.id) == before, "an outcome outside the stream's scope changed the job"
+    # A stream of b's credential (not the one the jobs were delivered on) records them.
+    answers = asyncio.run(
+        _report_on_stream(secured.target, "worker-b-secret", [completed(foreign), completed(own)])
+    )
+    assert [(r.accepted, r.status) for r in answers] == [
+        (True, jpb.JOB_STATUS_COMPLETED),
+        (True, jpb.JOB_STATUS_COMPLETED),
+    ]
+
+
 def test_worker_credential_limited_to_job_types(secured) -> None:
     code, details = asyncio.run(
         _acquire(secured.target, "worker-a-mail-secret", 1, ("mail", "noop"))

@@ -48,13 +48,25 @@ class CreditGrant(_message.Message):
     credits: int
     def __init__(self, credits: _Optional[int] = ...) -> None: ...
 
+class OutcomeBatch(_message.Message):
+    __slots__ = ("batch_id", "outcomes", "credits")
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    batch_id: int
+    outcomes: _containers.RepeatedCompositeFieldContainer[JobOutcome]
+    credits: int
+    def __init__(self, batch_id: _Optional[int] = ..., outcomes: _Optional[_Iterable[_Union[JobOutcome, _Mapping]]] = ..., credits: _Optional[int] = ...) -> None: ...
+
 class AcquireJobsRequest(_message.Message):
-    __slots__ = ("hello", "credit")
+    __slots__ = ("hello", "credit", "outcomes")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     hello: WorkerHello
     credit: CreditGrant
-    def __init__(self, hello: _Optional[_Union[WorkerHello, _Mapping]] = ..., credit: _Optional[_Union[CreditGrant, _Mapping]] = ...) -> None: ...
+    outcomes: OutcomeBatch
+    def __init__(self, hello: _Optional[_Union[WorkerHello, _Mapping]] = ..., credit: _Optional[_Union[CreditGrant, _Mapping]] = ..., outcomes: _Optional[_Union[OutcomeBatch, _Mapping]] = ...) -> None: ...
 
 class LeasedJob(_message.Message):
     __slots__ = ("job", "lease_token", "lease_expire_time")
@@ -73,12 +85,14 @@ class JobBatch(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[LeasedJob, _Mapping]]] = ...) -> None: ...
 
 class WorkerAccepted(_message.Message):
-    __slots__ = ("coordinator_id", "heartbeat_interval_ms")
+    __slots__ = ("coordinator_id", "heartbeat_interval_ms", "outcomes_on_stream")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_ON_STREAM_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     heartbeat_interval_ms: int
-    def __init__(self, coordinator_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ...) -> None: ...
+    outcomes_on_stream: bool
+    def __init__(self, coordinator_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., outcomes_on_stream: _Optional[bool] = ...) -> None: ...
 
 class DrainRequested(_message.Message):
     __slots__ = ("reason",)
@@ -86,15 +100,25 @@ class DrainRequested(_message.Message):
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
+class OutcomeAnswers(_message.Message):
+    __slots__ = ("batch_id", "results")
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    batch_id: int
+    results: _containers.RepeatedCompositeFieldContainer[OutcomeResult]
+    def __init__(self, batch_id: _Optional[int] = ..., results: _Optional[_Iterable[_Union[OutcomeResult, _Mapping]]] = ...) -> None: ...
+
 class AcquireJobsResponse(_message.Message):
-    __slots__ = ("accepted", "jobs", "drain")
+    __slots__ = ("accepted", "jobs", "drain", "outcomes")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     accepted: WorkerAccepted
     jobs: JobBatch
     drain: DrainRequested
-    def __init__(self, accepted: _Optional[_Union[WorkerAccepted, _Mapping]] = ..., jobs: _Optional[_Union[JobBatch, _Mapping]] = ..., drain: _Optional[_Union[DrainRequested, _Mapping]] = ...) -> None: ...
+    outcomes: OutcomeAnswers
+    def __init__(self, accepted: _Optional[_Union[WorkerAccepted, _Mapping]] = ..., jobs: _Optional[_Union[JobBatch, _Mapping]] = ..., drain: _Optional[_Union[DrainRequested, _Mapping]] = ..., outcomes: _Optional[_Union[OutcomeAnswers, _Mapping]] = ...) -> None: ...
 
 class LeaseRef(_message.Message):
     __slots__ = ("job_id", "lease_token")

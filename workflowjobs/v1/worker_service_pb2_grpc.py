@@ -70,6 +70,8 @@ class WorkerServiceServicer:
         """Bidirectional stream. The worker sends a WorkerHello first, then grants
         credits as slots free up; the coordinator pushes leased jobs, never more
         than the credits outstanding, and never polls on the worker's behalf.
+        Outcomes may travel on the stream too (OutcomeBatch, answered by
+        OutcomeAnswers), each batch carrying the credit its finished jobs free.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

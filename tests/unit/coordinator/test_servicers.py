@@ -291,3 +291,67 @@ def test_a_failed_attempt_keeps_the_tail_of_its_traceback(server: Any) -> None:
     body = kept.split("\n", 1)[1]
     assert len(body.encode()) <= 16 * 1024
     assert traceback.endswith(body)
+
+
+def test_outcomes_on_the_stream_are_answered_one_by_one_and_free_their_credit(
+    server: Any,
+) -> None:
+    unary(server, SCHEDULER, "Enqueue", spec_request := spb.EnqueueRequest(job=spec(job_type="os")))
+    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
+    rpc.send_request(
+        wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w1", job_types=["os"]))
+    )
+    accepted = rpc.take_response().accepted
+    assert accepted.outcomes_on_stream
+    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
+    [leased] = rpc.take_response().jobs.jobs
+    unary(server, SCHEDULER, "Enqueue", spec_request)
+    done = wpb.JobOutcome(
+        job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+    )
+    # A malformed outcome and a repeated one are refused on their own; the
+    # completion beside them is recorded, and the credit leases the next job.
+    malformed = wpb.JobOutcome(job_id=leased.job.id, lease_token=leased.lease_token)
+    rpc.send_request(
+        wpb.AcquireJobsRequest(
+            outcomes=wpb.OutcomeBatch(batch_id=7, outcomes=[malformed, done, done], credits=1)
+        )
+    )
+    first, second = rpc.take_response(), rpc.take_response()
+    by_kind = {first.WhichOneof("kind"): first, second.WhichOneof("kind"): second}
+    answers = by_kind["outcomes"].outcomes
+    assert answers.batch_id == 7
+    assert [(r.job_id, r.accepted, r.error_code) for r in answers.results] == [
+        (leased.job.id, False, "INVALID_ARGUMENT"),
+        (leased.job.id, True, ""),
+        (leased.job.id, False, "FAILED_PRECONDITION"),
+    ]
+    assert "no kind set" in answers.results[0].error_message
+    assert answers.results[1].status == jpb.JOB_STATUS_COMPLETED
+    [next_job] = by_kind["jobs"].jobs.jobs
+    assert next_job.job.id != leased.job.id
+    fetched, _, _ = unary(server, SCHEDULER, "GetJob", spb.GetJobRequest(job_id=leased.job.id))
+    assert fetched.job.status == jpb.JOB_STATUS_COMPLETED
+    rpc.requests_closed()
+    rpc.termination()
+
+
+def test_outcomes_sent_before_the_worker_closes_its_side_are_still_answered(
+    server: Any,
+) -> None:
+    unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type="oc")))
+    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
+    rpc.send_request(
+        wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w1", job_types=["oc"]))
+    )
+    rpc.take_response()
+    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
+    [leased] = rpc.take_response().jobs.jobs
+    done = wpb.JobOutcome(
+        job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+    )
+    rpc.send_request(wpb.AcquireJobsRequest(outcomes=wpb.OutcomeBatch(batch_id=1, outcomes=[done])))
+    rpc.requests_closed()
+    answers = rpc.take_response().outcomes
+    assert [(r.accepted, r.status) for r in answers.results] == [(True, jpb.JOB_STATUS_COMPLETED)]
+    rpc.termination()
