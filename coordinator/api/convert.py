@@ -108,45 +108,51 @@ def retry_policy_to_proto(text: str | None) -> jpb.RetryPolicy:
 
 
 def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
-    """A job spec from the wire as a domain job (id and times filled by the engine)."""
+    """A job spec from the wire as a domain job (id and times filled by the engine).
+
+    Unset messages (retry policy, workflow refs, durations) are not read
+    field by field: most specs leave them out, and each read costs.
+    """
     if spec.category not in _CATEGORIES:
         raise InvalidArgument(f"category {spec.category} is not a known JobCategory")
-    policy = retry_policy_from_proto(spec.retry_policy)
-    wf = spec.workflow
-    return NewJob(
-        id="",
-        job_type=spec.job_type,
-        tenant_id=spec.tenant_id,
-        definition_id=wf.definition_id,
-        definition_version=wf.definition_version,
-        instance_id=wf.instance_id,
-        activity_id=wf.activity_id,
-        activity_node_id=wf.activity_node_id,
-        bookmark_id=wf.bookmark_id,
-        correlation_id=wf.correlation_id,
-        payload=spec.payload.data,
-        content_type=spec.payload.content_type,
+    payload = spec.payload
+    job = NewJob(
+        "",
+        spec.job_type,
+        spec.tenant_id,
+        payload=payload.data,
+        content_type=payload.content_type,
         category=spec.category,
         priority=spec.priority,
-        due_at=ts_to_us(spec.due_time, "due_time") if spec.HasField("due_time") else 0,
         # 0: not set here; the engine applies the job type's default, else its own.
-        max_attempts=policy.max_attempts or 0,
-        retry_policy=policy.to_json(),
-        execution_timeout_ms=(
-            duration_ms(spec.execution_timeout, "execution_timeout")
-            if spec.HasField("execution_timeout")
-            else None
-        ),
-        heartbeat_timeout_ms=(
-            duration_ms(spec.heartbeat_timeout, "heartbeat_timeout") or None
-            if spec.HasField("heartbeat_timeout")
-            else None
-        ),
+        max_attempts=0,
         idempotency_key=spec.idempotency_key or None,
         traceparent=spec.traceparent,
         tracestate=spec.tracestate,
         concurrency_key=spec.concurrency_key or None,
     )
+    if spec.HasField("retry_policy"):
+        policy = retry_policy_from_proto(spec.retry_policy)
+        job.max_attempts = policy.max_attempts or 0
+        job.retry_policy = policy.to_json()
+    if spec.HasField("workflow"):
+        wf = spec.workflow
+        job.definition_id = wf.definition_id
+        job.definition_version = wf.definition_version
+        job.instance_id = wf.instance_id
+        job.activity_id = wf.activity_id
+        job.activity_node_id = wf.activity_node_id
+        job.bookmark_id = wf.bookmark_id
+        job.correlation_id = wf.correlation_id
+    if spec.HasField("due_time"):
+        job.due_at = ts_to_us(spec.due_time, "due_time")
+    if spec.HasField("execution_timeout"):
+        job.execution_timeout_ms = duration_ms(spec.execution_timeout, "execution_timeout")
+    if spec.HasField("heartbeat_timeout"):
+        job.heartbeat_timeout_ms = (
+            duration_ms(spec.heartbeat_timeout, "heartbeat_timeout") or None
+        )
+    return job
 
 
 def _set_ts(ts: timestamp_pb2.Timestamp, us: int) -> None:
