@@ -29,6 +29,7 @@ from ._convert import WorkflowRef, from_duration, from_timestamp
 __all__ = ["CancelReason", "CancelSignal", "JobContext", "current_job"]
 
 _current_job: contextvars.ContextVar[JobContext] = contextvars.ContextVar("worker_sdk_current_job")
+_JOB_LOGGER = logging.getLogger("worker_sdk.job")
 
 
 class CancelReason:
@@ -188,7 +189,7 @@ class JobContext:
         if self._logger is None:
             job = self._job
             self._logger = _JobLoggerAdapter(
-                self._base_logger or logging.getLogger("worker_sdk.job"),
+                self._base_logger or _JOB_LOGGER,
                 {
                     "job_id": job.id,
                     "job_type": job.job_type,
@@ -201,6 +202,12 @@ class JobContext:
     @logger.setter
     def logger(self, value: logging.LoggerAdapter) -> None:  # type: ignore[type-arg]
         self._logger = value
+
+    def _logs(self, level: int) -> bool:
+        """True when :attr:`logger` would emit at ``level`` (without building it)."""
+        if self._logger is not None:
+            return self._logger.isEnabledFor(level)
+        return (self._base_logger or _JOB_LOGGER).isEnabledFor(level)
 
     @property
     def job(self) -> job_pb2.Job:

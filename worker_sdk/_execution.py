@@ -77,6 +77,8 @@ class Attempt:
         ctx: The handler's context.
         handler: The registered handler, or None when this process has none.
         lease_duration: Seconds the lease lasted when the job arrived.
+        key: ``(job id, lease token)``: one attempt of one job (taken from
+            ``leased`` when not given).
         task: The task running :func:`run_attempt`, once started.
         cancel_reason: Why the attempt is being stopped, once it is.
         handed_back: The job was released without waiting for the handler.
@@ -90,6 +92,7 @@ class Attempt:
     ctx: JobContext
     handler: HandlerSpec | None
     lease_duration: float | None
+    key: tuple[str, str] = ("", "")
     task: asyncio.Task[Any] | None = None
     cancel_reason: str | None = None
     handed_back: bool = False
@@ -98,10 +101,9 @@ class Attempt:
     value: Any = None
     error: BaseException | None = None
 
-    @property
-    def key(self) -> tuple[str, str]:
-        """``(job id, lease token)``: one attempt of one job."""
-        return (self.leased.job.id, self.leased.lease_token)
+    def __post_init__(self) -> None:
+        if not self.key[0]:
+            self.key = (self.leased.job.id, self.leased.lease_token)
 
 
 def failure(
@@ -209,8 +211,11 @@ async def run_attempt(
 
 def _log_outcome(ctx: JobContext, outcome: Outcome, seconds: float) -> None:
     """One line per failed attempt; a completed one only at DEBUG."""
+    is_failure = isinstance(outcome, worker_service_pb2.Failure)
+    if not is_failure and not ctx._logs(logging.DEBUG):
+        return
     what = f"job {ctx.job_id} ({ctx.job_type}) attempt {ctx.attempt}/{ctx.max_attempts}"
-    if isinstance(outcome, worker_service_pb2.Failure):
+    if is_failure:
         if outcome.non_retryable:
             next_step = "; not retryable"
         elif ctx.attempt >= ctx.max_attempts > 0:
@@ -247,11 +252,11 @@ async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -
     except PayloadDecodeError as exc:
         attempt.error = exc
         return failure(f"{type(exc).__name__}: {exc}", exc.kind, non_retryable=True, exc=exc)
-    loop = asyncio.get_running_loop()
     deadline_in = (
         (ctx.deadline - datetime.now(UTC)).total_seconds() if ctx.deadline is not None else None
     )
     if deadline_in is not None:
+        loop = asyncio.get_running_loop()
         attempt.timers.append(
             loop.call_later(max(0.0, deadline_in), ctx._cancel, CancelReason.DEADLINE_EXCEEDED)
         )
@@ -265,7 +270,7 @@ async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -
         else:
             scope = None
             call = functools.partial(contextvars.copy_context().run, handler.func, **kwargs)
-            result = await loop.run_in_executor(executor, call)
+            result = await asyncio.get_running_loop().run_in_executor(executor, call)
     except TimeoutError as exc:
         attempt.error = exc
         if scope is not None and scope.expired():

@@ -12,10 +12,13 @@ grant is recomputed from that invariant each time (``concurrency - running -
 outstanding``), so it corrects itself after reconnects (outstanding credit
 starts again at zero on a new stream) and if a coordinator over-delivers. Grants
 are coalesced: sent at once when at least ``max(1, concurrency // 4)`` slots
-are free, otherwise after about 2 ms of quiet, never left unsent. While
-outcomes travel on the stream, the credit that finished jobs free rides on
-their batch of outcomes instead (a 10 ms timer grants it should that batch be
-held up).
+are free, otherwise after about 2 ms of quiet; while the coordinator still
+holds at least that much of the worker's credit, free slots wait until it
+runs low or enough are free (each grant wakes an acquisition on the
+coordinator, and more credit there changes nothing while it has plenty).
+While outcomes travel on the stream, the credit that finished jobs free
+rides on their batch of outcomes instead (a 10 ms timer grants it should that
+batch be held up).
 
 Tasks on the event loop:
 
@@ -650,11 +653,23 @@ class Worker:
             and not self._coordinator_draining
         )
 
-    def _grant_credit(self) -> None:
-        """Grant every free slot now."""
-        self._cancel_credit_timer()
+    def _credit_due(self) -> int:
+        """The free slots worth granting now: all of them once enough are free, or
+        once the coordinator holds little credit of ours; none while it holds
+        plenty (a grant wakes an acquisition there, which more credit would
+        not change)."""
         credits = self._free_credit()
-        if credits > 0 and self._can_grant():
+        if credits <= 0 or not self._can_grant():
+            return 0
+        if credits >= self._credit_threshold or self._outstanding_credit < self._credit_threshold:
+            return credits
+        return 0
+
+    def _grant_credit(self) -> None:
+        """Grant the free slots due (see :meth:`_credit_due`) now."""
+        self._cancel_credit_timer()
+        credits = self._credit_due()
+        if credits > 0:
             assert self._requests is not None
             self._requests.put_nowait(
                 worker_service_pb2.AcquireJobsRequest(
@@ -664,11 +679,9 @@ class Worker:
             self._outstanding_credit += credits
 
     def _take_credit(self) -> int:
-        """The free slots, counted as granted: they ride on a batch of outcomes."""
+        """The free slots due, counted as granted: they ride on a batch of outcomes."""
         self._cancel_credit_timer()
-        credits = self._free_credit()
-        if credits <= 0 or not self._can_grant():
-            return 0
+        credits = self._credit_due()
         self._outstanding_credit += credits
         return credits
 
@@ -676,7 +689,9 @@ class Worker:
         """Coalesce grants: send now when enough slots are free, else after ~2 ms.
 
         When the next batch of outcomes goes on the stream it carries the free
-        credit; a timer still grants it should that batch be held up.
+        credit; a timer still grants it should that batch be held up. While
+        the coordinator holds plenty of credit, nothing is scheduled: the
+        credit goes out once it runs low (:meth:`_on_jobs`) or enough is free.
         """
         if not self._can_grant():
             return
@@ -686,7 +701,11 @@ class Worker:
             return
         if self._free_credit() >= self._credit_threshold:
             self._grant_credit()
-        elif self._credit_timer is None and self._loop is not None:
+        elif (
+            self._credit_timer is None
+            and self._loop is not None
+            and self._outstanding_credit < self._credit_threshold
+        ):
             self._credit_timer = self._loop.call_later(0.002, self._grant_credit)
 
     def _cancel_credit_timer(self) -> None:
@@ -698,12 +717,21 @@ class Worker:
 
     def _on_jobs(self, batch: worker_service_pb2.JobBatch) -> None:
         now = datetime.now(UTC)
+        # The jobs of one batch mostly share their lease's expiry: convert it once.
+        expire_key: tuple[int, int] | None = None
+        expire: datetime | None = None
+        stopping = self._stop_requested.is_set()
         for leased in batch.jobs:
             self._outstanding_credit = max(0, self._outstanding_credit - 1)
-            expire = from_timestamp(leased.lease_expire_time)
+            job = leased.job
+            token = leased.lease_token
+            ts = leased.lease_expire_time
+            if (ts.seconds, ts.nanos) != expire_key:
+                expire_key = (ts.seconds, ts.nanos)
+                expire = from_timestamp(ts)
             ctx = JobContext(
-                job=leased.job,
-                lease_token=leased.lease_token,
+                job=job,
+                lease_token=token,
                 lease_expire_time=expire,
                 worker_id=self._worker_id,
                 heartbeat_callback=self._on_context_heartbeat,
@@ -712,17 +740,21 @@ class Worker:
             running = Attempt(
                 leased=leased,
                 ctx=ctx,
-                handler=self._handlers.get(leased.job.job_type),
+                handler=self._handlers.get(job.job_type),
                 lease_duration=(expire - now).total_seconds() if expire else None,
+                key=(job.id, token),
             )
-            if self._stop_requested.is_set():
+            if stopping:
                 self._release(running, "worker shutting down", track=False)
                 continue
             if running.key in self._running:
-                logger.warning("job %s pushed twice with the same lease; ignored", leased.job.id)
+                logger.warning("job %s pushed twice with the same lease; ignored", job.id)
                 continue
             self._running[running.key] = running
-            running.task = asyncio.create_task(self._execute(running), name=f"job-{leased.job.id}")
+            running.task = asyncio.create_task(self._execute(running), name=f"job-{job.id}")
+        if self._outstanding_credit < self._credit_threshold and self._free_credit() > 0:
+            # The coordinator runs low on credit held back while it had plenty.
+            self._slot_freed()
         if self._heartbeater is not None and self._heartbeat_interval is None:
             # The interval depends on the shortest lease held.
             self._heartbeater.reschedule()
@@ -757,9 +789,8 @@ class Worker:
 
     def _submit(self, running: Attempt, outcome: Outcome) -> None:
         assert self._reporter is not None
-        self._reporter.submit(
-            job_outcome(running.leased.job.id, running.leased.lease_token, outcome)
-        )
+        job_id, token = running.key
+        self._reporter.submit(job_outcome(job_id, token, outcome))
 
     # -- heartbeats ---------------------------------------------------------------------------
 

@@ -272,6 +272,41 @@ def test_runs_pushed_jobs_within_credit_and_reports_in_batches() -> None:
     asyncio.run(main())
 
 
+def test_credit_waits_while_the_coordinator_holds_plenty_and_goes_out_when_it_runs_low() -> None:
+    async def main() -> None:
+        coordinator = ScriptedCoordinator()
+        server, port = await start_server(coordinator)
+        worker = make_worker(port, concurrency=8)  # grants coalesce at 2 free slots
+        release = asyncio.Event()
+
+        @worker.handler("hold")
+        async def hold(wait: bool) -> None:
+            if wait:
+                await release.wait()
+
+        try:
+            async with running(worker, coordinator):
+                conn = coordinator.connections[0]
+                await coordinator.wait_for(lambda: conn.granted == [8])
+                # One quick job: its slot frees while the coordinator still
+                # holds 7 credits, so no grant follows.
+                [quick] = coordinator.push(leased("hold", False))
+                await coordinator.wait_for(lambda: quick in coordinator.outcomes)
+                await asyncio.sleep(0.05)  # longer than any coalescing timer
+                assert conn.granted == [8]
+                # Six held jobs leave the coordinator 1 credit: the free slot goes out.
+                coordinator.push(*(leased("hold", True) for _ in range(6)))
+                await coordinator.wait_for(lambda: len(conn.granted) == 2)
+                assert conn.granted == [8, 1]
+                release.set()
+                await coordinator.wait_for(lambda: len(coordinator.outcomes) == 7)
+        finally:
+            release.set()
+            await server.stop(None)
+
+    asyncio.run(main())
+
+
 def test_failures_become_typed_failure_outcomes() -> None:
     async def main() -> None:
         coordinator = ScriptedCoordinator()
