@@ -211,11 +211,10 @@ async def run_attempt(
 
 def _log_outcome(ctx: JobContext, outcome: Outcome, seconds: float) -> None:
     """One line per failed attempt; a completed one only at DEBUG."""
-    is_failure = isinstance(outcome, worker_service_pb2.Failure)
-    if not is_failure and not ctx._logs(logging.DEBUG):
+    if not isinstance(outcome, worker_service_pb2.Failure) and not ctx._logs(logging.DEBUG):
         return
     what = f"job {ctx.job_id} ({ctx.job_type}) attempt {ctx.attempt}/{ctx.max_attempts}"
-    if is_failure:
+    if isinstance(outcome, worker_service_pb2.Failure):
         if outcome.non_retryable:
             next_step = "; not retryable"
         elif ctx.attempt >= ctx.max_attempts > 0:

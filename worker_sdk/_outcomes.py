@@ -296,12 +296,13 @@ class OutcomeReporter:
         if link is not None and link.sending:
             future = link.send(batch)
             try:
-                return await asyncio.wait_for(future, self._config.rpc_timeout)
+                answers = await asyncio.wait_for(future, self._config.rpc_timeout)
             except TimeoutError:
                 raise _ReportFailed(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
                     f"no answer on the job stream within {self._config.rpc_timeout:g}s",
                 ) from None
+            return answers
         request = worker_service_pb2.ReportOutcomesRequest(outcomes=batch)
         try:
             response = await self._stub.ReportOutcomes(
@@ -309,7 +310,8 @@ class OutcomeReporter:
             )
         except grpc.aio.AioRpcError as exc:
             raise _ReportFailed(exc.code(), exc.details() or "") from exc
-        return response.results
+        results: Sequence[worker_service_pb2.OutcomeResult] = response.results
+        return results
 
     async def _send(
         self, batch: list[worker_service_pb2.JobOutcome], first_sent: float | None = None

@@ -582,6 +582,7 @@ class Worker:
         if accepted.outcomes_on_stream:
             # Outcomes go on this stream, each batch with the credit it frees.
             self._link = StreamLink(queue.put_nowait, self._take_credit)
+            assert self._reporter is not None
             self._reporter.use_stream(self._link)
         self._accepted_heartbeat_ms = accepted.heartbeat_interval_ms
         coordinator = accepted.coordinator_id or "(unnamed)"
