@@ -9,7 +9,6 @@ bound well below it: a missed wake-up shows as a timeout, not as a slow pass.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 
@@ -20,6 +19,7 @@ from coordinator.chores.lease_reaper import LeaseReaper, LeaseReaperConfig, Reap
 from coordinator.clock import SystemClock
 from coordinator.engine import Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.model import (
+    AttemptOutcome,
     Completion,
     ConcurrencyLimit,
     Failure,
@@ -112,11 +112,18 @@ def test_a_freed_limit_slot_is_refilled_at_once(store_url: str, event: str) -> N
 def test_a_slot_freed_by_lease_expiry_is_refilled_at_once(store_url: str) -> None:
     async def scenario(engine: Engine) -> None:
         session, row, _ = await _limited_pair(engine, heartbeat_timeout_ms=300)
-        started = time.monotonic()
+        assert row.lease_expires_at is not None
         # Nobody heartbeats: the reaper reclaims the lease, the slot is refilled.
         [(nxt, _)] = await _next_leased(session)
-        assert time.monotonic() - started >= 0.3
-        assert nxt.attempt >= 1
+        # On the engine's own clock: the first attempt ended by expiry, not
+        # before its lease ran out, and the slot went to the next lease only then.
+        _, attempts = await engine.get_job(row.id, with_attempts=True)
+        first = next(a for a in attempts if a.number == row.attempt)
+        assert first.outcome == AttemptOutcome.LEASE_EXPIRED
+        assert first.ended_at is not None and first.ended_at >= row.lease_expires_at
+        assert nxt.lease_expires_at is not None
+        granted = nxt.lease_expires_at - 300_000
+        assert granted >= row.lease_expires_at
 
     _run(store_url, scenario)
 
