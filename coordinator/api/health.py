@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from coordinator.backoff import CappedBackoff
 from coordinator.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -70,25 +71,22 @@ class StoreHealthWatch:
         """NOT_SERVING, ping until the store answers, SERVING again."""
         log.warning("database unreachable: health is NOT_SERVING until it answers again")
         await self._set_serving(False)
-        delay = self.config.initial_interval_s
+        backoff = CappedBackoff(self.config.initial_interval_s, self.config.max_interval_s)
         pings = 0
         while not self._stopped:
             pings += 1
             try:
                 await self._ping()
             except StoreUnavailable:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.config.max_interval_s)
-                continue
+                pass
             except Exception:  # noqa: BLE001 - keep probing, but say why
                 log.exception("store ping failed unexpectedly")
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.config.max_interval_s)
-                continue
-            if not self._stopped:
-                await self._set_serving(True)
-                log.info("database reachable again after %d ping(s): health is SERVING", pings)
-            break
+            else:
+                if not self._stopped:
+                    await self._set_serving(True)
+                    log.info("database reachable again after %d ping(s): health is SERVING", pings)
+                break
+            await asyncio.sleep(backoff.next_delay())
         return ProbeResult(pings)
 
     async def stop(self) -> None:

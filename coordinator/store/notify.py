@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import psycopg
 
+from coordinator.backoff import CappedBackoff
 from coordinator.store.urls import libpq_conninfo
 
 log = logging.getLogger(__name__)
@@ -48,13 +49,14 @@ class WakeListener:
             self._thread = None
 
     def _run(self) -> None:
-        delay = 0.1
+        # Reconnect waits: 0.1 s, doubling to 5 s while the database is away.
+        backoff = CappedBackoff(0.1, 5.0)
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._dsn, autocommit=True) as conn:
                     self._conn = conn
                     conn.execute("LISTEN wfj_wake")
-                    delay = 0.1
+                    backoff.reset()
                     # Something may have happened while we were not listening:
                     # limits or flags changed, work became eligible.
                     for due_at in (-1, -2, 0):
@@ -66,9 +68,9 @@ class WakeListener:
             except psycopg.Error as e:
                 if self._stop.is_set():
                     return
+                delay = backoff.next_delay()
                 log.warning("wake listener lost its connection (%s); retrying in %.1fs", e, delay)
                 self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
             finally:
                 self._conn = None
 
