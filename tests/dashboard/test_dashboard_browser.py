@@ -132,8 +132,11 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     page.fill("#pause-form input[name=value]", "billing-flow")
     page.fill("#pause-form input[name=tenant_id]", "acme")
     page.fill("#pause-form input[name=reason]", "ledger maintenance")
+    page.fill("#pause-form input[name=expire_minutes]", "90")
     page.click("#pause-form button[type=submit]")
-    assert "Pause definition billing-flow in tenant acme" in confirm(page)
+    asked = confirm(page)
+    assert "Pause definition billing-flow in tenant acme" in asked
+    assert "lifting by itself in 90 min" in asked
     expect()(page.locator(".flash.ok")).to_contain_text("paused definition billing-flow")
 
     job = cluster["scheduler"].enqueue(
@@ -146,6 +149,7 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     explain = page.locator("#explain")
     expect()(explain).to_contain_text("definition billing-flow is paused")
     expect()(explain).to_contain_text("ledger maintenance")
+    expect()(explain).to_contain_text("lifts at")
     expect()(page.locator("#payload")).to_contain_text('"invoice": 42')
     screenshot(page, "dashboard-job-explain")
 
