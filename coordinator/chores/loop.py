@@ -6,7 +6,10 @@ loop around it: read the clock, run, log the result when it is worth a line
 (``describe`` returns empty otherwise), sleep for the delay the chore asks for
 (or until woken), repeat. A delay of 0 (a full batch) runs again at once. A
 failed run is logged and the chore sleeps ``delay_after(None)``; it never ends
-the loop. ``start`` and ``stop`` are idempotent, and ``stop`` may be called
+the loop. A run of failures (a database outage) logs the first one with its
+traceback, then one short line per ``REPEAT_LOG_S`` of the chore's clock
+(``still failing``, with the count and the last error), and one line when a
+run succeeds again. ``start`` and ``stop`` are idempotent, and ``stop`` may be called
 before ``start``. The supervisor (``coordinator/chores/__init__.py``) starts
 and stops every chore.
 """
@@ -24,6 +27,9 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+# While a chore keeps failing, at most one short line per this many seconds.
+REPEAT_LOG_S = 60.0
+
 
 class Chore(abc.ABC, Generic[R]):
     """Base of the chores; subclasses implement ``run_once`` and ``delay_after``."""
@@ -38,6 +44,9 @@ class Chore(abc.ABC, Generic[R]):
         self.clock = clock
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Consecutive failed runs, and when (clock µs) the last line about them was logged.
+        self._failures = 0
+        self._failure_logged_us = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -80,10 +89,13 @@ class Chore(abc.ABC, Generic[R]):
                 result = await self.run_once(self.clock.now_us())
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("%s run failed", self.name)
+            except Exception as e:
+                self._failed(e)
                 result = None
             if result is not None:
+                if self._failures:
+                    log.info("%s recovered after %d failed run(s)", self.name, self._failures)
+                    self._failures = 0
                 line = self.describe(result)
                 if line:
                     log.info("%s: %s", self.name, line)
@@ -95,6 +107,23 @@ class Chore(abc.ABC, Generic[R]):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:
                 pass
+
+    def _failed(self, error: Exception) -> None:
+        """Log a failed run: the traceback once per run of failures, then rarely."""
+        self._failures += 1
+        now = self.clock.now_us()
+        if self._failures == 1:
+            self._failure_logged_us = now
+            log.exception("%s run failed", self.name)
+        elif now - self._failure_logged_us >= REPEAT_LOG_S * 1_000_000:
+            self._failure_logged_us = now
+            log.warning(
+                "%s still failing (%d runs in a row): %s: %s",
+                self.name,
+                self._failures,
+                type(error).__name__,
+                error,
+            )
 
 
 __all__ = ["Chore"]
