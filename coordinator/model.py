@@ -260,6 +260,7 @@ class NewJob:
     tracestate: str = ""
     concurrency_key: str | None = None
     replay_of: str | None = None
+    parent_job_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -310,6 +311,8 @@ class JobRecord:
     # Attempts released by workers; ``attempt - released_attempts`` count
     # against ``max_attempts``.
     released_attempts: int = 0
+    # The job whose handler enqueued this one (a child job).
+    parent_job_id: str | None = None
 
     @property
     def counted_attempts(self) -> int:
@@ -494,6 +497,7 @@ class JobFilter:
     created_before: int | None = None
     due_after: int | None = None
     due_before: int | None = None
+    parent_job_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

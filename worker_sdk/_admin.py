@@ -64,6 +64,7 @@ class JobFilter:
         created_before: Created before.
         due_after: Due at or after.
         due_before: Due before.
+        parent_job_id: Only the child jobs of this job.
     """
 
     statuses: Sequence[JobStatus | str] = ()
@@ -77,6 +78,7 @@ class JobFilter:
     created_before: datetime | None = None
     due_after: datetime | None = None
     due_before: datetime | None = None
+    parent_job_id: str = ""
 
     def to_proto(self) -> admin_service_pb2.JobFilter:
         """Build the ``workflowjobs.v1.JobFilter`` message."""
@@ -88,6 +90,7 @@ class JobFilter:
             instance_id=self.instance_id,
             correlation_id=self.correlation_id,
             category=category_to_proto(self.category),  # type: ignore[arg-type]
+            parent_job_id=self.parent_job_id,
         )
         for field in ("created_after", "created_before", "due_after", "due_before"):
             value = getattr(self, field)

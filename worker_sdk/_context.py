@@ -5,6 +5,11 @@ Handler code reaches it either by declaring a parameter annotated
 (the worker copies the context variable into the thread pool for blocking
 handlers).
 
+A handler enqueues follow-up work with ``ctx.enqueue(...)`` (blocking handlers)
+or ``await ctx.enqueue_async(...)`` (async handlers): a *child job* that
+records this job as its parent, inherits its tenant and workflow refs unless
+given others, and is deduplicated per parent (see :meth:`JobContext.enqueue_async`).
+
 Cancellation is a one-way signal with a reason: the coordinator asked to cancel
 the job, the lease was lost, the execution deadline passed, or the worker is
 shutting down. Setting it happens on the worker's event loop; reading and
@@ -18,15 +23,18 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from workflowjobs.v1 import job_pb2
 
 from ._convert import WorkflowRef, from_duration, from_timestamp
 
-__all__ = ["CancelReason", "CancelSignal", "JobContext", "current_job"]
+if TYPE_CHECKING:
+    from ._convert import JobView
+
+__all__ = ["CancelReason", "CancelSignal", "ChildEnqueuer", "JobContext", "current_job"]
 
 _current_job: contextvars.ContextVar[JobContext] = contextvars.ContextVar("worker_sdk_current_job")
 _JOB_LOGGER = logging.getLogger("worker_sdk.job")
@@ -137,6 +145,20 @@ NO_CHECKPOINT: Any = _NoCheckpoint()
 HeartbeatCallback = Callable[["JobContext", Any], None]
 
 
+class ChildEnqueuer(Protocol):
+    """What a context enqueues child jobs with: an ``AsyncSchedulerClient``
+    (``enqueue(job_type, payload, **options)`` answering a ``JobView``)."""
+
+    @property
+    def enqueue(self) -> Callable[..., Awaitable[JobView]]:
+        """The enqueue coroutine function."""
+        ...
+
+
+# Prefix of the idempotency key of a child job: "child:<parent id>:<key>".
+CHILD_KEY_PREFIX = "child"
+
+
 class JobContext:
     """What a handler knows about the job it is running.
 
@@ -154,8 +176,14 @@ class JobContext:
         heartbeat_callback: HeartbeatCallback | None = None,
         logger: logging.Logger | None = None,
         start_time: datetime | None = None,
+        children: ChildEnqueuer | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._job = job
+        self._children = children
+        self._loop = loop
+        self._child_lock = threading.Lock()
+        self._child_ordinal = 0
         self._lease_token = lease_token
         self._worker_id = worker_id
         self._heartbeat_callback = heartbeat_callback
@@ -360,6 +388,127 @@ class JobContext:
         self.heartbeat_details = details
         if self._heartbeat_callback is not None:
             self._heartbeat_callback(self, details)
+
+    # -- child jobs --------------------------------------------------------------------------
+
+    def child_key(self, key: str | None = None) -> str:
+        """The idempotency key of this job's next child (``key``: the caller's own).
+
+        ``child:<this job's id>:<key>``, or ``child:<id>:#<n>`` for the n-th
+        (from 0) child enqueued without a key in this attempt. It does not depend
+        on the attempt: a retried handler that enqueues the same children in the
+        same order gets the jobs its earlier attempts stored, not new ones.
+        """
+        if key is None:
+            with self._child_lock:
+                n = self._child_ordinal
+                self._child_ordinal += 1
+            key = f"#{n}"
+        elif not key:
+            raise ValueError("a child key must not be empty (pass None for the call's ordinal)")
+        return f"{CHILD_KEY_PREFIX}:{self.job_id}:{key}"
+
+    async def enqueue_async(
+        self,
+        job_type: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        tenant_id: str | None = None,
+        workflow: WorkflowRef | job_pb2.WorkflowRef | None = None,
+        **options: Any,
+    ) -> JobView:
+        """Enqueue a child job of this one (from an async handler).
+
+        The child records this job as its ``parent_job_id`` (GetJob shows it,
+        ListJobs filters by it) and its trace context is this attempt's span,
+        so its trace hangs under the parent's. It belongs to this job's tenant
+        and carries this job's workflow refs unless ``tenant_id`` or
+        ``workflow`` say otherwise.
+
+        Children are deduplicated per parent: the idempotency key is
+        :meth:`child_key` (``key``, or the ordinal of the call among this
+        attempt's keyless calls), so a retried parent that enqueues again gets
+        the same child jobs back (``deduplicated`` is then True). Give a
+        ``key`` when the children a handler enqueues vary between attempts.
+
+        Uses the worker's own channel and credential (it needs the
+        ``scheduler`` role when the coordinator checks roles).
+
+        Args:
+            job_type: The child's job type.
+            payload: The child's payload (as for ``SchedulerClient.enqueue``).
+            key: Dedupe key of this child within the parent.
+            tenant_id: The child's tenant (default: this job's).
+            workflow: The child's workflow refs (default: this job's).
+            **options: Any other ``SchedulerClient.enqueue`` option (``delay``,
+                ``priority``, ``category``, ``retry_policy``, ...), except
+                ``idempotency_key`` and ``parent_job_id``, which are set here.
+
+        Raises:
+            RuntimeError: The context has no scheduler (a context built by
+                ``worker_sdk.testing.run_handler`` without one).
+            TypeError: ``idempotency_key`` or ``parent_job_id`` was given.
+        """
+        for reserved in ("idempotency_key", "parent_job_id"):
+            if reserved in options:
+                raise TypeError(
+                    f"{reserved} is set by ctx.enqueue; name the child with key=... instead"
+                )
+        if self._children is None:
+            raise RuntimeError(
+                f"job {self.job_id}: this context cannot enqueue child jobs (no scheduler); "
+                "handlers run by a Worker can"
+            )
+        return await self._children.enqueue(
+            job_type,
+            payload,
+            tenant_id=tenant_id or self.tenant_id,
+            workflow=workflow if workflow is not None else self.workflow,
+            idempotency_key=self.child_key(key),
+            parent_job_id=self.job_id,
+            **options,
+        )
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        tenant_id: str | None = None,
+        workflow: WorkflowRef | job_pb2.WorkflowRef | None = None,
+        **options: Any,
+    ) -> JobView:
+        """Enqueue a child job of this one and wait for the answer (blocking handlers).
+
+        The same as :meth:`enqueue_async` (arguments, inheritance, dedupe),
+        from a handler running in the worker's thread pool. From a coroutine on
+        the worker's event loop it would block the loop: use ``await
+        ctx.enqueue_async(...)`` there.
+
+        Raises:
+            RuntimeError: Called on the worker's event loop, or without a scheduler.
+        """
+        loop = self._loop
+        if self._children is None or loop is None:
+            raise RuntimeError(
+                f"job {self.job_id}: this context cannot enqueue child jobs (no scheduler); "
+                "handlers run by a Worker can"
+            )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise RuntimeError(
+                "ctx.enqueue() blocks and would stall the worker's event loop; "
+                "in an async handler use: await ctx.enqueue_async(...)"
+            )
+        coro = self.enqueue_async(
+            job_type, payload, key=key, tenant_id=tenant_id, workflow=workflow, **options
+        )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     # -- execution modes: implemented by worker_sdk._inline.InlineJobContext ----------------
 

@@ -258,6 +258,8 @@ class JobRequest:
         content_type: Content type to record with raw ``bytes`` payloads.
         traceparent: W3C traceparent of the enqueuer.
         tracestate: W3C tracestate of the enqueuer.
+        parent_job_id: The job whose handler enqueues this one (set by
+            ``ctx.enqueue``; see :meth:`JobContext.enqueue_async`).
     """
 
     job_type: str
@@ -277,6 +279,7 @@ class JobRequest:
     content_type: str | None = None
     traceparent: str | None = None
     tracestate: str | None = None
+    parent_job_id: str | None = None
 
     def to_proto(self) -> job_pb2.JobSpec:
         """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
@@ -295,6 +298,7 @@ class JobRequest:
             concurrency_key=self.concurrency_key or "",
             traceparent=self.traceparent or "",
             tracestate=self.tracestate or "",
+            parent_job_id=self.parent_job_id or "",
         )
         if self.payload is not None:
             spec.payload.CopyFrom(encode_payload(self.payload, self.content_type))
@@ -399,6 +403,7 @@ class JobView:
         idempotency_key: Enqueue dedupe key.
         concurrency_key: Concurrency key.
         replay_of: Id of the job this one replays.
+        parent_job_id: Id of the job whose handler enqueued this one (empty: none).
         attempts: Attempt history, when it was asked for.
         deduplicated: True when ``enqueue`` returned an existing job.
         raw: The underlying ``workflowjobs.v1.Job`` message.
@@ -433,6 +438,7 @@ class JobView:
     raw: job_pb2.Job = dataclasses.field(repr=False, compare=False)
     deduplicated: bool = False
     released_attempts: int = 0
+    parent_job_id: str = ""
 
     @property
     def is_terminal(self) -> bool:
@@ -494,4 +500,5 @@ class JobView:
             raw=job,
             deduplicated=deduplicated,
             released_attempts=job.released_attempts,
+            parent_job_id=job.parent_job_id,
         )

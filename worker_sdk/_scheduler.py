@@ -105,6 +105,7 @@ class SchedulerClient(BlockingClient):
         content_type: str | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
+        parent_job_id: str | None = None,
     ) -> JobView:
         """Enqueue one job.
 
@@ -127,6 +128,8 @@ class SchedulerClient(BlockingClient):
             content_type: Content type for raw ``bytes`` payloads.
             traceparent: W3C traceparent to link the job's traces to.
             tracestate: W3C tracestate.
+            parent_job_id: The job whose handler enqueues this one (inside a
+                handler use ``ctx.enqueue``, which sets it and deduplicates).
 
         Returns:
             The job; ``deduplicated`` tells whether it already existed.
@@ -156,6 +159,7 @@ class SchedulerClient(BlockingClient):
                 content_type=content_type,
                 traceparent=traceparent,
                 tracestate=tracestate,
+                parent_job_id=parent_job_id,
             )
             response = self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)
@@ -300,6 +304,7 @@ class AsyncSchedulerClient:
         content_type: str | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
+        parent_job_id: str | None = None,
     ) -> JobView:
         """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
         with _tracing.enqueue_span(job_type, tenant_id) as context:
@@ -323,6 +328,7 @@ class AsyncSchedulerClient:
                 content_type=content_type,
                 traceparent=traceparent,
                 tracestate=tracestate,
+                parent_job_id=parent_job_id,
             )
             response = await self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)

@@ -82,6 +82,7 @@ from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._logging import install_default_logging
 from ._outcomes import OutcomeReporter, ReporterConfig, StreamLink
+from ._scheduler import AsyncSchedulerClient
 from ._transport import ChannelConfig
 from ._version import __version__
 
@@ -210,6 +211,7 @@ class Worker:
         self._coordinator_id = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._channel: grpc.aio.Channel | None = None
+        self._children: AsyncSchedulerClient | None = None
         self._stub: worker_service_pb2_grpc.WorkerServiceStub | None = None
         self._reporter: OutcomeReporter | None = None
         self._link: StreamLink | None = None
@@ -354,6 +356,10 @@ class Worker:
         self._channel = self._channel_config.aio_channel()
         self._stub = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
         metadata = self._channel_config.metadata
+        # Child jobs (ctx.enqueue) go over the worker's channel with its credential.
+        self._children = AsyncSchedulerClient(
+            self._channel_config.target, token="", metadata=metadata, channel=self._channel
+        )
         self._reporter = OutcomeReporter(
             self._stub,
             metadata=metadata,
@@ -737,6 +743,8 @@ class Worker:
                 worker_id=self._worker_id,
                 heartbeat_callback=self._on_context_heartbeat,
                 start_time=now,
+                children=self._children,
+                loop=self._loop,
             )
             running = Attempt(
                 leased=leased,

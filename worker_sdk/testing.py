@@ -24,7 +24,7 @@ from typing import Any
 from workflowjobs.v1 import job_pb2, worker_service_pb2
 
 from ._codec import encode_payload
-from ._context import CancelReason, JobContext
+from ._context import CancelReason, ChildEnqueuer, JobContext
 from ._convert import WorkflowRef, to_duration
 from ._execution import Attempt, run_attempt
 from ._handler import HandlerSpec
@@ -44,6 +44,8 @@ def make_job_context(
     content_type: str | None = None,
     execution_timeout: timedelta | float | None = None,
     on_heartbeat: Callable[[Any], None] | None = None,
+    children: ChildEnqueuer | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> JobContext:
     """Build a :class:`JobContext` for a fake job.
 
@@ -59,6 +61,10 @@ def make_job_context(
         content_type: Content type for raw ``bytes`` payloads.
         execution_timeout: Sets the context's deadline.
         on_heartbeat: Called with the details of every ``ctx.heartbeat()``.
+        children: What ``ctx.enqueue_async`` enqueues child jobs with (e.g. an
+            ``AsyncSchedulerClient``, or a fake recording the calls).
+        loop: The event loop ``ctx.enqueue`` (the blocking form) runs
+            ``children`` on.
 
     Returns:
         A context not bound to any worker.
@@ -88,6 +94,8 @@ def make_job_context(
         lease_expire_time=datetime.now(UTC) + timedelta(minutes=5),
         worker_id="test-worker",
         heartbeat_callback=heartbeat,
+        children=children,
+        loop=loop,
     )
 
 

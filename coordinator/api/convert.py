@@ -130,6 +130,7 @@ def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
         traceparent=spec.traceparent,
         tracestate=spec.tracestate,
         concurrency_key=spec.concurrency_key or None,
+        parent_job_id=spec.parent_job_id or None,
     )
     if spec.HasField("retry_policy"):
         policy = retry_policy_from_proto(spec.retry_policy)
@@ -233,6 +234,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
         job.cancel_requested = True
     if row.replay_of:
         job.replay_of = row.replay_of
+    if row.parent_job_id:
+        job.parent_job_id = row.parent_job_id
     if attempts:
         job.attempts.extend(attempt_to_proto(a) for a in attempts)
     return job
@@ -354,6 +357,7 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
         ),
         due_after=ts_to_us(f.due_after, "due_after") if f.HasField("due_after") else None,
         due_before=ts_to_us(f.due_before, "due_before") if f.HasField("due_before") else None,
+        parent_job_id=f.parent_job_id,
     )
 
 

@@ -16,7 +16,7 @@ from coordinator.engine.core import admission_for
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
 from coordinator.errors import FailedPrecondition, InvalidArgument
-from coordinator.ids import new_id, new_token
+from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
     DEFAULT_RETRY_POLICY,
     MAX_ATTEMPTS,
@@ -73,6 +73,11 @@ class Enqueue(Reads):
                 raise InvalidArgument(
                     f"{name} is {len(value)} characters long; the limit is {limit}"
                 )
+        if job.parent_job_id is not None and not is_valid_id(job.parent_job_id):
+            raise InvalidArgument(
+                f"parent_job_id {job.parent_job_id[:80]!r} is malformed; job ids are lower-case "
+                "UUIDs like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
+            )
         if len(job.payload) > self.config.max_payload_bytes:
             raise InvalidArgument(
                 f"payload is {len(job.payload)} bytes; the limit is "
@@ -418,6 +423,7 @@ def record_of_new(job: NewJob) -> JobRecord:
         concurrency_key=job.concurrency_key,
         cancel_requested=False,
         replay_of=job.replay_of,
+        parent_job_id=job.parent_job_id,
     )
 
 

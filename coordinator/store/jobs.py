@@ -188,6 +188,7 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
         (c.definition_id, flt.definition_id),
         (c.instance_id, flt.instance_id),
         (c.correlation_id, flt.correlation_id),
+        (c.parent_job_id, flt.parent_job_id),
     ):
         if value:
             clauses.append(column == value)

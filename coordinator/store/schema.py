@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 
 metadata = sa.MetaData()
 
@@ -64,6 +64,8 @@ jobs = sa.Table(
     # Attempts handed back by workers (RELEASED): they stay in the history but
     # do not count against max_attempts, which stays the configured budget.
     sa.Column("released_attempts", sa.Integer, nullable=False, server_default="0"),
+    # The job whose handler enqueued this one (a child job); NULL otherwise.
+    sa.Column("parent_job_id", sa.Text),
 )
 
 job_attempts = sa.Table(
@@ -190,6 +192,13 @@ sa.Index(
     jobs.c.finished_at,
     postgresql_where=sa.text(FINISHED_JOB),
     sqlite_where=sa.text(FINISHED_JOB),
+)
+sa.Index(
+    "ix_wfj_jobs_parent",
+    jobs.c.parent_job_id,
+    jobs.c.id,
+    postgresql_where=jobs.c.parent_job_id.isnot(None),
+    sqlite_where=jobs.c.parent_job_id.isnot(None),
 )
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 

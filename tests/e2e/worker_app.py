@@ -9,6 +9,9 @@ Job types:
   cancellable  waits up to payload["seconds"] (default 60) for its cancel signal and
          records ``cancelled`` when ``ctx.is_cancelled()`` turns true, then stops
   gate   waits until the file payload["path"] exists (tests open the gate)
+  spawn  enqueues payload["children"] keyless noop child jobs and one keyed
+         ("summary") with ctx.enqueue_async, then fails its first attempt
+  spawn-sync  the same from a blocking handler with ctx.enqueue
 """
 
 from __future__ import annotations
@@ -94,6 +97,31 @@ def main() -> None:
             await asyncio.sleep(0.05)
         log("end", ctx)
         return {"opened": True}
+
+    @worker.handler("spawn")
+    async def spawn(payload: dict, ctx: JobContext) -> dict:
+        log("start", ctx)
+        ids = [
+            (await ctx.enqueue_async("noop", {"child": i})).id
+            for i in range(int(payload.get("children", 2)))
+        ]
+        ids.append((await ctx.enqueue_async("noop", {}, key="summary")).id)
+        if ctx.attempt < 2:
+            log("fail", ctx)
+            raise RuntimeError("the parent fails after enqueueing its children")
+        log("end", ctx)
+        return {"children": ids}
+
+    @worker.handler("spawn-sync")
+    def spawn_sync(payload: dict, ctx: JobContext) -> dict:
+        log("start", ctx)
+        ids = [ctx.enqueue("noop", {"child": i}).id for i in range(int(payload.get("children", 2)))]
+        ids.append(ctx.enqueue("noop", {}, key="summary").id)
+        if ctx.attempt < 2:
+            log("fail", ctx)
+            raise RuntimeError("the parent fails after enqueueing its children")
+        log("end", ctx)
+        return {"children": ids}
 
     worker.run()
 

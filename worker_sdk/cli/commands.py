@@ -142,6 +142,9 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--instance", default="", help="workflow instance id")
     g.add_argument("--correlation", default="", help="correlation id")
     g.add_argument(
+        "--parent", default="", help="only the child jobs of this job (its handler enqueued them)"
+    )
+    g.add_argument(
         "--category",
         default=None,
         help="continuation, activity_work, integration, maintenance or custom",
@@ -157,6 +160,7 @@ def _filter(args: argparse.Namespace) -> JobFilter:
         instance_id=args.instance,
         correlation_id=args.correlation,
         category=args.category,
+        parent_job_id=args.parent,
     )
 
 
@@ -169,6 +173,7 @@ def _has_filter(args: argparse.Namespace) -> bool:
         or args.instance
         or args.correlation
         or args.category
+        or args.parent
     )
 
 
@@ -271,6 +276,7 @@ class Commands:
             ("lease expires", job.lease_expire_time),
             ("last error", job.last_error or None),
             ("replay of", job.replay_of or None),
+            ("parent", job.parent_job_id or None),
             ("payload", payload_text(job.payload, job.payload_content_type)),
             (
                 "result",
