@@ -96,3 +96,17 @@ def test_what_counts_as_loopback(listen: str, loopback: bool) -> None:
 def test_a_listen_address_needs_a_port() -> None:
     with pytest.raises(ValueError, match="HOST:PORT"):
         split_listen("127.0.0.1")
+
+
+def test_the_dashboard_imports_nothing_of_the_coordinator() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import worker_sdk.dashboard, worker_sdk.dashboard.app, worker_sdk.dashboard.backend\n"
+        "import worker_sdk.dashboard.render, worker_sdk.dashboard.command\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'coordinator'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
