@@ -230,6 +230,15 @@ def test_bulk_cancel_dry_run_counts_and_cancels_nothing(
     expect()(page.locator("tbody tr")).to_have_count(1)
     shown = page.locator("tbody td a.mono").all_inner_texts()
     assert shown == ids[3:]
+    # Child jobs: the parent's page links to them, the filter lists them only.
+    child = scheduler.enqueue(
+        "noop", {}, tenant_id="children", delay=timedelta(hours=1), parent_job_id=ids[0]
+    )
+    page.goto(f"{cluster['url']}/jobs/{child.id}")
+    page.click(f'#identity a[href="/jobs/{ids[0]}"]')
+    page.click("#children")
+    expect()(page.locator("tbody td a.mono")).to_have_text([child.id])
+    admin.cancel_job(child.id)
     page.goto(f"{cluster['url']}/jobs?tenant_id=bulk&status=PENDING")
     expect()(page.locator("tbody tr")).to_have_count(4)
     screenshot(page, "dashboard-jobs")

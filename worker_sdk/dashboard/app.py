@@ -379,6 +379,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             "definition_id",
             "instance_id",
             "correlation_id",
+            "parent_job_id",
             *render.TIME_FILTERS,
         ):
             values[key] = q.get(key, "").strip()
@@ -561,6 +562,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                 "definition_id",
                 "instance_id",
                 "correlation_id",
+                "parent_job_id",
                 "category",
                 *render.TIME_FILTERS,
             )
@@ -768,6 +770,7 @@ def _job_filter(values: dict[str, Any]) -> JobFilter:
         definition_id=values.get("definition_id", ""),
         instance_id=values.get("instance_id", ""),
         correlation_id=values.get("correlation_id", ""),
+        parent_job_id=values.get("parent_job_id", ""),
         category=values.get("category") or None,
         created_after=_local_time(values.get("created_after", ""), "created after"),
         created_before=_local_time(values.get("created_before", ""), "created before"),
@@ -786,6 +789,7 @@ def _filter_text(f: JobFilter) -> str:
         ("definition", f.definition_id),
         ("instance", f.instance_id),
         ("correlation", f.correlation_id),
+        ("parent job", f.parent_job_id),
         ("category", f.category),
         ("created after", f.created_after),
         ("created before", f.created_before),

@@ -393,6 +393,7 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
         f"<label>tenant{tenant}</label>"
         f"{field('job_type', 'job type')}{field('definition_id', 'definition')}"
         f"{field('instance_id', 'instance')}{field('correlation_id', 'correlation')}"
+        f"{field('parent_job_id', 'parent job')}"
         f'<label>category<select name="category"><option value="">any</option>{options}'
         "</select></label>"
         + "".join(
@@ -476,6 +477,7 @@ def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
         "definition_id",
         "instance_id",
         "correlation_id",
+        "parent_job_id",
         "category",
         *TIME_FILTERS,
     ):
@@ -631,6 +633,17 @@ def job_static(job: JobView) -> str:
         (
             "replay of",
             f'<a href="/jobs/{e(job.replay_of)}">{e(job.replay_of)}</a>' if job.replay_of else "",
+        ),
+        (
+            "parent job",
+            f'<a class="mono" href="/jobs/{e(job.parent_job_id)}">{e(job.parent_job_id)}</a>'
+            if job.parent_job_id
+            else "",
+        ),
+        (
+            "child jobs",
+            f'<a href="/jobs?{e(urlencode({"parent_job_id": job.id}))}" id="children">'
+            "jobs it enqueued</a>",
         ),
     ]
     wf_fields = []
