@@ -381,12 +381,72 @@ def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
     return None
 
 
+class TokenGate(grpc.aio.ServerInterceptor):
+    """Checks the bearer token and the role before the request is decoded.
+
+    Both come from the call's metadata and method alone, so an unauthenticated
+    caller is answered UNAUTHENTICATED (or PERMISSION_DENIED for a missing
+    role) whatever bytes it sends, and never learns how its request decodes.
+    Tenant-scope checks read the decoded request: they stay in
+    ``AuthInterceptor``, after decoding. Install it inside the error-mapping
+    interceptor and before the decoding one.
+    """
+
+    def __init__(self, auth: AuthInterceptor) -> None:
+        self._auth = auth
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        service = method.split("/")[1] if method.count("/") >= 2 else method
+        handler = await continuation(handler_call_details)
+        if handler is None or service in self._auth.open_services:
+            return handler
+        metadata = handler_call_details.invocation_metadata
+        authorize = self._auth.authorize
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                authorize(method, metadata)
+                return await inner(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
+            inner_stream = handler.stream_stream
+
+            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    authorize(method, metadata)
+                except (Unauthenticated, PermissionDenied):
+                    await _take_first_message(request_iter)
+                    raise
+                async for item in inner_stream(request_iter, context):
+                    yield item
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # Other shapes (health's Watch) are checked by AuthInterceptor alone.
+        return handler
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):
     """Authenticates every call, checks its role and tenant scope, and exposes the
     caller to servicers through ``current_principal()``.
 
     Errors are raised as domain errors, so install it inside the error-mapping
-    interceptor (later in the server's interceptor list).
+    interceptor (later in the server's interceptor list). ``gate`` checks the
+    token and role before decoding (see ``TokenGate``).
     """
 
     def __init__(self, config: AuthConfig, engine: Any, book: TokenBook | None = None) -> None:
@@ -399,6 +459,21 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if config.open_reflection:
             open_services.update(REFLECTION_SERVICES)
         self._open = frozenset(open_services)
+        self.gate = TokenGate(self)
+
+    @property
+    def open_services(self) -> frozenset[str]:
+        """Services callable without a token."""
+        return self._open
+
+    def authorize(self, method: str, metadata: Any) -> Principal:
+        """The caller of ``method`` from its metadata: token, then role.
+
+        Raises:
+            Unauthenticated: no token, or one not in the token file.
+            PermissionDenied: the credential lacks the service's role.
+        """
+        return self._authorize(method, metadata)
 
     def _authorize(self, method: str, metadata: Any) -> Principal:
         token = bearer_token(metadata)
@@ -517,6 +592,7 @@ __all__ = [
     "AuthInterceptor",
     "Principal",
     "TokenBook",
+    "TokenGate",
     "current_principal",
     "hash_token",
     "parse_tokens",

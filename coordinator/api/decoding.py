@@ -10,8 +10,9 @@ bytes) and decodes each request, and each message of a stream, itself:
 * a NUL character in any string field is ``InvalidArgument`` naming the field:
   PostgreSQL text cannot hold it, and the rule must not depend on the store.
 
-It sits just inside the error-mapping interceptor and before authentication
-(whose tenant checks read the request). A unary request that cannot be used
+It sits inside the error-mapping interceptor and the token gate (an
+unauthenticated caller is refused before its bytes are decoded) and before the
+tenant-scope checks of authentication, which read the request. A unary request that cannot be used
 is answered INVALID_ARGUMENT here; a bad message on a stream raises
 ``InvalidArgument`` where the servicer reads it, mapped like every other
 domain error.

@@ -1,10 +1,11 @@
 """Builds the gRPC server: services, health, reflection, error mapping,
 authentication, limits and TLS.
 
-Interceptor order (outermost first): error mapping, then request decoding,
-then authentication, then limits, so decoding, authentication and limit errors
-get their status codes, authentication sees decoded requests and limits know
-the caller.
+Interceptor order (outermost first): error mapping, then the token gate (bearer
+token and role, from metadata only), then request decoding, then the rest of
+authentication (tenant scopes), then limits. So every error gets its status
+code, an unauthenticated caller is refused before its bytes are decoded,
+tenant checks see decoded requests and limits know the caller.
 """
 
 from __future__ import annotations
@@ -67,10 +68,13 @@ class CoordinatorServer:
             # Tracing (when on) is outermost, so RPC spans see every status code.
             *telemetry.server_interceptors(),
             ErrorMappingInterceptor(on_store_unavailable=self.health_watch.report_unavailable),
-            # Decodes requests itself: undecodable bytes and NUL in strings are INVALID_ARGUMENT.
-            RequestDecodingInterceptor(),
         ]
         self.auth = AuthInterceptor(auth, engine) if auth is not None else None
+        if self.auth is not None:
+            # Token and role first: no bytes of an unauthenticated caller are decoded.
+            interceptors.append(self.auth.gate)
+        # Decodes requests itself: undecodable bytes and NUL in strings are INVALID_ARGUMENT.
+        interceptors.append(RequestDecodingInterceptor())
         if self.auth is not None:
             interceptors.append(self.auth)
         interceptors.append(LimitsInterceptor(self.limits))

@@ -416,3 +416,50 @@ def test_auth_off_is_stated_loudly(tmp_path) -> None:
     coordinator = CoordinatorProcess(f"sqlite:///{tmp_path / 'open.db'}", tmp_path)
     coordinator.stop()
     assert "AUTHENTICATION IS OFF" in coordinator.log_text()
+
+
+CORRUPT = b"\xff\xff\xff\xff"
+ENQUEUE = "/workflowjobs.v1.JobSchedulerService/Enqueue"
+ACQUIRE = "/workflowjobs.v1.WorkerService/AcquireJobs"
+
+
+def _raw_unary(channel, method: str, body: bytes, token: str | None):
+    call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.RpcError) as info:
+        call(body, timeout=10, metadata=auth(token) if token else None)
+    return info.value.code(), info.value.details()
+
+
+def _raw_stream(channel, body: bytes, token: str | None):
+    call = channel.stream_stream(ACQUIRE, request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.RpcError) as info:
+        for _ in call(iter([body]), timeout=10, metadata=auth(token) if token else None):
+            pass
+    return info.value.code(), info.value.details()
+
+
+def test_the_token_is_checked_before_the_request_is_decoded(channel) -> None:
+    """Garbage from a caller without a valid token is UNAUTHENTICATED, not
+    INVALID_ARGUMENT: the bytes of an unauthenticated caller are never decoded."""
+    for token in (None, "not-a-token"):
+        code, _ = _raw_unary(channel, ENQUEUE, CORRUPT, token)
+        assert code == grpc.StatusCode.UNAUTHENTICATED, token
+        code, _ = _raw_stream(channel, CORRUPT, token)
+        assert code == grpc.StatusCode.UNAUTHENTICATED, token
+    # The role comes from the method alone: checked before decoding too.
+    code, details = _raw_unary(channel, ENQUEUE, CORRUPT, "worker-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED and "scheduler role" in details
+    code, _ = _raw_stream(channel, CORRUPT, "sched-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_tenant_scopes_are_checked_after_the_request_is_decoded(channel) -> None:
+    """A valid token with garbage is INVALID_ARGUMENT; a decodable request
+    outside the credential's tenants is PERMISSION_DENIED."""
+    code, details = _raw_unary(channel, ENQUEUE, CORRUPT, "sched-a-secret")
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "EnqueueRequest" in details
+    code, _ = _raw_stream(channel, CORRUPT, "worker-a-secret")
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    other_tenant = spb.EnqueueRequest(job=spec("b")).SerializeToString()
+    code, details = _raw_unary(channel, ENQUEUE, other_tenant, "sched-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED and "'b'" in details
