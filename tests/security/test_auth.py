@@ -165,8 +165,15 @@ def test_scheduler_scoped_to_its_tenants(channel) -> None:
     assert foreign[1] == missing[1].replace(UNKNOWN_ID, b_job)
 
 
-async def _acquire(target: str, token: str, credits: int, job_types=("noop",), want: int = 0):
-    """Open an AcquireJobs stream, grant credit, collect ``want`` jobs (default: credits)."""
+async def _acquire(
+    target: str, token: str, credits: int, job_types=("noop",), want: int = 0, while_open=None
+):
+    """Open an AcquireJobs stream, grant credit, collect ``want`` jobs (default: credits).
+
+    ``while_open(leased)`` runs before the stream closes: a closing stream hands
+    back jobs whose last write it could not confirm, so checks that need the
+    leases live run while it is open.
+    """
     async with grpc.aio.insecure_channel(target) as ch:
         stub = wpb_grpc.WorkerServiceStub(ch)
         requests: asyncio.Queue = asyncio.Queue()
@@ -192,6 +199,8 @@ async def _acquire(target: str, token: str, credits: int, job_types=("noop",), w
                 if response.WhichOneof("kind") == "jobs":
                     leased.extend(response.jobs.jobs)
                     if len(leased) >= (want or credits):
+                        if while_open is not None:
+                            await asyncio.to_thread(while_open, leased)
                         break
         except grpc.aio.AioRpcError as e:
             return e.code(), e.details()
@@ -208,56 +217,66 @@ def test_worker_receives_heartbeats_and_completes_only_its_tenants_jobs(secured,
     # The tenant-a worker asks for more than a's backlog: it still gets only a's jobs.
     got_a = asyncio.run(_acquire(secured.target, "worker-a-secret", 10, ("iso",), want=5))
     assert {j.job.id for j in got_a} == a_ids
-    got_b = asyncio.run(_acquire(secured.target, "worker-b-secret", 5, ("iso",)))
+
+    def while_b_holds_its_leases(got_b) -> None:
+        assert {j.job.id for j in got_b} == b_ids
+        b_lease = got_b[0]
+        before = scheduler.GetJob(
+            spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
+        ).job
+        # Tenant a's worker holding b's real lease token still cannot touch b's job.
+        ref = wpb.LeaseRef(job_id=b_lease.job.id, lease_token=b_lease.lease_token)
+        answer = worker.Heartbeat(
+            wpb.HeartbeatRequest(worker_id="w-a", leases=[ref]),
+            metadata=auth("worker-a-secret"),
+            timeout=10,
+        )
+        assert [s.state for s in answer.leases] == [wpb.LEASE_STATE_LOST]
+        code, details = code_of(
+            worker.CompleteJob,
+            wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
+            "worker-a-secret",
+        )
+        assert code == grpc.StatusCode.NOT_FOUND and details == f"job {b_lease.job.id} not found"
+        code, _ = code_of(
+            worker.FailJob,
+            wpb.FailJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token, error="x"),
+            "worker-a-secret",
+        )
+        assert code == grpc.StatusCode.NOT_FOUND
+        report = worker.ReportOutcomes(
+            wpb.ReportOutcomesRequest(
+                outcomes=[
+                    wpb.JobOutcome(
+                        job_id=b_lease.job.id,
+                        lease_token=b_lease.lease_token,
+                        completed=wpb.Completion(),
+                    )
+                ]
+            ),
+            metadata=auth("worker-a-secret"),
+            timeout=10,
+        )
+        assert [(r.accepted, r.error_code) for r in report.results] == [
+            (False, "FAILED_PRECONDITION")
+        ]
+        after = scheduler.GetJob(
+            spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
+        ).job
+        assert after == before, "a rejected call changed the job"
+        # Its own worker still owns the lease.
+        worker.CompleteJob(
+            wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
+            metadata=auth("worker-b-secret"),
+            timeout=10,
+        )
+
+    got_b = asyncio.run(
+        _acquire(
+            secured.target, "worker-b-secret", 5, ("iso",), while_open=while_b_holds_its_leases
+        )
+    )
     assert {j.job.id for j in got_b} == b_ids
-    b_lease = got_b[0]
-    before = scheduler.GetJob(
-        spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
-    ).job
-    # Tenant a's worker holding b's real lease token still cannot touch b's job.
-    ref = wpb.LeaseRef(job_id=b_lease.job.id, lease_token=b_lease.lease_token)
-    answer = worker.Heartbeat(
-        wpb.HeartbeatRequest(worker_id="w-a", leases=[ref]),
-        metadata=auth("worker-a-secret"),
-        timeout=10,
-    )
-    assert [s.state for s in answer.leases] == [wpb.LEASE_STATE_LOST]
-    code, details = code_of(
-        worker.CompleteJob,
-        wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
-        "worker-a-secret",
-    )
-    assert code == grpc.StatusCode.NOT_FOUND and details == f"job {b_lease.job.id} not found"
-    code, _ = code_of(
-        worker.FailJob,
-        wpb.FailJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token, error="x"),
-        "worker-a-secret",
-    )
-    assert code == grpc.StatusCode.NOT_FOUND
-    report = worker.ReportOutcomes(
-        wpb.ReportOutcomesRequest(
-            outcomes=[
-                wpb.JobOutcome(
-                    job_id=b_lease.job.id,
-                    lease_token=b_lease.lease_token,
-                    completed=wpb.Completion(),
-                )
-            ]
-        ),
-        metadata=auth("worker-a-secret"),
-        timeout=10,
-    )
-    assert [(r.accepted, r.error_code) for r in report.results] == [(False, "FAILED_PRECONDITION")]
-    after = scheduler.GetJob(
-        spb.GetJobRequest(job_id=b_lease.job.id), metadata=auth("root-secret"), timeout=10
-    ).job
-    assert after == before, "a rejected call changed the job"
-    # Its own worker still owns the lease.
-    worker.CompleteJob(
-        wpb.CompleteJobRequest(job_id=b_lease.job.id, lease_token=b_lease.lease_token),
-        metadata=auth("worker-b-secret"),
-        timeout=10,
-    )
 
 
 async def _report_on_stream(target: str, token: str, outcomes: list) -> list:
@@ -294,37 +313,48 @@ async def _report_on_stream(target: str, token: str, outcomes: list) -> list:
 def test_outcomes_on_a_stream_touch_only_its_credentials_tenants(secured, channel) -> None:
     scheduler = spb_grpc.JobSchedulerServiceStub(channel)
     b_ids = set(enqueue(channel, "b", 2, job_type="iso"))
-    got_b = asyncio.run(_acquire(secured.target, "worker-b-secret", 2, ("iso",)))
-    assert {j.job.id for j in got_b} == b_ids
-    foreign, own = got_b
 
-    def completed(leased: wpb.LeasedJob) -> wpb.JobOutcome:
-        return wpb.JobOutcome(
-            job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+    def while_b_holds_its_leases(got_b) -> None:
+        foreign, own = got_b
+
+        def completed(leased: wpb.LeasedJob) -> wpb.JobOutcome:
+            return wpb.JobOutcome(
+                job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+            )
+
+        def job(job_id: str) -> jpb.Job:
+            return scheduler.GetJob(
+                spb.GetJobRequest(job_id=job_id), metadata=auth("root-secret"), timeout=10
+            ).job
+
+        before = job(foreign.job.id)
+        # Tenant a's stream holding b's real lease token: answered like a lost lease.
+        answers = asyncio.run(
+            _report_on_stream(secured.target, "worker-a-secret", [completed(foreign)])
         )
+        assert [(r.job_id, r.accepted, r.error_code) for r in answers] == [
+            (foreign.job.id, False, "FAILED_PRECONDITION")
+        ]
+        assert job(foreign.job.id) == before, (
+            "an outcome outside the stream's scope changed the job"
+        )
+        # A stream of b's credential (not the one the jobs were delivered on) records them.
+        answers = asyncio.run(
+            _report_on_stream(
+                secured.target, "worker-b-secret", [completed(foreign), completed(own)]
+            )
+        )
+        assert [(r.accepted, r.status) for r in answers] == [
+            (True, jpb.JOB_STATUS_COMPLETED),
+            (True, jpb.JOB_STATUS_COMPLETED),
+        ]
 
-    def job(job_id: str) -> jpb.Job:
-        return scheduler.GetJob(
-            spb.GetJobRequest(job_id=job_id), metadata=auth("root-secret"), timeout=10
-        ).job
-
-    before = job(foreign.job.id)
-    # Tenant a's stream holding b's real lease token: answered like a lost lease.
-    answers = asyncio.run(
-        _report_on_stream(secured.target, "worker-a-secret", [completed(foreign)])
+    got_b = asyncio.run(
+        _acquire(
+            secured.target, "worker-b-secret", 2, ("iso",), while_open=while_b_holds_its_leases
+        )
     )
-    assert [(r.job_id, r.accepted, r.error_code) for r in answers] == [
-        (foreign.job.id, False, "FAILED_PRECONDITION")
-    ]
-    assert job(foreign.job.id) == before, "an outcome outside the stream's scope changed the job"
-    # A stream of b's credential (not the one the jobs were delivered on) records them.
-    answers = asyncio.run(
-        _report_on_stream(secured.target, "worker-b-secret", [completed(foreign), completed(own)])
-    )
-    assert [(r.accepted, r.status) for r in answers] == [
-        (True, jpb.JOB_STATUS_COMPLETED),
-        (True, jpb.JOB_STATUS_COMPLETED),
-    ]
+    assert {j.job.id for j in got_b} == b_ids
 
 
 def test_worker_credential_limited_to_job_types(secured) -> None:
