@@ -39,12 +39,16 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     ) -> spb.EnqueueBatchResponse:
         jobs = [_batch_job(index, s) for index, s in enumerate(request.jobs)]
         results = await self._engine.enqueue(jobs)
-        return spb.EnqueueBatchResponse(
-            results=[
-                spb.EnqueueResult(job_id=i, deduplicated=d, status=s)  # type: ignore[arg-type]
-                for i, d, s in results
-            ]
-        )
+        # Filled field by field: several times cheaper than keyword construction.
+        response = spb.EnqueueBatchResponse()
+        add = response.results.add
+        for job_id, deduplicated, status in results:
+            result = add()
+            result.job_id = job_id
+            result.status = status  # type: ignore[assignment]
+            if deduplicated:
+                result.deduplicated = True
+        return response
 
     async def GetJob(
         self, request: spb.GetJobRequest, context: grpc.aio.ServicerContext
