@@ -13,7 +13,13 @@ from coordinator.engine.attempts import release_end
 from coordinator.engine.core import EngineCore
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.set_aside import OutcomeNotRecorded
-from coordinator.errors import LeaseLost, NotFound, StoreUnavailable, WorkflowJobsError
+from coordinator.errors import (
+    InvalidArgument,
+    LeaseLost,
+    NotFound,
+    StoreUnavailable,
+    WorkflowJobsError,
+)
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -94,10 +100,16 @@ class Outcomes(EngineCore):
         # Under concurrency limits every ended attempt frees a slot that a
         # waiting job may take: wake acquisition here and on every replica.
         limited = self.attempts.limited
+        # Completions whose values the database refused (nothing changed).
+        unstorable: dict[str, InvalidArgument] = {}
         if completions:
+            # A completion the database refuses is set aside; its neighbours land.
+            refused_completions, collect = self.set_aside.collector()
             completed = await self.run_store(
-                self.store.job_complete_many, completions, now, wake=limited
+                self.store.job_complete_many, completions, now, wake=limited, set_aside=collect
             )
+            self.set_aside.record("outcomes", refused_completions, now)
+            unstorable = {job_id: _unstorable(job_id, e) for job_id, e in refused_completions}
             done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
             # A cancel was requested: the job ended CANCELLED, its attempt COMPLETED.
             for job_id, status in completed.items():
@@ -128,6 +140,8 @@ class Outcomes(EngineCore):
             # first mention is answered as accepted.
             if o.job_id in credited:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
+            elif o.job_id in unstorable:
+                results.append(OutcomeResult(o.job_id, False, error=unstorable[o.job_id]))
             elif o.job_id in not_recorded:
                 error = OutcomeNotRecorded(o.job_id, not_recorded[o.job_id])
                 results.append(OutcomeResult(o.job_id, False, error=error))
@@ -177,7 +191,7 @@ class Outcomes(EngineCore):
     async def report_one(self, outcome: Outcome) -> OutcomeResult:
         """Like ``report`` for one outcome, telling a lost lease from an unknown job."""
         (result,) = await self.report([outcome])
-        if isinstance(result.error, OutcomeNotRecorded):
+        if isinstance(result.error, OutcomeNotRecorded | InvalidArgument):
             raise result.error
         if not result.accepted:
             row = await self.run_store(self.store.job_get, outcome.job_id)
@@ -208,6 +222,15 @@ class Outcomes(EngineCore):
             rng=self.rng,
         )
         return replace(end, traceback=outcome.traceback or None)
+
+
+def _unstorable(job_id: str, error: BaseException) -> InvalidArgument:
+    detail = f"{type(error).__name__}: {error}"[:300]
+    return InvalidArgument(
+        f"the completion of job {job_id} could not be recorded: the database refused a value "
+        f"it carries, its result or content type ({detail}); nothing changed and the lease is "
+        "still held: report it again with values the database can store, or fail the job"
+    )
 
 
 __all__ = ["LeaseAnswer", "Outcome", "OutcomeResult", "Outcomes"]

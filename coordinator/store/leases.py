@@ -111,6 +111,14 @@ def _log_set_aside(job_id: str, error: BaseException) -> None:
     log.error("job %s set aside: %s: %s", job_id, type(error).__name__, error)
 
 
+class _BatchRefused(Exception):
+    """The database refused a value of a batch; its transaction is rolled back."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 # The last error of a job whose attempt completed after its cancel was requested.
 CANCELLED_AFTER_COMPLETION = (
     "cancelled (the attempt completed after the cancel request; its result is kept)"
@@ -361,7 +369,12 @@ class LeaseQueries(StoreBase):
         return out
 
     def job_complete_many(
-        self, completions: Sequence[Completion], now: int, *, wake: bool = False
+        self,
+        completions: Sequence[Completion],
+        now: int,
+        *,
+        wake: bool = False,
+        set_aside: SetAside | None = None,
     ) -> dict[str, JobStatus]:
         """Record successful outcomes; returns the new status of each job whose
         lease was still valid.
@@ -371,9 +384,52 @@ class LeaseQueries(StoreBase):
         cancel request cannot slip through. The attempt is recorded COMPLETED
         and the job keeps the reported result, so nothing is hidden. ``wake``
         tells every replica that running slots were freed (concurrency limits).
+
+        A completion whose write the database refuses (a value it cannot
+        store) changes nothing and is handed to ``set_aside`` (logged when it
+        is None); the others are written. The batch is written at once; only
+        when the database refuses it is it written again one completion at a
+        time, each under its own savepoint.
         """
         if not completions:
             return {}
+        try:
+            if wake or not self.is_postgres:
+                with self.tx() as conn:
+                    out = self._complete_refusable(conn, completions, now)
+                    if out and wake:
+                        self._notify_wake(conn, now)
+                    return out
+            with self.statement() as conn:
+                return self._complete_refusable(conn, completions, now)
+        except _BatchRefused as refused:
+            if len(completions) == 1:
+                (set_aside or _log_set_aside)(completions[0].job_id, refused.error)
+                return {}
+        applied: dict[str, JobStatus] = {}
+        with self.tx() as conn:
+            for c in completions:
+                try:
+                    with conn.begin_nested():
+                        applied.update(self._complete_in(conn, [c], now))
+                except ROW_WRITE_ERRORS as e:
+                    (set_aside or _log_set_aside)(c.job_id, e)
+            if applied and wake:
+                self._notify_wake(conn, now)
+        return applied
+
+    def _complete_refusable(
+        self, conn: sa.Connection, completions: Sequence[Completion], now: int
+    ) -> dict[str, JobStatus]:
+        """``_complete_in``; a value the database refuses ends the transaction."""
+        try:
+            return self._complete_in(conn, completions, now)
+        except ROW_WRITE_ERRORS as e:
+            raise _BatchRefused(e) from e
+
+    def _complete_in(
+        self, conn: sa.Connection, completions: Sequence[Completion], now: int
+    ) -> dict[str, JobStatus]:
         status_sql = (
             f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
             f"ELSE {int(JobStatus.COMPLETED)} END"
@@ -411,20 +467,10 @@ class LeaseQueries(StoreBase):
                 "now": now,
                 "cancel_note": CANCELLED_AFTER_COMPLETION,
             }
-            if wake:
-                with self.tx() as conn:
-                    out = {
-                        job_id: JobStatus(status)
-                        for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
-                    }
-                    if out:
-                        self._notify_wake(conn, now)
-                    return out
-            with self.statement() as conn:
-                return {
-                    job_id: JobStatus(status)
-                    for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
-                }
+            return {
+                job_id: JobStatus(status)
+                for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
+            }
         update = sa.text(
             f"""
             UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
@@ -435,33 +481,32 @@ class LeaseQueries(StoreBase):
             """
         )
         applied: dict[str, JobStatus] = {}
-        with self.tx() as conn:
-            for c in completions:
-                row = conn.execute(
-                    update,
-                    {
-                        "id": c.job_id,
-                        "token": c.lease_token,
-                        "result": c.result,
-                        "ctype": c.content_type,
-                        "now": now,
-                        "cancel_note": CANCELLED_AFTER_COMPLETION,
-                    },
-                ).first()
-                if row is None:
-                    continue
-                conn.execute(
-                    job_attempts.insert(),
-                    {
-                        "job_id": row.id,
-                        "number": row.attempt,
-                        "worker_id": row.lease_owner,
-                        "started_at": row.started_at,
-                        "ended_at": now,
-                        "outcome": int(AttemptOutcome.COMPLETED),
-                    },
-                )
-                applied[row.id] = JobStatus(row.status)
+        for c in completions:
+            row = conn.execute(
+                update,
+                {
+                    "id": c.job_id,
+                    "token": c.lease_token,
+                    "result": c.result,
+                    "ctype": c.content_type,
+                    "now": now,
+                    "cancel_note": CANCELLED_AFTER_COMPLETION,
+                },
+            ).first()
+            if row is None:
+                continue
+            conn.execute(
+                job_attempts.insert(),
+                {
+                    "job_id": row.id,
+                    "number": row.attempt,
+                    "worker_id": row.lease_owner,
+                    "started_at": row.started_at,
+                    "ended_at": now,
+                    "outcome": int(AttemptOutcome.COMPLETED),
+                },
+            )
+            applied[row.id] = JobStatus(row.status)
         return applied
 
     def job_end_attempts(

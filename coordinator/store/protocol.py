@@ -178,9 +178,15 @@ class Store(Protocol):
         default_lease_ms: int,
         limits: AdmissionFor | None = None,
     ) -> list[JobRow]: ...
-    # Record completions under a valid lease; the new status of each applied.
+    # Record completions under a valid lease; the new status of each applied
+    # (one the database refuses is handed to ``set_aside``).
     def job_complete_many(
-        self, completions: Sequence[Completion], now: int, *, wake: bool = False
+        self,
+        completions: Sequence[Completion],
+        now: int,
+        *,
+        wake: bool = False,
+        set_aside: SetAside | None = None,
     ) -> dict[str, JobStatus]: ...
     # End the attempts named by (job id, lease token) as ``decide`` rules.
     def job_end_attempts(

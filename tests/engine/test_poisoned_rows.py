@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from coordinator.engine import WorkerSession
 from coordinator.engine.retries import BACKOFF_CEILING_MS
-from coordinator.errors import FailedPrecondition
+from coordinator.errors import FailedPrecondition, InvalidArgument
 from coordinator.model import (
     ATTEMPT_CEILING,
     AttemptOutcome,
@@ -126,6 +126,8 @@ def test_reaper_sets_a_poisoned_row_aside_and_reclaims_the_rest(
         h.clock.advance(h.engine.set_aside.recheck_s)
         assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
         assert (await h.job(poisoned))[0].status == JobStatus.CANCELLED
+
+    run(store_url, scenario)
 
 
 INT4_MAX = 2**31 - 1
@@ -251,6 +253,8 @@ def test_report_outcomes_answers_each_outcome_beside_a_poisoned_one(store_url: s
         with pytest.raises(FailedPrecondition, match="stored data is unusable"):
             await h.engine.report_one(Failure(poisoned, tokens[poisoned], "boom", "IOError"))
 
+    run(store_url, scenario)
+
 
 async def _faulted_pair(h: Harness) -> tuple[str, str]:
     """Two FAULTED jobs: one for a single retry, one (tenant "bulk") for a bulk retry."""
@@ -321,6 +325,41 @@ def test_cluster_sync_writes_every_worker_but_one_the_database_refuses(store_url
             assert telemetry.set_aside == {"cluster-sync": 1}
         else:
             assert "odd" in stored
+
+    run(store_url, scenario)
+
+
+def test_a_completion_the_database_refuses_is_answered_alone(store_url: str) -> None:
+    """One completion whose content type the database cannot store (a lone
+    surrogate: no valid text on either store) is refused on its own; the other
+    outcomes of the report are recorded and answered accepted."""
+
+    async def scenario(h: Harness) -> None:
+        h.engine.telemetry = telemetry = CountingTelemetry()
+        refused, completed, failed = [await h.enqueue(max_attempts=5) for _ in range(3)]
+        tokens = {row.id: token for row, token in await h.lease(3)}
+        results = await h.engine.report(
+            [
+                Completion(completed, tokens[completed], b"ok", "application/json"),
+                Completion(refused, tokens[refused], b"ok", "text/\ud800"),
+                Failure(failed, tokens[failed], "boom", "IOError"),
+            ]
+        )
+        assert [(r.job_id, r.accepted, r.status) for r in results] == [
+            (completed, True, JobStatus.COMPLETED),
+            (refused, False, None),
+            (failed, True, JobStatus.PENDING),
+        ]
+        assert isinstance(results[1].error, InvalidArgument)
+        assert "the database refused a value" in str(results[1].error)
+        assert (await h.job(refused))[0].status == JobStatus.RUNNING
+        assert (await h.job(completed))[0].status == JobStatus.COMPLETED
+        assert telemetry.set_aside == {"outcomes": 1}
+        # CompleteJob with it answers the same deliberate error.
+        with pytest.raises(InvalidArgument, match="lease is still held"):
+            await h.engine.report_one(Completion(refused, tokens[refused], b"ok", "text/\ud800"))
+
+    run(store_url, scenario)
 
 
 def test_operator_retry_past_the_attempt_ceiling_is_refused(store_url: str) -> None:

@@ -130,6 +130,40 @@ def test_stale_lease_token_completion_changes_nothing(store: Store) -> None:
     assert store.job_attempts(job.id) == []
 
 
+# Content types the database cannot store: a lone surrogate is no valid text
+# on either store; PostgreSQL text cannot hold NUL either.
+REFUSED_CONTENT_TYPES = {"surrogate": "text/\ud800"}
+
+
+@pytest.mark.parametrize("ctype", ["surrogate", "nul"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_completion_the_database_refuses_is_set_aside_alone(
+    store: Store, ctype: str, batch: int
+) -> None:
+    if ctype == "nul" and not store.is_postgres:
+        pytest.skip("SQLite text holds NUL: nothing to refuse")
+    refused_type = REFUSED_CONTENT_TYPES.get(ctype, "text/\x00plain")
+    jobs = [make_job() for _ in range(batch)]
+    store.job_insert_many(jobs)
+    claim_all(store)
+    bad, *good = jobs
+    completions = [Completion(bad.id, "tok-1", b"r", refused_type)] + [
+        Completion(j.id, "tok-1", b"r", "application/json") for j in good
+    ]
+    refused: list[tuple[str, BaseException]] = []
+    applied = store.job_complete_many(
+        completions, T0 + SECOND, set_aside=lambda job_id, e: refused.append((job_id, e))
+    )
+    assert applied == {j.id: JobStatus.COMPLETED for j in good}
+    assert [job_id for job_id, _ in refused] == [bad.id]
+    # The refused one changed nothing: still running under its lease.
+    row = store.job_get(bad.id)
+    assert (row.status, row.lease_token) == (JobStatus.RUNNING, "tok-1")
+    assert store.job_attempts(bad.id) == []
+    for j in good:
+        assert [a.outcome for a in store.job_attempts(j.id)] == [AttemptOutcome.COMPLETED]
+
+
 def test_completion_is_recorded_exactly_once(store: Store) -> None:
     job = make_job()
     store.job_insert_many([job])
