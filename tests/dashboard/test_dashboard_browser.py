@@ -373,6 +373,33 @@ def test_disable_a_tenant_set_its_weight_and_a_limit_from_the_ui(
     page.locator("tr", has_text="noop").locator("button", has_text="Remove").click()
     confirm(page)
     assert cluster["admin"].list_concurrency_limits() == []
+    page.select_option("#limit-form select[name=kind]", "category")
+    page.fill("#limit-form input[name=value]", "integration")
+    page.fill("#limit-form input[name=max_running]", "2")
+    page.click("#limit-form button[type=submit]")
+    confirm(page)
+    expect()(page.locator("tr", has_text="integration")).to_contain_text("/ 2")
+    page.locator("tr", has_text="integration").locator("button", has_text="Remove").click()
+    confirm(page)
+    assert cluster["admin"].list_concurrency_limits() == []
+
+    # A category pause from the pause form names the category in ExplainJob.
+    page.goto(cluster["url"] + "/pauses")
+    page.select_option("#pause-form select[name=kind]", "category")
+    page.fill("#pause-form input[name=value]", "maintenance")
+    page.fill("#pause-form input[name=tenant_id]", "initech")
+    page.click("#pause-form button[type=submit]")
+    confirm(page)
+    expect()(page.locator("table").first).to_contain_text("category maintenance (tenant initech)")
+    held = cluster["scheduler"].enqueue("noop", {}, tenant_id="initech", category="maintenance")
+    page.goto(f"{cluster['url']}/jobs/{held.id}")
+    expect()(page.locator("#explain")).to_contain_text("maintenance")
+    page.goto(cluster["url"] + "/pauses")
+    page.locator("tr", has_text="category maintenance").locator(
+        "button", has_text="Unpause"
+    ).click()
+    confirm(page)
+    assert cluster["scheduler"].wait_for_job(held.id, timeout=30).status.value == "COMPLETED"
 
 
 def test_workers_page_lists_the_worker_and_drains_it(cluster: dict[str, Any], context: Any) -> None:

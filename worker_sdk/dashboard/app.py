@@ -629,7 +629,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
 
     def _scope(session: Session, form: dict[str, str]) -> tuple[str, str, str]:
         kind = form.get("kind", "")
-        if kind not in ("tenant", "definition", "instance", "job_type"):
+        if kind not in dict(render.PAUSE_KINDS):
             raise ValueError(f"unknown pause scope {kind!r}")
         value = form.get("value", "").strip()
         tenant = tenant_for(session, form.get("tenant_id", "").strip())

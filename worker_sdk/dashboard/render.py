@@ -127,12 +127,20 @@ def payload_html(data: bytes, content_type: str) -> str:
     )
 
 
+def category_name(value: str) -> str:
+    """A category as records carry it (its number, "3") by its name ("integration")."""
+    if value.isdigit() and int(value) in job_pb2.JobCategory.values():
+        return job_pb2.JobCategory.Name(int(value)).removeprefix("JOB_CATEGORY_").lower()
+    return value
+
+
 def scope_text(scope: apb.PauseScope) -> str:
     kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
     if kind == "tenant":
         return f"tenant {scope.tenant_id}"
     where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
-    return f"{kind.replace('_', ' ')} {scope.value}{where}"
+    value = category_name(scope.value) if kind == "category" else scope.value
+    return f"{kind.replace('_', ' ')} {value}{where}"
 
 
 def pause_kind(scope: apb.PauseScope) -> str:
@@ -728,7 +736,7 @@ def pauses_body(
         '<form method="post" action="/action" class="stack" id="pause-form">'
         f"{hidden(csrf=session.csrf, op='pause')}"
         f'<label>what<select name="kind">{kinds}</select></label>'
-        f'<label>definition id, instance id or job type (empty for a tenant)<input name="value" value="{e(prefill.get("value", ""))}"></label>'
+        f'<label>definition id, instance id, job type or category name (empty for a tenant)<input name="value" value="{e(prefill.get("value", ""))}"></label>'
         f'<label>tenant (empty: every tenant; required to disable one)<input name="tenant_id" value="{e(tenant_value)}"{readonly}></label>'
         '<label>reason<input name="reason"></label>'
         '<label>lifts by itself after (minutes, empty: never)<input type="number" min="1" name="expire_minutes"></label>'
@@ -791,10 +799,11 @@ def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
     rows = []
     for lim in limits:
         kind = apb.LimitScopeKind.Name(lim.kind).removeprefix("LIMIT_SCOPE_KIND_").lower()
+        shown = category_name(lim.value) if kind == "category" else lim.value
         rows.append(
             [
                 e(kind.replace("_", " ")),
-                e(lim.value),
+                e("* (each one separately)" if shown == "*" else shown),
                 f"{lim.running} / {lim.max_running}",
                 action_form(
                     session.csrf,
@@ -812,7 +821,7 @@ def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
         '<form method="post" action="/action" class="stack" id="limit-form">'
         f"{hidden(csrf=session.csrf, op='limit')}"
         f'<label>scope<select name="kind">{kinds}</select></label>'
-        '<label>value<input name="value" required></label>'
+        '<label>value (a category by name; "*": each value separately)<input name="value" required></label>'
         '<label>most running at once (0 removes)<input type="number" min="0" name="max_running" required></label>'
         '<button class="btn" type="submit" data-op="limit">Set limit…</button></form>'
     )
