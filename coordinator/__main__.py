@@ -63,6 +63,12 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "(env WFJOBS_RETENTION)",
     )
     serve.add_argument(
+        "--event-retention",
+        default=defaults.event_retention,
+        help="how long job events (WatchJobEvents) are kept: a duration (7d, the default) "
+        "or 'forever' (env WFJOBS_EVENT_RETENTION)",
+    )
+    serve.add_argument(
         "--dashboard-listen",
         default=defaults.dashboard_listen,
         metavar="HOST:PORT",
@@ -113,9 +119,18 @@ def _engine_config(settings: Settings) -> Any:
 def _chores_config(settings: Settings) -> Any:
     """The chores' config; ``ValueError`` names a setting that does not parse."""
     from coordinator.chores import ChoresConfig
-    from coordinator.chores.retention import RetentionConfig, parse_retention
+    from coordinator.chores.retention import (
+        RetentionConfig,
+        parse_event_retention,
+        parse_retention,
+    )
 
-    return ChoresConfig(retention=RetentionConfig(keep_s=parse_retention(settings.retention)))
+    return ChoresConfig(
+        retention=RetentionConfig(
+            keep_s=parse_retention(settings.retention),
+            keep_events_s=parse_event_retention(settings.event_retention),
+        )
+    )
 
 
 def _server_options(settings: Settings) -> dict[str, Any]:
@@ -290,7 +305,12 @@ async def serve(settings: Settings) -> None:
         )
     from coordinator.chores.retention import describe_retention
 
-    log.info("finished jobs kept: %s", describe_retention(chores.retention.config.keep_s))
+    retention = chores.retention.config
+    log.info(
+        "finished jobs kept: %s; job events kept: %s",
+        describe_retention(retention.keep_s),
+        "forever" if retention.keep_events_s is None else settings.event_retention,
+    )
     dashboard = None
     if settings.dashboard_listen:
         from worker_sdk.dashboard import Dashboard, DashboardConfig, DashboardError
@@ -347,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             migrate_on_start=args.migrate,
             drain_timeout_s=args.drain_timeout,
             retention=args.retention,
+            event_retention=args.event_retention,
             dashboard_listen=args.dashboard_listen,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,

@@ -34,6 +34,10 @@ class LeaseLost(FailedPrecondition):
         self.job_id = job_id
 
 
+class OutOfRange(WorkflowJobsError):
+    """The request reaches past what is kept (an event cursor older than retention)."""
+
+
 class AlreadyExists(WorkflowJobsError):
     """Something with the same identity already exists."""
 

@@ -38,6 +38,134 @@ class AttemptOutcome(enum.IntEnum):
     TIMED_OUT = 7
 
 
+class JobEventKind(enum.IntEnum):
+    """What happened to a job (``JobEvent.kind``; equal to the proto enum)."""
+
+    ENQUEUED = 1
+    STARTED = 2
+    ATTEMPT_FAILED = 3
+    RETRY_SCHEDULED = 4
+    COMPLETED = 5
+    FAULTED = 6
+    CANCELLED = 7
+    RELEASED = 8
+
+
+# Attempt outcomes that are failures of the attempt itself (ATTEMPT_FAILED).
+_FAILED_ATTEMPT = frozenset(
+    (
+        AttemptOutcome.FAILED,
+        AttemptOutcome.LEASE_EXPIRED,
+        AttemptOutcome.TIMED_OUT,
+        AttemptOutcome.UNLOCKED,
+    )
+)
+_FINAL_EVENT = {
+    JobStatus.COMPLETED: JobEventKind.COMPLETED,
+    JobStatus.FAULTED: JobEventKind.FAULTED,
+    JobStatus.CANCELLED: JobEventKind.CANCELLED,
+}
+
+
+def events_of_ended_attempt(outcome: int, new_status: int) -> tuple[JobEventKind, ...]:
+    """The events an ended attempt writes, in order.
+
+    A failed attempt (failure, lease expiry, execution timeout, unlock) is
+    ATTEMPT_FAILED, followed by what became of the job: RETRY_SCHEDULED,
+    FAULTED or CANCELLED. A released attempt is RELEASED (the job is pending
+    again), followed by FAULTED when it cannot run again. Otherwise the job's
+    final status is the one event (COMPLETED, or CANCELLED when a cancel won).
+    """
+    status = JobStatus(new_status)
+    if outcome in _FAILED_ATTEMPT:
+        then = JobEventKind.RETRY_SCHEDULED if status == JobStatus.PENDING else _FINAL_EVENT[status]
+        return (JobEventKind.ATTEMPT_FAILED, then)
+    if outcome == AttemptOutcome.RELEASED:
+        if status == JobStatus.PENDING:
+            return (JobEventKind.RELEASED,)
+        return (JobEventKind.RELEASED, _FINAL_EVENT[status])
+    if status == JobStatus.PENDING:
+        return (JobEventKind.RETRY_SCHEDULED,)
+    return (_FINAL_EVENT[status],)
+
+
+# The attempt outcomes a resent report of each kind may find recorded under its
+# lease token (a cancel requested meanwhile ends a failed or released attempt
+# CANCELLED): the report was recorded already.
+REPORTED_OUTCOMES = {
+    "complete": frozenset((AttemptOutcome.COMPLETED,)),
+    "fail": frozenset((AttemptOutcome.FAILED, AttemptOutcome.CANCELLED)),
+    "release": frozenset((AttemptOutcome.RELEASED, AttemptOutcome.CANCELLED)),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """Which events a watcher receives; empty fields match everything."""
+
+    tenant_id: str = ""
+    definition_id: str = ""
+    instance_id: str = ""
+    correlation_id: str = ""
+    job_type: str = ""
+    kinds: tuple[JobEventKind, ...] = ()
+    job_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """One entry of the job event log, as read."""
+
+    # Where the log stands after this event; resume with it (``EventCursor``).
+    cursor: EventCursor
+    kind: JobEventKind
+    created_at: int
+    job_id: str
+    tenant_id: str
+    job_type: str
+    definition_id: str
+    definition_version: int
+    instance_id: str
+    activity_id: str
+    activity_node_id: str
+    bookmark_id: str
+    correlation_id: str
+    # The job's status after the event, and the attempt it concerns.
+    status: JobStatus
+    attempt: int
+    due_at: int | None
+    error: str | None
+    error_kind: str | None
+    # COMPLETED only: the job's result, read from the job while it is stored.
+    result: bytes | None = None
+    result_content_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class EventCursor:
+    """A position in the job event log: events are ordered by ``(ord, id)``.
+
+    Written ``"<ord>-<id>"`` on the wire; clients treat it as opaque.
+    """
+
+    ord: int
+    id: int
+
+    def __str__(self) -> str:
+        return f"{self.ord}-{self.id}"
+
+    @classmethod
+    def parse(cls, text: str) -> EventCursor:
+        """Raises ValueError when ``text`` is not a cursor this log wrote."""
+        ord_text, sep, id_text = text.strip().partition("-")
+        if not sep or not ord_text.isdigit() or not id_text.isdigit():
+            raise ValueError(f"{text!r} is not an event cursor (expected two numbers, 'ORD-ID')")
+        cursor = cls(int(ord_text), int(id_text))
+        if cursor.ord >= 2**63 or cursor.id >= 2**63:
+            raise ValueError(f"{text!r} is not an event cursor (out of range)")
+        return cursor
+
+
 class PauseKind(enum.IntEnum):
     TENANT = 1
     DEFINITION = 2
@@ -313,6 +441,8 @@ class JobRecord:
     released_attempts: int = 0
     # The job whose handler enqueued this one (a child job).
     parent_job_id: str | None = None
+    # The order of the job's last event (see ``store/events.py``).
+    event_tx: int = 0
 
     @property
     def counted_attempts(self) -> int:
@@ -461,6 +591,9 @@ class AttemptEnd:
     error_kind: str | None = None
     # The handler's traceback of a failed attempt, as reported (bounded).
     traceback: str | None = None
+    # The lease token of the worker's report that ended the attempt; None when
+    # the coordinator ended it (a resent report is recognised by it).
+    reported_token: str | None = None
     result: bytes | None = None
     result_content_type: str | None = None
     payload: bytes | None = None

@@ -31,6 +31,8 @@ class Settings:
     # How long finished jobs are kept, per status (coordinator/chores/retention.py):
     # "7d", "completed=7d,cancelled=1d,faulted=30d", "faulted=forever" or "off".
     retention: str = "7d"
+    # How long job events are kept (the WatchJobEvents log): "7d" or "forever".
+    event_retention: str = "7d"
 
     # host:port of the web dashboard (docs/dashboard.md); empty turns it off.
     dashboard_listen: str = ""
@@ -82,6 +84,7 @@ class Settings:
             log_format=env.get("WFJOBS_LOG_FORMAT", "text"),
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
             retention=env.get("WFJOBS_RETENTION", "7d"),
+            event_retention=env.get("WFJOBS_EVENT_RETENTION", "7d"),
             dashboard_listen=env.get("WFJOBS_DASHBOARD_LISTEN", ""),
             tls_cert=env.get("WFJOBS_TLS_CERT") or None,
             tls_key=env.get("WFJOBS_TLS_KEY") or None,

@@ -78,6 +78,7 @@ def _clean(store: Store) -> None:
             "wfj_concurrency_limits",
             "wfj_workers",
             "wfj_cluster_flags",
+            "wfj_job_events",
         ):
             conn.execute(sa.text(f"DELETE FROM {table}"))
 

@@ -50,6 +50,7 @@ from ._errors import (
     JobNotFoundError,
     LeaseLostError,
     NonRetryableError,
+    OutOfRangeError,
     PayloadDecodeError,
     PayloadEncodeError,
     PermissionDeniedError,
@@ -60,6 +61,7 @@ from ._errors import (
     WorkflowJobsError,
     error_from_rpc,
 )
+from ._events import JobEvent, JobEventFilter, JobEventKind
 from ._inline import (
     ContinueAs,
     HandOff,
@@ -97,6 +99,9 @@ __all__ = [
     "JobAttemptView",
     "JobCategory",
     "JobContext",
+    "JobEvent",
+    "JobEventFilter",
+    "JobEventKind",
     "JobExplanation",
     "JobFailedError",
     "JobFilter",
@@ -108,6 +113,7 @@ __all__ = [
     "JobView",
     "LeaseLostError",
     "NonRetryableError",
+    "OutOfRangeError",
     "PayloadDecodeError",
     "PayloadEncodeError",
     "PermissionDeniedError",

@@ -90,6 +90,11 @@ class UnavailableError(WorkflowJobsError):
     """The coordinator could not be reached (``UNAVAILABLE``)."""
 
 
+class OutOfRangeError(WorkflowJobsError):
+    """The request reaches past what the coordinator keeps, such as an event
+    cursor older than its event retention (``OUT_OF_RANGE``)."""
+
+
 class DeadlineExceededError(WorkflowJobsError, TimeoutError):
     """The call's deadline passed before an answer (``DEADLINE_EXCEEDED``)."""
 
@@ -104,6 +109,7 @@ _ERROR_BY_CODE: dict[grpc.StatusCode, type[WorkflowJobsError]] = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRangeError,
 }
 
 

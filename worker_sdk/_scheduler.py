@@ -8,9 +8,10 @@ twin with the same methods. Both return :class:`JobView` snapshots (the raw
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
@@ -19,6 +20,7 @@ import grpc
 from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb2_grpc
 
 from . import _tracing
+from ._backoff import Backoff, BackoffConfig
 from ._convert import (
     JobCategory,
     JobRequest,
@@ -29,9 +31,13 @@ from ._convert import (
     job_specs,
 )
 from ._errors import DeadlineExceededError, error_from_rpc
+from ._events import JobEvent, JobEventFilter, watch_request
 from ._transport import BlockingClient, ChannelConfig, ClientOptions
 
 __all__ = ["AsyncSchedulerClient", "EnqueueResult", "SchedulerClient"]
+
+# Delays between reconnections of an event watch while the coordinator is unavailable.
+WATCH_RECONNECT = BackoffConfig(initial=0.1, maximum=5.0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -228,6 +234,49 @@ class SchedulerClient(BlockingClient):
                 return view
 
 
+    def watch_events(
+        self,
+        filter: JobEventFilter | None = None,  # noqa: A002 - the RPC's own word
+        *,
+        after: str | None = None,
+        from_oldest: bool = False,
+        reconnect: bool = True,
+    ) -> Iterator[JobEvent]:
+        """Iterate over job events, then the live tail, until you stop iterating.
+
+        Args:
+            filter: Which events (default: every event the token may see).
+            after: Continue after this cursor (a ``JobEvent.cursor`` you processed).
+            from_oldest: With no ``after``: start at the oldest event kept
+                (default: only events from now on).
+            reconnect: Reconnect after the last cursor seen when the
+                coordinator is unavailable (restarts, failover), with backoff.
+
+        Raises:
+            OutOfRangeError: ``after`` is older than the coordinator's event retention
+                (the message names the oldest cursor still accepted).
+            InvalidArgumentError: ``after`` is not a cursor.
+        """
+        cursor = after
+        backoff = Backoff(WATCH_RECONNECT)
+        while True:
+            call = self._stub.WatchJobEvents(
+                watch_request(filter, cursor, from_oldest), metadata=self._metadata
+            )
+            try:
+                for response in call:
+                    backoff.reset()
+                    for event in response.events:
+                        yield JobEvent.from_proto(event)
+                    cursor = response.cursor or cursor
+            except grpc.RpcError as exc:
+                if not reconnect or exc.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise error_from_rpc(exc) from exc
+            finally:
+                call.cancel()
+            time.sleep(backoff.next_delay())
+
+
 class AsyncSchedulerClient:
     """asyncio client of ``JobSchedulerService``; the same methods as :class:`SchedulerClient`.
 
@@ -369,3 +418,32 @@ class AsyncSchedulerClient:
             view = JobView.from_proto(response.job)
             if view.is_terminal:
                 return view
+
+    async def watch_events(
+        self,
+        filter: JobEventFilter | None = None,  # noqa: A002 - the RPC's own word
+        *,
+        after: str | None = None,
+        from_oldest: bool = False,
+        reconnect: bool = True,
+    ) -> AsyncIterator[JobEvent]:
+        """``async for event in client.watch_events(...)``. See :meth:`SchedulerClient.watch_events`."""
+        cursor = after
+        backoff = Backoff(WATCH_RECONNECT)
+        while True:
+            call = self._stub.WatchJobEvents(
+                watch_request(filter, cursor, from_oldest),
+                metadata=_tracing.outgoing_metadata(self._metadata),
+            )
+            try:
+                async for response in call:
+                    backoff.reset()
+                    for event in response.events:
+                        yield JobEvent.from_proto(event)
+                    cursor = response.cursor or cursor
+            except grpc.aio.AioRpcError as exc:
+                if not reconnect or exc.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise error_from_rpc(exc) from exc
+            finally:
+                call.cancel()
+            await asyncio.sleep(backoff.next_delay())

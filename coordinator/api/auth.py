@@ -308,6 +308,7 @@ def _policies() -> dict[str, Policy]:
         s + "EnqueueBatch": _specs,
         s + "GetJob": _job_id,
         s + "WaitForJob": _job_id,
+        s + "WatchJobEvents": _filter_tenant,
         w + "AcquireJobs": _servicer_decides,
         w + "Heartbeat": _servicer_decides,
         w + "ReportOutcomes": _servicer_decides,
@@ -551,7 +552,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
-            # Only grpc.health.v1.Health/Watch has this shape (when health is not open).
+            # grpc.health.v1.Health/Watch (when health is not open) and WatchJobEvents.
             inner_us = handler.unary_stream
 
             async def admit(request: Any, context: grpc.aio.ServicerContext) -> None:
@@ -562,7 +563,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
 
             async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await admit(request, context)
+                try:
+                    principal = self._authorize(method, metadata)
+                    await policy(request, principal, engine)
+                except (Unauthenticated, PermissionDenied) as e:
+                    await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
+                _principal.set(principal)
                 async for item in inner_us(request, context):
                     yield item
 

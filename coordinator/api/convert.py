@@ -21,7 +21,10 @@ from coordinator.model import (
     AttemptRow,
     Completion,
     ConcurrencyLimit,
+    EventFilter,
     Failure,
+    JobEvent,
+    JobEventKind,
     JobFilter,
     JobRow,
     JobStatus,
@@ -35,6 +38,7 @@ from coordinator.model import (
 )
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2 as jpb
+from workflowjobs.v1 import scheduler_service_pb2 as spb
 from workflowjobs.v1 import worker_service_pb2 as wpb
 
 _CATEGORIES = set(jpb.JobCategory.values())
@@ -320,6 +324,8 @@ def fill_outcome_results(into: Any, results: Sequence[OutcomeResult]) -> None:
             message.status = int(r.status)  # type: ignore[assignment]
         if r.accepted:
             message.accepted = True
+            if r.already_recorded:
+                message.already_recorded = True
             continue
         code = status_for(r.error) if r.error is not None else None
         message.error_code = (code or grpc.StatusCode.INTERNAL).name
@@ -462,3 +468,67 @@ def type_defaults_to_proto(job_type: str, d: JobTypeDefaults) -> apb.JobTypeDefa
         execution_timeout=ms_to_duration(d.execution_timeout_ms),
         heartbeat_timeout=ms_to_duration(d.heartbeat_timeout_ms),
     )
+
+
+def event_filter_from_proto(f: spb.JobEventFilter) -> EventFilter:
+    kinds = []
+    for k in f.kinds:
+        if k not in JOB_EVENT_KINDS:
+            raise InvalidArgument(
+                f"filter.kinds: {k} is not an event kind; use one of "
+                + ", ".join(spb.JobEventKind.Name(v) for v in sorted(JOB_EVENT_KINDS))
+            )
+        kinds.append(JobEventKind(k))
+    return EventFilter(
+        tenant_id=f.tenant_id,
+        definition_id=f.definition_id,
+        instance_id=f.instance_id,
+        correlation_id=f.correlation_id,
+        job_type=f.job_type,
+        kinds=tuple(kinds),
+        job_id=f.job_id,
+    )
+
+
+JOB_EVENT_KINDS = frozenset(int(k) for k in JobEventKind)
+
+
+def add_event(events: Any, e: JobEvent) -> None:
+    """Append ``e`` to a repeated JobEvent field."""
+    out = events.add()
+    out.cursor = str(e.cursor)
+    out.kind = int(e.kind)
+    _set_ts(out.time, e.created_at)
+    out.job_id = e.job_id
+    out.tenant_id = e.tenant_id
+    out.job_type = e.job_type
+    wf = out.workflow
+    for name in (
+        "definition_id",
+        "instance_id",
+        "activity_id",
+        "activity_node_id",
+        "bookmark_id",
+        "correlation_id",
+    ):
+        value = getattr(e, name)
+        if value:
+            setattr(wf, name, value)
+    if e.definition_version:
+        wf.definition_version = e.definition_version
+    out.status = int(e.status)
+    out.attempt = e.attempt
+    if e.due_at is not None and e.kind in _DUE_KINDS:
+        _set_ts(out.due_time, e.due_at)
+    if e.error:
+        out.error = e.error
+    if e.error_kind:
+        out.error_kind = e.error_kind
+    if e.result is not None:
+        out.result.data = e.result
+        out.result.content_type = e.result_content_type or ""
+
+
+_DUE_KINDS = frozenset(
+    (JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED)
+)

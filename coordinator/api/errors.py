@@ -6,6 +6,7 @@ raises on purpose carries a code and a message a person can act on.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,6 +22,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
     (errors.FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.OutOfRange, grpc.StatusCode.OUT_OF_RANGE),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
@@ -107,6 +109,26 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
 
             return grpc.stream_stream_rpc_method_handler(
                 stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
+            inner_us = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    async for item in inner_us(request, context):
+                        yield item
+                except errors.WorkflowJobsError as e:
+                    self._observe(e)
+                    await _abort(context, e, method)
+                except (grpc.aio.AbortError, grpc.aio.UsageError):
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    await _abort(context, e, method)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream,
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

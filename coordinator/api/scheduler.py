@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 
 from coordinator.api import convert
 from coordinator.engine import Engine
+from coordinator.engine.events import check_cursor
 from coordinator.errors import InvalidArgument
 from coordinator.model import NewJob
 from workflowjobs.v1 import job_pb2 as jpb
@@ -55,6 +58,18 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     ) -> spb.GetJobResponse:
         row, attempts = await self._engine.get_job(request.job_id, request.include_attempts)
         return spb.GetJobResponse(job=convert.job_to_proto(row, attempts))
+
+    async def WatchJobEvents(
+        self, request: spb.WatchJobEventsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[spb.WatchJobEventsResponse]:
+        flt = convert.event_filter_from_proto(request.filter)
+        after = check_cursor(request.after)
+        watch = self._engine.events.watch(flt, after, from_oldest=request.from_oldest)
+        async for events, position in watch:
+            response = spb.WatchJobEventsResponse(cursor=str(position) if position else "")
+            for event in events:
+                convert.add_event(response.events, event)
+            yield response
 
     async def WaitForJob(
         self, request: spb.WaitForJobRequest, context: grpc.aio.ServicerContext

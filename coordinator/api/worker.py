@@ -326,7 +326,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def CompleteJob(
         self, request: wpb.CompleteJobRequest, context: grpc.aio.ServicerContext
     ) -> wpb.CompleteJobResponse:
-        await self._engine.report_one(
+        result = await self._engine.report_one(
             Completion(
                 request.job_id,
                 request.lease_token,
@@ -334,7 +334,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 request.result.content_type,
             )
         )
-        return wpb.CompleteJobResponse()
+        return wpb.CompleteJobResponse(already_recorded=result.already_recorded)
 
     async def FailJob(
         self, request: wpb.FailJobRequest, context: grpc.aio.ServicerContext
@@ -346,6 +346,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         return wpb.FailJobResponse(
             status=row.status,  # type: ignore[arg-type]
             next_attempt_time=convert.us_to_ts(row.due_at) if result.status == 1 else None,
+            already_recorded=result.already_recorded,
         )
 
     async def ReportOutcomes(

@@ -13,6 +13,13 @@ is one duration for every finished status (``7d``), per-status entries
 (``completed=7d,cancelled=1d,faulted=30d``; a status left out keeps the 7-day
 default), ``forever`` for a status that is never purged, or ``off`` (keep
 everything).
+
+The job event log (``store/events.py``) has its own keep time beside it
+(``--event-retention`` / ``WFJOBS_EVENT_RETENTION``: a duration, default
+``7d``, or ``forever``): each run also deletes up to ``batch_size`` of the
+oldest events older than that, a prefix of the log, whatever became of their
+jobs. A watcher whose cursor falls in the deleted part is told so
+(OUT_OF_RANGE) rather than resumed past a gap.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class RetentionConfig:
     interval_s: float = 3600.0
     # Jobs deleted per transaction; a full batch runs again at once.
     batch_size: int = 1000
+    # Seconds job events are kept after they were written; None keeps them forever.
+    keep_events_s: float | None = DEFAULT_KEEP_S
 
 
 def _duration(text: str, where: str) -> float | None:
@@ -83,6 +92,12 @@ def parse_retention(text: str) -> dict[JobStatus, float | None]:
     return keep
 
 
+def parse_event_retention(text: str) -> float | None:
+    """The event keep time from ``7d`` or ``forever`` (empty: the 7-day default)."""
+    text = text.strip()
+    return _duration(text, "of job events") if text else DEFAULT_KEEP_S
+
+
 def describe_retention(keep: Mapping[JobStatus, float | None]) -> str:
     def one(seconds: float | None) -> str:
         if seconds is None:
@@ -101,6 +116,7 @@ class RetentionResult:
     purged: int
     # The batch was full: more may wait.
     full_batch: bool = False
+    events_purged: int = 0
 
 
 class RetentionCleaner(Chore[RetentionResult]):
@@ -116,7 +132,8 @@ class RetentionCleaner(Chore[RetentionResult]):
 
     @property
     def enabled(self) -> bool:
-        return any(v is not None for v in self.config.keep_s.values())
+        keeps = self.config.keep_s.values()
+        return any(v is not None for v in keeps) or self.config.keep_events_s is not None
 
     def start(self) -> None:
         if self.enabled:
@@ -131,15 +148,19 @@ class RetentionCleaner(Chore[RetentionResult]):
         }
 
     async def run_once(self, now: int | None = None) -> RetentionResult:
-        """Purge one batch as of ``now`` (default: the clock's time)."""
-        cutoffs = self.cutoffs(self.clock.now_us() if now is None else now)
-        if not cutoffs:
-            return RetentionResult(0)
+        """Purge one batch of jobs and one of events as of ``now`` (default: the clock's time)."""
+        now = self.clock.now_us() if now is None else now
+        cutoffs = self.cutoffs(now)
+        limit = self.config.batch_size
         engine = self._engine
-        purged = await engine.run_store(
-            engine.store.job_purge_finished, cutoffs, self.config.batch_size
+        purged = await engine.run_store(engine.store.job_purge_finished, cutoffs, limit) if cutoffs else 0
+        events = 0
+        if self.config.keep_events_s is not None:
+            before = now - int(self.config.keep_events_s * US_PER_SECOND)
+            events = await engine.run_store(engine.store.event_purge, before, limit)
+        return RetentionResult(
+            purged, full_batch=purged >= limit or events >= limit, events_purged=events
         )
-        return RetentionResult(purged, full_batch=purged >= self.config.batch_size)
 
     def delay_after(self, result: RetentionResult | None) -> float:
         if result is not None and result.full_batch:
@@ -147,7 +168,12 @@ class RetentionCleaner(Chore[RetentionResult]):
         return self.config.interval_s
 
     def describe(self, result: RetentionResult) -> str:
-        return f"purged {result.purged} finished job(s)" if result.purged else ""
+        parts = []
+        if result.purged:
+            parts.append(f"purged {result.purged} finished job(s)")
+        if result.events_purged:
+            parts.append(f"purged {result.events_purged} job event(s)")
+        return "; ".join(parts)
 
 
 __all__ = [
@@ -156,5 +182,6 @@ __all__ = [
     "RetentionConfig",
     "RetentionResult",
     "describe_retention",
+    "parse_event_retention",
     "parse_retention",
 ]

@@ -23,6 +23,7 @@ from typing import Any
 from coordinator.clock import Clock
 from coordinator.engine.attempts import Attempts
 from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.events import EventHub, EventWatchConfig
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.limits import Admission, LimitBook
 from coordinator.engine.runner import StoreRunner
@@ -73,6 +74,8 @@ class EngineConfig:
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # Threads running store calls (the SQLite store uses one).
     store_threads: int = 8
+    # Watchers of the job event log (WatchJobEvents; engine/events.py).
+    events: EventWatchConfig = field(default_factory=EventWatchConfig)
 
 
 def _ignore(*_: Any) -> None:
@@ -124,6 +127,8 @@ class EngineCore:
     set_aside: SetAsideBook
     # The one path for "an attempt ended" (attempts.py).
     attempts: Attempts
+    # Watchers of the job event log (events.py).
+    events: EventHub
     limits: LimitBook
     type_defaults: dict[str, JobTypeDefaults]
 

@@ -23,6 +23,7 @@ from coordinator.engine.attempts import Attempts
 from coordinator.engine.core import ChoreHooks, EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
+from coordinator.engine.events import EventHub
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.limits import LimitBook
@@ -94,6 +95,14 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
             now=self.clock.now_us,
         )
         self._listener: Any = None
+        # Watchers of the job event log, woken by the store's commits (events.py).
+        self.events = EventHub(
+            store,
+            self.run_store,
+            self.config.events,
+            notify_replicas=store.capabilities.listen_notify,
+        )
+        store.add_event_listener(self.events.on_store_events)
         self._enqueue_queue = []
         self._enqueue_flushing = False
         self.limits = LimitBook()
@@ -109,6 +118,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
+        self.events.start(self._loop)
         await self.run_store(self.store.check_schema)
         if isinstance(self.clock, DatabaseClock):
             # Before anything reads the clock; the clock-sync chore keeps it synced.
@@ -119,7 +129,9 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         if self.store.capabilities.listen_notify:
             from coordinator.store.notify import WakeListener
 
-            self._listener = WakeListener(self.store.session_url, self._on_remote_wake)
+            self._listener = WakeListener(
+                self.store.session_url, self._on_remote_wake, self.events.on_remote_events
+            )
             self._listener.start()
         await self.ops.start()
         self.dispatcher.start()
@@ -138,6 +150,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         await self.dispatcher.stop()
         if self._handing_back:
             await asyncio.gather(*self._handing_back, return_exceptions=True)
+        await self.events.stop()
         if self._listener is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
             self._listener = None

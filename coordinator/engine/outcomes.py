@@ -21,6 +21,7 @@ from coordinator.errors import (
     WorkflowJobsError,
 )
 from coordinator.model import (
+    REPORTED_OUTCOMES,
     AttemptEnd,
     AttemptOutcome,
     Completion,
@@ -42,6 +43,9 @@ class OutcomeResult:
     accepted: bool
     status: JobStatus | None = None
     error: Exception | None = None
+    # Accepted because this very report (same lease token, same kind) was
+    # recorded before: a resend after a lost answer.
+    already_recorded: bool = False
 
 
 class _Unexpected(Exception):
@@ -152,6 +156,43 @@ class Outcomes(EngineCore):
             else:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
             credited.add(o.job_id)
+        return await self._recognise_resends(outcomes, results)
+
+    async def _recognise_resends(
+        self, outcomes: Sequence[Outcome], results: list[OutcomeResult]
+    ) -> list[OutcomeResult]:
+        """Answer a resent report as accepted ("already recorded").
+
+        A report refused because its lease token is no longer current is a
+        resend when the job's attempt under that token was ended by a report
+        of the same kind (complete, fail, release): the first one was recorded
+        and only its answer was lost. Anything else stays refused (lease lost).
+        Only the first mention of a job in one report can be a resend.
+        """
+        first: dict[str, int] = {}
+        for i, o in enumerate(outcomes):
+            first.setdefault(o.job_id, i)
+        refused = [
+            i
+            for i, r in enumerate(results)
+            if isinstance(r.error, LeaseLost) and first[r.job_id] == i
+        ]
+        if not refused:
+            return results
+        refs = [(outcomes[i].job_id, outcomes[i].lease_token) for i in refused]
+        recorded = await self.run_store(self.store.attempt_reported_many, refs)
+        resent = [
+            i
+            for i in refused
+            if recorded.get(outcomes[i].job_id) in REPORTED_OUTCOMES[_report_kind(outcomes[i])]
+        ]
+        if not resent:
+            return results
+        rows = await self.run_store(self.store.job_get_many, [outcomes[i].job_id for i in resent])
+        status = {row.id: JobStatus(row.status) for row in rows}
+        for i in resent:
+            job_id = outcomes[i].job_id
+            results[i] = OutcomeResult(job_id, True, status.get(job_id), already_recorded=True)
         return results
 
     async def report_each(self, outcomes: Sequence[Outcome | OutcomeResult]) -> list[OutcomeResult]:
@@ -210,7 +251,7 @@ class Outcomes(EngineCore):
     ) -> AttemptEnd:
         outcome = by_id[row.id]
         if isinstance(outcome, Release):
-            return release_end(outcome, row)
+            return replace(release_end(outcome, row), reported_token=outcome.lease_token)
         end = decide_failure(
             row,
             now=now,
@@ -221,7 +262,9 @@ class Outcomes(EngineCore):
             outcome=AttemptOutcome.FAILED,
             rng=self.rng,
         )
-        return replace(end, traceback=outcome.traceback or None)
+        return replace(
+            end, traceback=outcome.traceback or None, reported_token=outcome.lease_token
+        )
 
 
 def _unstorable(job_id: str, error: BaseException) -> InvalidArgument:
@@ -234,3 +277,9 @@ def _unstorable(job_id: str, error: BaseException) -> InvalidArgument:
 
 
 __all__ = ["LeaseAnswer", "Outcome", "OutcomeResult", "Outcomes"]
+
+
+def _report_kind(outcome: Outcome) -> str:
+    if isinstance(outcome, Completion):
+        return "complete"
+    return "fail" if isinstance(outcome, Failure) else "release"

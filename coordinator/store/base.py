@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,9 @@ def wake_payload(due_at: int | Iterable[int]) -> str:
         times = [times[round(i * step)] for i in range(WAKE_MAX_TIMES)]
     return ",".join(str(t) for t in times)
 
+
+# ``Connection.info`` key marking a transaction that writes job events.
+_EVENTS_WRITTEN = "wfj_events_written"
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_]+)")
 _DRIVER_SQL: dict[str, str] = {}
@@ -221,12 +224,31 @@ class StoreBase:
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.capabilities = POSTGRES_CAPABILITIES if self.is_postgres else SQLITE_CAPABILITIES
+        self._event_listeners: list[Callable[[], None]] = []
+
+    def add_event_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the store's thread) after every commit that wrote job events."""
+        self._event_listeners.append(listener)
+
+    def _events_written(self, conn: sa.Connection) -> None:
+        """Mark the transaction of ``conn``: it writes job events (listeners run on commit)."""
+        conn.info[_EVENTS_WRITTEN] = True
+
+    def _after_commit(self, wrote_events: bool) -> None:
+        if wrote_events:
+            for listener in self._event_listeners:
+                listener()
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sa.Connection]:
         """One transaction; database errors become domain errors."""
+        wrote = False
         with domain_errors(), self.engine.begin() as conn:
-            yield conn
+            try:
+                yield conn
+            finally:
+                wrote = conn.info.pop(_EVENTS_WRITTEN, False)
+        self._after_commit(wrote)
 
     @contextlib.contextmanager
     def statement(self) -> Iterator[sa.Connection]:
@@ -240,8 +262,13 @@ class StoreBase:
             with self.tx() as conn:
                 yield conn
             return
+        wrote = False
         with domain_errors(), self._autocommit.connect() as conn:
-            yield conn
+            try:
+                yield conn
+            finally:
+                wrote = conn.info.pop(_EVENTS_WRITTEN, False)
+        self._after_commit(wrote)
 
     def _insert(self, table: sa.Table) -> Any:
         """An INSERT of ``table`` in the dialect's own flavour (it has ON CONFLICT)."""

@@ -28,6 +28,7 @@ from coordinator.model import (
     AttemptRow,
     BulkCount,
     DirectLeases,
+    JobEventKind,
     JobFilter,
     JobRecord,
     JobRow,
@@ -37,9 +38,16 @@ from coordinator.model import (
     RetryGrantRule,
     StateChange,
     at_attempt_ceiling,
+    events_of_ended_attempt,
     operator_retry_grant,
 )
-from coordinator.store.base import StoreBase, driver_sql, wake_payload
+from coordinator.store.base import driver_sql, wake_payload
+from coordinator.store.events import (
+    EVENT_SOURCE_COLUMNS,
+    EventEntry,
+    EventQueries,
+    event_insert_sql,
+)
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
@@ -109,8 +117,20 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
         f"FROM (VALUES {', '.join(_values_row(i) for i in range(rows))}) "
         f"AS v({cols}, owner) "
         f"{_SKIP_STORED_KEYS if keyed else ''}"
-        "RETURNING id, status) "
-        "SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
+        f"RETURNING {', '.join(EVENT_SOURCE_COLUMNS)}, created_at), "
+        # ENQUEUED for every job stored, then STARTED for those leased at once.
+        "ev AS ("
+        + event_insert_sql(
+            "ins",
+            "k.kind",
+            f"CASE WHEN k.kind = {JobEventKind.ENQUEUED:d} THEN s.created_at ELSE %(now)s END",
+            tail=(
+                f"JOIN (VALUES ({JobEventKind.ENQUEUED:d}), ({JobEventKind.STARTED:d})) AS k(kind) "
+                f"ON k.kind = {JobEventKind.ENQUEUED:d} OR s.status = {JobStatus.RUNNING:d} "
+                "ORDER BY k.kind"
+            ),
+        )
+        + ") SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
     )
     return driver_sql(sql)
 
@@ -205,7 +225,7 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
     return clauses
 
 
-class JobQueries(StoreBase):
+class JobQueries(EventQueries):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
     def __init__(self, url: str, **options: Any) -> None:
@@ -255,6 +275,14 @@ class JobQueries(StoreBase):
             else:
                 conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
                 result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
+            stored = [job_id for job_id, deduplicated, _ in result if not deduplicated]
+            if stored:
+                self._record_events(
+                    conn,
+                    [EventEntry(job_id, JobEventKind.ENQUEUED) for job_id in stored],
+                    max(j.created_at for j in new_jobs),
+                    bump=False,
+                )
             if new_jobs:
                 self._notify_wake(conn, [j.due_at for j in new_jobs])
         self._known_lanes |= new_lanes
@@ -356,6 +384,10 @@ class JobQueries(StoreBase):
                     )
                 )
             stored = JobRecord(*conn.execute(sa.select(jobs).where(jobs.c.id == job.id)).one())
+            events = [EventEntry(job.id, JobEventKind.ENQUEUED)]
+            if stored.status == JobStatus.RUNNING:
+                events.append(EventEntry(job.id, JobEventKind.STARTED))
+            self._record_events(conn, events, now, bump=False)
         self._known_lanes.add(lane)
         return stored, False, held
 
@@ -390,7 +422,10 @@ class JobQueries(StoreBase):
                 params[f"{f}_{i}"] = getattr(job, f)
             params[f"owner_{i}"] = owners.get(job.id)
         sql = _insert_small_sql(len(new_jobs), keyed)
-        return {job_id: status for _, job_id, status in conn.exec_driver_sql(sql, params)}
+        stored = {job_id: status for _, job_id, status in conn.exec_driver_sql(sql, params)}
+        if stored:
+            self._events_written(conn)
+        return stored
 
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
         """Bulk insert with COPY: several times cheaper per row than INSERT."""
@@ -538,6 +573,9 @@ class JobQueries(StoreBase):
                 .where(jobs.c.id == job_id, jobs.c.status.in_(wanted))
                 .values(**retry_values(granted, now))
             )
+            self._record_events(
+                conn, [EventEntry(job_id, JobEventKind.RETRY_SCHEDULED)], now, bump=True
+            )
             self._notify_wake(conn, now)
             return StateChange(self._read_job(conn, job_id), True)
 
@@ -555,7 +593,11 @@ class JobQueries(StoreBase):
                 .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.PENDING))
                 .values(status=int(JobStatus.CANCELLED), finished_at=now, last_error=note)
             ).rowcount
-            if not pending:
+            if pending:
+                self._record_events(
+                    conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
+                )
+            else:
                 running = conn.execute(
                     jobs.update()
                     .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
@@ -615,6 +657,17 @@ class JobQueries(StoreBase):
                     error_kind="Unlocked",
                 )
             )
+            self._record_events(
+                conn,
+                [
+                    EventEntry(job_id, kind, error, "Unlocked")
+                    if kind != JobEventKind.RETRY_SCHEDULED
+                    else EventEntry(job_id, kind)
+                    for kind in events_of_ended_attempt(outcome, new_status)
+                ],
+                now,
+                bump=True,
+            )
             if new_status == JobStatus.PENDING or wake:
                 self._notify_wake(conn, now)
             return StateChange(self._read_job(conn, job_id), True)
@@ -648,6 +701,7 @@ class JobQueries(StoreBase):
                 "cancel_requested",
                 "replay_of",
                 "released_attempts",
+                "event_tx",
             }
         ]
         source = sa.select(
@@ -666,6 +720,9 @@ class JobQueries(StoreBase):
             ).first()
             if inserted is None:
                 return None
+            self._record_events(
+                conn, [EventEntry(new_job_id, JobEventKind.ENQUEUED)], now, bump=False
+            )
             self._notify_wake(conn, now)
             return self._read_job(conn, new_job_id)
 
@@ -716,15 +773,19 @@ class JobQueries(StoreBase):
                     break
                 after = rows[-1].id
                 matched += len(rows)
+                retried: list[EventEntry] = []
                 for row in rows:
                     granted = _grant_for(grant, row, keep_attempts)
                     if granted is None:
                         continue  # matched, not changed: only a replay runs it again
-                    changed += conn.execute(
+                    if conn.execute(
                         jobs.update()
                         .where(jobs.c.id == row.id, jobs.c.status.in_(wanted))
                         .values(**retry_values(granted, now))
-                    ).rowcount
+                    ).rowcount:
+                        retried.append(EventEntry(row.id, JobEventKind.RETRY_SCHEDULED))
+                changed += len(retried)
+                self._record_events(conn, retried, now, bump=True)
                 self._notify_wake(conn, now)
             if len(rows) < BULK_CHUNK:
                 break
@@ -749,11 +810,23 @@ class JobQueries(StoreBase):
                 pending = [r.id for r in rows if r.status == JobStatus.PENDING]
                 running = [r.id for r in rows if r.status == JobStatus.RUNNING]
                 if pending:
-                    changed += conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
-                        .values(status=int(JobStatus.CANCELLED), finished_at=now, last_error=note)
-                    ).rowcount
+                    cancelled = list(
+                        conn.execute(
+                            jobs.update()
+                            .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
+                            .values(
+                                status=int(JobStatus.CANCELLED), finished_at=now, last_error=note
+                            )
+                            .returning(jobs.c.id)
+                        ).scalars()
+                    )
+                    changed += len(cancelled)
+                    self._record_events(
+                        conn,
+                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled],
+                        now,
+                        bump=True,
+                    )
                 if running:
                     changed += conn.execute(
                         jobs.update()

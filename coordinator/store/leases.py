@@ -29,13 +29,22 @@ from coordinator.model import (
     Claim,
     Completion,
     Exclusions,
+    JobEventKind,
     JobRecord,
     JobRow,
     JobStatus,
     LeasedForFailure,
     RunningDeadline,
+    events_of_ended_attempt,
 )
-from coordinator.store.base import ROW_WRITE_ERRORS, StoreBase, driver_sql
+from coordinator.store.base import ROW_WRITE_ERRORS, driver_sql
+from coordinator.store.events import (
+    EventEntry,
+    EventQueries,
+    event_insert_sql,
+    event_returning,
+    event_tx_bump,
+)
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
@@ -91,10 +100,13 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1,
                 lease_owner = (CAST(:owners AS text[]))[locked.pos],
                 lease_token = :token, started_at = :now,
-                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+                lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000,
+                {event_tx_bump("j")}
             FROM locked
             WHERE j.id = locked.id
             RETURNING j.*
+        ), ev AS (
+            {event_insert_sql("done", f"{JobEventKind.STARTED:d}", ":now")}
         )
         SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
         FROM (SELECT 1) AS one LEFT JOIN done ON true
@@ -136,7 +148,24 @@ _LEASED_FOR_FAILURE = (
 MAX_TIMEOUT_MS = 10 * 365 * 86_400 * 1000
 
 
-class LeaseQueries(StoreBase):
+# The event of each completed attempt: COMPLETED, or CANCELLED when a cancel won.
+_COMPLETION_EVENTS_SQL = event_insert_sql(
+    "done",
+    f"CASE WHEN s.status = {JobStatus.CANCELLED:d} THEN {JobEventKind.CANCELLED:d} "
+    f"ELSE {JobEventKind.COMPLETED:d} END",
+    ":now",
+    error="s.last_error",
+    error_kind="s.last_error_kind",
+)
+
+
+def _completion_event(row: Any) -> EventEntry:
+    if row.status == JobStatus.CANCELLED:
+        return EventEntry(row.id, JobEventKind.CANCELLED, row.last_error, row.last_error_kind)
+    return EventEntry(row.id, JobEventKind.COMPLETED)
+
+
+class LeaseQueries(EventQueries):
     """Queries that lease jobs, end attempts and keep leases alive."""
 
     def job_candidates(
@@ -281,6 +310,8 @@ class LeaseQueries(StoreBase):
         sql = _claim_fair_sql(tenants is not None, int(default_lease_ms))
         with self.statement() as conn:
             rows = conn.exec_driver_sql(sql, params).all()
+            if len(rows) > 1 or (rows and rows[0][1] is not None):
+                self._events_written(conn)
         if rows and rows[0][0] != "0":
             return None
         return [JobRecord(*r[1:]) for r in rows if r[1] is not None]
@@ -328,10 +359,12 @@ class LeaseQueries(StoreBase):
         lease_expr = f"(:now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000)"
         if self.is_postgres:
             sql = f"""
+                WITH done AS (
                 UPDATE wfj_jobs AS j
                 SET status = {JobStatus.RUNNING:d}, attempt = j.attempt + 1, lease_owner = c.owner,
                     lease_token = :token, started_at = :now,
-                    lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
+                    lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000,
+                    {event_tx_bump("j")}
                 FROM (
                     SELECT x.id, i.owner FROM wfj_jobs x
                     JOIN unnest(CAST(:ids AS text[]), CAST(:owners AS text[])) AS i(id, owner)
@@ -341,6 +374,10 @@ class LeaseQueries(StoreBase):
                 ) c
                 WHERE j.id = c.id
                 RETURNING j.*
+                ), ev AS (
+                    {event_insert_sql("done", f"{JobEventKind.STARTED:d}", ":now")}
+                )
+                SELECT * FROM done
                 """
             params = {
                 "ids": [c.job_id for c in claims],
@@ -348,7 +385,10 @@ class LeaseQueries(StoreBase):
                 "token": lease_token,
                 "now": now,
             }
-            return [JobRecord(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
+            leased = [JobRecord(*r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
+            if leased:
+                self._events_written(conn)
+            return leased
         sql = sa.text(
             f"""
             UPDATE wfj_jobs AS x
@@ -366,6 +406,7 @@ class LeaseQueries(StoreBase):
             ).first()
             if row is not None:
                 out.append(JobRecord(*row))
+        self._record_events(conn, [EventEntry(r.id, JobEventKind.STARTED) for r in out], now, bump=False)
         return out
 
     def job_complete_many(
@@ -448,14 +489,19 @@ class LeaseQueries(StoreBase):
                     UPDATE wfj_jobs j
                     SET status = {status_sql}, last_error = {error_sql},
                         last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
-                        finished_at = :now, lease_token = NULL, lease_expires_at = NULL
+                        finished_at = :now, lease_token = NULL, lease_expires_at = NULL,
+                        {event_tx_bump("j")}
                     FROM input i
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
-                    RETURNING j.id, j.attempt, j.lease_owner, j.started_at, j.status
+                    RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
+                        j.last_error, j.last_error_kind, i.token
                 ), recorded AS (
                     INSERT INTO wfj_job_attempts
-                        (job_id, number, worker_id, started_at, ended_at, outcome)
-                    SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d} FROM done
+                        (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
+                    SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d}, token
+                    FROM done
+                ), ev AS (
+                    {_COMPLETION_EVENTS_SQL}
                 )
                 SELECT id, status FROM done
                 """
@@ -467,20 +513,24 @@ class LeaseQueries(StoreBase):
                 "now": now,
                 "cancel_note": CANCELLED_AFTER_COMPLETION,
             }
-            return {
+            out = {
                 job_id: JobStatus(status)
                 for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
             }
+            if out:
+                self._events_written(conn)
+            return out
         update = sa.text(
             f"""
             UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
                 last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
                 finished_at = :now, lease_token = NULL, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
-            RETURNING id, attempt, lease_owner, started_at, status
+            RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind
             """
         )
         applied: dict[str, JobStatus] = {}
+        events: list[EventEntry] = []
         for c in completions:
             row = conn.execute(
                 update,
@@ -504,9 +554,12 @@ class LeaseQueries(StoreBase):
                     "started_at": row.started_at,
                     "ended_at": now,
                     "outcome": int(AttemptOutcome.COMPLETED),
+                    "reported_token": c.lease_token,
                 },
             )
             applied[row.id] = JobStatus(row.status)
+            events.append(_completion_event(row))
+        self._record_events(conn, events, now, bump=False)
         return applied
 
     def job_end_attempts(
@@ -673,6 +726,7 @@ class LeaseQueries(StoreBase):
         by_id = {row.id: row for row in leased}
         updates = []
         attempts = []
+        events: list[EventEntry] = []
         for end in ends:
             row = by_id[end.job_id]
             finished = end.new_status != JobStatus.PENDING
@@ -702,8 +756,19 @@ class LeaseQueries(StoreBase):
                     "error": end.error,
                     "error_kind": end.error_kind,
                     "traceback": end.traceback,
+                    "reported_token": end.reported_token,
                 }
             )
+            for kind in events_of_ended_attempt(end.outcome, end.new_status):
+                detail = kind != JobEventKind.RETRY_SCHEDULED
+                events.append(
+                    EventEntry(
+                        end.job_id,
+                        kind,
+                        end.error if detail else None,
+                        end.error_kind if detail else None,
+                    )
+                )
         conn.execute(
             sa.text(
                 """
@@ -723,12 +788,14 @@ class LeaseQueries(StoreBase):
                     finished_at = :b_finished,
                     lease_token = NULL,
                     lease_expires_at = NULL
-                WHERE id = :b_id
                 """
+                + (f", {event_tx_bump()}" if self.is_postgres else "")
+                + " WHERE id = :b_id"
             ),
             updates,
         )
         conn.execute(job_attempts.insert(), attempts)
+        self._record_events(conn, events, now, bump=False)
         # Every retry's due time, and "now" when the freed slots may admit
         # a waiting job.
         due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
@@ -736,6 +803,25 @@ class LeaseQueries(StoreBase):
             due.append(now)
         if due:
             self._notify_wake(conn, due)
+
+    def attempt_reported_many(self, refs: Sequence[tuple[str, str]]) -> dict[str, int]:
+        """Of (job id, lease token) pairs, the outcome of each job's attempt that a
+        report under that token ended (see ``reported_token``), by job id."""
+        if not refs:
+            return {}
+        token_of = dict(refs)
+        query = sa.select(
+            job_attempts.c.job_id, job_attempts.c.reported_token, job_attempts.c.outcome
+        ).where(
+            job_attempts.c.job_id.in_(list(token_of)),
+            job_attempts.c.reported_token.isnot(None),
+        )
+        with self.statement() as conn:
+            return {
+                job_id: int(outcome)
+                for job_id, token, outcome in conn.execute(query)
+                if token_of[job_id] == token
+            }
 
     def lease_held_many(self, refs: Sequence[tuple[str, str]]) -> set[str]:
         """Of (job id, lease token) pairs, the ids whose job is RUNNING under that token."""

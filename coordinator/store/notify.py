@@ -1,4 +1,4 @@
-"""Cross-replica wake-ups: PostgreSQL LISTEN on channel ``wfj_wake``.
+"""Cross-replica wake-ups: PostgreSQL LISTEN on ``wfj_wake`` (and ``wfj_events``).
 
 A daemon thread holds one dedicated connection and calls ``on_wake(due_at)``
 for every notification; it reconnects with backoff when the connection drops.
@@ -22,11 +22,18 @@ log = logging.getLogger(__name__)
 class WakeListener:
     """Listens for ``wfj_wake`` notifications on its own connection."""
 
-    def __init__(self, url: str, on_wake: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        url: str,
+        on_wake: Callable[[int], None],
+        on_events: Callable[[], None] | None = None,
+    ) -> None:
         # Every host of a multi-host URL, and target_session_attrs, carry over:
         # after a failover the listener follows the primary like the pool does.
         self._dsn = libpq_conninfo(url)
         self._on_wake = on_wake
+        # Called for every ``wfj_events`` notification (job events committed).
+        self._on_events = on_events
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
@@ -56,13 +63,21 @@ class WakeListener:
                 with psycopg.connect(self._dsn, autocommit=True) as conn:
                     self._conn = conn
                     conn.execute("LISTEN wfj_wake")
+                    if self._on_events is not None:
+                        conn.execute("LISTEN wfj_events")
                     backoff.reset()
                     # Something may have happened while we were not listening:
-                    # limits or flags changed, work became eligible.
+                    # limits or flags changed, work became eligible, events committed.
                     for due_at in (-1, -2, 0):
                         self._on_wake(due_at)
+                    if self._on_events is not None:
+                        self._on_events()
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=1.0):
+                            if note.channel == "wfj_events":
+                                if self._on_events is not None:
+                                    self._on_events()
+                                continue
                             for due_at in _parse_due(note.payload):
                                 self._on_wake(due_at)
             except psycopg.Error as e:

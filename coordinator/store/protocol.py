@@ -33,6 +33,8 @@ from coordinator.model import (
     Claim,
     Completion,
     DirectLeases,
+    EventCursor,
+    EventFilter,
     Exclusions,
     JobFilter,
     JobRow,
@@ -47,6 +49,7 @@ from coordinator.model import (
     operator_retry_grant,
 )
 from coordinator.store.base import StoreCapabilities
+from coordinator.store.events import EventPage
 from coordinator.store.leases import SetAside
 from coordinator.store.limits import AdmissionFor
 
@@ -78,6 +81,8 @@ class Store(Protocol):
     def statement(self) -> contextlib.AbstractContextManager[sa.Connection]: ...
     # Close every pooled connection.
     def dispose(self) -> None: ...
+    # Call ``listener`` (from a store thread) after each commit that wrote job events.
+    def add_event_listener(self, listener: Callable[[], None]) -> None: ...
     # The applied migration revision, or None on an empty database.
     def schema_revision(self) -> str | None: ...
     # Raise SchemaMismatch unless the schema is the one this build knows.
@@ -213,6 +218,8 @@ class Store(Protocol):
     def lease_next_expiry(self, exclude: Collection[str] = ()) -> int | None: ...
     # Of (job id, lease token) pairs, the ids still RUNNING under that token.
     def lease_held_many(self, refs: Sequence[tuple[str, str]]) -> set[str]: ...
+    # Of (job id, lease token) pairs, the outcome a report under that token recorded.
+    def attempt_reported_many(self, refs: Sequence[tuple[str, str]]) -> dict[str, int]: ...
     # Extend valid leases: (job id, new expiry, cancel requested).
     def lease_extend_many(
         self, refs: Sequence[tuple[str, str]], now: int, default_lease_ms: int
@@ -221,6 +228,19 @@ class Store(Protocol):
     def job_running_deadlines(
         self, limit: int, exclude: Sequence[str] = ()
     ) -> list[RunningDeadline]: ...
+
+    # -- the job event log (events.py) ---------------------------------------------------
+
+    # Released events matching ``flt`` after ``after`` (None: the oldest kept), in order.
+    def event_read(self, flt: EventFilter, after: EventCursor | None, limit: int) -> EventPage: ...
+    # Where the released log ends now (watching from here sees only later events).
+    def event_tail(self) -> EventCursor: ...
+    # Tell every replica that job events were committed (NOTIFY; nothing on SQLite).
+    def event_notify(self) -> None: ...
+    # The last cursor retention deleted; None when nothing was purged.
+    def event_purged_through(self) -> EventCursor | None: ...
+    # Delete up to ``limit`` of the oldest events created before ``before`` (a prefix).
+    def event_purge(self, before: int, limit: int) -> int: ...
 
     # -- pauses (pauses.py) --------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 
 metadata = sa.MetaData()
 
@@ -66,6 +66,9 @@ jobs = sa.Table(
     sa.Column("released_attempts", sa.Integer, nullable=False, server_default="0"),
     # The job whose handler enqueued this one (a child job); NULL otherwise.
     sa.Column("parent_job_id", sa.Text),
+    # The ``ord`` of the job's last event (``job_events``): a later event of
+    # the job sorts at or after it even when its transaction started earlier.
+    sa.Column("event_tx", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 job_attempts = sa.Table(
@@ -80,6 +83,34 @@ job_attempts = sa.Table(
     sa.Column("error", sa.Text),
     sa.Column("error_kind", sa.Text),
     sa.Column("traceback", sa.Text),
+    # The lease token of the outcome report that ended the attempt; NULL when
+    # the coordinator ended it (expiry, timeout, unlock, hand-back).
+    sa.Column("reported_token", sa.Text),
+)
+
+# The job event log, in ``(ord, id)`` order (store/events.py has the design note).
+job_events = sa.Table(
+    "wfj_job_events",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("ord", sa.BigInteger, nullable=False),
+    sa.Column("kind", sa.SmallInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("job_id", sa.Text, nullable=False),
+    sa.Column("tenant_id", sa.Text, nullable=False),
+    sa.Column("job_type", sa.Text, nullable=False),
+    sa.Column("definition_id", sa.Text, nullable=False),
+    sa.Column("definition_version", sa.Integer, nullable=False),
+    sa.Column("instance_id", sa.Text, nullable=False),
+    sa.Column("activity_id", sa.Text, nullable=False),
+    sa.Column("activity_node_id", sa.Text, nullable=False),
+    sa.Column("bookmark_id", sa.Text, nullable=False),
+    sa.Column("correlation_id", sa.Text, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("due_at", sa.BigInteger),
+    sa.Column("error", sa.Text),
+    sa.Column("error_kind", sa.Text),
 )
 
 lanes = sa.Table(

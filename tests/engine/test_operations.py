@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from coordinator.chores.retention import RetentionConfig, parse_retention
+from coordinator.chores.retention import RetentionConfig, parse_event_retention, parse_retention
 from coordinator.engine import DrainSignal, Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.errors import FailedPrecondition, InvalidArgument, LeaseLost, NotFound
 from coordinator.model import (
     AttemptOutcome,
     Completion,
+    EventFilter,
     Failure,
     JobFilter,
     JobStatus,
@@ -399,7 +402,9 @@ def test_retention_per_status_in_bounded_batches(store_url: str) -> None:
         start = h.clock.now_us() - 2 * DAY * SECOND
         retention = h.chores.retention
         retention.config = RetentionConfig(
-            keep_s=parse_retention("completed=1d,cancelled=forever,faulted=3d"), batch_size=1
+            keep_s=parse_retention("completed=1d,cancelled=forever,faulted=3d"),
+            batch_size=1,
+            keep_events_s=None,
         )
 
         async def purge_all(now: int) -> list[int]:
@@ -424,11 +429,46 @@ def test_retention_per_status_in_bounded_batches(store_url: str) -> None:
     run(store_url, scenario)
 
 
+def _released_events(store) -> list:
+    """Every event, once none is held back (PostgreSQL: by a transaction open anywhere)."""
+    deadline = time.monotonic() + 30
+    while True:
+        page = store.event_read(EventFilter(), None, 1000)
+        if not page.held_back or time.monotonic() > deadline:
+            return page.events
+        time.sleep(0.01)
+
+
+def test_retention_purges_job_events_older_than_their_keep_time(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        jobs = await _finish_one_of_each(h)
+        retention = h.chores.retention
+        retention.config = RetentionConfig(
+            keep_s=parse_retention("off"), keep_events_s=parse_event_retention("1d"), batch_size=2
+        )
+        assert retention.enabled
+        store = h.engine.store
+        written = len(_released_events(store))
+        assert written >= 3
+        now = h.clock.now_us()
+        assert (await retention.run_once(now)).events_purged == 0
+        runs = [await retention.run_once(now + 2 * DAY * SECOND)]
+        while runs[-1].full_batch:
+            runs.append(await retention.run_once(now + 2 * DAY * SECOND))
+        assert sum(r.events_purged for r in runs) == written
+        assert all(r.events_purged <= 2 for r in runs)
+        assert _released_events(store) == []
+        # The jobs themselves are kept (their own retention is off).
+        assert all([await _exists(h, j) for j in jobs.values()])
+
+    run(store_url, scenario)
+
+
 def test_retention_off_keeps_everything(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         jobs = await _finish_one_of_each(h)
         retention = h.chores.retention
-        retention.config = RetentionConfig(keep_s=parse_retention("off"))
+        retention.config = RetentionConfig(keep_s=parse_retention("off"), keep_events_s=None)
         assert not retention.enabled
         assert (await retention.run_once(h.clock.now_us() + 400 * DAY * SECOND)).purged == 0
         assert all([await _exists(h, j) for j in jobs.values()])

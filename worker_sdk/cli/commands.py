@@ -18,7 +18,16 @@ from typing import Any
 
 import grpc
 
-from worker_sdk import AdminClient, JobFilter, JobView, SchedulerClient, WorkflowJobsError
+from worker_sdk import (
+    AdminClient,
+    JobEvent,
+    JobEventFilter,
+    JobEventKind,
+    JobFilter,
+    JobView,
+    SchedulerClient,
+    WorkflowJobsError,
+)
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
@@ -164,6 +173,18 @@ def _filter(args: argparse.Namespace) -> JobFilter:
     )
 
 
+_EVENT_KINDS = [k.value.lower() for k in JobEventKind if k != JobEventKind.UNSPECIFIED]
+
+
+def _event_kind(text: str) -> JobEventKind:
+    name = text.strip().upper().removeprefix("JOB_EVENT_KIND_")
+    if name.lower() not in _EVENT_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"--kind {text!r} is not an event kind; use one of: {', '.join(_EVENT_KINDS)}"
+        )
+    return JobEventKind(name)
+
+
 def _has_filter(args: argparse.Namespace) -> bool:
     return bool(
         args.status
@@ -204,6 +225,57 @@ class Commands:
         from worker_sdk.dashboard import command
 
         return command.run(self.args, self.connection)
+
+    # events -------------------------------------------------------------------------------
+
+    def events_watch(self) -> int:
+        a = self.args
+        flt = JobEventFilter(
+            tenant_id=a.tenant,
+            definition_id=a.definition,
+            instance_id=a.instance,
+            correlation_id=a.correlation,
+            job_type=a.job_type,
+            kinds=list(a.kind or ()),
+            job_id=a.job,
+        )
+        options = self.connection.client_options()
+        options["timeout"] = None
+        received = 0
+        with SchedulerClient(self.target, **options) as scheduler:
+            events = scheduler.watch_events(flt, after=a.after or None, from_oldest=a.from_oldest)
+            for event in events:
+                self._print_event(event)
+                received += 1
+                if a.count and received >= a.count:
+                    break
+        return EXIT_OK
+
+    def _print_event(self, event: JobEvent) -> None:
+        if self.out.as_json:
+            self.out.line(json.dumps(message_dict(event.raw), separators=(",", ":")))
+        else:
+            when = event.time.isoformat(timespec="milliseconds") if event.time else ""
+            detail = event.error or (
+                payload_text(event.result, event.result_content_type)
+                if event.result is not None
+                else ""
+            )
+            self.out.line(
+                "  ".join(
+                    (
+                        event.cursor,
+                        when,
+                        event.kind.value,
+                        event.job_id,
+                        event.tenant_id,
+                        event.job_type,
+                        f"attempt={event.attempt}",
+                        detail,
+                    )
+                ).rstrip()
+            )
+        self.out.flush()
 
     # jobs ---------------------------------------------------------------------------------
 
@@ -834,6 +906,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id", help="the job to copy")
     p = add(jsub, "explain", "jobs_explain", "every reason a job is not running right now")
     p.add_argument("job_id", help="the job's id")
+
+    events = sub.add_parser("events", help="watch the job event stream")
+    esub = events.add_subparsers(dest="events_command", required=True, metavar="ACTION")
+    p = add(
+        esub,
+        "watch",
+        "events_watch",
+        "print job events as they happen (one line each, --json: one JSON object per line), "
+        "from a cursor; reconnects by itself when the coordinator restarts",
+    )
+    p.add_argument("--tenant", default="", help="only this tenant's jobs")
+    p.add_argument("--definition", default="", help="only jobs of this workflow definition")
+    p.add_argument("--instance", default="", help="only jobs of this workflow instance")
+    p.add_argument("--correlation", default="", help="only jobs with this correlation id")
+    p.add_argument("--type", dest="job_type", default="", help="only jobs of this type")
+    p.add_argument("--job", default="", help="only this job")
+    p.add_argument(
+        "--kind",
+        action="append",
+        type=_event_kind,
+        metavar="KIND",
+        help="only this kind of event (repeatable): " + ", ".join(_EVENT_KINDS),
+    )
+    p.add_argument(
+        "--after",
+        default="",
+        metavar="CURSOR",
+        help="continue after this cursor (the first column of a line printed before)",
+    )
+    p.add_argument(
+        "--from-oldest",
+        action="store_true",
+        help="without --after: start at the oldest event kept (default: events from now on)",
+    )
+    p.add_argument("--count", type=int, default=0, help="stop after this many events")
 
     for name, text in (
         ("pause", "pause a tenant, definition, instance, job type or job category"),

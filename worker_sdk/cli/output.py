@@ -47,6 +47,10 @@ class Output:
     def line(self, text: str = "") -> None:
         self._stream.write(text + "\n")
 
+    def flush(self) -> None:
+        """Push what was written to the reader now (a stream of lines)."""
+        self._stream.flush()
+
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             self.line("(none)")

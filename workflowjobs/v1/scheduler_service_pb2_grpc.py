@@ -55,6 +55,11 @@ class JobSchedulerServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobResponse.FromString,
                 _registered_method=True)
+        self.WatchJobEvents = channel.unary_stream(
+                '/workflowjobs.v1.JobSchedulerService/WatchJobEvents',
+                request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.FromString,
+                _registered_method=True)
 
 
 class JobSchedulerServiceServicer:
@@ -89,6 +94,26 @@ class JobSchedulerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchJobEvents(self, request, context):
+        """Stream job events: every state change of every job the filter matches,
+        from the durable event log. Each job's events arrive in the order its
+        changes committed, and every response's events are in cursor order. The
+        stream never ends on its own: after the history it pushes the live tail.
+
+        Resuming: pass the cursor of the last event processed as `after`; the
+        stream continues with the next event, with no gap, on any coordinator of
+        the cluster and after restarts. A cursor older than retention
+        (`--event-retention`) answers OUT_OF_RANGE; its message names the oldest
+        cursor still accepted. A malformed cursor answers INVALID_ARGUMENT.
+
+        A credential scoped to one tenant sees only that tenant's events (its
+        tenant is the filter's default); one scoped to several must set
+        filter.tenant_id to one of them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobSchedulerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +136,11 @@ def add_JobSchedulerServiceServicer_to_server(servicer, server):
                     servicer.WaitForJob,
                     request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobResponse.SerializeToString,
+            ),
+            'WatchJobEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchJobEvents,
+                    request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +252,33 @@ class JobSchedulerService:
             '/workflowjobs.v1.JobSchedulerService/WaitForJob',
             workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobRequest.SerializeToString,
             workflowjobs_dot_v1_dot_scheduler__service__pb2.WaitForJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchJobEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/workflowjobs.v1.JobSchedulerService/WatchJobEvents',
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -163,8 +163,10 @@ class CompleteJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., result: _Optional[_Union[_job_pb2.Payload, _Mapping]] = ...) -> None: ...
 
 class CompleteJobResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("already_recorded",)
+    ALREADY_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    already_recorded: bool
+    def __init__(self, already_recorded: _Optional[bool] = ...) -> None: ...
 
 class FailJobRequest(_message.Message):
     __slots__ = ("job_id", "lease_token", "error", "error_kind", "non_retryable", "retry_time", "traceback")
@@ -185,12 +187,14 @@ class FailJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., non_retryable: _Optional[bool] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class FailJobResponse(_message.Message):
-    __slots__ = ("status", "next_attempt_time")
+    __slots__ = ("status", "next_attempt_time", "already_recorded")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_RECORDED_FIELD_NUMBER: _ClassVar[int]
     status: _job_pb2.JobStatus
     next_attempt_time: _timestamp_pb2.Timestamp
-    def __init__(self, status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    already_recorded: bool
+    def __init__(self, status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., already_recorded: _Optional[bool] = ...) -> None: ...
 
 class Completion(_message.Message):
     __slots__ = ("result",)
@@ -235,18 +239,20 @@ class JobOutcome(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., completed: _Optional[_Union[Completion, _Mapping]] = ..., failed: _Optional[_Union[Failure, _Mapping]] = ..., released: _Optional[_Union[Release, _Mapping]] = ...) -> None: ...
 
 class OutcomeResult(_message.Message):
-    __slots__ = ("job_id", "accepted", "error_code", "error_message", "status")
+    __slots__ = ("job_id", "accepted", "error_code", "error_message", "status", "already_recorded")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_RECORDED_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     accepted: bool
     error_code: str
     error_message: str
     status: _job_pb2.JobStatus
-    def __init__(self, job_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ...) -> None: ...
+    already_recorded: bool
+    def __init__(self, job_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., already_recorded: _Optional[bool] = ...) -> None: ...
 
 class ReportOutcomesRequest(_message.Message):
     __slots__ = ("outcomes",)

@@ -86,20 +86,31 @@ class WorkerServiceServicer:
 
     def CompleteJob(self, request, context):
         """Record a successful outcome.
+
+        Outcomes are idempotent per lease token: resending the same kind of
+        outcome (complete, fail or release) with the same lease token after the
+        first was recorded (its answer was lost) answers OK with
+        already_recorded set, and changes nothing. Any other report under a
+        token that no longer holds the job (its lease expired, it was unlocked or
+        handed back, or a different kind of outcome was recorded) answers
+        FAILED_PRECONDITION "lease lost". The same holds for FailJob and for
+        each outcome of ReportOutcomes (accepted with already_recorded).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def FailJob(self, request, context):
-        """Record a failed attempt: retried by policy or faulted.
+        """Record a failed attempt: retried by policy or faulted (idempotent per
+        lease token, see CompleteJob).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReportOutcomes(self, request, context):
-        """Report many outcomes (complete, fail, release) in one call; answers per outcome.
+        """Report many outcomes (complete, fail, release) in one call; answers per
+        outcome (idempotent per lease token, see CompleteJob).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,98 @@
+"""A worker that resends an outcome after a lost answer gets "already recorded";
+a stale or different report under a token that no longer holds the job is
+still refused (lease lost). Both stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.errors import LeaseLost
+from coordinator.model import AttemptOutcome, Completion, Failure, JobStatus, Release
+from wfj_engine import Harness, run
+
+
+def test_a_resent_completion_is_already_recorded(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        first = await h.engine.report_one(Completion(job_id, token, b"first"))
+        again = await h.engine.report_one(Completion(job_id, token, b"second"))
+        assert (first.accepted, first.already_recorded) == (True, False)
+        assert (again.accepted, again.already_recorded) == (True, True)
+        assert again.status == JobStatus.COMPLETED
+        job, attempts = await h.job(job_id)
+        assert job.result == b"first"
+        assert [a.outcome for a in attempts] == [AttemptOutcome.COMPLETED]
+
+    run(store_url, scenario)
+
+
+def test_a_resent_failure_and_release_are_already_recorded(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        await h.engine.report_one(Failure(job_id, token, "boom"))
+        again = await h.engine.report_one(Failure(job_id, token, "boom"))
+        assert again.already_recorded and again.status == JobStatus.PENDING
+        h.clock.advance(600)
+        [(_, token)] = await h.lease()
+        await h.engine.report_one(Release(job_id, token, "bye"))
+        [again] = await h.engine.report([Release(job_id, token, "bye")])
+        assert (again.accepted, again.already_recorded) == (True, True)
+        _, attempts = await h.job(job_id)
+        assert [a.outcome for a in attempts] == [AttemptOutcome.FAILED, AttemptOutcome.RELEASED]
+
+    run(store_url, scenario)
+
+
+def test_a_different_outcome_under_the_recorded_token_is_refused(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        await h.engine.report_one(Completion(job_id, token))
+        with pytest.raises(LeaseLost):
+            await h.engine.report_one(Failure(job_id, token, "late"))
+        [result] = await h.engine.report([Release(job_id, token)])
+        assert not result.accepted and isinstance(result.error, LeaseLost)
+
+    run(store_url, scenario)
+
+
+def test_a_token_whose_lease_expired_is_still_refused(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(heartbeat_timeout_ms=1_000)
+        [(_, token)] = await h.lease()
+        h.clock.advance(5)
+        await h.chores.lease_reaper.run_once(h.clock.now_us())
+        # The reaper ended the attempt as failed; the worker's failure report
+        # was never recorded, so it is stale, not a resend.
+        with pytest.raises(LeaseLost):
+            await h.engine.report_one(Failure(job_id, token, "late"))
+        with pytest.raises(LeaseLost):
+            await h.engine.report_one(Completion(job_id, token))
+
+    run(store_url, scenario)
+
+
+def test_an_unlocked_attempt_s_token_is_refused(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        await h.engine.ops.unlock_job(job_id)
+        with pytest.raises(LeaseLost):
+            await h.engine.report_one(Failure(job_id, token, "late"))
+
+    run(store_url, scenario)
+
+
+def test_a_job_named_twice_in_one_report_is_recorded_once(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, token)] = await h.lease()
+        first, second = await h.engine.report(
+            [Completion(job_id, token, b"a"), Completion(job_id, token, b"b")]
+        )
+        assert first.accepted and not first.already_recorded
+        assert not second.accepted and isinstance(second.error, LeaseLost)
+
+    run(store_url, scenario)
