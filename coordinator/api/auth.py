@@ -342,7 +342,7 @@ async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None
 # -- the interceptor ------------------------------------------------------------------------
 
 
-async def _take_first_message(request_iter: Any) -> None:
+async def take_first_message(request_iter: Any) -> None:
     """Read the client's opening message (briefly) before refusing a stream.
 
     A client that writes its first message as it opens the call (a worker's
@@ -427,7 +427,7 @@ class TokenGate(grpc.aio.ServerInterceptor):
                 try:
                     authorize(method, metadata)
                 except (Unauthenticated, PermissionDenied):
-                    await _take_first_message(request_iter)
+                    await take_first_message(request_iter)
                     raise
                 async for item in inner_stream(request_iter, context):
                     yield item
@@ -540,7 +540,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     if policy is _cluster_wide:
                         await policy(None, principal, engine)
                 except (Unauthenticated, PermissionDenied):
-                    await _take_first_message(request_iter)
+                    await take_first_message(request_iter)
                     raise
                 _principal.set(principal)
                 async for item in inner_stream(request_iter, context):
@@ -601,6 +601,7 @@ __all__ = [
     "TokenGate",
     "current_principal",
     "hash_token",
+    "take_first_message",
     "parse_tokens",
     "tenant_scope",
 ]

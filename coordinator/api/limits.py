@@ -11,7 +11,9 @@ are open:
   for authenticated credentials: with authentication off there is no
   credential to charge.
 * open ``AcquireJobs`` streams per connection (the peer address) and in total:
-  one more than allowed fails with RESOURCE_EXHAUSTED at once.
+  one more than allowed fails with RESOURCE_EXHAUSTED at once, after taking
+  the client's opening message (as authentication refusals do), so a worker
+  that writes its hello as it opens the call sees that status.
 
 Install it inside the authentication interceptor (later in the list) so the
 caller is known, and inside the error-mapping interceptor so its errors get
@@ -28,7 +30,7 @@ from typing import Any
 
 import grpc
 
-from coordinator.api.auth import current_principal
+from coordinator.api.auth import current_principal, take_first_message
 from coordinator.errors import ResourceExhausted
 
 ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
@@ -161,9 +163,15 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
             inner_stream = handler.stream_stream
 
             async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-                self._charge()
                 peer = context.peer() or "unknown"
-                self.streams.open(peer)
+                try:
+                    self._charge()
+                    self.streams.open(peer)
+                except ResourceExhausted:
+                    # Like an authentication refusal: take the worker's hello first,
+                    # so it sees this status rather than a failed write of its own.
+                    await take_first_message(request_iter)
+                    raise
                 try:
                     async for item in inner_stream(request_iter, context):
                         yield item

@@ -107,6 +107,7 @@ def test_credit_and_stream_limits(limited) -> None:
             first = await _stream(stub, 1, hold)
             accepted = await first.read()
             assert accepted.WhichOneof("kind") == "accepted"
+
             # The refusal comes when the call opens; send nothing on it, so that a
             # write racing the refusal cannot turn the status into a client error.
             async def silent():
@@ -158,3 +159,48 @@ def test_stream_counter_frees_slots() -> None:
 def test_token_file_errors_name_the_line(line: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_tokens(line)
+
+
+def test_refused_streams_see_resource_exhausted_even_when_they_say_hello_at_once(limited) -> None:
+    """A worker writes its hello as it opens AcquireJobs; a stream refused for a
+    limit must still end with RESOURCE_EXHAUSTED on the client, never with a
+    failed write of its own (INTERNAL)."""
+
+    async def refused(stub) -> tuple[grpc.StatusCode, str]:
+        async def hello_then_wait():
+            yield wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="x", job_types=["noop"]))
+            await asyncio.Event().wait()  # the request side stays open
+
+        call = stub.AcquireJobs(hello_then_wait(), metadata=auth("worker-b-secret"))
+        try:
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await call.read()
+        finally:
+            call.cancel()
+        return info.value.code(), info.value.details()
+
+    async def scenario() -> list[tuple[grpc.StatusCode, str]]:
+        async with grpc.aio.insecure_channel(limited.target) as channel:
+            stub = wpb_grpc.WorkerServiceStub(channel)
+            hold = asyncio.Event()
+
+            async def requests():
+                yield wpb.AcquireJobsRequest(
+                    hello=wpb.WorkerHello(worker_id="w-b", job_types=["noop"])
+                )
+                await hold.wait()
+
+            first = stub.AcquireJobs(requests(), metadata=auth("worker-b-secret"))
+            assert (await first.read()).WhichOneof("kind") == "accepted"
+            try:
+                # The connection's one stream is taken, and worker-b's burst of 3
+                # runs out after two more: refused per connection, then by rate.
+                return await asyncio.gather(*(refused(stub) for _ in range(60)))
+            finally:
+                hold.set()
+                first.cancel()
+
+    answers = asyncio.run(scenario())
+    assert {code for code, _ in answers} == {grpc.StatusCode.RESOURCE_EXHAUSTED}, answers
+    assert any("per connection" in details for _, details in answers)
+    assert any("rate limit" in details for _, details in answers)
