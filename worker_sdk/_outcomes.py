@@ -48,7 +48,8 @@ __all__ = ["OutcomeReporter", "ReporterConfig", "StreamLink"]
 # Server errors that one outcome of a batch may cause: split the batch.
 _SPLIT_CODES = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
 _RETRYABLE_NAMES = frozenset(code.name for code in RETRYABLE_CODES)
-_LOST = grpc.StatusCode.FAILED_PRECONDITION.name
+# Not recorded for a reason of the job's state (a lost lease, a job set aside).
+_NOT_RECORDED = grpc.StatusCode.FAILED_PRECONDITION.name
 
 
 class _ReportFailed(Exception):
@@ -442,10 +443,12 @@ class OutcomeReporter:
             if code in _RETRYABLE_NAMES:
                 again.append(outcome)
                 last = result
-            elif code == _LOST:
+            elif code == _NOT_RECORDED:
+                # The coordinator says why (a lost lease, a job set aside): log that.
                 self._logger.warning(
-                    "outcome of job %s not recorded, lease lost: %s",
+                    "outcome of job %s not recorded: %s: %s",
                     outcome.job_id,
+                    code,
                     result.error_message,
                     extra={"job_id": outcome.job_id},
                 )

@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from coordinator.api.server import CoordinatorServer
 from coordinator.api.worker import WorkerServicer
 from coordinator.engine import Engine
+from coordinator.engine.outcomes import OutcomeResult
+from coordinator.errors import InvalidArgument
 from coordinator.model import JobStatus
 from coordinator.store import open_store
 from wfj_testing import make_job
@@ -163,8 +165,80 @@ def test_a_poisoned_job_is_answered_on_its_own_and_its_neighbours_recorded(
         for job_id, _ in leased:
             expected = JobStatus.RUNNING if job_id == poisoned else JobStatus.COMPLETED
             assert await _status(server, job_id) == expected
-        assert f"outcome of job {poisoned} not recorded" in caplog.text
-        assert "stored data is unusable" in caplog.text
+        # The line says what the coordinator said, not that the lease was lost.
+        [line] = [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "worker_sdk.outcomes" and poisoned in r.getMessage()
+        ]
+        assert line.startswith(f"outcome of job {poisoned} not recorded: FAILED_PRECONDITION: ")
+        assert "stored data is unusable" in line and "lease lost" not in line
+
+    _run(store_url, scenario, transport)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_stale_outcome_is_logged_with_the_coordinators_answer(
+    store_url: str, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario(server: CoordinatorServer, reporter: OutcomeReporter) -> None:
+        [(job_id, _)] = await _leased(server, 1)
+        reporter.submit(_completed(job_id, "not-the-lease-token"))
+        with caplog.at_level(logging.WARNING, logger="worker_sdk.outcomes"):
+            assert await reporter.flush(timeout=20)
+        assert reporter.reports_sent == 1
+        [record] = [
+            r for r in caplog.records if r.name == "worker_sdk.outcomes" and job_id in r.getMessage()
+        ]
+        assert record.levelno == logging.WARNING
+        assert record.getMessage().startswith(
+            f"outcome of job {job_id} not recorded: FAILED_PRECONDITION: "
+        )
+        assert await _status(server, job_id) == JobStatus.RUNNING
+
+    _run(store_url, scenario, transport)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_each_outcome_carries_the_engines_own_error_code(
+    store_url: str, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An outcome the engine refuses as INVALID_ARGUMENT is answered with that
+    code (through the API's one error map), not as a lost lease, and is not
+    sent again; its neighbours are recorded."""
+
+    async def scenario(server: CoordinatorServer, reporter: OutcomeReporter) -> None:
+        leased = await _leased(server, 3)
+        refused = leased[1][0]
+        engine = server.engine
+        report = engine.report
+
+        async def refusing_report(outcomes: Any) -> Any:
+            kept = [o for o in outcomes if o.job_id != refused]
+            by_id = {r.job_id: r for r in await report(kept)}
+            error = InvalidArgument(f"the completion of job {refused} carries a refused value")
+            return [
+                by_id[o.job_id] if o.job_id in by_id else OutcomeResult(o.job_id, False, error=error)
+                for o in outcomes
+            ]
+
+        engine.report = refusing_report  # type: ignore[method-assign]
+        for job_id, token in leased:
+            reporter.submit(_completed(job_id, token))
+        with caplog.at_level(logging.WARNING, logger="worker_sdk.outcomes"):
+            assert await reporter.flush(timeout=20)
+        assert reporter.reports_sent == 1
+        [record] = [
+            r for r in caplog.records if r.name == "worker_sdk.outcomes" and refused in r.getMessage()
+        ]
+        assert record.levelno == logging.ERROR
+        assert record.getMessage() == (
+            f"outcome of job {refused} rejected: INVALID_ARGUMENT: "
+            f"the completion of job {refused} carries a refused value"
+        )
+        for job_id, _ in leased:
+            expected = JobStatus.RUNNING if job_id == refused else JobStatus.COMPLETED
+            assert await _status(server, job_id) == expected
 
     _run(store_url, scenario, transport)
 
