@@ -52,6 +52,7 @@ from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, Admission
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
+    first_attempt_completed,
     job_attempts,
     jobs,
     lanes,
@@ -525,14 +526,23 @@ class JobQueries(EventQueries):
             ]
 
     def job_attempts(self, job_id: str) -> list[AttemptRow]:
+        """The job's attempt history, oldest first, with its completed first
+        attempt read from the job row (``schema.first_attempt_completed``)."""
+        recorded = sa.select(job_attempts).where(job_attempts.c.job_id == job_id)
+        described = sa.select(
+            jobs.c.id,
+            sa.literal(1, sa.Integer),
+            jobs.c.lease_owner,
+            jobs.c.started_at,
+            jobs.c.finished_at,
+            sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger),
+            sa.null().cast(sa.Text),
+            sa.null().cast(sa.Text),
+            sa.null().cast(sa.Text),
+        ).where(jobs.c.id == job_id, sa.text(first_attempt_completed(jobs.name)))
+        query = sa.union_all(recorded, described).order_by(sa.column("number"))
         with self.statement() as conn:
-            return list(
-                conn.execute(  # type: ignore[arg-type]
-                    sa.select(job_attempts)
-                    .where(job_attempts.c.job_id == job_id)
-                    .order_by(job_attempts.c.number)
-                )
-            )
+            return list(conn.execute(query))  # type: ignore[arg-type]
 
     def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]:
         """Jobs matching ``flt`` in id order, starting after ``after_id``."""

@@ -48,6 +48,7 @@ from coordinator.store.events import (
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
+    first_attempt_completed,
     job_attempts,
     jobs,
 )
@@ -157,6 +158,14 @@ _COMPLETION_EVENTS_SQL = event_insert_sql(
     error="s.last_error",
     error_kind="s.last_error_kind",
 )
+
+
+# The lease token a completion leaves on the job row: a first attempt that
+# completes its job has no attempt row, so the job row keeps the token of the
+# report that completed it (what ``reported_token`` holds for other attempts);
+# every other end clears it. Every write guarded by a lease token also
+# requires RUNNING, so a token left on a COMPLETED job fences nothing.
+_COMPLETED_TOKEN_SQL = "CASE WHEN NOT cancel_requested AND attempt = 1 THEN lease_token END"
 
 
 def _completion_event(row: Any) -> EventEntry:
@@ -423,7 +432,9 @@ class LeaseQueries(EventQueries):
         A job whose cancel was requested ends CANCELLED even though its attempt
         completed: the guarded write itself decides, so a completion racing a
         cancel request cannot slip through. The attempt is recorded COMPLETED
-        and the job keeps the reported result, so nothing is hidden. ``wake``
+        and the job keeps the reported result, so nothing is hidden. A first
+        attempt that completes its job writes no attempt row: the job row is
+        its record (``schema.first_attempt_completed``). ``wake``
         tells every replica that running slots were freed (concurrency limits).
 
         A completion whose write the database refuses (a value it cannot
@@ -489,7 +500,7 @@ class LeaseQueries(EventQueries):
                     UPDATE wfj_jobs j
                     SET status = {status_sql}, last_error = {error_sql},
                         last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
-                        finished_at = :now, lease_token = NULL, lease_expires_at = NULL,
+                        finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL,
                         {event_tx_bump("j")}
                     FROM input i
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
@@ -499,7 +510,7 @@ class LeaseQueries(EventQueries):
                     INSERT INTO wfj_job_attempts
                         (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
                     SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d}, token
-                    FROM done
+                    FROM done WHERE NOT {first_attempt_completed()}
                 ), ev AS (
                     {_COMPLETION_EVENTS_SQL}
                 )
@@ -524,7 +535,7 @@ class LeaseQueries(EventQueries):
             f"""
             UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
                 last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
-                finished_at = :now, lease_token = NULL, lease_expires_at = NULL
+                finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
             RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind
             """
@@ -545,6 +556,10 @@ class LeaseQueries(EventQueries):
             ).first()
             if row is None:
                 continue
+            applied[row.id] = JobStatus(row.status)
+            events.append(_completion_event(row))
+            if row.status == JobStatus.COMPLETED and row.attempt == 1:
+                continue
             conn.execute(
                 job_attempts.insert(),
                 {
@@ -557,8 +572,6 @@ class LeaseQueries(EventQueries):
                     "reported_token": c.lease_token,
                 },
             )
-            applied[row.id] = JobStatus(row.status)
-            events.append(_completion_event(row))
         self._record_events(conn, events, now, bump=False)
         return applied
 
@@ -806,16 +819,26 @@ class LeaseQueries(EventQueries):
 
     def attempt_reported_many(self, refs: Sequence[tuple[str, str]]) -> dict[str, int]:
         """Of (job id, lease token) pairs, the outcome of each job's attempt that a
-        report under that token ended (see ``reported_token``), by job id."""
+        report under that token ended (see ``reported_token``; for a completed
+        first attempt, the token the job row kept), by job id."""
         if not refs:
             return {}
         token_of = dict(refs)
-        query = sa.select(
+        recorded = sa.select(
             job_attempts.c.job_id, job_attempts.c.reported_token, job_attempts.c.outcome
         ).where(
             job_attempts.c.job_id.in_(list(token_of)),
             job_attempts.c.reported_token.isnot(None),
         )
+        # A completed first attempt: the job row keeps its report's token.
+        described = sa.select(
+            jobs.c.id, jobs.c.lease_token, sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger)
+        ).where(
+            jobs.c.id.in_(list(token_of)),
+            sa.text(first_attempt_completed(jobs.name)),
+            jobs.c.lease_token.isnot(None),
+        )
+        query = sa.union_all(recorded, described)
         with self.statement() as conn:
             return {
                 job_id: int(outcome)

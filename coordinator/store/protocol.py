@@ -113,7 +113,7 @@ class Store(Protocol):
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).
     def job_get_many(self, job_ids: Sequence[str]) -> list[JobRow]: ...
-    # A job's attempt history, oldest first.
+    # A job's attempt history, oldest first (a completed first attempt read from the job row).
     def job_attempts(self, job_id: str) -> list[AttemptRow]: ...
     # Jobs matching ``flt`` in id order, after ``after_id``.
     def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]: ...
@@ -183,8 +183,9 @@ class Store(Protocol):
         default_lease_ms: int,
         limits: AdmissionFor | None = None,
     ) -> list[JobRow]: ...
-    # Record completions under a valid lease; the new status of each applied
-    # (one the database refuses is handed to ``set_aside``).
+    # Record completions under a valid lease; the new status of each applied (one the
+    # database refuses is handed to ``set_aside``; a first attempt that completes its
+    # job writes no attempt row: the job row describes it).
     def job_complete_many(
         self,
         completions: Sequence[Completion],
@@ -327,7 +328,8 @@ class Store(Protocol):
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
     ) -> int: ...
-    # Attempts ended since ``since``, counted by outcome (of one category when given).
+    # Attempts ended since ``since``, counted by outcome (of one category when given;
+    # completed first attempts included).
     def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]: ...
     # (tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]: ...

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009"
 
 metadata = sa.MetaData()
 
@@ -70,6 +70,21 @@ jobs = sa.Table(
     # the job sorts at or after it even when its transaction started earlier.
     sa.Column("event_tx", sa.BigInteger, nullable=False, server_default="0"),
 )
+
+# The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
+# whose first attempt completed it, that attempt: the job row describes it
+# fully (number 1, worker ``lease_owner``, ``started_at``, ended at
+# ``finished_at``, outcome COMPLETED, no error), so the completion writes no
+# row for it. Every other ended attempt has its row: failed, expired, timed
+# out, released, unlocked, cancelled, and completions of a later attempt or
+# of a job whose cancel was requested (it ends CANCELLED, which an operator
+# may retry, so its row must outlive the job row's attempt columns). A
+# COMPLETED job is never leased again, so those columns stay as written.
+def first_attempt_completed(alias: str = "") -> str:
+    """SQL true for a job row whose completed first attempt has no attempt row."""
+    prefix = f"{alias}." if alias else ""
+    return f"({prefix}status = {JobStatus.COMPLETED:d} AND {prefix}attempt = 1)"
+
 
 job_attempts = sa.Table(
     "wfj_job_attempts",

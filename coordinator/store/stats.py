@@ -9,10 +9,13 @@ import sqlalchemy as sa
 
 from coordinator.model import (
     FAILED_OUTCOMES,
+    AttemptOutcome,
     JobStatus,
 )
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import (
+    FINISHED_JOB,
+    first_attempt_completed,
     job_attempts,
     jobs,
 )
@@ -73,11 +76,21 @@ class StatsQueries(StoreBase):
 
     def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]:
         """Attempts ended since ``since``, counted by outcome (of jobs of one
-        category when given)."""
+        category when given).
+
+        Completed first attempts have no attempt row: they are the jobs that
+        ``schema.first_attempt_completed`` describes, finished since ``since``.
+        """
         query = (
             sa.select(job_attempts.c.outcome, sa.func.count())
             .where(job_attempts.c.ended_at >= since)
             .group_by(job_attempts.c.outcome)
+        )
+        # FINISHED_JOB (implied, repeated) lets both planners use ix_wfj_jobs_finished.
+        first_completed = sa.select(sa.func.count()).where(
+            sa.text(FINISHED_JOB),
+            sa.text(first_attempt_completed(jobs.name)),
+            jobs.c.finished_at >= since,
         )
         if category:
             query = query.where(
@@ -85,8 +98,14 @@ class StatsQueries(StoreBase):
                     sa.select(jobs.c.id).where(jobs.c.category == int(category))
                 )
             )
+            first_completed = first_completed.where(jobs.c.category == int(category))
         with self.tx() as conn:
-            return {o: n for o, n in conn.execute(query)}
+            counts = {o: n for o, n in conn.execute(query)}
+            described = int(conn.execute(first_completed).scalar_one())
+        if described:
+            completed = int(AttemptOutcome.COMPLETED)
+            counts[completed] = counts.get(completed, 0) + described
+        return counts
 
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]:
         """(tenant, job type, category, count, oldest due time) of PENDING jobs due by ``now``.

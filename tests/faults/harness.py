@@ -1,7 +1,7 @@
 """Processes and checks shared by the fault scenarios.
 
-Every scenario ends with ``check_run``: it reads the attempt history straight
-from the database and the workers' execution records, asserts the crash-safety
+Every scenario ends with ``check_run``: it reads each job's attempt history
+from the store (as ``GetJob`` shows it) and the workers' execution records, asserts the crash-safety
 invariants (SPEC §5.4, §5.12) and prints one summary line::
 
     jobs=5000 faults=12 lost=0 double-outcomes=0 extra-executions=37 recovery=1.42s
@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from coordinator.model import AttemptOutcome, JobStatus
+from coordinator.store import open_store
 from coordinator.store.base import create_sa_engine
 from wfj_testing import ManagedProcess, WorkerProcess, coordinator_args, wait_until
 from worker_sdk import DeadlineExceededError, JobRequest, SchedulerClient, UnavailableError
@@ -263,25 +264,34 @@ def check_run(
 
     * every job is COMPLETED (none lost, none faulted);
     * each job has exactly one COMPLETED attempt (its outcome recorded once);
+    * each job's history (as ``GetJob`` shows it, a completed first attempt
+      read from the job row) numbers its attempts 1..attempt with no gap, so
+      no attempt ended without its end being recorded;
     * every handler execution is accounted for: the attempt it ran as ended
       COMPLETED, or ended LEASE_EXPIRED / UNLOCKED (the lease was taken away),
       so every re-execution is explained by the attempt history;
     * no attempt ran twice.
     """
-    engine = create_sa_engine(database_url, pool_size=1)
+    store = open_store(database_url, pool_size=1)
     try:
-        with engine.connect() as conn:
-            statuses = dict(conn.execute(sa.text("SELECT id, status FROM wfj_jobs")).all())
-            attempts: dict[str, dict[int, int]] = collections.defaultdict(dict)
-            completed = collections.Counter()
-            for job_id, number, outcome in conn.execute(
-                sa.text("SELECT job_id, number, outcome FROM wfj_job_attempts")
-            ):
-                attempts[job_id][number] = outcome
-                if outcome == int(AttemptOutcome.COMPLETED):
+        rows = {r.id: r for r in store.job_get_many(job_ids)}
+        attempts: dict[str, dict[int, int]] = collections.defaultdict(dict)
+        completed = collections.Counter()
+        gaps = []
+        for job_id in job_ids:
+            history = store.job_attempts(job_id)
+            for a in history:
+                attempts[job_id][a.number] = a.outcome
+                if a.outcome == int(AttemptOutcome.COMPLETED):
                     completed[job_id] += 1
+            row = rows.get(job_id)
+            if row is not None and [a.number for a in history] != list(
+                range(1, row.attempt + 1)
+            ):
+                gaps.append((job_id, row.attempt, [a.number for a in history]))
     finally:
-        engine.dispose()
+        store.dispose()
+    statuses = {job_id: row.status for job_id, row in rows.items()}
     wanted = set(job_ids)
     lost = sorted(j for j in wanted if statuses.get(j) != int(JobStatus.COMPLETED))
     duplicates = sorted(j for j, n in completed.items() if n > 1)
@@ -305,6 +315,7 @@ def check_run(
     assert not lost, f"{len(lost)} job(s) not COMPLETED, e.g. {lost[:5]}"
     assert not duplicates, f"{len(duplicates)} job(s) with several COMPLETED attempts"
     assert all(completed[j] == 1 for j in wanted), "a job has no COMPLETED attempt"
+    assert not gaps, f"histories with unrecorded attempts (job, attempt, numbers): {gaps[:5]}"
     assert not unexplained, f"executions not explained by the history: {unexplained[:5]}"
     assert wanted <= set(per_job), "a job completed without any recorded execution"
     return summary

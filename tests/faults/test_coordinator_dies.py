@@ -25,6 +25,7 @@ from faults.harness import (
 )
 
 from coordinator.model import AttemptOutcome, JobStatus
+from coordinator.store import open_store
 from coordinator.store.base import create_sa_engine
 from wfj_testing import wait_until
 
@@ -113,19 +114,9 @@ def _lease_owners(url: str, ids: list[str]) -> set[str]:
 
 
 def _histories(url: str, ids: list[str]) -> dict[str, list[int]]:
-    engine = create_sa_engine(url, pool_size=1)
-    out: dict[str, list[int]] = {i: [] for i in ids}
+    """Each job's attempt outcomes as ``GetJob`` shows them, oldest first."""
+    store = open_store(url, pool_size=1)
     try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT job_id, outcome FROM wfj_job_attempts WHERE job_id IN :ids "
-                    "ORDER BY job_id, number"
-                ).bindparams(sa.bindparam("ids", expanding=True)),
-                {"ids": ids},
-            )
-            for job_id, outcome in rows:
-                out[job_id].append(outcome)
+        return {i: [a.outcome for a in store.job_attempts(i)] for i in ids}
     finally:
-        engine.dispose()
-    return out
+        store.dispose()
