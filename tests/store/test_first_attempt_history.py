@@ -160,6 +160,13 @@ def test_outcome_counts_include_completed_first_attempts_of_the_window(store: St
     everything = store.attempt_outcome_counts(T0)
     assert everything == {int(AttemptOutcome.COMPLETED): 3, int(AttemptOutcome.FAILED): 2}
     assert store.attempt_outcome_counts(T0 + 13 * SECOND) == {}
+    # Counted per category too.
+    other = make_job(category=2)
+    store.job_insert_many([other])
+    _lease(store, other.id, "tok-other", T0 + 13 * SECOND)
+    store.job_complete_many([Completion(other.id, "tok-other", b"")], T0 + 14 * SECOND)
+    assert store.attempt_outcome_counts(T0, category=2) == {int(AttemptOutcome.COMPLETED): 1}
+    assert store.attempt_outcome_counts(T0 + 13 * SECOND) == {int(AttemptOutcome.COMPLETED): 1}
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
