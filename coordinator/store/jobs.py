@@ -529,16 +529,18 @@ class JobQueries(EventQueries):
         """The job's attempt history, oldest first, with its completed first
         attempt read from the job row (``schema.first_attempt_completed``)."""
         recorded = sa.select(job_attempts).where(job_attempts.c.job_id == job_id)
+        from_job = {
+            "job_id": jobs.c.id,
+            "number": sa.literal(1, sa.Integer),
+            "worker_id": jobs.c.lease_owner,
+            "started_at": jobs.c.started_at,
+            "ended_at": jobs.c.finished_at,
+            "outcome": sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger),
+            # The job row keeps the token of the report that completed it.
+            "reported_token": jobs.c.lease_token,
+        }
         described = sa.select(
-            jobs.c.id,
-            sa.literal(1, sa.Integer),
-            jobs.c.lease_owner,
-            jobs.c.started_at,
-            jobs.c.finished_at,
-            sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger),
-            sa.null().cast(sa.Text),
-            sa.null().cast(sa.Text),
-            sa.null().cast(sa.Text),
+            *(from_job.get(c.name, sa.null().cast(c.type)) for c in job_attempts.columns)
         ).where(jobs.c.id == job_id, sa.text(first_attempt_completed(jobs.name)))
         query = sa.union_all(recorded, described).order_by(sa.column("number"))
         with self.statement() as conn:
