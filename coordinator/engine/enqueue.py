@@ -15,7 +15,7 @@ from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
-from coordinator.errors import FailedPrecondition, InvalidArgument
+from coordinator.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
     DEFAULT_RETRY_POLICY,
@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 
 
 # What a queued single enqueue learns: (id, deduplicated, status), and the
-# stored form of the job when the insert leased it to a waiting worker.
-_Enqueued = tuple[tuple[str, bool, int], "JobRecord | None"]
+# stored form of the job when the insert leased it to a waiting worker, or of
+# the job already stored under its idempotency key (as the insert read it).
+_Enqueued = tuple[tuple[str, bool, int], "JobRow | None"]
 
 
 class Enqueue(Reads):
@@ -144,7 +145,10 @@ class Enqueue(Reads):
 
         Concurrent single enqueues are committed together (group commit):
         while one insert is in flight, later calls queue up and go in the
-        next statement, so many callers cost few transactions.
+        next statement, so many callers cost few transactions. A job the
+        database refuses fails its own caller only: the others of its commit
+        are stored one by one. A deduplicated job is answered as the insert
+        found it, so a job deleted meanwhile (retention) is still an answer.
         """
         prepared = self.prepare(job, self.clock.now_us())
         future: asyncio.Future[_Enqueued] = asyncio.get_running_loop().create_future()
@@ -152,12 +156,14 @@ class Enqueue(Reads):
         if not self._enqueue_flushing:
             self._enqueue_flushing = True
             asyncio.get_running_loop().create_task(self._flush_enqueues())
-        (job_id, dedup, status), leased = await future
+        (job_id, dedup, status), stored = await future
         if dedup:
-            row, _ = await self.get_job(job_id)
-            return row, True
-        if status == JobStatus.RUNNING and leased is not None:
-            return leased, False
+            if stored is None:
+                # A repeat of a key within this commit: its job was stored by it.
+                stored, _ = await self.get_job(job_id)
+            return stored, True
+        if status == JobStatus.RUNNING and stored is not None:
+            return stored, False
         return record_of_new(prepared), False
 
     async def _flush_enqueues(self) -> None:
@@ -183,8 +189,22 @@ class Enqueue(Reads):
         jobs = [j for j, _ in batch]
         now = self.clock.now_us()
         direct, offered = self._direct_offers(jobs, now)
+        existing: dict[str, JobRow] = {}
         try:
-            results = await self.run_store(self.store.job_insert_many, jobs, direct)
+            results = await self.run_store(self.store.job_insert_many, jobs, direct, existing)
+        except (InvalidArgument, AlreadyExists):
+            self._refund(offered.values())
+            if len(batch) == 1:
+                raise
+            # A value the database refused: one job fails, not every caller of
+            # the commit. Each goes alone; only the refused one's caller hears.
+            for item in batch:
+                try:
+                    await self._flush_batch([item])
+                except (InvalidArgument, AlreadyExists) as e:
+                    if not item[1].done():
+                        item[1].set_exception(e)
+            return
         except Exception:
             self._refund(offered.values())
             raise
@@ -196,7 +216,8 @@ class Enqueue(Reads):
         # happens to their delivery below.
         for (job, future), result in zip(batch, results, strict=True):
             if not future.done():
-                future.set_result((result, record_of.get(job.id)))
+                answer = existing.get(result[0]) if result[1] else record_of.get(job.id)
+                future.set_result((result, answer))
         self.dispatcher.wake_at(
             j.due_at
             for j, (_, _, status) in zip(jobs, results, strict=True)

@@ -237,6 +237,7 @@ class JobQueries(EventQueries):
         self,
         new_jobs: Sequence[NewJob],
         direct: DirectLeases | None = None,
+        existing: dict[str, JobRow] | None = None,
     ) -> list[tuple[str, bool, int]]:
         """Insert jobs atomically, deduplicating on (tenant, idempotency key).
 
@@ -251,6 +252,9 @@ class JobQueries(EventQueries):
         statement path (PostgreSQL, small batch, known lanes) those are stored
         already RUNNING and leased, unless a pause covers them; everywhere
         else they are stored PENDING like the rest.
+        ``existing``, when given, receives the stored row of each job found
+        under a key, read by the very statement that found it (so a job
+        deleted since, e.g. by retention, is still answered as it was).
         Returns ``(job_id, deduplicated, status)`` in input order.
         """
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
@@ -262,13 +266,14 @@ class JobQueries(EventQueries):
                     conn,
                     new_jobs,
                     functools.partial(self._insert_small, conn, direct=direct, keyed=keyed),
+                    existing,
                 )
         with self.tx() as conn:
             if new_lanes:
                 self._lane_upsert(conn, new_lanes)
             if keyed:
                 result = self._insert_deduplicated(
-                    conn, new_jobs, functools.partial(self._insert_skipping_keys, conn)
+                    conn, new_jobs, functools.partial(self._insert_skipping_keys, conn), existing
                 )
             elif self.is_postgres:
                 self._copy_in(conn, new_jobs)
@@ -429,13 +434,24 @@ class JobQueries(EventQueries):
         return stored
 
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
-        """Bulk insert with COPY: several times cheaper per row than INSERT."""
+        """Bulk insert with COPY: several times cheaper per row than INSERT.
+
+        COPY runs on the driver's connection, below SQLAlchemy: a driver error
+        is wrapped as SQLAlchemy wraps any other, so ``domain_errors`` maps a
+        refused value to ``InvalidArgument`` here too.
+        """
+        import psycopg
+
         raw = conn.connection.driver_connection
         status = int(JobStatus.PENDING)
         columns = ", ".join((*_NEW_JOB_FIELDS, "status"))
-        with raw.cursor() as cur, cur.copy(f"COPY wfj_jobs ({columns}) FROM STDIN") as copy:
-            for job in new_jobs:
-                copy.write_row((*(getattr(job, f) for f in _NEW_JOB_FIELDS), status))
+        statement = f"COPY wfj_jobs ({columns}) FROM STDIN"
+        try:
+            with raw.cursor() as cur, cur.copy(statement) as copy:
+                for job in new_jobs:
+                    copy.write_row((*(getattr(job, f) for f in _NEW_JOB_FIELDS), status))
+        except psycopg.Error as e:
+            raise sa.exc.DBAPIError.instance(statement, None, e, psycopg.Error) from e
 
     def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
@@ -460,9 +476,11 @@ class JobQueries(EventQueries):
         conn: sa.Connection,
         new_jobs: Sequence[NewJob],
         insert: Callable[[Sequence[NewJob]], dict[str, int]],
+        existing: dict[str, JobRow] | None = None,
     ) -> list[tuple[str, bool, int]]:
         """Store ``new_jobs`` with ``insert`` (which skips stored keys), then
-        answer each keyed job with the job its key names.
+        answer each keyed job with the job its key names (its whole row into
+        ``existing`` when given).
 
         ``insert`` returns the status of the rows it knows it stored; any
         other keyed job is answered from the read that follows, which sees
@@ -489,13 +507,18 @@ class JobQueries(EventQueries):
                 elif j.idempotency_key:
                     keys.add((j.tenant_id, j.idempotency_key))
             for tenant, key_group in _group_keys(keys).items():
-                found = conn.execute(
-                    sa.select(jobs.c.idempotency_key, jobs.c.id, jobs.c.status).where(
-                        jobs.c.tenant_id == tenant, jobs.c.idempotency_key.in_(key_group)
-                    )
+                read = (
+                    sa.select(jobs)
+                    if existing is not None
+                    else sa.select(jobs.c.idempotency_key, jobs.c.id, jobs.c.status)
                 )
-                for key, job_id, status in found:
-                    stored[(tenant, key)] = (job_id, status)
+                found = conn.execute(
+                    read.where(jobs.c.tenant_id == tenant, jobs.c.idempotency_key.in_(key_group))
+                )
+                for row in found:
+                    stored[(tenant, row.idempotency_key)] = (row.id, row.status)
+                    if existing is not None:
+                        existing[row.id] = JobRecord(*row)
             # A key is missing only when its job was deleted between the
             # insert that skipped it and the read: insert those again.
             to_insert = [

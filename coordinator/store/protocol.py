@@ -96,7 +96,10 @@ class Store(Protocol):
 
     # Insert jobs deduplicated on (tenant, key); ``direct`` leases some at insert.
     def job_insert_many(
-        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
+        self,
+        new_jobs: Sequence[NewJob],
+        direct: DirectLeases | None = None,
+        existing: dict[str, JobRow] | None = None,
     ) -> list[tuple[str, bool, int]]: ...
     # Store one job already leased to ``owner`` (inline run): (row, deduplicated, held).
     def job_insert_leased(
