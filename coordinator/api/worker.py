@@ -352,18 +352,29 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def ReportOutcomes(
         self, request: wpb.ReportOutcomesRequest, context: grpc.aio.ServicerContext
     ) -> wpb.ReportOutcomesResponse:
-        outcomes = [convert.outcome_from_proto(o) for o in request.outcomes]
-        foreign = await self._foreign_jobs([o.job_id for o in outcomes])
-        results = await self._engine.report([o for o in outcomes if o.job_id not in foreign])
+        limit = self._engine.config.max_batch_size
+        if len(request.outcomes) > limit:
+            raise InvalidArgument(
+                f"{len(request.outcomes)} outcomes exceed the batch limit of {limit}; "
+                f"send at most {limit} per ReportOutcomes call"
+            )
+        # Answered per outcome: a malformed one is refused on its own, like on the stream.
+        outcomes = convert.outcomes_from_proto(request.outcomes)
+        foreign = await self._foreign_jobs(
+            [o.job_id for o in outcomes if not isinstance(o, OutcomeResult)]
+        )
         if foreign:
             # Another tenant's job answers exactly like a lease that is gone.
-            by_id = iter(results)
-            results = [
+            outcomes = [
                 OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
-                if o.job_id in foreign
-                else next(by_id)
+                if not isinstance(o, OutcomeResult) and o.job_id in foreign
+                else o
                 for o in outcomes
             ]
+        results = await self._engine.report_each(outcomes)
+        for r in results:
+            if isinstance(r.error, StoreUnavailable):
+                raise r.error  # the call fails UNAVAILABLE; the caller sends it again
         response = wpb.ReportOutcomesResponse()
         convert.fill_outcome_results(response.results, results)
         return response

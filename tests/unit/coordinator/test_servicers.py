@@ -234,6 +234,42 @@ def test_acquire_stream_leases_and_report_outcomes(server: Any) -> None:
     rpc.termination()
 
 
+def test_report_outcomes_refuses_a_malformed_outcome_alone(server: Any) -> None:
+    """ReportOutcomes answers per outcome: one without a kind, or without a
+    lease token, is INVALID_ARGUMENT on its own and its neighbour is recorded."""
+    unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type="unary")))
+    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
+    rpc.send_request(
+        wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w1", job_types=["unary"]))
+    )
+    rpc.take_response()
+    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=5)))
+    [leased] = rpc.take_response().jobs.jobs
+    other = "01a230cc-dd4b-7002-98d7-f6ec9a0719b6"
+    report = wpb.ReportOutcomesRequest(
+        outcomes=[
+            wpb.JobOutcome(job_id=other, lease_token="t"),  # no kind set
+            wpb.JobOutcome(
+                job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+            ),
+            wpb.JobOutcome(job_id=other, completed=wpb.Completion()),  # no lease token
+        ]
+    )
+    response, code, _ = unary(server, WORKER, "ReportOutcomes", report)
+    assert code == grpc.StatusCode.OK
+    assert [(r.accepted, r.error_code) for r in response.results] == [
+        (False, "INVALID_ARGUMENT"),
+        (True, ""),
+        (False, "INVALID_ARGUMENT"),
+    ]
+    assert "no kind set" in response.results[0].error_message
+    assert "lease_token is required" in response.results[2].error_message
+    rpc.requests_closed()
+    rpc.termination()
+    fetched, _, _ = unary(server, SCHEDULER, "GetJob", spb.GetJobRequest(job_id=leased.job.id))
+    assert fetched.job.status == jpb.JOB_STATUS_COMPLETED
+
+
 def test_admin_list_jobs_pages(server: Any) -> None:
     for _ in range(5):
         unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(tenant_id="pages")))
