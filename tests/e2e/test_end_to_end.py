@@ -14,6 +14,16 @@ def test_two_workers_complete_2000_jobs_exactly_once(e2e_database, processes) ->
     workers = [processes["worker"](coordinator.target, "--concurrency", "100") for _ in range(2)]
     total = 2000
     with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        # Enqueue only once both workers are connected and wait with credit: one
+        # worker must not finish every job before the other has connected.
+        wait_until(
+            lambda: (
+                {w.worker_id for w in admin.list_workers() if w.credits > 0}
+                == {"worker-2", "worker-3"}
+            ),
+            60,
+            "both workers to connect and grant credit",
+        )
         started = time.monotonic()
         ids: list[str] = []
         for first in range(0, total, 250):
