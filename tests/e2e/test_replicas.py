@@ -138,3 +138,31 @@ def test_in_flight_bookkeeping_stays_bounded_when_outcomes_go_through_another_re
     # early-audit threshold (64) plus what arrives during one audit.
     assert max(sizes) <= total // 4, f"entries grew to {max(sizes)}"
     assert last == 0
+
+
+def test_workers_with_one_id_on_two_replicas_are_both_listed(pg_url, processes) -> None:
+    """The worker registry is keyed by (coordinator, worker id): a worker id
+    announced on each replica is two workers in ListWorkers, on either replica."""
+    first = processes["coordinator"](pg_url)
+    second = processes["coordinator"](pg_url)
+    processes["worker"](first.target, "--worker-id", "twin", "--concurrency", "5")
+    leaving = processes["worker"](second.target, "--worker-id", "twin", "--concurrency", "3")
+
+    def listed(target: str) -> list[tuple[str, str, int]]:
+        with AdminClient(target) as admin:
+            return sorted((w.worker_id, w.coordinator_id, w.slots) for w in admin.list_workers())
+
+    def both_everywhere() -> bool:
+        views = [listed(t) for t in (first.target, second.target)]
+        return views[0] == views[1] and len(views[0]) == 2
+
+    wait_until(both_everywhere, 60, "each replica to list both workers named twin")
+    [one, other] = listed(first.target)
+    assert one[0] == other[0] == "twin" and one[1] != other[1]
+    assert sorted((one[2], other[2])) == [3, 5]  # each replica's own worker, not one twice
+    leaving.stop()
+    wait_until(
+        lambda: [len(listed(t)) for t in (first.target, second.target)] == [1, 1],
+        60,
+        "the worker that left to be gone from both replicas, the other kept",
+    )
