@@ -164,8 +164,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         self._engine.open_session(session)
         if principal is not None:
             self._streams[session] = principal
+        # Outcomes received on this stream and not yet answered.
+        reports: set[asyncio.Task[None]] = set()
         reader = asyncio.get_running_loop().create_task(
-            self._read_requests(request_iterator, session)
+            self._read_requests(request_iterator, session, reports)
         )
         try:
             yield wpb.AcquireJobsResponse(
@@ -181,6 +183,15 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     # Ended by the coordinator (revoked credential): send nothing more.
                     raise session.ended_by
                 if item is None:
+                    # The session ended (the worker closed its side, or the
+                    # coordinator ended it cleanly): the outcomes received
+                    # before are still answered.
+                    if reports:
+                        await asyncio.gather(*reports, return_exceptions=True)
+                    while not session.outbox.empty():
+                        late = session.outbox.get_nowait()
+                        if isinstance(late, OutcomesAnswered):
+                            yield convert.answers_message(late.batch_id, late.results)
                     break
                 if isinstance(item, OutcomesAnswered):
                     yield convert.answers_message(item.batch_id, item.results)
@@ -204,9 +215,11 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             raise reader.exception()  # type: ignore[misc]
 
     async def _read_requests(
-        self, request_iterator: AsyncIterator[wpb.AcquireJobsRequest], session: WorkerSession
+        self,
+        request_iterator: AsyncIterator[wpb.AcquireJobsRequest],
+        session: WorkerSession,
+        reports: set[asyncio.Task[None]],
     ) -> None:
-        reports: set[asyncio.Task[None]] = set()
         try:
             async for message in request_iterator:
                 kind = message.WhichOneof("kind")
@@ -220,12 +233,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     self._grant(session, message.credit.credits)
                 elif kind == "hello":
                     raise InvalidArgument("WorkerHello may only be sent once per stream")
-            # The worker closed its side (drain): the outcomes it sent before
-            # are answered ahead of the stream's end marker.
-            if reports:
-                await asyncio.gather(*reports, return_exceptions=True)
         finally:
-            # Closed by the worker, or the stream broke (then answers are moot).
+            # The worker closed its side (drain) or the stream broke: no more
+            # leases for it (answers still go out, see AcquireJobs).
             self._engine.close_session(session)
 
     def _grant(self, session: WorkerSession, credits: int) -> None:

@@ -101,7 +101,8 @@ class WorkerSession:
     def take_unsent(self) -> list[tuple[str, str]]:
         """(job id, lease token) of every job the worker cannot have received:
         still queued on the outbox, or in a message whose write had not
-        completed. Call once the session is closed; empties both."""
+        completed. Call once the session is closed; empties both (answers to
+        outcomes stay queued: they still go out)."""
         refs = list(self.writing)
         self.writing.clear()
         items = []
@@ -110,6 +111,8 @@ class WorkerSession:
         for item in items:
             if isinstance(item, LeaseBatch):
                 refs.extend((row.id, item.lease_token) for row in item.jobs)
+            elif isinstance(item, OutcomesAnswered):
+                self.outbox.put_nowait(item)
         if self.closed:
             self.outbox.put_nowait(None)  # the sender may still wait for its marker
         return refs

@@ -188,7 +188,9 @@ def test_a_stale_outcome_is_logged_with_the_coordinators_answer(
             assert await reporter.flush(timeout=20)
         assert reporter.reports_sent == 1
         [record] = [
-            r for r in caplog.records if r.name == "worker_sdk.outcomes" and job_id in r.getMessage()
+            r
+            for r in caplog.records
+            if r.name == "worker_sdk.outcomes" and job_id in r.getMessage()
         ]
         assert record.levelno == logging.WARNING
         assert record.getMessage().startswith(
@@ -218,7 +220,9 @@ def test_each_outcome_carries_the_engines_own_error_code(
             by_id = {r.job_id: r for r in await report(kept)}
             error = InvalidArgument(f"the completion of job {refused} carries a refused value")
             return [
-                by_id[o.job_id] if o.job_id in by_id else OutcomeResult(o.job_id, False, error=error)
+                by_id[o.job_id]
+                if o.job_id in by_id
+                else OutcomeResult(o.job_id, False, error=error)
                 for o in outcomes
             ]
 
@@ -229,7 +233,9 @@ def test_each_outcome_carries_the_engines_own_error_code(
             assert await reporter.flush(timeout=20)
         assert reporter.reports_sent == 1
         [record] = [
-            r for r in caplog.records if r.name == "worker_sdk.outcomes" and refused in r.getMessage()
+            r
+            for r in caplog.records
+            if r.name == "worker_sdk.outcomes" and refused in r.getMessage()
         ]
         assert record.levelno == logging.ERROR
         assert record.getMessage() == (
@@ -319,6 +325,51 @@ def test_a_batch_unanswered_when_the_stream_ends_is_sent_again(store_url: str) -
         reporter.start()
         try:
             await scenario(server, reporter)
+        finally:
+            await reporter.close()
+            await channel.close()
+            await server.stop(0)
+
+    asyncio.run(main())
+
+
+def test_a_batch_in_flight_when_the_worker_closes_its_side_is_answered_on_the_stream(
+    store_url: str,
+) -> None:
+    async def main() -> None:
+        server = await _coordinator(store_url)
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+        reporter = OutcomeReporter(worker_service_pb2_grpc.WorkerServiceStub(channel), config=FAST)
+        stream = _Stream(channel)
+        await stream.open(reporter)
+        reporter.start()
+        try:
+            [(job_id, token)] = await _leased(server, 1)
+            engine = server.engine
+            report = engine.report
+            held, release = asyncio.Event(), asyncio.Event()
+            calls: list[int] = []
+
+            async def slow_report(outcomes: Any) -> Any:
+                calls.append(len(outcomes))
+                held.set()
+                await release.wait()
+                return await report(outcomes)
+
+            engine.report = slow_report  # type: ignore[method-assign]
+            reporter.submit(_completed(job_id, token))
+            await asyncio.wait_for(held.wait(), 10)
+            # The worker closes its side (shutdown) while the batch is being written.
+            assert stream.link is not None
+            stream.link.sending = False
+            stream.requests.put_nowait(None)
+            await asyncio.sleep(0.05)
+            release.set()
+            assert await reporter.flush(timeout=20)
+            assert stream.reader is not None
+            await asyncio.wait_for(stream.reader, 10)
+            assert stream.answered == 1 and calls == [1]  # answered there, never re-sent
+            assert await _status(server, job_id) == JobStatus.COMPLETED
         finally:
             await reporter.close()
             await channel.close()
