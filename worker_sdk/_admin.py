@@ -175,6 +175,18 @@ class AdminClient(BlockingClient):
         super().__init__(target, **options)
         self._stub = admin_service_pb2_grpc.AdminServiceStub(self._channel)
 
+    def who_am_i(self) -> admin_service_pb2.WhoAmIResponse:
+        """The credential this client calls with: name, roles, tenants and job types.
+
+        Any token the coordinator knows may ask, whatever its roles. Without
+        authentication on the coordinator, ``authenticated`` is False (every
+        role, every tenant).
+        """
+        return cast(
+            admin_service_pb2.WhoAmIResponse,
+            self._call(self._stub.WhoAmI, admin_service_pb2.WhoAmIRequest()),
+        )
+
     # -- jobs ---------------------------------------------------------------------------------
 
     def get_job(self, job_id: str) -> JobView:
@@ -335,7 +347,9 @@ class AdminClient(BlockingClient):
                 (``"integration"``); empty for a tenant. A category pause without
                 ``tenant_id`` covers every tenant.
             tenant_id: The tenant (the paused one for ``"tenant"``).
-            actor: Who pauses (kept in the audit history).
+            actor: Who pauses, recorded only when the coordinator runs without
+                authentication; otherwise the pause is recorded under the token's
+                name (a different actor given here is kept in the reason as a note).
             reason: Why.
             expire_time: The pause lifts by itself at this time.
         """

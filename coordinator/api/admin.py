@@ -8,6 +8,7 @@ from __future__ import annotations
 import grpc
 
 from coordinator.api import convert
+from coordinator.api.auth import ALL_TENANTS, ROLES, current_principal
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain
 from coordinator.model import JobStatus
@@ -15,6 +16,26 @@ from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 
 _DEFAULT_WINDOW_US = 300 * 1_000_000
+
+
+def audit_actor(sent: str) -> str:
+    """Who an operator action is recorded as: the caller's credential, never its claim.
+
+    With authentication on, the credential's name (the token file's ``name``);
+    without it (loopback, or a port behind a network boundary) the actor the
+    client sent is all the coordinator knows.
+    """
+    principal = current_principal()
+    return sent if principal is None else principal.name
+
+
+def _reason_with_claim(sent: str, reason: str) -> str:
+    """The reason, keeping an actor the client claimed besides its credential as a note."""
+    principal = current_principal()
+    if principal is None or not sent or sent == principal.name:
+        return reason
+    note = f"client-sent actor: {sent}"
+    return f"{reason} ({note})" if reason else note
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
@@ -80,14 +101,19 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             else None
         )
         record = await self._engine.pause(
-            convert.scope_from_proto(request.scope), request.actor, request.reason, expires
+            convert.scope_from_proto(request.scope),
+            audit_actor(request.actor),
+            _reason_with_claim(request.actor, request.reason),
+            expires,
         )
         return apb.PauseResponse(pause=convert.pause_to_proto(record))
 
     async def Unpause(
         self, request: apb.UnpauseRequest, context: grpc.aio.ServicerContext
     ) -> apb.UnpauseResponse:
-        lifted = await self._engine.unpause(convert.scope_from_proto(request.scope), request.actor)
+        lifted = await self._engine.unpause(
+            convert.scope_from_proto(request.scope), audit_actor(request.actor)
+        )
         return apb.UnpauseResponse(lifted=[convert.pause_to_proto(r) for r in lifted])
 
     async def ListPauses(
@@ -200,4 +226,18 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                 convert.type_defaults_to_proto(job_type, d)
                 for job_type, d in sorted(self._engine.type_defaults.items())
             ]
+        )
+
+    async def WhoAmI(
+        self, request: apb.WhoAmIRequest, context: grpc.aio.ServicerContext
+    ) -> apb.WhoAmIResponse:
+        principal = current_principal()
+        if principal is None:
+            return apb.WhoAmIResponse(authenticated=False, roles=ROLES, tenants=[ALL_TENANTS])
+        return apb.WhoAmIResponse(
+            authenticated=True,
+            name=principal.name,
+            roles=sorted(principal.roles),
+            tenants=[ALL_TENANTS] if principal.tenants is None else sorted(principal.tenants),
+            job_types=sorted(principal.job_types or ()),
         )

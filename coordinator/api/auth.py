@@ -17,6 +17,8 @@ input). A job id of another tenant is answered exactly like an id that does
 not exist (NOT_FOUND, or "lease lost" for outcomes and heartbeats), so a
 scoped credential learns nothing about other tenants' jobs. Calls that act on
 every tenant (drain, limits, workers, stats without a tenant) need ``*``.
+``AdminService/WhoAmI`` needs a known token but no role: a credential may
+always learn its own name and scope.
 
 Per-request checks live in ``_POLICIES`` below; what cannot be decided from
 the request alone (which jobs a worker may receive, per-lease heartbeat and
@@ -79,6 +81,9 @@ REFLECTION_SERVICES = (
 )
 # Services any authenticated caller may use when they are not left open.
 _ANY_TOKEN_SERVICES = frozenset((HEALTH_SERVICE, *REFLECTION_SERVICES))
+# Methods any authenticated caller may use: a credential may always learn its own scope.
+WHOAMI_METHOD = f"/{_PACKAGE}.AdminService/WhoAmI"
+_ANY_TOKEN_METHODS = frozenset((WHOAMI_METHOD,))
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -322,6 +327,7 @@ def _policies() -> dict[str, Policy]:
         a + "SetTenantWeight": _tenant_field,
         a + "Pause": _pause_scope,
         a + "Unpause": _pause_scope,
+        a + "WhoAmI": _servicer_decides,
     }
     for name in ("GetJob", "ExplainJob", "RetryJob", "CancelJob", "UnlockJob", "ReplayJob"):
         table[a + name] = _job_id
@@ -487,7 +493,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if principal is None:
             raise Unauthenticated("the bearer token is not known to this coordinator")
         service = method.split("/")[1] if method.count("/") >= 2 else method
-        if service in _ANY_TOKEN_SERVICES:
+        if service in _ANY_TOKEN_SERVICES or method in _ANY_TOKEN_METHODS:
             return principal
         role = _ROLE_OF_SERVICE.get(service, "admin")
         if role not in principal.roles:

@@ -81,13 +81,12 @@ def context(browser: Any) -> Iterator[Any]:
         ctx.close()
 
 
-def log_in(context: Any, url: str, token: str, *, tenant: str = "", name: str = "ops") -> Any:
+def log_in(context: Any, url: str, token: str) -> Any:
+    """Log in with nothing but the token: name and tenant come from the coordinator."""
     page = context.new_page()
     page.goto(url + "/")
     assert page.url.endswith("/login")
     page.fill("input[name=token]", token)
-    page.fill("input[name=tenant_id]", tenant)
-    page.fill("input[name=name]", name)
     page.click("#login button[type=submit]")
     page.wait_for_url(url + "/")
     return page
@@ -127,6 +126,7 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     cluster: dict[str, Any], context: Any
 ) -> None:
     page = log_in(context, cluster["url"], OPS)
+    expect()(page.locator("header .who")).to_contain_text("ops · all tenants")
     page.goto(cluster["url"] + "/pauses")
     page.select_option("#pause-form select[name=kind]", "definition")
     page.fill("#pause-form input[name=value]", "billing-flow")
@@ -266,15 +266,12 @@ def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], conte
     page.fill("input[name=token]", "not-a-token")
     page.click("#login button[type=submit]")
     expect()(page.locator(".flash.error")).to_contain_text("does not know this token")
+    # The scoped token logs in without typing its tenant: the coordinator says which it is.
     page.fill("input[name=token]", ACME_ADMIN)
-    page.click("#login button[type=submit]")
-    # Without a tenant the scoped token cannot log in: it says why.
-    expect()(page.locator(".flash.error")).to_contain_text("enter the tenant to administer")
-    page.fill("input[name=token]", ACME_ADMIN)
-    page.fill("input[name=tenant_id]", "acme")
+    assert page.locator("#login input[name=tenant_id]").count() == 0
     page.click("#login button[type=submit]")
     page.wait_for_url(cluster["url"] + "/")
-    expect()(page.locator("header .who")).to_contain_text("tenant acme")
+    expect()(page.locator("header .who")).to_have_text("acme-admin · tenant acme")
     # A new session id after login: one planted before it is worth nothing.
     after = {c["name"]: c["value"] for c in context.cookies()}["wfjobs_dashboard"]
     assert after != before
@@ -298,7 +295,7 @@ def test_tenant_scoped_login_sees_only_its_tenant(cluster: dict[str, Any], conte
 def test_a_revoked_token_sends_its_session_back_to_the_login(
     cluster: dict[str, Any], context: Any
 ) -> None:
-    page = log_in(context, cluster["url"], ACME_ADMIN, tenant="acme")
+    page = log_in(context, cluster["url"], ACME_ADMIN)
     tokens: Path = cluster["tokens"]
     kept = tokens.read_text()
     try:

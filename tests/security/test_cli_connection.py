@@ -161,3 +161,21 @@ def test_half_a_client_certificate_is_a_usage_error(cluster, tmp_path: Path) -> 
     assert (
         result.stderr == "wfjobs: a client certificate needs both --cert and --key (or neither)\n"
     )
+
+
+def test_whoami_prints_the_tokens_own_name_and_scope(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    connect = ("--target", coordinator.target, "--ca", str(pems.ca))
+
+    scoped = wfjobs(tmp_path, *connect, "--token", "worker-a-mail-secret", "whoami")
+
+    assert scoped.returncode == 0, scoped.stderr
+    assert scoped.stdout.splitlines() == [
+        "name:      worker-a-mail",
+        "roles:     worker",
+        "tenants:   a",
+        "job types: mail",
+    ]
+    root = wfjobs(tmp_path, *connect, "--token", "root-secret", "--json", "whoami")
+    assert root.returncode == 0, root.stderr
+    assert '"tenants": [\n    "*"\n  ]' in root.stdout and '"name": "root"' in root.stdout

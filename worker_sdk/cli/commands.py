@@ -573,6 +573,21 @@ class Commands:
                 self.out.line(f"unpaused {scope_text(record.scope)} (pause {record.id})")
         return EXIT_OK
 
+    def whoami(self) -> int:
+        me = self.admin.who_am_i()
+        if self.out.as_json:
+            self.out.json(message_dict(me))
+            return EXIT_OK
+        if not me.authenticated:
+            self.out.line("the coordinator authenticates no one: every caller may do anything")
+            return EXIT_OK
+        self.out.line(f"name:      {me.name}")
+        self.out.line(f"roles:     {', '.join(me.roles)}")
+        tenants = list(me.tenants)
+        self.out.line(f"tenants:   {'every tenant' if tenants == ['*'] else ', '.join(tenants)}")
+        self.out.line(f"job types: {', '.join(me.job_types) or 'every type'}")
+        return EXIT_OK
+
     def pauses(self) -> int:
         records = self.admin.list_pauses(include_lifted=self.args.all, tenant_id=self.args.tenant)
         if self.out.as_json:
@@ -958,7 +973,12 @@ def build_parser() -> argparse.ArgumentParser:
             "(continuation, activity_work, integration, maintenance, custom)",
         )
         p.add_argument("--tenant", default="", help="limit the pause to one tenant")
-        p.add_argument("--actor", default=os.environ.get("USER", ""), help="who (default $USER)")
+        p.add_argument(
+            "--actor",
+            default=os.environ.get("USER", ""),
+            help="who (default $USER); recorded as such only when the coordinator runs "
+            "without authentication; else the token's name is (a pause keeps this as a note)",
+        )
         if name == "pause":
             p.add_argument("--reason", default="", help="why (kept in the audit history)")
             p.add_argument(
@@ -967,6 +987,7 @@ def build_parser() -> argparse.ArgumentParser:
                 type=parse_duration,
                 help="lift by itself after this long (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
             )
+    add(sub, "whoami", "whoami", "the credential this CLI calls with: name, roles, tenants")
     p = add(sub, "pauses", "pauses", "list active pauses (--all: the audit history)")
     p.add_argument("--all", action="store_true", help="include lifted pauses")
     p.add_argument("--tenant", default="", help="only the pauses of this tenant")

@@ -73,7 +73,8 @@ class DashboardConfig:
         token: The dashboard's own token, used when there is no login.
         timeout: Seconds per call to the coordinator.
         login: Require a token login even on loopback (always required elsewhere).
-        actor: Who pauses are recorded as without login.
+        actor: Who pauses are recorded as when the coordinator runs without
+            authentication (otherwise the coordinator records the token's name).
         secure_cookie: Mark the session cookie Secure (when HTTPS terminates in front).
     """
 
@@ -100,6 +101,8 @@ class Dashboard:
         self._runner: web.AppRunner | None = None
         self._backend: Backend | None = None
         self._channel: grpc.Channel | None = None
+        # Who the sessions without login are: the dashboard token's name, when it has one.
+        self._actor = config.actor
 
     @property
     def url(self) -> str:
@@ -137,7 +140,7 @@ class Dashboard:
                 AppConfig(
                     login=config.login_required,
                     token="" if config.login_required else config.token,
-                    actor=config.actor,
+                    actor=self._actor,
                     secure_cookie=config.secure_cookie,
                 ),
             )
@@ -192,6 +195,9 @@ class Dashboard:
             )
         try:
             await call(config.token, AdminClient.get_stats)
+            me = await call(config.token, AdminClient.who_am_i)
+            if me.authenticated:
+                self._actor = me.name
         except WorkflowJobsError as exc:
             if exc.code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                 raise DashboardError(

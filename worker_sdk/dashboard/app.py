@@ -64,7 +64,8 @@ class AppConfig:
     Attributes:
         login: Sessions must log in with a token (else they use ``token``).
         token: The dashboard's own token, used by every session without login.
-        actor: Who actions are recorded as without login.
+        actor: The name of sessions without login (the dashboard token's name,
+            or who pauses are recorded as when the coordinator authenticates nobody).
         secure_cookie: Mark the session cookie Secure (served behind HTTPS).
     """
 
@@ -293,46 +294,53 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             raise web.HTTPSeeOther("/")
         form = await request.post()
         token = str(form.get("token", "")).strip()
-        tenant = str(form.get("tenant_id", "")).strip()
-        name = str(form.get("name", "")).strip()
-        error = ""
-        try:
-            # A tenant-scoped token may read its tenant's stats; only a token for
-            # every tenant may list the cluster-wide limits.
-            if tenant:
-                await backend.call(token, AdminClient.get_stats, tenant_id=tenant)
-            else:
-                await backend.call(token, AdminClient.list_concurrency_limits)
-        except WorkflowJobsError as exc:
-            if exc.code == grpc.StatusCode.UNAUTHENTICATED:
-                error = "the coordinator does not know this token"
-            elif exc.code == grpc.StatusCode.PERMISSION_DENIED and not tenant:
-                error = (
-                    "this token is not an admin token for every tenant: if it is limited "
-                    f"to some tenants, enter the tenant to administer ({exc.message})"
-                )
-            elif exc.code == grpc.StatusCode.PERMISSION_DENIED:
-                error = f"this token may not administer tenant {tenant} ({exc.message})"
-            else:
-                error = f"cannot check the token: {_error_text(exc)}"
+        chosen = str(form.get("tenant_id", "")).strip()
+        error, tenant, name, choices = "", "", "", []
         if not token:
             error = "enter a token"
+        else:
+            try:
+                # The coordinator says whose token this is and what it may touch.
+                me = await backend.call(token, AdminClient.who_am_i)
+            except WorkflowJobsError as exc:
+                if exc.code == grpc.StatusCode.UNAUTHENTICATED:
+                    error = "the coordinator does not know this token"
+                else:
+                    error = f"cannot check the token: {_error_text(exc)}"
+            else:
+                tenants = [t for t in me.tenants if t != "*"]
+                name = me.name
+                if "admin" not in me.roles:
+                    error = (
+                        f"the token {me.name!r} has no admin role (roles: "
+                        f"{', '.join(me.roles) or 'none'}); log in with an admin token"
+                    )
+                elif "*" in me.tenants:
+                    tenant = ""
+                elif len(tenants) == 1:
+                    tenant = tenants[0]
+                elif chosen in tenants:
+                    tenant = chosen
+                else:
+                    choices = tenants
+                    error = (
+                        f"the token {me.name!r} covers tenants {', '.join(tenants)}; "
+                        "choose the one to administer and enter the token again"
+                    )
         if error:
             if token and token not in sessions.tokens_in_use():
                 backend.forget(token)
             return html(
                 render.page(
                     "Log in",
-                    render.login_body(session.csrf, error, tenant, name),
+                    render.login_body(session.csrf, error, choices),
                     path="/login",
                     session=session,
                 ),
                 status=401,
             )
         sessions.drop(session)  # a new id after login: no fixation
-        fresh = sessions.new(
-            token=token, tenant_id=tenant, name=name or "dashboard", logged_in=True
-        )
+        fresh = sessions.new(token=token, tenant_id=tenant, name=name, logged_in=True)
         fresh.by_login = True
         log.info("dashboard login as %s (%s)", fresh.name, tenant or "all tenants")
         response = web.HTTPSeeOther("/")

@@ -36,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--actor",
         default=os.environ.get("USER", "") or "dashboard",
-        help="who pauses are recorded as without login (default $USER)",
+        help="who pauses are recorded as when the coordinator runs without authentication "
+        "(default $USER); with it, actions are recorded under the token's name",
     )
     p.add_argument(
         "--secure-cookie",

@@ -903,13 +903,22 @@ def confirm_body(
     )
 
 
-def login_body(csrf: str, error: str = "", tenant: str = "", name: str = "") -> str:
+def login_body(csrf: str, error: str = "", tenants: Sequence[str] = ()) -> str:
+    """The login form; ``tenants``: the choice a token of several tenants must make."""
     err = f'<div class="flash error">{e(error)}</div>' if error else ""
+    choose = ""
+    if tenants:
+        options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tenants)
+        choose = (
+            "<label>tenant to administer (this token covers several)"
+            f'<select name="tenant_id">{options}</select></label>'
+        )
     return (
         f'{err}<form method="post" action="/login" class="stack" id="login">{hidden(csrf=csrf)}'
         '<label>admin token<input type="password" name="token" required autocomplete="off"></label>'
-        f'<label>tenant (needed when the token is limited to some tenants)<input name="tenant_id" value="{e(tenant)}"></label>'
-        f'<label>your name (recorded with pauses)<input name="name" value="{e(name)}"></label>'
+        f"{choose}"
+        '<p class="muted">Your name and tenant come from the token; actions are recorded '
+        "under the token's name.</p>"
         '<button class="btn" type="submit">Log in</button></form>'
     )
 

@@ -505,3 +505,21 @@ class ListJobTypeDefaultsResponse(_message.Message):
     DEFAULTS_FIELD_NUMBER: _ClassVar[int]
     defaults: _containers.RepeatedCompositeFieldContainer[JobTypeDefaults]
     def __init__(self, defaults: _Optional[_Iterable[_Union[JobTypeDefaults, _Mapping]]] = ...) -> None: ...
+
+class WhoAmIRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WhoAmIResponse(_message.Message):
+    __slots__ = ("authenticated", "name", "roles", "tenants", "job_types")
+    AUTHENTICATED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
+    authenticated: bool
+    name: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    tenants: _containers.RepeatedScalarFieldContainer[str]
+    job_types: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, authenticated: _Optional[bool] = ..., name: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., tenants: _Optional[_Iterable[str]] = ..., job_types: _Optional[_Iterable[str]] = ...) -> None: ...

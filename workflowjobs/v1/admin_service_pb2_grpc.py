@@ -140,6 +140,11 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.FromString,
                 _registered_method=True)
+        self.WhoAmI = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/WhoAmI',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -275,6 +280,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WhoAmI(self, request, context):
+        """The caller's own credential: its name, roles and tenant scope. Any known
+        token may ask, whatever its roles.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -382,6 +395,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListJobTypeDefaults,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.SerializeToString,
+            ),
+            'WhoAmI': grpc.unary_unary_rpc_method_handler(
+                    servicer.WhoAmI,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -952,6 +970,33 @@ class AdminService:
             '/workflowjobs.v1.AdminService/ListJobTypeDefaults',
             workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.ListJobTypeDefaultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WhoAmI(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/WhoAmI',
+            workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.WhoAmIResponse.FromString,
             options,
             channel_credentials,
             insecure,
