@@ -493,6 +493,23 @@ class ConcurrencyLimit:
     max_running: int
 
 
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``starts`` job starts per ``period_ms`` in a scope, cluster-wide,
+    with bursts of up to ``burst`` starts (GCRA; engine/rates.py).
+
+    ``value`` names one tenant, job type, definition, concurrency key or
+    category (its number as text); ``"*"`` applies the limit to each value of
+    that kind separately. A specific value's limit replaces the wildcard.
+    """
+
+    kind: LimitKind
+    value: str
+    starts: int
+    period_ms: int
+    burst: int
+
+
 @dataclass(slots=True)
 class Exclusions:
     """Scopes acquisition should not even read candidates from (limits full)."""

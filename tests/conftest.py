@@ -76,6 +76,8 @@ def _clean(store: Store) -> None:
             "wfj_pauses",
             "wfj_tenants",
             "wfj_concurrency_limits",
+            "wfj_rate_limits",
+            "wfj_rate_buckets",
             "wfj_workers",
             "wfj_cluster_flags",
             "wfj_job_events",

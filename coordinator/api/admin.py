@@ -142,6 +142,27 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             limits=[convert.limit_to_proto(limit, running) for limit, running in limits]
         )
 
+    async def SetRateLimit(
+        self, request: apb.SetRateLimitRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetRateLimitResponse:
+        await self._engine.set_rate_limit(convert.rate_limit_from_proto(request.limit))
+        return apb.SetRateLimitResponse()
+
+    async def ListRateLimits(
+        self, request: apb.ListRateLimitsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListRateLimitsResponse:
+        limits = await self._engine.list_rate_limits()
+        return apb.ListRateLimitsResponse(
+            limits=[convert.rate_limit_to_proto(*entry) for entry in limits]
+        )
+
+    async def RemoveRateLimit(
+        self, request: apb.RemoveRateLimitRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveRateLimitResponse:
+        kind = convert.limit_kind_from_proto(request.kind, "kind")
+        removed = await self._engine.remove_rate_limit(kind, request.value)
+        return apb.RemoveRateLimitResponse(removed=removed)
+
     async def ExplainJob(
         self, request: apb.ExplainJobRequest, context: grpc.aio.ServicerContext
     ) -> apb.ExplainJobResponse:

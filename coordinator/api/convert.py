@@ -33,6 +33,7 @@ from coordinator.model import (
     NewJob,
     PauseKind,
     PauseScope,
+    RateLimit,
     Release,
     RetryPolicy,
 )
@@ -413,6 +414,37 @@ def limit_to_proto(limit: ConcurrencyLimit, running: int) -> apb.ConcurrencyLimi
         value=limit.value,
         max_running=limit.max_running,
         running=running,
+    )
+
+
+def limit_kind_from_proto(kind: int, field: str = "limit.kind") -> LimitKind:
+    try:
+        return LimitKind(kind)
+    except ValueError:
+        raise InvalidArgument(
+            f"{field} must be TENANT, JOB_TYPE, DEFINITION, CONCURRENCY_KEY or CATEGORY"
+        ) from None
+
+
+def rate_limit_from_proto(limit: apb.RateLimit) -> RateLimit:
+    return RateLimit(
+        limit_kind_from_proto(limit.kind),
+        limit.value,
+        limit.starts,
+        duration_ms(limit.period, "limit.period"),
+        limit.burst,
+    )
+
+
+def rate_limit_to_proto(limit: RateLimit, until: int | None, slow_level: int) -> apb.RateLimit:
+    return apb.RateLimit(
+        kind=int(limit.kind),  # type: ignore[arg-type]
+        value=limit.value,
+        starts=limit.starts,
+        period=ms_to_duration(limit.period_ms),
+        burst=limit.burst,
+        throttled_until=us_to_ts(until),
+        slow_level=slow_level,
     )
 
 

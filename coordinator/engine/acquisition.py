@@ -1,16 +1,18 @@
 """Acquisition: what the dispatcher (dispatch.py) calls to read candidates,
 lease them (one statement where the store can, the counting path under
-concurrency limits) and hand back jobs leased to a worker that left.
+concurrency and rate limits) and hand back jobs leased to a worker that left.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Sequence
+from typing import Any
 
+from coordinator.engine.admission import Admission
 from coordinator.engine.core import EngineCore, admission_for
-from coordinator.model import Candidate, Claim, JobRow
+from coordinator.engine.rates import RateBucket, add_exclusion, merge_exclusions
+from coordinator.model import Candidate, Claim, Exclusions, JobRow
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,19 @@ class Acquisition(EngineCore):
         if self.limits:
             running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
             exclude = self.limits.exclusions(running)
+        if self.rates:
+            # A scope whose rate limit admits no start now is left out (its jobs
+            # stay untouched); the dispatcher wakes when it next admits one.
+            buckets = await self.run_store(self.store.rate_bucket_list, self.rates.kinds)
+            throttled = self.rates.throttled(
+                {key: RateBucket(*row) for key, row in buckets.items()}, now
+            )
+            if throttled:
+                ex = Exclusions()
+                for kind, value in throttled:
+                    add_exclusion(ex, kind, value)
+                exclude = merge_exclusions(exclude, ex)
+                self._throttled(throttled, now)
         return await self.run_store(
             self.store.job_candidates, job_types, per_lane, now, exclude, tenants
         )
@@ -41,13 +56,18 @@ class Acquisition(EngineCore):
         token: str,
         now: int,
     ) -> list[JobRow] | None:
-        """One-statement acquisition on PostgreSQL when no concurrency limit applies.
+        """One-statement acquisition on PostgreSQL when no concurrency or rate limit applies.
 
         None sends the pass to the counting path: when this replica knows of
         limits, or when the store has limits this replica has not loaded yet
         (they are loaded now).
         """
-        if self.limits or not self.store.capabilities.one_statement_claim or not owners:
+        if (
+            self.limits
+            or self.rates
+            or not self.store.capabilities.one_statement_claim
+            or not owners
+        ):
             return None
         fair_tenants, starts, weights, floor = self.fair.snapshot()
         rows = await self.run_store(
@@ -72,12 +92,26 @@ class Acquisition(EngineCore):
         # Admission is decided from the limits as stored, read in the claim's
         # own transaction: a limit set on another replica holds here before
         # this replica has reloaded it.
-        admission = functools.partial(admission_for, claims, picks)
+        built: list[Admission] = []
+
+        def admission(limit_rows: Sequence[Any], rate_rows: Sequence[Any]) -> Admission:
+            built.append(admission_for(claims, picks, now, limit_rows, rate_rows))
+            return built[-1]
+
         rows = await self.run_store(
             self.store.job_claim, claims, token, now, self.config.default_lease_ms, admission
         )
         self._leased(rows, now)
+        if built and built[-1].throttled:
+            self._throttled(built[-1].throttled, now)
         return rows
+
+    def _throttled(self, throttled: dict[tuple[int, str], int], now: int) -> None:
+        """Rate limits hold scopes back until the given times: a pass runs then."""
+        self.dispatcher.wake_at(throttled.values())
+        self.telemetry.rate_throttled(
+            {key: (self.rates.limit_for(key), until) for key, until in throttled.items()}, now
+        )
 
     async def _hand_back_orphans(self, refs: Sequence[tuple[str, str]]) -> None:
         """Jobs leased to a worker that left before they were delivered go back."""

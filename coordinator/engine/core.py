@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.clock import Clock
+from coordinator.engine.admission import Admission
 from coordinator.engine.attempts import Attempts
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.events import EventHub, EventWatchConfig
 from coordinator.engine.fairness import FairScheduler
-from coordinator.engine.limits import Admission, LimitBook
+from coordinator.engine.limits import LimitBook
+from coordinator.engine.rates import RateBook
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.set_aside import SetAsideBook
 from coordinator.errors import InvalidArgument
@@ -37,6 +39,7 @@ from coordinator.model import (
     JobRow,
     JobTypeDefaults,
     LimitKind,
+    RateLimit,
     RetryPolicy,
 )
 from coordinator.store import Store
@@ -130,12 +133,15 @@ class EngineCore:
     # Watchers of the job event log (events.py).
     events: EventHub
     limits: LimitBook
+    # Rate limits as this replica last loaded them (the claim reads them as stored).
+    rates: RateBook
     type_defaults: dict[str, JobTypeDefaults]
 
     async def reload_limits(self) -> None:
         """Re-read concurrency limits and job type defaults (after a change here
         or on another replica)."""
         self.limits = book_of(await self.run_store(self.store.limit_list))
+        self.rates = rate_book_of(await self.run_store(self.store.rate_limit_list))
         self.type_defaults = {
             r.job_type: JobTypeDefaults(
                 RetryPolicy.from_json(r.retry_policy),
@@ -173,10 +179,22 @@ def book_of(rows: Iterable[Any]) -> LimitBook:
     return LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)
 
 
+def rate_book_of(rows: Iterable[Any]) -> RateBook:
+    """The rate limits in stored rows (wfj_rate_limits)."""
+    return RateBook(
+        RateLimit(LimitKind(r.kind), r.value, r.starts, r.period_ms, r.burst) for r in rows
+    )
+
+
 def admission_for(
-    claims: Sequence[Claim], picks: Sequence[Candidate], rows: Sequence[Any]
+    claims: Sequence[Claim],
+    picks: Sequence[Candidate],
+    now: int,
+    limit_rows: Sequence[Any],
+    rate_rows: Sequence[Any],
 ) -> Admission:
-    return Admission(book_of(rows), claims, picks)
+    """The admission of ``claims`` under the limits as stored (read by the claim)."""
+    return Admission(book_of(limit_rows), claims, picks, rate_book_of(rate_rows), now)
 
 
 def check_id(job_id: str) -> None:
@@ -196,5 +214,6 @@ __all__ = [
     "OperationsConfig",
     "admission_for",
     "book_of",
+    "rate_book_of",
     "check_id",
 ]

@@ -30,6 +30,7 @@ from coordinator.engine.limits import LimitBook
 from coordinator.engine.operations import Operations
 from coordinator.engine.outcomes import LeaseAnswer, OutcomeResult, Outcomes
 from coordinator.engine.pauses import Pauses
+from coordinator.engine.rates import RateBook
 from coordinator.engine.reads import ListPage
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
@@ -106,6 +107,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         self._enqueue_queue = []
         self._enqueue_flushing = False
         self.limits = LimitBook()
+        self.rates = RateBook()
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
         self._loop: asyncio.AbstractEventLoop | None = None

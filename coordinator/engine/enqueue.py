@@ -13,6 +13,7 @@ from typing import Any
 
 from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
+from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
 from coordinator.errors import AlreadyExists, FailedPrecondition, InvalidArgument
@@ -235,10 +236,15 @@ class Enqueue(Reads):
         A worker with idle credit had nothing eligible at the last acquisition,
         so handing it a new job at insert costs no fairness or priority, and
         saves the job a trip through a dispatcher pass. Not under concurrency
-        limits (they need the counting path) nor while draining. The credit is
+        or rate limits (they need the counting path) nor while draining. The credit is
         reserved now and refunded for jobs the store does not lease.
         """
-        if self.limits or self.dispatcher.paused or not self.store.capabilities.lease_at_insert:
+        if (
+            self.limits
+            or self.rates
+            or self.dispatcher.paused
+            or not self.store.capabilities.lease_at_insert
+        ):
             return None, {}
         idle = [
             s
@@ -351,9 +357,14 @@ class Enqueue(Reads):
             now,
             self.config.default_lease_ms,
             enqueue_if_paused,
-            functools.partial(admission_for, [Claim(prepared.id, owner)], [prepared]),
+            functools.partial(admission_for, [Claim(prepared.id, owner)], [prepared], now),
         )
         if row is None:
+            if held == "rate":
+                raise FailedPrecondition(
+                    f"cannot run inline: {await self._rate_limited_text(prepared, now)}; "
+                    "retry then, or set enqueue_if_paused to queue it"
+                )
             if held == "limit":
                 raise FailedPrecondition(
                     f"cannot run inline: concurrency limit full ({await self._full_scopes(prepared)}); "
@@ -381,6 +392,19 @@ class Enqueue(Reads):
         self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
         self._leased([row], now)
         return row, False, token
+
+    async def _rate_limited_text(self, job: NewJob, now: int) -> str:
+        """Which rate limits hold ``job`` back and until when, as text for an error."""
+        await self.reload_limits()
+        buckets = await self.run_store(self.store.rate_bucket_list, self.rates.kinds)
+        held = []
+        for key, limit in self.rates.scopes_of(job):  # type: ignore[arg-type]
+            until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
+            if until > now:
+                held.append(
+                    f"rate limited by {rate_limit_text(key, limit)} until {when_precise(until)}"
+                )
+        return "; ".join(held) or "rate limited"
 
     async def _full_scopes(self, job: NewJob) -> str:
         """The limited scopes of ``job`` that are full, as text for an error."""

@@ -1,7 +1,7 @@
 """Why is this job still waiting? Every reason a job is not running right now.
 
 The answer is assembled from the same rules acquisition applies (due time,
-pauses, concurrency limits, drain, who serves the job type) plus the job's
+pauses, concurrency and rate limits, drain, who serves the job type) plus the job's
 place in its tenant's queue, so it cannot disagree with what acquisition does
 except for races with changes made while it is being computed.
 
@@ -18,6 +18,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.model import Candidate, JobRow, JobStatus, LimitKind, PauseKind, category_label
 
 if TYPE_CHECKING:
@@ -98,6 +99,29 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         else:
             text = f"{pause_subject(kind, p.value)} is paused {who}{why}{until} (pause {p.id})"
             reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
+    job = Candidate(
+        row.id,
+        row.tenant_id,
+        row.priority,
+        row.due_at,
+        row.job_type,
+        row.definition_id,
+        row.concurrency_key,
+        row.category,
+    )
+    if engine.rates:
+        buckets = await engine.run_store(engine.store.rate_bucket_list, engine.rates.kinds)
+        for key, limit in engine.rates.scopes_of(job):
+            until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
+            if until > now:
+                reasons.append(
+                    WaitReason(
+                        "RATE_LIMIT",
+                        f"rate limited by {rate_limit_text(key, limit)} until {when_precise(until)}",
+                        until=until,
+                        limit=limit.starts,
+                    )
+                )
     if engine.limits:
         job = Candidate(
             row.id,

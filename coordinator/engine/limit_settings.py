@@ -1,5 +1,5 @@
-"""Limit settings: concurrency limits and job type defaults as operators set
-and list them (the admission rule itself is limits.py).
+"""Limit settings: concurrency limits, rate limits and job type defaults as
+operators set and list them (the admission rules are limits.py and rates.py).
 """
 
 from __future__ import annotations
@@ -7,9 +7,13 @@ from __future__ import annotations
 import logging
 
 from coordinator.engine.bounds import category_value, check_retry_policy, check_timeout
-from coordinator.engine.core import EngineCore
+from coordinator.engine.core import EngineCore, rate_book_of
+from coordinator.engine.rates import RateBucket, level_at, next_start_at
 from coordinator.errors import InvalidArgument
-from coordinator.model import ConcurrencyLimit, JobTypeDefaults, LimitKind
+from coordinator.model import ConcurrencyLimit, JobTypeDefaults, LimitKind, RateLimit
+
+# Longest rate limit period accepted.
+MAX_RATE_PERIOD_MS = 366 * 86_400_000
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,90 @@ class LimitSettings(EngineCore):
             self.clock.now_us(),
         )
         await self.reload_limits()
+
+    async def set_rate_limit(self, limit: RateLimit) -> None:
+        """Set (or replace) a rate limit; it holds on every replica once this returns."""
+        if not limit.value:
+            raise InvalidArgument(
+                "limit.value is required: a tenant, job type, definition, key, category or '*'"
+            )
+        if len(limit.value) > self.config.max_string_length:
+            raise InvalidArgument(
+                f"limit.value is {len(limit.value)} characters long; "
+                f"the limit is {self.config.max_string_length}"
+            )
+        if limit.starts <= 0:
+            raise InvalidArgument("limit.starts must be > 0 (RemoveRateLimit removes a limit)")
+        if limit.period_ms <= 0:
+            raise InvalidArgument("limit.period must be at least one millisecond")
+        if limit.period_ms > MAX_RATE_PERIOD_MS:
+            raise InvalidArgument("limit.period must be at most 366 days")
+        if limit.burst < 0:
+            raise InvalidArgument("limit.burst must be >= 1 (0 means starts)")
+        limit = RateLimit(
+            limit.kind,
+            self._limit_value(limit.kind, limit.value),
+            limit.starts,
+            limit.period_ms,
+            limit.burst or limit.starts,
+        )
+        await self.run_store(
+            self.store.rate_limit_set,
+            int(limit.kind),
+            limit.value,
+            limit.starts,
+            limit.period_ms,
+            limit.burst,
+            self.clock.now_us(),
+        )
+        await self.reload_limits()
+
+    async def remove_rate_limit(self, kind: LimitKind, value: str) -> bool:
+        """Remove a rate limit; False when none was set for the scope."""
+        if not value:
+            raise InvalidArgument("value is required: the scope of the limit to remove, or '*'")
+        removed = await self.run_store(
+            self.store.rate_limit_set,
+            int(kind),
+            self._limit_value(kind, value),
+            0,
+            0,
+            0,
+            self.clock.now_us(),
+        )
+        await self.reload_limits()
+        return bool(removed)
+
+    async def list_rate_limits(self) -> list[tuple[RateLimit, int | None, int]]:
+        """Every rate limit with when it next admits a start (None: now) and its
+        slowdown level; for '*' limits, the most held-back value."""
+        rows = await self.run_store(self.store.rate_limit_list)
+        book = rate_book_of(rows)
+        now = self.clock.now_us()
+        buckets = await self.run_store(self.store.rate_bucket_list, book.kinds)
+        result: list[tuple[RateLimit, int | None, int]] = []
+        for r in rows:
+            limit = RateLimit(LimitKind(r.kind), r.value, r.starts, r.period_ms, r.burst)
+            until: int | None = None
+            level = 0
+            for key, state in buckets.items():
+                if key[0] != r.kind or (r.value != "*" and key[1] != r.value):
+                    continue
+                if book.limit_for(key) != limit:
+                    continue
+                bucket = RateBucket(*state)
+                at = next_start_at(limit, bucket, now)
+                if at > now and (until is None or at > until):
+                    until = at
+                level = max(level, level_at(limit, bucket, now))
+            result.append((limit, until, level))
+        return result
+
+    def _limit_value(self, kind: LimitKind, value: str) -> str:
+        """A scope value as stored: a category by its number as text."""
+        if kind == LimitKind.CATEGORY and value != "*":
+            return category_value(value)
+        return value
 
     async def list_limits(self) -> list[tuple[ConcurrencyLimit, int]]:
         """Every limit with its RUNNING count (for '*' limits: the fullest value)."""

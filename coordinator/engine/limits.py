@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from coordinator.model import Candidate, Claim, ConcurrencyLimit, Exclusions, LimitKind
+from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind
 
 ScopeKey = tuple[int, str]
 
@@ -102,21 +102,3 @@ class LimitBook:
             else:
                 targets[key[0]].add(key[1])
         return out
-
-
-class Admission:
-    """Admits the claims of one acquisition that fit under the limits."""
-
-    def __init__(
-        self, book: LimitBook, claims: Sequence[Claim], picks: Sequence[Candidate]
-    ) -> None:
-        self._book = book
-        self._claims = claims
-        by_id = {p.id: p for p in picks}
-        self._jobs = [by_id[c.job_id] for c in claims]
-        self.lock_keys = book.lock_keys(self._jobs)
-        self.kinds = book.kinds
-
-    def admit(self, running: dict[ScopeKey, int]) -> list[Claim]:
-        allowed = {job.id for job in self._book.fit(self._jobs, running)}
-        return [c for c in self._claims if c.job_id in allowed]

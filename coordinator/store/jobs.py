@@ -27,6 +27,7 @@ from coordinator.model import (
     AttemptOutcome,
     AttemptRow,
     BulkCount,
+    Claim,
     DirectLeases,
     JobEventKind,
     JobFilter,
@@ -337,10 +338,10 @@ class JobQueries(EventQueries):
     ) -> tuple[JobRow | None, bool, str | None]:
         with self.tx() as conn:
             limited = False
+            admission = None
             if limits is not None:
-                admission = limits(self._limits_in_force(conn))
-                if admission.kinds:
-                    limited = not admission.admit(self._lock_and_count(conn, admission))
+                admission, admitted = self._admit_in(conn, limits, [Claim(job.id, owner)])
+                limited = not admitted
             lane = (job.tenant_id, job.job_type, job.definition_id)
             if lane not in self._known_lanes:
                 self._lane_upsert(conn, {lane})
@@ -373,7 +374,14 @@ class JobQueries(EventQueries):
                 sa.text(f"SELECT {pause_blocks('x')} FROM wfj_jobs x WHERE id = :id"),
                 {"id": job.id, "now": now},
             ).scalar()
-            held = "paused" if paused else "limit" if limited else None
+            held = None
+            if paused:
+                held = "paused"
+            elif limited:
+                held = "rate" if admission is not None and admission.rate_refused else "limit"
+            elif admission is not None and admission.rate_keys:
+                # Started now: the start counts against its rate limits.
+                self._rate_buckets_write(conn, admission.charge({job.id}))
             if held and not keep_if_held:
                 raise _RolledBack(held)
             if paused and not limited:

@@ -342,16 +342,19 @@ class LeaseQueries(EventQueries):
         stored (under the limit gate's share lock, so a limit whose setting
         has returned is always seen), builds the admission from them, takes
         the advisory locks of the limited scopes, counts what runs in them and
-        leases only what the admission lets through.
+        leases only what the admission lets through. Rate limits are read
+        the same way: their buckets are read under the scopes' advisory locks
+        and rewritten, in the same transaction, for the jobs actually leased.
         """
         if not claims:
             return []
         if limits is not None:
             with self.tx() as conn:
-                admission = limits(self._limits_in_force(conn))
-                running = self._lock_and_count(conn, admission)
-                admitted = admission.admit(running) if admission.kinds else claims
-                return self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
+                admission, admitted = self._admit_in(conn, limits, claims)
+                leased = self._claim_in(conn, admitted, lease_token, now, default_lease_ms)
+                if admission.rate_keys:
+                    self._rate_buckets_write(conn, admission.charge({r.id for r in leased}))
+                return leased
         with self.statement() as conn:
             return self._claim_in(conn, claims, lease_token, now, default_lease_ms)
 

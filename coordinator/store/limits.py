@@ -4,7 +4,7 @@ gate), tenant weights and job type defaults."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -19,6 +19,8 @@ from coordinator.store.schema import (
     cluster_flags,
     concurrency_limits,
     job_type_defaults,
+    rate_buckets,
+    rate_limits,
     tenants,
 )
 
@@ -26,10 +28,10 @@ log = logging.getLogger(__name__)
 
 
 # The limit gate (PostgreSQL): a cluster flag row holding how many concurrency
-# limits are stored. Every claim reads it under a share row lock (the
+# and rate limits are stored. Every claim reads it under a share row lock (the
 # one-statement claim leases only while it says "0"; the counting claim reads
 # the stored limits after it); ``limit_set`` locks it for update and rewrites
-# it in the transaction that changes a limit. So a claim either finishes
+# it in the transaction that changes a limit (``rate_limit_set`` likewise). So a claim either finishes
 # before a limit change commits, or waits for the change and sees it (READ
 # COMMITTED re-reads a row locked by a committed writer): once ``SetLimit``
 # returns, no replica can lease past the new limit, whether or not it has
@@ -54,20 +56,37 @@ LIMIT_COLUMNS: dict[int, str] = {
 }
 
 
+# A rate bucket as stored: (tat, slow_level, slowed_at) by (kind, value).
+BucketRows = dict[tuple[int, str], tuple[int, int, int]]
+
+
 class LimitAdmission(Protocol):
-    """What ``job_claim`` needs to honour concurrency limits."""
+    """What ``job_claim`` needs to honour concurrency and rate limits."""
 
     lock_keys: Sequence[str]
     kinds: Sequence[int]
+    rate_keys: Sequence[tuple[int, str]]
+    # Ids of the claims ``admit`` turned away for a rate limit.
+    rate_refused: Collection[str]
 
-    def admit(self, running: dict[tuple[int, str], int]) -> Sequence[Claim]:
-        """The claims that fit, given RUNNING counts per limited scope."""
+    @property
+    def limited(self) -> bool:
+        """Some claim falls in a limited scope (locks, counts, buckets needed)."""
+        ...
+
+    def admit(self, running: dict[tuple[int, str], int], buckets: BucketRows) -> Sequence[Claim]:
+        """The claims that fit, given RUNNING counts and rate buckets per limited scope."""
+        ...
+
+    def charge(self, leased: Collection[str]) -> BucketRows:
+        """The rate buckets to store once the jobs ``leased`` (ids) started."""
         ...
 
 
-# Builds the admission of one claim from the concurrency limits as stored
-# (rows of wfj_concurrency_limits), read inside the claim's transaction.
-AdmissionFor = Callable[[Sequence[Any]], LimitAdmission]
+# Builds the admission of one claim from the limits as stored (rows of
+# wfj_concurrency_limits, rows of wfj_rate_limits), read inside the claim's
+# transaction.
+AdmissionFor = Callable[[Sequence[Any], Sequence[Any]], LimitAdmission]
 
 
 class LimitQueries(StoreBase):
@@ -98,7 +117,8 @@ class LimitQueries(StoreBase):
         conn.execute(
             sa.text(
                 "UPDATE wfj_cluster_flags SET updated_at = :now, value = CAST("
-                "(SELECT count(*) FROM wfj_concurrency_limits) AS text) WHERE name = :gate"
+                "(SELECT count(*) FROM wfj_concurrency_limits) "
+                "+ (SELECT count(*) FROM wfj_rate_limits) AS text) WHERE name = :gate"
             ),
             {"gate": LIMIT_GATE, "now": now},
         )
@@ -150,30 +170,155 @@ class LimitQueries(StoreBase):
         with self.tx() as c:
             return {(k, v): n for k, v, n in c.execute(sql)}
 
-    def _limits_in_force(self, conn: sa.Connection) -> list[Any]:
-        """The stored concurrency limits, read after taking the limit gate's
-        share lock: a ``limit_set`` committed before is seen, one in progress
-        waits for this transaction."""
+    def rate_limit_set(
+        self, kind: int, value: str, starts: int, period_ms: int, burst: int, now: int = 0
+    ) -> bool:
+        """Set a rate limit; ``starts == 0`` removes it. Under the limit gate
+        like ``limit_set``: once this returns no replica starts past it.
+        Returns whether a limit was stored for the scope before."""
+        with self.tx() as conn:
+            if self.is_postgres:
+                self._lock_limit_gate(conn, now)
+            existed = conn.execute(
+                rate_limits.delete().where(rate_limits.c.kind == kind, rate_limits.c.value == value)
+            ).rowcount
+            if starts > 0:
+                conn.execute(
+                    rate_limits.insert().values(
+                        kind=kind, value=value, starts=starts, period_ms=period_ms, burst=burst
+                    )
+                )
+            else:
+                # A kind left without limits keeps no state.
+                left = conn.execute(
+                    sa.select(sa.func.count()).where(rate_limits.c.kind == kind)
+                ).scalar()
+                if not left:
+                    conn.execute(rate_buckets.delete().where(rate_buckets.c.kind == kind))
+            if self.is_postgres:
+                self._write_limit_gate(conn, now)
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
+        return bool(existed)
+
+    def rate_limit_list(self) -> list[Any]:
+        """The stored rate limits."""
+        with self.tx() as conn:
+            return list(
+                conn.execute(
+                    sa.select(rate_limits).order_by(rate_limits.c.kind, rate_limits.c.value)
+                )
+            )
+
+    def rate_bucket_list(self, kinds: Sequence[int]) -> BucketRows:
+        """The stored rate buckets of ``kinds`` (without locking)."""
+        if not kinds:
+            return {}
+        query = sa.select(rate_buckets).where(rate_buckets.c.kind.in_(list(kinds)))
+        with self.statement() as conn:
+            return {
+                (r.kind, r.value): (r.tat, r.slow_level, r.slowed_at) for r in conn.execute(query)
+            }
+
+    def rate_bucket_update(
+        self,
+        keys: Sequence[tuple[int, str]],
+        update: Callable[[Sequence[Any], BucketRows], BucketRows],
+    ) -> BucketRows:
+        """Rewrite the rate buckets of ``keys`` atomically: under the scopes'
+        advisory locks (the ones claims take), ``update`` gets the rate limits
+        as stored and the buckets of ``keys`` and returns the buckets to store."""
+        if not keys:
+            return {}
+        with self.tx() as conn:
+            if self.is_postgres:
+                conn.execute(sa.text(LIMIT_GATE_SHARE_SQL), {"gate": LIMIT_GATE})
+            self._advisory_locks(conn, [f"wfj_rate:{k}:{v}" for k, v in keys])
+            rows = list(conn.execute(sa.select(rate_limits)))
+            written = update(rows, self._rate_buckets_read(conn, keys))
+            self._rate_buckets_write(conn, written)
+            return written
+
+    def _rate_buckets_read(
+        self, conn: sa.Connection, keys: Sequence[tuple[int, str]]
+    ) -> BucketRows:
+        if not keys:
+            return {}
+        out: BucketRows = {}
+        pairs = list(keys)
+        for i in range(0, len(pairs), 500):
+            query = sa.select(rate_buckets).where(
+                sa.tuple_(rate_buckets.c.kind, rate_buckets.c.value).in_(pairs[i : i + 500])
+            )
+            for r in conn.execute(query):
+                out[(r.kind, r.value)] = (r.tat, r.slow_level, r.slowed_at)
+        return out
+
+    def _rate_buckets_write(self, conn: sa.Connection, rows: BucketRows) -> None:
+        if not rows:
+            return
+        stmt = self._insert(rate_buckets)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["kind", "value"],
+            set_={
+                "tat": stmt.excluded.tat,
+                "slow_level": stmt.excluded.slow_level,
+                "slowed_at": stmt.excluded.slowed_at,
+            },
+        )
+        conn.execute(
+            stmt,
+            [
+                {"kind": k, "value": v, "tat": tat, "slow_level": level, "slowed_at": at}
+                for (k, v), (tat, level, at) in sorted(rows.items())
+            ],
+        )
+
+    def _limits_in_force(self, conn: sa.Connection) -> tuple[list[Any], list[Any]]:
+        """The stored concurrency and rate limits, read after taking the limit
+        gate's share lock: a ``limit_set`` or ``rate_limit_set`` committed
+        before is seen, one in progress waits for this transaction."""
         if self.is_postgres:
             conn.execute(sa.text(LIMIT_GATE_SHARE_SQL), {"gate": LIMIT_GATE})
-        return list(conn.execute(sa.select(concurrency_limits)))
+        return (
+            list(conn.execute(sa.select(concurrency_limits))),
+            list(conn.execute(sa.select(rate_limits))),
+        )
+
+    def _advisory_locks(self, conn: sa.Connection, keys: Sequence[str]) -> None:
+        """Take the transaction advisory locks named ``keys``, sorted (so
+        claimers cannot deadlock). SQLite's transactions are serial already."""
+        if self.is_postgres and keys:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_advisory_xact_lock(hashtext(k)) "
+                    "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
+                ),
+                {"keys": sorted(keys)},
+            )
 
     def _lock_and_count(
         self, conn: sa.Connection, admission: LimitAdmission
     ) -> dict[tuple[int, str], int]:
         """Take the advisory locks of the admission's limited scopes (sorted,
         so claimers cannot deadlock) and count what runs in them."""
+        if not admission.limited:
+            return {}
+        self._advisory_locks(conn, list(admission.lock_keys))
         if not admission.kinds:
             return {}
-        if self.is_postgres:
-            conn.execute(
-                sa.text(
-                    "SELECT pg_advisory_xact_lock(hashtext(k)) "
-                    "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
-                ),
-                {"keys": list(admission.lock_keys)},
-            )
         return self.job_running_counts(admission.kinds, conn)
+
+    def _admit_in(
+        self, conn: sa.Connection, limits: AdmissionFor, claims: Sequence[Claim]
+    ) -> tuple[LimitAdmission, Sequence[Claim]]:
+        """Build the admission from the limits in force and let it decide,
+        holding the locks of its limited scopes until the transaction ends."""
+        admission = limits(*self._limits_in_force(conn))
+        if not admission.limited:
+            return admission, claims
+        running = self._lock_and_count(conn, admission)
+        buckets = self._rate_buckets_read(conn, admission.rate_keys)
+        return admission, admission.admit(running, buckets)
 
     def tenant_weights(self) -> dict[str, int]:
         with self.tx() as conn:

@@ -51,7 +51,7 @@ from coordinator.model import (
 from coordinator.store.base import StoreCapabilities
 from coordinator.store.events import EventPage
 from coordinator.store.leases import SetAside
-from coordinator.store.limits import AdmissionFor
+from coordinator.store.limits import AdmissionFor, BucketRows
 
 # How an attempt ends, decided by the engine for each locked row.
 Decide = Callable[[LeasedForFailure], AttemptEnd]
@@ -283,6 +283,21 @@ class Store(Protocol):
     def limit_set(self, kind: int, value: str, max_running: int, now: int = 0) -> None: ...
     # The stored concurrency limits.
     def limit_list(self) -> list[Any]: ...
+    # Set a rate limit (``starts == 0`` removes it) under the limit gate; replicas
+    # are told. Returns whether one was stored for the scope before.
+    def rate_limit_set(
+        self, kind: int, value: str, starts: int, period_ms: int, burst: int, now: int = 0
+    ) -> bool: ...
+    # The stored rate limits.
+    def rate_limit_list(self) -> list[Any]: ...
+    # The stored rate buckets of ``kinds``: (tat, slow_level, slowed_at) by scope.
+    def rate_bucket_list(self, kinds: Sequence[int]) -> BucketRows: ...
+    # Rewrite the buckets of ``keys`` atomically under their scopes' locks.
+    def rate_bucket_update(
+        self,
+        keys: Sequence[tuple[int, str]],
+        update: Callable[[Sequence[Any], BucketRows], BucketRows],
+    ) -> BucketRows: ...
     # RUNNING jobs per (limit kind, scope value) for ``kinds``.
     def job_running_counts(
         self, kinds: Sequence[int], conn: sa.Connection | None = None

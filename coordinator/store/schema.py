@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0009"
+SCHEMA_REVISION = "0010"
 
 metadata = sa.MetaData()
 
@@ -164,6 +164,32 @@ concurrency_limits = sa.Table(
     sa.Column("kind", sa.SmallInteger, primary_key=True),
     sa.Column("value", sa.Text, primary_key=True),
     sa.Column("max_running", sa.Integer, nullable=False),
+)
+
+# Rate limits: at most ``starts`` job starts per ``period_ms`` in a scope, with
+# bursts of up to ``burst`` (GCRA; engine/rates.py). ``value`` "*" applies the
+# limit to each value of the kind separately.
+rate_limits = sa.Table(
+    "wfj_rate_limits",
+    metadata,
+    sa.Column("kind", sa.SmallInteger, primary_key=True),
+    sa.Column("value", sa.Text, primary_key=True),
+    sa.Column("starts", sa.Integer, nullable=False),
+    sa.Column("period_ms", sa.BigInteger, nullable=False),
+    sa.Column("burst", sa.Integer, nullable=False),
+)
+
+# The state of each rate-limited scope value, shared by every replica:
+# ``tat`` is the GCRA's theoretical arrival time (µs); ``slow_level`` and
+# ``slowed_at`` the adaptive slowdown a handler's push-back report set.
+rate_buckets = sa.Table(
+    "wfj_rate_buckets",
+    metadata,
+    sa.Column("kind", sa.SmallInteger, primary_key=True),
+    sa.Column("value", sa.Text, primary_key=True),
+    sa.Column("tat", sa.BigInteger, nullable=False),
+    sa.Column("slow_level", sa.SmallInteger, nullable=False, server_default="0"),
+    sa.Column("slowed_at", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 # One row per worker stream of each coordinator: keyed by (coordinator,

@@ -41,6 +41,12 @@ class EngineTelemetry:
     def rows_set_aside(self, chore: str, count: int) -> None:
         """``chore`` set ``count`` rows aside: processing them failed, the rest went ahead."""
 
+    def rate_throttled(
+        self, throttled: Mapping[tuple[int, str], tuple[Any, int]], now: int
+    ) -> None:
+        """Rate limits hold scopes back: by scope (kind, value), the ``RateLimit``
+        in force and the time (µs) it next admits a start; seen at ``now``."""
+
 
 NO_TELEMETRY = EngineTelemetry()
 

@@ -32,6 +32,7 @@ from coordinator.model import (
     AttemptOutcome,
     JobRow,
     JobStatus,
+    LimitKind,
     NewJob,
     category_label,
 )
@@ -92,6 +93,8 @@ class OtelEngineTelemetry(EngineTelemetry):
         self._backlog: list[Any] = []
         self._backlog_at = 0.0
         self._backlog_lock = threading.Lock()
+        # Per rate limit label: until when its throttled time is already counted.
+        self._throttled_until: dict[str, int] = {}
         if meter is not None:
             self._create_instruments(meter)
 
@@ -121,6 +124,14 @@ class OtelEngineTelemetry(EngineTelemetry):
             "wfjobs.rows.set_aside",
             unit="{row}",
             description="Rows a chore or outcome report could not process and set aside.",
+        )
+        self.rate_throttled_total = meter.create_counter(
+            "wfjobs.rate_limit.throttled",
+            unit="s",
+            description=(
+                "Time a rate limit held starts back (from when acquisition found it "
+                "throttled to when it next admits a start), per limit."
+            ),
         )
         self.acquisition_duration = meter.create_histogram(
             "wfjobs.acquisition.duration",
@@ -270,6 +281,19 @@ class OtelEngineTelemetry(EngineTelemetry):
     def rows_set_aside(self, chore: str, count: int) -> None:
         if self._meter is not None and count:
             self.set_aside_total.add(count, {"chore": chore})
+
+    def rate_throttled(
+        self, throttled: Mapping[tuple[int, str], tuple[Any, int]], now: int
+    ) -> None:
+        if self._meter is None:
+            return
+        for (kind, value), (limit, until) in throttled.items():
+            label = f"{LimitKind(kind).name.lower()}:{limit.value if limit is not None else value}"
+            counted = self._throttled_until.get(label, 0)
+            start = max(now, counted)
+            if until > start:
+                self.rate_throttled_total.add((until - start) / 1_000_000, {"limit": label})
+                self._throttled_until[label] = until
 
     # -- observable gauges ---------------------------------------------------------------------
 

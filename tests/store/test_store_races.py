@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy as sa
 
-from coordinator.engine.limits import Admission, LimitBook
+from coordinator.engine.admission import Admission
+from coordinator.engine.limits import LimitBook
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -340,7 +341,7 @@ def test_reaper_and_completion_released_together_end_the_attempt_once(
 def _admission_of(claims: list[Claim], jobs: list) -> object:
     """The engine's admission of ``claims``, built from the limits as stored."""
 
-    def build(rows):
+    def build(rows, rate_rows):
         book = LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)
         return Admission(book, claims, jobs)
 

@@ -166,6 +166,7 @@ class WaitReason(_message.Message):
         KIND_LEASED: _ClassVar[WaitReason.Kind]
         KIND_DRAINING: _ClassVar[WaitReason.Kind]
         KIND_NOT_PENDING: _ClassVar[WaitReason.Kind]
+        KIND_RATE_LIMIT: _ClassVar[WaitReason.Kind]
     KIND_UNSPECIFIED: WaitReason.Kind
     KIND_NOT_DUE: WaitReason.Kind
     KIND_PAUSED: WaitReason.Kind
@@ -176,6 +177,7 @@ class WaitReason(_message.Message):
     KIND_LEASED: WaitReason.Kind
     KIND_DRAINING: WaitReason.Kind
     KIND_NOT_PENDING: WaitReason.Kind
+    KIND_RATE_LIMIT: WaitReason.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
@@ -411,6 +413,58 @@ class ListConcurrencyLimitsResponse(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     limits: _containers.RepeatedCompositeFieldContainer[ConcurrencyLimit]
     def __init__(self, limits: _Optional[_Iterable[_Union[ConcurrencyLimit, _Mapping]]] = ...) -> None: ...
+
+class RateLimit(_message.Message):
+    __slots__ = ("kind", "value", "starts", "period", "burst", "throttled_until", "slow_level")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    STARTS_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    THROTTLED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    SLOW_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    kind: LimitScopeKind
+    value: str
+    starts: int
+    period: _duration_pb2.Duration
+    burst: int
+    throttled_until: _timestamp_pb2.Timestamp
+    slow_level: int
+    def __init__(self, kind: _Optional[_Union[LimitScopeKind, str]] = ..., value: _Optional[str] = ..., starts: _Optional[int] = ..., period: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., burst: _Optional[int] = ..., throttled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., slow_level: _Optional[int] = ...) -> None: ...
+
+class SetRateLimitRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: RateLimit
+    def __init__(self, limit: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
+
+class SetRateLimitResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRateLimitsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRateLimitsResponse(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[RateLimit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[RateLimit, _Mapping]]] = ...) -> None: ...
+
+class RemoveRateLimitRequest(_message.Message):
+    __slots__ = ("kind", "value")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    kind: LimitScopeKind
+    value: str
+    def __init__(self, kind: _Optional[_Union[LimitScopeKind, str]] = ..., value: _Optional[str] = ...) -> None: ...
+
+class RemoveRateLimitResponse(_message.Message):
+    __slots__ = ("removed",)
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: bool
+    def __init__(self, removed: _Optional[bool] = ...) -> None: ...
 
 class DrainRequest(_message.Message):
     __slots__ = ("cluster", "worker_id")

@@ -115,6 +115,21 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsResponse.FromString,
                 _registered_method=True)
+        self.SetRateLimit = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/SetRateLimit',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitResponse.FromString,
+                _registered_method=True)
+        self.ListRateLimits = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/ListRateLimits',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsResponse.FromString,
+                _registered_method=True)
+        self.RemoveRateLimit = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/RemoveRateLimit',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitResponse.FromString,
+                _registered_method=True)
         self.Drain = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/Drain',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.DrainRequest.SerializeToString,
@@ -248,6 +263,27 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetRateLimit(self, request, context):
+        """Rate limits: at most N job starts per period in a scope, with a burst,
+        enforced at acquisition on every replica. A throttled job stays PENDING
+        and untouched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRateLimits(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveRateLimit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Drain(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -370,6 +406,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListConcurrencyLimits,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsResponse.SerializeToString,
+            ),
+            'SetRateLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRateLimit,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitResponse.SerializeToString,
+            ),
+            'ListRateLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRateLimits,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsResponse.SerializeToString,
+            ),
+            'RemoveRateLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveRateLimit,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitResponse.SerializeToString,
             ),
             'Drain': grpc.unary_unary_rpc_method_handler(
                     servicer.Drain,
@@ -835,6 +886,87 @@ class AdminService:
             '/workflowjobs.v1.AdminService/ListConcurrencyLimits',
             workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.ListConcurrencyLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetRateLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/SetRateLimit',
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetRateLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRateLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/ListRateLimits',
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListRateLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveRateLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/RemoveRateLimit',
+            workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.RemoveRateLimitResponse.FromString,
             options,
             channel_credentials,
             insecure,
