@@ -64,6 +64,23 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
             self._on_store_unavailable()
 
+    def _mapped_stream(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
+        """Wrap a response-streaming handler (request or request iterator first)."""
+
+        async def mapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                async for item in inner(request, context):
+                    yield item
+            except errors.WorkflowJobsError as e:
+                self._observe(e)
+                await _abort(context, e, method)
+            except (grpc.aio.AbortError, grpc.aio.UsageError):
+                raise
+            except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
+                await _abort(context, e, method)
+
+        return mapped
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -93,42 +110,14 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         if handler.stream_stream is not None:
-            inner_stream = handler.stream_stream
-
-            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-                try:
-                    async for item in inner_stream(request_iter, context):
-                        yield item
-                except errors.WorkflowJobsError as e:
-                    self._observe(e)
-                    await _abort(context, e, method)
-                except (grpc.aio.AbortError, grpc.aio.UsageError):
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    await _abort(context, e, method)
-
             return grpc.stream_stream_rpc_method_handler(
-                stream_stream,
+                self._mapped_stream(handler.stream_stream, method),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
-            inner_us = handler.unary_stream
-
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                try:
-                    async for item in inner_us(request, context):
-                        yield item
-                except errors.WorkflowJobsError as e:
-                    self._observe(e)
-                    await _abort(context, e, method)
-                except (grpc.aio.AbortError, grpc.aio.UsageError):
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    await _abort(context, e, method)
-
             return grpc.unary_stream_rpc_method_handler(
-                unary_stream,
+                self._mapped_stream(handler.unary_stream, method),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
