@@ -385,6 +385,18 @@ class AdminClient(BlockingClient):
         request = admin_service_pb2.SetTenantWeightRequest(tenant_id=tenant_id, weight=weight)
         self._call(self._stub.SetTenantWeight, request)
 
+    def list_tenant_weights(self, *, tenant_id: str = "") -> admin_service_pb2.ListTenantWeightsResponse:
+        """The fair-share weights set per tenant, and the weight of every other tenant.
+
+        Args:
+            tenant_id: Only this tenant's weight.
+        """
+        request = admin_service_pb2.ListTenantWeightsRequest(tenant_id=tenant_id)
+        return cast(
+            admin_service_pb2.ListTenantWeightsResponse,
+            self._call(self._stub.ListTenantWeights, request),
+        )
+
     def set_job_type_defaults(
         self,
         job_type: str,

@@ -128,6 +128,15 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         await self._engine.set_tenant_weight(request.tenant_id, request.weight)
         return apb.SetTenantWeightResponse()
 
+    async def ListTenantWeights(
+        self, request: apb.ListTenantWeightsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListTenantWeightsResponse:
+        weights = await self._engine.list_tenant_weights(request.tenant_id)
+        return apb.ListTenantWeightsResponse(
+            weights=[apb.TenantWeight(tenant_id=t, weight=w) for t, w in sorted(weights.items())],
+            default_weight=self._engine.default_tenant_weight,
+        )
+
     async def SetConcurrencyLimit(
         self, request: apb.SetConcurrencyLimitRequest, context: grpc.aio.ServicerContext
     ) -> apb.SetConcurrencyLimitResponse:

@@ -325,6 +325,7 @@ def _policies() -> dict[str, Policy]:
         a + "GetStats": _tenant_field,
         a + "ListPauses": _tenant_field,
         a + "SetTenantWeight": _tenant_field,
+        a + "ListTenantWeights": _tenant_field,
         a + "Pause": _pause_scope,
         a + "Unpause": _pause_scope,
         a + "WhoAmI": _servicer_decides,

@@ -57,6 +57,17 @@ class Pauses(EngineCore):
         await self.run_store(self.store.tenant_set_weight, tenant_id, weight)
         self.fair.set_weights({tenant_id: weight})
 
+    async def list_tenant_weights(self, tenant_id: str = "") -> dict[str, int]:
+        """The weights set per tenant, as the store holds them (shared by every replica)."""
+        weights = await self.run_store(self.store.tenant_weights)
+        if tenant_id:
+            return {t: w for t, w in weights.items() if t == tenant_id}
+        return dict(weights)
+
+    @property
+    def default_tenant_weight(self) -> int:
+        return self.fair.default_weight
+
 
 def _check_scope(scope: PauseScope) -> PauseScope:
     """The scope as stored (a category by its number), or InvalidArgument."""

@@ -350,10 +350,16 @@ def test_disable_a_tenant_set_its_weight_and_a_limit_from_the_ui(
 
     page.goto(cluster["url"] + "/tenants")
     row = page.locator("tr", has_text="initech")
+    expect()(row.locator(".weight")).to_have_text("1")
+    expect()(row).to_contain_text("(default)")
     row.locator("input[name=weight]").fill("3")
     row.locator("button", has_text="Set weight").click()
     assert "weight to 3" in confirm(page)
     expect()(page.locator(".flash.ok")).to_contain_text("tenant initech now has weight 3")
+    # The page reads the weight back from the coordinator.
+    row = page.locator("tr", has_text="initech")
+    expect()(row.locator(".weight")).to_have_text("3")
+    expect()(row).not_to_contain_text("(default)")
     page.locator("tr", has_text="initech").locator("button", has_text="Enable").click()
     confirm(page)
     expect()(page.locator("tr", has_text="initech")).to_contain_text("enabled")

@@ -179,3 +179,19 @@ def test_whoami_prints_the_tokens_own_name_and_scope(cluster, tmp_path: Path) ->
     root = wfjobs(tmp_path, *connect, "--token", "root-secret", "--json", "whoami")
     assert root.returncode == 0, root.stderr
     assert '"tenants": [\n    "*"\n  ]' in root.stdout and '"name": "root"' in root.stdout
+
+
+def test_tenant_weights_are_set_and_listed(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    connect = ("--target", coordinator.target, "--ca", str(pems.ca), "--token", "root-secret")
+
+    set_weight = wfjobs(tmp_path, *connect, "tenants", "set-weight", "cli-weights", "4")
+    listed = wfjobs(tmp_path, *connect, "tenants", "weights", "--tenant", "cli-weights")
+
+    assert set_weight.returncode == 0, set_weight.stderr
+    assert set_weight.stdout == "tenant cli-weights now has weight 4\n"
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["TENANT", "WEIGHT"]
+    assert lines[1].split() == ["cli-weights", "4"]
+    assert lines[-1] == "every other tenant: weight 1"

@@ -645,6 +645,28 @@ class Commands:
             self.out.line(f"removed the concurrency limit of {a.kind} {a.value}")
         return EXIT_OK
 
+    # tenant weights ----------------------------------------------------------------------------
+
+    def tenants_weights(self) -> int:
+        answer = self.admin.list_tenant_weights(tenant_id=self.args.tenant)
+        if self.out.as_json:
+            self.out.json(message_dict(answer))
+            return EXIT_OK
+        self.out.table(
+            ["TENANT", "WEIGHT"], [(w.tenant_id, w.weight) for w in answer.weights]
+        )
+        self.out.line(f"every other tenant: weight {answer.default_weight}")
+        return EXIT_OK
+
+    def tenants_set_weight(self) -> int:
+        a = self.args
+        self.admin.set_tenant_weight(a.tenant, a.weight)
+        if self.out.as_json:
+            self.out.json({"tenant_id": a.tenant, "weight": a.weight})
+        else:
+            self.out.line(f"tenant {a.tenant} now has weight {a.weight}")
+        return EXIT_OK
+
     # drain, stats, workers ---------------------------------------------------------------------
 
     def drain(self) -> int:
@@ -1019,6 +1041,14 @@ def build_parser() -> argparse.ArgumentParser:
         "'*' limits each value of the kind separately",
     )
     p.add_argument("max_running", type=int, help="most running at once; 0 removes the limit")
+
+    tenants = sub.add_parser("tenants", help="tenant fair-share weights: list and set")
+    tsub = tenants.add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
+    p = add(tsub, "weights", "tenants_weights", "the fair-share weight of each tenant")
+    p.add_argument("--tenant", default="", help="only this tenant's weight")
+    p = add(tsub, "set-weight", "tenants_set_weight", "set a tenant's fair-share weight")
+    p.add_argument("tenant", help="the tenant id")
+    p.add_argument("weight", type=int, help="1..10000 (default for every tenant: 1)")
 
     p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
     p.add_argument("--tenant", default="", help="only this tenant's jobs")

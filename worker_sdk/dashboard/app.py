@@ -453,11 +453,14 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         session: Session = request["session"]
         stats = await call(session, AdminClient.get_stats, tenant_id=session.tenant_id)
         active = await call(session, AdminClient.list_pauses, tenant_id=session.tenant_id)
+        weights = await call(session, AdminClient.list_tenant_weights, tenant_id=session.tenant_id)
         disabled = {p.scope.tenant_id: p for p in active if render.pause_kind(p.scope) == "tenant"}
-        names = sorted({c.tenant_id for c in stats.counts} | set(disabled))
+        set_weights = {w.tenant_id: w.weight for w in weights.weights}
+        names = sorted({c.tenant_id for c in stats.counts} | set(disabled) | set(set_weights))
         if session.tenant_id:
             names = [session.tenant_id]
-        return page(request, "Tenants", render.tenants_body(names, disabled, session))
+        body = render.tenants_body(names, disabled, set_weights, weights.default_weight, session)
+        return page(request, "Tenants", body)
 
     async def limits(request: web.Request) -> web.Response:
         session: Session = request["session"]

@@ -760,7 +760,13 @@ def pauses_body(
     )
 
 
-def tenants_body(tenants: Sequence[str], disabled: dict[str, Any], session: Any) -> str:
+def tenants_body(
+    tenants: Sequence[str],
+    disabled: dict[str, Any],
+    weights: dict[str, int],
+    default_weight: int,
+    session: Any,
+) -> str:
     rows = []
     for t in tenants:
         pause = disabled.get(t)
@@ -784,14 +790,27 @@ def tenants_body(tenants: Sequence[str], disabled: dict[str, Any], session: Any)
             '<input type="number" name="weight" min="1" required placeholder="weight" class="short">'
             '<button class="btn" type="submit" data-op="weight">Set weight…</button></form>'
         )
+        current = (
+            f'<span class="weight">{weights[t]}</span>'
+            if t in weights
+            else f'<span class="weight">{default_weight}</span> <span class="muted">(default)</span>'
+        )
         rows.append(
-            [f'<a href="/jobs?{e(urlencode({"tenant_id": t}))}">{e(t)}</a>', state, button, weight]
+            [
+                f'<a href="/jobs?{e(urlencode({"tenant_id": t}))}">{e(t)}</a>',
+                state,
+                button,
+                current,
+                weight,
+            ]
         )
     return (
         '<p class="muted">A disabled tenant keeps its jobs pending until it is enabled again '
         "(a tenant pause, listed on the Pauses page). Weights set the tenant's share of "
-        "workers (default 1); the API sets them but does not read them back.</p>"
-        + table(["tenant", "state", "", "fair-share weight"], rows, empty="no tenants with jobs")
+        f"workers (default {default_weight}).</p>"
+        + table(
+            ["tenant", "state", "", "weight", "set weight"], rows, empty="no tenants with jobs"
+        )
     )
 
 

@@ -382,6 +382,28 @@ class SetTenantWeightResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ListTenantWeightsRequest(_message.Message):
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class TenantWeight(_message.Message):
+    __slots__ = ("tenant_id", "weight")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    weight: int
+    def __init__(self, tenant_id: _Optional[str] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class ListTenantWeightsResponse(_message.Message):
+    __slots__ = ("weights", "default_weight")
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    weights: _containers.RepeatedCompositeFieldContainer[TenantWeight]
+    default_weight: int
+    def __init__(self, weights: _Optional[_Iterable[_Union[TenantWeight, _Mapping]]] = ..., default_weight: _Optional[int] = ...) -> None: ...
+
 class ConcurrencyLimit(_message.Message):
     __slots__ = ("kind", "value", "max_running", "running")
     KIND_FIELD_NUMBER: _ClassVar[int]

@@ -105,6 +105,11 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightResponse.FromString,
                 _registered_method=True)
+        self.ListTenantWeights = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/ListTenantWeights',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.FromString,
+                _registered_method=True)
         self.SetConcurrencyLimit = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/SetConcurrencyLimit',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetConcurrencyLimitRequest.SerializeToString,
@@ -247,6 +252,14 @@ class AdminServiceServicer:
 
     def SetTenantWeight(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTenantWeights(self, request, context):
+        """The fair-share weights set with SetTenantWeight; a tenant not listed has
+        default_weight.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -396,6 +409,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.SetTenantWeight,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightResponse.SerializeToString,
+            ),
+            'ListTenantWeights': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTenantWeights,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.SerializeToString,
             ),
             'SetConcurrencyLimit': grpc.unary_unary_rpc_method_handler(
                     servicer.SetConcurrencyLimit,
@@ -832,6 +850,33 @@ class AdminService:
             '/workflowjobs.v1.AdminService/SetTenantWeight',
             workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.SetTenantWeightResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTenantWeights(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/ListTenantWeights',
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.FromString,
             options,
             channel_credentials,
             insecure,
