@@ -87,6 +87,9 @@ class Dispatcher:
         self.sessions: dict[str, WorkerSession] = {}
         self._wake = asyncio.Event()
         self._due: list[int] = []
+        # When the last pass began: due times up to it were seen by that pass;
+        # one that came due while it ran was not, and needs a pass of its own.
+        self._pass_started_us = 0
         # Which session holds each job in flight (for forget: one lookup a job).
         self._owner_of: dict[str, WorkerSession] = {}
         # Told (entries, entries after the last audit) when a stream's in-flight
@@ -258,7 +261,7 @@ class Dispatcher:
 
     def _sleep_for(self) -> float | None:
         now = self._clock.now_us()
-        while self._due and self._due[0] <= now:
+        while self._due and self._due[0] <= self._pass_started_us:
             heapq.heappop(self._due)
         waiting = any(s.credits > 0 for s in self.sessions.values())
         if not waiting:
@@ -270,6 +273,7 @@ class Dispatcher:
 
     async def run_pass(self) -> bool:
         """One round over every group of sessions with credit; True if more may wait."""
+        self._pass_started_us = self._clock.now_us()
         if self.paused:
             return False
         self.passes += 1
