@@ -182,6 +182,16 @@ class LimitKind(enum.IntEnum):
     CATEGORY = 5
 
 
+class OrderingFailure(enum.IntEnum):
+    """What a FAULTED job does to its ordering key (per job type)."""
+
+    # The key waits until the job completes (an operator retries it) or is
+    # resolved (cancelled): the default.
+    BLOCK = 1
+    # The next job of the key runs.
+    SKIP = 2
+
+
 class JobCategory(enum.IntEnum):
     UNSPECIFIED = 0
     CONTINUATION = 1
@@ -357,6 +367,8 @@ class JobTypeDefaults:
     retry_policy: RetryPolicy = RetryPolicy()
     execution_timeout_ms: int | None = None
     heartbeat_timeout_ms: int | None = None
+    # What a FAULTED job of an ordering key does to the key (None: block).
+    ordering_failure: OrderingFailure | None = None
 
 
 @dataclass(slots=True)
@@ -389,6 +401,8 @@ class NewJob:
     concurrency_key: str | None = None
     replay_of: str | None = None
     parent_job_id: str | None = None
+    ordering_key: str | None = None
+    ordering_skip_failed: bool = False
 
 
 @dataclass(slots=True)
@@ -443,6 +457,10 @@ class JobRecord:
     parent_job_id: str | None = None
     # The order of the job's last event (see ``store/events.py``).
     event_tx: int = 0
+    # Jobs of one tenant and ordering key run one at a time, in id order.
+    ordering_key: str | None = None
+    # A FAULTED job of the key lets the next one run (else it holds the key).
+    ordering_skip_failed: bool = False
 
     @property
     def counted_attempts(self) -> int:

@@ -81,6 +81,7 @@ def _clean(store: Store) -> None:
             "wfj_workers",
             "wfj_cluster_flags",
             "wfj_job_events",
+            "wfj_job_type_defaults",
         ):
             conn.execute(sa.text(f"DELETE FROM {table}"))
 

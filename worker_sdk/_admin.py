@@ -404,6 +404,7 @@ class AdminClient(BlockingClient):
         retry_policy: RetryPolicy | None = None,
         execution_timeout: timedelta | float | None = None,
         heartbeat_timeout: timedelta | float | None = None,
+        ordering_failure: str | int | None = None,
     ) -> None:
         """Set what jobs of ``job_type`` get when their enqueue leaves it unset.
 
@@ -414,8 +415,19 @@ class AdminClient(BlockingClient):
             retry_policy: Default retry policy (max attempts, backoff, ...).
             execution_timeout: Default longest run of one attempt.
             heartbeat_timeout: Default lease length between heartbeats.
+            ordering_failure: What a FAULTED job of this type does to its
+                ordering key: ``"block"`` (the default: the key waits until the
+                job is retried and completes, or is cancelled) or ``"skip"``
+                (the next job of the key runs).
         """
         defaults = admin_service_pb2.JobTypeDefaults(job_type=job_type)
+        if ordering_failure is not None:
+            defaults.ordering_failure = _enum_value(
+                admin_service_pb2.OrderingFailure,
+                "ORDERING_FAILURE_",
+                ordering_failure,
+                "ordering failure policy",
+            )
         if retry_policy is not None:
             defaults.retry_policy.CopyFrom(retry_policy.to_proto())
         if execution_timeout is not None:

@@ -260,6 +260,8 @@ class JobRequest:
         tracestate: W3C tracestate of the enqueuer.
         parent_job_id: The job whose handler enqueues this one (set by
             ``ctx.enqueue``; see :meth:`JobContext.enqueue_async`).
+        ordering_key: Jobs of the same tenant and key run one at a time, in
+            enqueue order.
     """
 
     job_type: str
@@ -280,6 +282,7 @@ class JobRequest:
     traceparent: str | None = None
     tracestate: str | None = None
     parent_job_id: str | None = None
+    ordering_key: str | None = None
 
     def to_proto(self) -> job_pb2.JobSpec:
         """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
@@ -299,6 +302,7 @@ class JobRequest:
             traceparent=self.traceparent or "",
             tracestate=self.tracestate or "",
             parent_job_id=self.parent_job_id or "",
+            ordering_key=self.ordering_key or "",
         )
         if self.payload is not None:
             spec.payload.CopyFrom(encode_payload(self.payload, self.content_type))
@@ -404,6 +408,7 @@ class JobView:
         concurrency_key: Concurrency key.
         replay_of: Id of the job this one replays.
         parent_job_id: Id of the job whose handler enqueued this one (empty: none).
+        ordering_key: The job's ordering key (empty: none).
         attempts: Attempt history, when it was asked for.
         deduplicated: True when ``enqueue`` returned an existing job.
         raw: The underlying ``workflowjobs.v1.Job`` message.
@@ -439,6 +444,7 @@ class JobView:
     deduplicated: bool = False
     released_attempts: int = 0
     parent_job_id: str = ""
+    ordering_key: str = ""
 
     @property
     def is_terminal(self) -> bool:
@@ -501,4 +507,5 @@ class JobView:
             deduplicated=deduplicated,
             released_attempts=job.released_attempts,
             parent_job_id=job.parent_job_id,
+            ordering_key=job.ordering_key,
         )

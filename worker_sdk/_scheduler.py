@@ -112,6 +112,7 @@ class SchedulerClient(BlockingClient):
         traceparent: str | None = None,
         tracestate: str | None = None,
         parent_job_id: str | None = None,
+        ordering_key: str | None = None,
     ) -> JobView:
         """Enqueue one job.
 
@@ -136,6 +137,8 @@ class SchedulerClient(BlockingClient):
             tracestate: W3C tracestate.
             parent_job_id: The job whose handler enqueues this one (inside a
                 handler use ``ctx.enqueue``, which sets it and deduplicates).
+            ordering_key: Jobs of the same tenant and ordering key run one at a
+                time, in enqueue order (e.g. a workflow instance id).
 
         Returns:
             The job; ``deduplicated`` tells whether it already existed.
@@ -166,6 +169,7 @@ class SchedulerClient(BlockingClient):
                 traceparent=traceparent,
                 tracestate=tracestate,
                 parent_job_id=parent_job_id,
+                ordering_key=ordering_key,
             )
             response = self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)
@@ -354,6 +358,7 @@ class AsyncSchedulerClient:
         traceparent: str | None = None,
         tracestate: str | None = None,
         parent_job_id: str | None = None,
+        ordering_key: str | None = None,
     ) -> JobView:
         """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
         with _tracing.enqueue_span(job_type, tenant_id) as context:
@@ -378,6 +383,7 @@ class AsyncSchedulerClient:
                 traceparent=traceparent,
                 tracestate=tracestate,
                 parent_job_id=parent_job_id,
+                ordering_key=ordering_key,
             )
             response = await self._call(self._stub.Enqueue, request)
         return JobView.from_proto(response.job, deduplicated=response.deduplicated)

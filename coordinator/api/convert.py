@@ -31,6 +31,7 @@ from coordinator.model import (
     JobTypeDefaults,
     LimitKind,
     NewJob,
+    OrderingFailure,
     PauseKind,
     PauseScope,
     RateLimit,
@@ -136,6 +137,7 @@ def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
         tracestate=spec.tracestate,
         concurrency_key=spec.concurrency_key or None,
         parent_job_id=spec.parent_job_id or None,
+        ordering_key=spec.ordering_key or None,
     )
     if spec.HasField("retry_policy"):
         policy = retry_policy_from_proto(spec.retry_policy)
@@ -155,9 +157,7 @@ def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
     if spec.HasField("execution_timeout"):
         job.execution_timeout_ms = duration_ms(spec.execution_timeout, "execution_timeout")
     if spec.HasField("heartbeat_timeout"):
-        job.heartbeat_timeout_ms = (
-            duration_ms(spec.heartbeat_timeout, "heartbeat_timeout") or None
-        )
+        job.heartbeat_timeout_ms = duration_ms(spec.heartbeat_timeout, "heartbeat_timeout") or None
     return job
 
 
@@ -241,6 +241,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
         job.replay_of = row.replay_of
     if row.parent_job_id:
         job.parent_job_id = row.parent_job_id
+    if row.ordering_key:
+        job.ordering_key = row.ordering_key
     if attempts:
         job.attempts.extend(attempt_to_proto(a) for a in attempts)
     return job
@@ -490,7 +492,19 @@ def type_defaults_from_proto(d: apb.JobTypeDefaults) -> tuple[str, JobTypeDefaul
             if d.HasField("heartbeat_timeout")
             else None
         ),
+        ordering_failure=_ordering_failure(d.ordering_failure),
     )
+
+
+def _ordering_failure(value: int) -> OrderingFailure | None:
+    if not value:
+        return None
+    try:
+        return OrderingFailure(value)
+    except ValueError:
+        raise InvalidArgument(
+            f"defaults.ordering_failure {value} is not an OrderingFailure (BLOCK or SKIP)"
+        ) from None
 
 
 def type_defaults_to_proto(job_type: str, d: JobTypeDefaults) -> apb.JobTypeDefaults:
@@ -499,6 +513,7 @@ def type_defaults_to_proto(job_type: str, d: JobTypeDefaults) -> apb.JobTypeDefa
         retry_policy=retry_policy_to_proto(d.retry_policy.to_json()),
         execution_timeout=ms_to_duration(d.execution_timeout_ms),
         heartbeat_timeout=ms_to_duration(d.heartbeat_timeout_ms),
+        ordering_failure=int(d.ordering_failure or 0),  # type: ignore[arg-type]
     )
 
 

@@ -39,6 +39,7 @@ from coordinator.model import (
     JobRow,
     JobTypeDefaults,
     LimitKind,
+    OrderingFailure,
     RateLimit,
     RetryPolicy,
 )
@@ -147,6 +148,7 @@ class EngineCore:
                 RetryPolicy.from_json(r.retry_policy),
                 r.execution_timeout_ms,
                 r.heartbeat_timeout_ms,
+                OrderingFailure(r.ordering_failure) if r.ordering_failure else None,
             )
             for r in await self.run_store(self.store.job_type_defaults_list)
         }

@@ -28,6 +28,7 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
     NewJob,
+    OrderingFailure,
     PauseKind,
     RetryPolicy,
     category_label,
@@ -69,6 +70,7 @@ class Enqueue(Reads):
             "traceparent",
             "idempotency_key",
             "concurrency_key",
+            "ordering_key",
         ):
             value = getattr(job, name) or ""
             if len(value) > limit:
@@ -114,6 +116,8 @@ class Enqueue(Reads):
                 job.execution_timeout_ms = defaults.execution_timeout_ms
             if job.heartbeat_timeout_ms is None:
                 job.heartbeat_timeout_ms = defaults.heartbeat_timeout_ms
+            if job.ordering_key is not None:
+                job.ordering_skip_failed = defaults.ordering_failure == OrderingFailure.SKIP
         if job.max_attempts == 0:
             policy = RetryPolicy.from_json(job.retry_policy)
             job.max_attempts = policy.max_attempts or DEFAULT_RETRY_POLICY.max_attempts or 3
@@ -255,7 +259,9 @@ class Enqueue(Reads):
             return None, {}
         offered: dict[str, WorkerSession] = {}
         for job in jobs:
-            if job.due_at > now:
+            # A job with an ordering key is left to the pass this enqueue wakes:
+            # that claim checks its key (jobs of one key in one insert would not).
+            if job.due_at > now or job.ordering_key is not None:
                 continue
             for session in idle:
                 if (
@@ -348,6 +354,11 @@ class Enqueue(Reads):
         prepared = self.prepare(job, now)
         if prepared.due_at > now:
             raise InvalidArgument("an inline job runs now; it cannot have a future due_time")
+        if prepared.ordering_key is not None:
+            raise InvalidArgument(
+                "an inline job runs now; it cannot have an ordering_key (enqueue it without "
+                "inline and it runs when its key's turn comes)"
+            )
         token = new_token()
         row, dedup, held = await self.run_store(
             self.store.job_insert_leased,
@@ -469,6 +480,8 @@ def record_of_new(job: NewJob) -> JobRecord:
         cancel_requested=False,
         replay_of=job.replay_of,
         parent_job_id=job.parent_job_id,
+        ordering_key=job.ordering_key,
+        ordering_skip_failed=job.ordering_skip_failed,
     )
 
 

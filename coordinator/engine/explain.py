@@ -99,6 +99,27 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         else:
             text = f"{pause_subject(kind, p.value)} is paused {who}{why}{until} (pause {p.id})"
             reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
+    if row.ordering_key is not None:
+        blocker = await engine.run_store(
+            engine.store.job_ordering_blocker, row.tenant_id, row.ordering_key, row.id
+        )
+        if blocker is not None:
+            state = JobStatus(blocker.status)
+            how = {
+                JobStatus.RUNNING: "it is running",
+                JobStatus.PENDING: "it has not run yet",
+                JobStatus.FAULTED: (
+                    "it FAULTED and holds the key until it is retried and completes or is "
+                    f"cancelled (`wfjobs jobs retry {blocker.id}` or `wfjobs jobs cancel "
+                    f"{blocker.id}`)"
+                ),
+            }.get(state, state.name)
+            reasons.append(
+                WaitReason(
+                    "ORDERING",
+                    f"behind job {blocker.id} in ordering key {row.ordering_key}: {how}",
+                )
+            )
     job = Candidate(
         row.id,
         row.tenant_id,

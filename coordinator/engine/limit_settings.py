@@ -43,6 +43,7 @@ class LimitSettings(EngineCore):
             defaults.retry_policy.to_json(),
             defaults.execution_timeout_ms,
             defaults.heartbeat_timeout_ms,
+            int(defaults.ordering_failure) if defaults.ordering_failure else None,
         )
         await self.reload_limits()
 

@@ -14,13 +14,22 @@ from coordinator.store.base import StoreCapabilities
 from coordinator.store.jobs import JobQueries
 from coordinator.store.leases import LeaseQueries
 from coordinator.store.limits import LimitQueries
+from coordinator.store.ordering import OrderingQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.protocol import Store
 from coordinator.store.stats import StatsQueries
 from coordinator.store.workers import WorkerQueries
 
 
-class SqlStore(JobQueries, LeaseQueries, PauseQueries, LimitQueries, WorkerQueries, StatsQueries):
+class SqlStore(
+    JobQueries,
+    LeaseQueries,
+    PauseQueries,
+    LimitQueries,
+    OrderingQueries,
+    WorkerQueries,
+    StatsQueries,
+):
     """Every named query of ``Store``, over one SQLAlchemy engine, for both dialects."""
 
 

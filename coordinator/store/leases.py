@@ -46,6 +46,7 @@ from coordinator.store.events import (
     event_tx_bump,
 )
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
+from coordinator.store.ordering import ordering_allows
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
     first_attempt_completed,
@@ -68,7 +69,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                   AND x.definition_id = l.definition_id
                   AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
-                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
+                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)} AND {ordering_allows("x")}
                 ORDER BY x.priority DESC, x.due_at, x.id
                 LIMIT :n
             ) j
@@ -94,7 +95,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
             WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now
               AND COALESCE((SELECT value FROM gate), '0') = '0'
-              AND NOT {pause_blocks("x")}
+              AND NOT {pause_blocks("x")} AND {ordering_allows("x")}
             FOR UPDATE OF x SKIP LOCKED
         ), done AS (
             UPDATE wfj_jobs AS j
@@ -221,7 +222,7 @@ class LeaseQueries(EventQueries):
                       AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
                       AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
-                      AND NOT x.category = ANY(:x_categories)
+                      AND NOT x.category = ANY(:x_categories) AND {ordering_allows("x")}
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
@@ -251,7 +252,7 @@ class LeaseQueries(EventQueries):
               AND x.definition_id = :definition AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
               AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
-              AND x.category NOT IN :x_categories
+              AND x.category NOT IN :x_categories AND {ordering_allows("x")}
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
             """
@@ -382,6 +383,7 @@ class LeaseQueries(EventQueries):
                     JOIN unnest(CAST(:ids AS text[]), CAST(:owners AS text[])) AS i(id, owner)
                       ON x.id = i.id
                     WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now AND NOT {pause_blocks("x")}
+                      AND {ordering_allows("x")}
                     FOR UPDATE OF x SKIP LOCKED
                 ) c
                 WHERE j.id = c.id
@@ -407,7 +409,7 @@ class LeaseQueries(EventQueries):
             SET status = {JobStatus.RUNNING:d}, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
                 started_at = :now, lease_expires_at = {lease_expr}
             WHERE id = :id AND status = {JobStatus.PENDING:d} AND due_at <= :now
-              AND NOT {pause_blocks("x")}
+              AND NOT {pause_blocks("x")} AND {ordering_allows("x")}
             RETURNING *
             """
         )

@@ -342,17 +342,24 @@ class LimitQueries(StoreBase):
         retry_policy: str | None,
         execution_timeout_ms: int | None,
         heartbeat_timeout_ms: int | None,
+        ordering_failure: int | None = None,
     ) -> None:
         """Replace a job type's defaults; all None removes them. Replicas are told."""
         with self.tx() as conn:
             conn.execute(job_type_defaults.delete().where(job_type_defaults.c.job_type == job_type))
-            if retry_policy or execution_timeout_ms is not None or heartbeat_timeout_ms is not None:
+            if (
+                retry_policy
+                or execution_timeout_ms is not None
+                or heartbeat_timeout_ms is not None
+                or ordering_failure is not None
+            ):
                 conn.execute(
                     job_type_defaults.insert().values(
                         job_type=job_type,
                         retry_policy=retry_policy,
                         execution_timeout_ms=execution_timeout_ms,
                         heartbeat_timeout_ms=heartbeat_timeout_ms,
+                        ordering_failure=ordering_failure,
                     )
                 )
             if self.is_postgres:

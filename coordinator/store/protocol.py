@@ -275,6 +275,11 @@ class Store(Protocol):
         category: int = 0,
     ) -> list[Any]: ...
 
+    # -- ordering keys (ordering.py) ------------------------------------------------------
+
+    # The (id, status) of the job holding ``job_id`` back in its ordering key, or None.
+    def job_ordering_blocker(self, tenant_id: str, ordering_key: str, job_id: str) -> Any: ...
+
     # -- limits, tenant weights, job type defaults (limits.py) ---------------------------
 
     # Create the limit gate if missing and make it count the stored limits.
@@ -315,6 +320,7 @@ class Store(Protocol):
         retry_policy: str | None,
         execution_timeout_ms: int | None,
         heartbeat_timeout_ms: int | None,
+        ordering_failure: int | None = None,
     ) -> None: ...
 
     # -- workers and cluster flags (workers.py) ------------------------------------------

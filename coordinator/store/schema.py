@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0010"
+SCHEMA_REVISION = "0011"
 
 metadata = sa.MetaData()
 
@@ -69,6 +69,10 @@ jobs = sa.Table(
     # The ``ord`` of the job's last event (``job_events``): a later event of
     # the job sorts at or after it even when its transaction started earlier.
     sa.Column("event_tx", sa.BigInteger, nullable=False, server_default="0"),
+    # Jobs of one tenant and ordering key run one at a time, in id order.
+    sa.Column("ordering_key", sa.Text),
+    # Fixed at enqueue: a FAULTED job of the key lets the next run (else it holds the key).
+    sa.Column("ordering_skip_failed", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
@@ -219,6 +223,8 @@ job_type_defaults = sa.Table(
     sa.Column("retry_policy", sa.Text),
     sa.Column("execution_timeout_ms", sa.BigInteger),
     sa.Column("heartbeat_timeout_ms", sa.BigInteger),
+    # OrderingFailure: 1 block (default), 2 skip; NULL: the default.
+    sa.Column("ordering_failure", sa.SmallInteger),
 )
 
 cluster_flags = sa.Table(
@@ -271,6 +277,21 @@ sa.Index(
     jobs.c.id,
     postgresql_where=jobs.c.parent_job_id.isnot(None),
     sqlite_where=jobs.c.parent_job_id.isnot(None),
+)
+sa.Index(
+    "ix_wfj_jobs_ordering_running",
+    jobs.c.tenant_id,
+    jobs.c.ordering_key,
+    postgresql_where=sa.text("ordering_key IS NOT NULL AND status = 2"),
+    sqlite_where=sa.text("ordering_key IS NOT NULL AND status = 2"),
+)
+sa.Index(
+    "ix_wfj_jobs_ordering_ahead",
+    jobs.c.tenant_id,
+    jobs.c.ordering_key,
+    jobs.c.id,
+    postgresql_where=sa.text("ordering_key IS NOT NULL AND status IN (1, 4)"),
+    sqlite_where=sa.text("ordering_key IS NOT NULL AND status IN (1, 4)"),
 )
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 

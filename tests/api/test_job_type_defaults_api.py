@@ -30,3 +30,25 @@ def test_set_list_and_apply_defaults(tmp_path: Path) -> None:
             assert admin.list_job_type_defaults() == []
     finally:
         coordinator.stop()
+
+
+def test_ordering_failure_policy_is_set_listed_and_fixed_on_jobs(tmp_path: Path) -> None:
+    from workflowjobs.v1 import admin_service_pb2 as apb
+
+    coordinator = Coordinator(f"sqlite:///{tmp_path / 'ordering.db'}", tmp_path / "c.log")
+    try:
+        with AdminClient(coordinator.target) as admin, SchedulerClient(coordinator.target) as sched:
+            admin.set_job_type_defaults("step", ordering_failure="skip")
+            [listed] = admin.list_job_type_defaults()
+            assert listed.ordering_failure == apb.ORDERING_FAILURE_SKIP
+            job = sched.enqueue("step", {}, ordering_key="inst-1")
+            assert job.ordering_key == "inst-1"
+            assert sched.get_job(job.id).ordering_key == "inst-1"
+            try:
+                admin.set_job_type_defaults("step", ordering_failure="sometimes")
+            except ValueError as e:
+                assert "expected one of: block, skip" in str(e)
+            else:
+                raise AssertionError("an unknown policy was accepted")
+    finally:
+        coordinator.stop()

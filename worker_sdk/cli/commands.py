@@ -349,6 +349,7 @@ class Commands:
             ("last error", job.last_error or None),
             ("replay of", job.replay_of or None),
             ("parent", job.parent_job_id or None),
+            ("ordering key", job.ordering_key or None),
             ("payload", payload_text(job.payload, job.payload_content_type)),
             (
                 "result",
@@ -804,6 +805,7 @@ class Commands:
                 heartbeat_timeout=a.heartbeat_timeout,
                 idempotency_key=a.idempotency_key,
                 category=a.category,
+                ordering_key=a.ordering_key,
             )
             if a.wait is None:
                 return self._enqueued(job)
@@ -1120,6 +1122,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--category",
         default=None,
         help="continuation, activity_work, integration, maintenance or custom",
+    )
+    p.add_argument(
+        "--ordering-key",
+        default=None,
+        help="jobs of the same tenant and ordering key run one at a time, in enqueue order",
     )
     p.add_argument(
         "--wait",

@@ -29,6 +29,12 @@ class LimitScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LIMIT_SCOPE_KIND_DEFINITION: _ClassVar[LimitScopeKind]
     LIMIT_SCOPE_KIND_CONCURRENCY_KEY: _ClassVar[LimitScopeKind]
     LIMIT_SCOPE_KIND_CATEGORY: _ClassVar[LimitScopeKind]
+
+class OrderingFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ORDERING_FAILURE_UNSPECIFIED: _ClassVar[OrderingFailure]
+    ORDERING_FAILURE_BLOCK: _ClassVar[OrderingFailure]
+    ORDERING_FAILURE_SKIP: _ClassVar[OrderingFailure]
 PAUSE_SCOPE_KIND_UNSPECIFIED: PauseScopeKind
 PAUSE_SCOPE_KIND_TENANT: PauseScopeKind
 PAUSE_SCOPE_KIND_DEFINITION: PauseScopeKind
@@ -41,6 +47,9 @@ LIMIT_SCOPE_KIND_JOB_TYPE: LimitScopeKind
 LIMIT_SCOPE_KIND_DEFINITION: LimitScopeKind
 LIMIT_SCOPE_KIND_CONCURRENCY_KEY: LimitScopeKind
 LIMIT_SCOPE_KIND_CATEGORY: LimitScopeKind
+ORDERING_FAILURE_UNSPECIFIED: OrderingFailure
+ORDERING_FAILURE_BLOCK: OrderingFailure
+ORDERING_FAILURE_SKIP: OrderingFailure
 
 class AdminServiceGetJobRequest(_message.Message):
     __slots__ = ("job_id",)
@@ -167,6 +176,7 @@ class WaitReason(_message.Message):
         KIND_DRAINING: _ClassVar[WaitReason.Kind]
         KIND_NOT_PENDING: _ClassVar[WaitReason.Kind]
         KIND_RATE_LIMIT: _ClassVar[WaitReason.Kind]
+        KIND_ORDERING: _ClassVar[WaitReason.Kind]
     KIND_UNSPECIFIED: WaitReason.Kind
     KIND_NOT_DUE: WaitReason.Kind
     KIND_PAUSED: WaitReason.Kind
@@ -178,6 +188,7 @@ class WaitReason(_message.Message):
     KIND_DRAINING: WaitReason.Kind
     KIND_NOT_PENDING: WaitReason.Kind
     KIND_RATE_LIMIT: WaitReason.Kind
+    KIND_ORDERING: WaitReason.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
@@ -551,16 +562,18 @@ class ListWorkersResponse(_message.Message):
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ...) -> None: ...
 
 class JobTypeDefaults(_message.Message):
-    __slots__ = ("job_type", "retry_policy", "execution_timeout", "heartbeat_timeout")
+    __slots__ = ("job_type", "retry_policy", "execution_timeout", "heartbeat_timeout", "ordering_failure")
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    ORDERING_FAILURE_FIELD_NUMBER: _ClassVar[int]
     job_type: str
     retry_policy: _job_pb2.RetryPolicy
     execution_timeout: _duration_pb2.Duration
     heartbeat_timeout: _duration_pb2.Duration
-    def __init__(self, job_type: _Optional[str] = ..., retry_policy: _Optional[_Union[_job_pb2.RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    ordering_failure: OrderingFailure
+    def __init__(self, job_type: _Optional[str] = ..., retry_policy: _Optional[_Union[_job_pb2.RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., ordering_failure: _Optional[_Union[OrderingFailure, str]] = ...) -> None: ...
 
 class SetJobTypeDefaultsRequest(_message.Message):
     __slots__ = ("defaults",)

@@ -103,7 +103,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_multiplier: _Optional[float] = ..., max_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., jitter: _Optional[float] = ..., non_retryable_error_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id")
+    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key")
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,7 @@ class JobSpec(_message.Message):
     TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     job_type: str
     tenant_id: str
     workflow: WorkflowRef
@@ -134,7 +135,8 @@ class JobSpec(_message.Message):
     tracestate: str
     concurrency_key: str
     parent_job_id: str
-    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ...) -> None: ...
+    ordering_key: str
+    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ...) -> None: ...
 
 class JobAttempt(_message.Message):
     __slots__ = ("number", "worker_id", "start_time", "end_time", "outcome", "error", "error_kind", "traceback")
@@ -157,7 +159,7 @@ class JobAttempt(_message.Message):
     def __init__(self, number: _Optional[int] = ..., worker_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[AttemptOutcome, str]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "job_type", "tenant_id", "workflow", "payload", "category", "priority", "status", "attempt", "max_attempts", "retry_policy", "execution_timeout", "heartbeat_timeout", "create_time", "due_time", "finish_time", "lease_owner", "lease_expire_time", "last_error", "result", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "cancel_requested", "replay_of", "attempts", "released_attempts", "parent_job_id")
+    __slots__ = ("id", "job_type", "tenant_id", "workflow", "payload", "category", "priority", "status", "attempt", "max_attempts", "retry_policy", "execution_timeout", "heartbeat_timeout", "create_time", "due_time", "finish_time", "lease_owner", "lease_expire_time", "last_error", "result", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "cancel_requested", "replay_of", "attempts", "released_attempts", "parent_job_id", "ordering_key")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +189,7 @@ class Job(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     RELEASED_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_type: str
     tenant_id: str
@@ -216,4 +219,5 @@ class Job(_message.Message):
     attempts: _containers.RepeatedCompositeFieldContainer[JobAttempt]
     released_attempts: int
     parent_job_id: str
-    def __init__(self, id: _Optional[str] = ..., job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., status: _Optional[_Union[JobStatus, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_owner: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., result: _Optional[_Union[Payload, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., replay_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., released_attempts: _Optional[int] = ..., parent_job_id: _Optional[str] = ...) -> None: ...
+    ordering_key: str
+    def __init__(self, id: _Optional[str] = ..., job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., status: _Optional[_Union[JobStatus, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_owner: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., result: _Optional[_Union[Payload, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., replay_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., released_attempts: _Optional[int] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ...) -> None: ...
