@@ -7,6 +7,7 @@ so cookies and sessions do not leak between tests.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -166,6 +167,50 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     other.reload()
     history = other.locator("table").last
     expect()(history.locator("tr", has_text="billing-flow")).to_contain_text("by ops")
+
+
+def read_events(stream: Any, until: str) -> list[str]:
+    """The ``event:`` names of a server-sent event stream, up to and including ``until``."""
+    names = []
+    while True:
+        line = stream.readline().decode()
+        assert line, f"the event stream ended before {until!r} (saw {names})"
+        if line.startswith("event: "):
+            names.append(line.removeprefix("event: ").strip())
+            if names[-1] == until:
+                return names
+
+
+def test_a_job_completing_shows_live_from_the_event_stream(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    gate = cluster["tmp"] / "gate-live"
+    job = cluster["scheduler"].enqueue("gate", {"path": str(gate)}, tenant_id="acme")
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    expect()(page.locator("#state .badge")).to_have_text("RUNNING")
+    # The page follows the job's events (server-sent events), not only a poll.
+    expect()(page.locator("#live-status")).to_contain_text("live (events)")
+
+    # The stream itself, read as the browser does with the session's cookie.
+    cookie = next(c for c in context.cookies() if c["name"] == "wfjobs_dashboard")
+    host, port = cluster["url"].removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=20)
+    connection.request(
+        "GET", f"/events/jobs/{job.id}", headers={"Cookie": f"wfjobs_dashboard={cookie['value']}"}
+    )
+    stream = connection.getresponse()
+    try:
+        assert stream.status == 200
+        assert stream.getheader("Content-Type", "").startswith("text/event-stream")
+        assert read_events(stream, "ready") == ["ready"]
+        gate.touch()
+        # The completion arrives as a change, and the open page shows it without a reload.
+        assert read_events(stream, "change") == ["change"]
+    finally:
+        connection.close()
+    expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=5_000)
+    expect()(page.locator("#result")).to_contain_text('"opened": true')
 
 
 def test_retry_a_faulted_job(cluster: dict[str, Any], context: Any) -> None:

@@ -4,8 +4,9 @@ It runs beside the coordinator (``python -m coordinator serve
 --dashboard-listen 127.0.0.1:8080``; ``make run`` does this) or on its own
 against any cluster (``wfjobs dashboard --target HOST:PORT --listen
 127.0.0.1:8080``). It calls only ``AdminService`` through the SDK's
-:class:`~worker_sdk.AdminClient`, so it needs the worker install plus the
-``dashboard`` extra (aiohttp).
+:class:`~worker_sdk.AdminClient`, and follows ``WatchJobEvents`` (the SDK's
+``watch_events``) to update open pages as jobs change, so it needs the worker
+install plus the ``dashboard`` extra (aiohttp).
 
 Login: on a loopback address the dashboard needs none and calls with its own
 token (``--token``, if the coordinator wants one). Anywhere else it requires a
@@ -101,6 +102,7 @@ class Dashboard:
         self._runner: web.AppRunner | None = None
         self._backend: Backend | None = None
         self._channel: grpc.Channel | None = None
+        self._events_channel: grpc.aio.Channel | None = None
         # Who the sessions without login are: the dashboard token's name, when it has one.
         self._actor = config.actor
 
@@ -129,9 +131,13 @@ class Dashboard:
             raise DashboardError(str(exc)) from None
         if config.credentials is not None:
             self._channel = grpc.secure_channel(config.target, config.credentials)
+            self._events_channel = grpc.aio.secure_channel(config.target, config.credentials)
         else:
             self._channel = grpc.insecure_channel(config.target)
-        backend = Backend(self._channel, timeout=config.timeout)
+            self._events_channel = grpc.aio.insecure_channel(config.target)
+        backend = Backend(
+            self._channel, timeout=config.timeout, events_channel=self._events_channel
+        )
         self._backend = backend
         try:
             await self._check(backend)
@@ -158,6 +164,8 @@ class Dashboard:
             backend.close()
             self._channel.close()
             self._channel = None
+            await self._events_channel.close()
+            self._events_channel = None
             raise
         self._runner = runner
         addresses = runner.addresses
@@ -224,6 +232,9 @@ class Dashboard:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        if self._events_channel is not None:
+            await self._events_channel.close()
+            self._events_channel = None
 
 
 async def _serve_until_signalled(config: DashboardConfig) -> None:

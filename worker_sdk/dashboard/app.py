@@ -10,6 +10,8 @@ token. Every POST must carry the session's CSRF token.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import hmac
 import logging
@@ -24,7 +26,7 @@ from urllib.parse import urlsplit
 import grpc
 from aiohttp import web
 
-from worker_sdk import AdminClient, JobFilter, WorkflowJobsError
+from worker_sdk import AdminClient, JobEventFilter, JobFilter, WorkflowJobsError
 
 from . import render
 from .backend import Backend
@@ -37,6 +39,9 @@ SESSION_IDLE_S = 12 * 3600
 ANONYMOUS_IDLE_S = 3600
 # The live part of a page is fetched this often while it is open (at most 1/s).
 LIVE_INTERVAL_MS = 2000
+# An event stream with nothing to say sends a comment this often, so a closed
+# browser tab is noticed and its watch ended.
+EVENTS_KEEPALIVE_S = 15.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -178,12 +183,12 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             if origin and origin != "null" and urlsplit(origin).netloc != request.host:
                 return web.Response(status=403, text="refused: a cross-site request")
         if config.login and not session.logged_in and request.path not in ("/login",):
-            if request.path.startswith("/live/"):
+            if request.path.startswith(("/live/", "/events/")):
                 response: web.StreamResponse = web.Response(status=401, text="log in again")
             else:
                 response = web.HTTPSeeOther("/login")
         else:
-            live = request.path.startswith("/live/")
+            live = request.path.startswith(("/live/", "/events/"))
             try:
                 response = await handler(request)
             except web.HTTPError as exc:
@@ -229,6 +234,9 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                         ),
                         status=status,
                     )
+        if response.prepared:
+            # An event stream: its headers went out when it started.
+            return response
         if fresh is not None:
             set_cookie(response, fresh)
         response.headers.setdefault("Cache-Control", "no-store")
@@ -244,11 +252,21 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     def html(text: str, status: int = 200) -> web.Response:
         return web.Response(text=text, content_type="text/html", status=status)
 
-    def page(request: web.Request, title: str, body: str, *, live: str = "") -> web.Response:
+    def page(
+        request: web.Request, title: str, body: str, *, live: str = "", events: str = ""
+    ) -> web.Response:
         session: Session = request["session"]
         flash, session.flash = session.flash, []
         return html(
-            render.page(title, body, path=request.path, session=session, flash=flash, live=live)
+            render.page(
+                title,
+                body,
+                path=request.path,
+                session=session,
+                flash=flash,
+                live=live,
+                events=events if backend.watches_events else "",
+            )
         )
 
     def need_all_tenants(session: Session) -> None:
@@ -366,6 +384,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             "Overview",
             f'<div id="live">{render.overview_live(view, session)}</div>',
             live="/live/overview",
+            events="/events/overview",
         )
 
     async def overview_live(request: web.Request) -> web.Response:
@@ -422,7 +441,13 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         body = (
             f'<div id="live">{render.job_live(job, reasons, session)}</div>{render.job_static(job)}'
         )
-        return page(request, f"Job {job.job_type}", body, live=f"/live/jobs/{job_id}")
+        return page(
+            request,
+            f"Job {job.job_type}",
+            body,
+            live=f"/live/jobs/{job_id}",
+            events=f"/events/jobs/{job_id}",
+        )
 
     async def job_live(request: web.Request) -> web.Response:
         session: Session = request["session"]
@@ -436,6 +461,84 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             explanation = await call(session, AdminClient.explain_job, job_id)
             reasons = explanation.reasons
         return job, reasons
+
+    # -- live updates from the job event stream (server-sent events) ------------------
+
+    streams: set[asyncio.Task[Any]] = set()
+
+    async def event_stream(request: web.Request, event_filter: JobEventFilter) -> web.StreamResponse:
+        """Tell the page each time a job it shows changes: ``event: change`` per batch.
+
+        The page then fetches its live part again (at most once a second). A
+        watch the coordinator refuses (a token without the scheduler role)
+        ends with ``event: unavailable``, and the page goes back to polling.
+        """
+        session: Session = request["session"]
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+            }
+        )
+        await response.prepare(request)
+        changes: asyncio.Queue[str | WorkflowJobsError] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in backend.watch(session.token, event_filter):
+                    changes.put_nowait(event.cursor)
+            except WorkflowJobsError as exc:
+                changes.put_nowait(exc)
+
+        pumping = asyncio.get_running_loop().create_task(pump())
+        task = asyncio.current_task()
+        if task is not None:
+            streams.add(task)
+        try:
+            await response.write(b"retry: 5000\nevent: ready\ndata: watching\n\n")
+            while True:
+                try:
+                    item = await asyncio.wait_for(changes.get(), EVENTS_KEEPALIVE_S)
+                except TimeoutError:
+                    await response.write(b": keepalive\n\n")
+                    continue
+                # A burst of events is one change for the page.
+                batch = [item]
+                while not changes.empty():
+                    batch.append(changes.get_nowait())
+                cursors = [c for c in batch if isinstance(c, str)]
+                refused = [c for c in batch if isinstance(c, WorkflowJobsError)]
+                if cursors:
+                    await response.write(f"event: change\ndata: {cursors[-1]}\n\n".encode())
+                if refused:
+                    text = _error_text(refused[0]).replace("\n", " ")
+                    await response.write(f"event: unavailable\ndata: {text}\n\n".encode())
+                    break
+        except ConnectionResetError:
+            pass  # the page was closed
+        finally:
+            if task is not None:
+                streams.discard(task)
+            pumping.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pumping
+        return response
+
+    async def job_events(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        job_id = request.match_info["job_id"]
+        return await event_stream(
+            request, JobEventFilter(job_id=job_id, tenant_id=session.tenant_id)
+        )
+
+    async def overview_events(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        return await event_stream(request, JobEventFilter(tenant_id=session.tenant_id))
+
+    async def end_streams(app: web.Application) -> None:
+        for task in list(streams):
+            task.cancel()
 
     # -- pauses, tenants, limits, workers ---------------------------------------------
 
@@ -750,6 +853,9 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     app.router.add_get("/jobs", jobs)
     app.router.add_get("/jobs/{job_id}", job_detail)
     app.router.add_get("/live/jobs/{job_id}", job_live)
+    app.router.add_get("/events/overview", overview_events)
+    app.router.add_get("/events/jobs/{job_id}", job_events)
+    app.on_shutdown.append(end_streams)
     app.router.add_get("/pauses", pauses)
     app.router.add_get("/tenants", tenants)
     app.router.add_get("/limits", limits)

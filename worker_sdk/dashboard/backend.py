@@ -14,14 +14,21 @@ import dataclasses
 import functools
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import grpc
 
-from worker_sdk import AdminClient, JobFilter, JobView
+from worker_sdk import (
+    AdminClient,
+    AsyncSchedulerClient,
+    JobEvent,
+    JobEventFilter,
+    JobFilter,
+    JobView,
+)
 
 T = TypeVar("T")
 
@@ -70,10 +77,19 @@ class Backend:
     Args:
         channel: A blocking gRPC channel to the coordinator (owned by the caller).
         timeout: Deadline of each call, in seconds.
+        events_channel: An asyncio channel to the same coordinator for the
+            job event stream (owned by the caller); None: pages only poll.
     """
 
-    def __init__(self, channel: grpc.Channel, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        *,
+        timeout: float = 30.0,
+        events_channel: grpc.aio.Channel | None = None,
+    ) -> None:
         self._channel = channel
+        self._events_channel = events_channel
         self._timeout = timeout
         self._clients: dict[str, AdminClient] = {}
         self._history: dict[tuple[str, str], tuple[float, list[Bucket]]] = {}
@@ -105,6 +121,24 @@ class Backend:
         client = self.client(token)
         bound: Callable[..., T] = getattr(client, method.__name__)
         return await self._run(bound, *args, **kwargs)
+
+    @property
+    def watches_events(self) -> bool:
+        """Whether pages can follow the job event stream (else they only poll)."""
+        return self._events_channel is not None
+
+    async def watch(self, token: str, event_filter: JobEventFilter) -> AsyncIterator[JobEvent]:
+        """Job events from now on (``WatchJobEvents``, reconnecting after restarts).
+
+        Raises:
+            WorkflowJobsError: The coordinator refuses the watch (a token without
+                the scheduler role gets PERMISSION_DENIED).
+        """
+        if self._events_channel is None:
+            raise RuntimeError("this dashboard has no event channel")
+        client = AsyncSchedulerClient(channel=self._events_channel, token=token, timeout=None)
+        async for event in client.watch_events(event_filter):
+            yield event
 
     async def overview(self, token: str, tenant_id: str) -> Overview:
         """Backlog, pauses and the last hour's charts, for one tenant or all ("")."""

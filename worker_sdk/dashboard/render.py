@@ -182,8 +182,13 @@ def page(
     session: Any,
     flash: Sequence[tuple[str, str]] = (),
     live: str = "",
+    events: str = "",
 ) -> str:
-    """A whole page: navigation, who is logged in, flash messages, the body."""
+    """A whole page: navigation, who is logged in, flash messages, the body.
+
+    ``live``: where the page's live part is fetched again; ``events``: the
+    server-sent event stream that says when to (else it is polled).
+    """
     links = []
     signed_in = session is not None and session.logged_in
     for href, name in NAV if signed_in else ():
@@ -202,6 +207,8 @@ def page(
             )
     messages = "".join(f'<div class="flash {e(kind)}">{e(text)}</div>' for kind, text in flash)
     live_attr = f' data-live="{e(live)}"' if live else ""
+    if live and events:
+        live_attr += f' data-events="{e(events)}"'
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -1,6 +1,12 @@
 // workflow-jobs dashboard: refreshes the live part of a page while it is open.
-// One request per refresh, every data-interval ms (2 s unless the page says
-// otherwise, never more often than once a second); paused while the tab is
+//
+// A page with data-events follows the coordinator's job event stream
+// (server-sent events): each "change" fetches the live part again, at most
+// once a second, and a slow poll (every 10 s) catches what changes without a
+// job event (ages, expiries, pauses). Without the stream (no data-events, or
+// the coordinator refuses the watch: "unavailable") the page polls every
+// data-interval ms (2 s unless the page says otherwise, never more often than
+// once a second). Either way: one request at a time, paused while the tab is
 // hidden or while one of the live part's forms is being filled in.
 (function () {
   "use strict";
@@ -8,13 +14,20 @@
   var target = document.getElementById("live");
   if (!main || !target) return;
   var url = main.getAttribute("data-live");
+  var eventsUrl = main.getAttribute("data-events");
   var every = Math.max(1000, parseInt(main.getAttribute("data-interval") || "2000", 10));
+  var EVENTS_POLL_MS = 10000;
+  var MIN_GAP_MS = 1000;
   var status = document.createElement("div");
   status.className = "live-status";
   status.id = "live-status";
   status.textContent = "live";
   document.body.appendChild(status);
   var busy = false;
+  var again = false;
+  var lastFetch = Date.now();
+  var following = false;
+  var queued = null;
 
   // Typing in (or having filled in) one of the live part's forms holds the refresh,
   // so a reason being written is not wiped.
@@ -37,9 +50,16 @@
     return open;
   }
 
+  function label() {
+    return (following ? "live (events)" : "live") + " · " + new Date().toLocaleTimeString();
+  }
+
   function refresh() {
-    if (busy || document.hidden || editing()) return;
+    if (busy) { again = true; return; }
+    if (document.hidden || editing()) return;
     busy = true;
+    again = false;
+    lastFetch = Date.now();
     fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (r) {
         if (r.status === 401 || r.redirected) {
@@ -57,16 +77,49 @@
         target.innerHTML = html;
         var details = target.querySelectorAll("details");
         open.forEach(function (i) { if (details[i]) details[i].open = true; });
-        status.textContent = "live · " + new Date().toLocaleTimeString();
+        status.textContent = label();
         status.classList.remove("stale");
       })
       .catch(function (err) {
         status.textContent = "not updating: " + err.message;
         status.classList.add("stale");
       })
-      .finally(function () { busy = false; });
+      .finally(function () {
+        busy = false;
+        if (again) soon();
+      });
   }
 
-  setInterval(refresh, every);
-  document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });
+  // Refresh as soon as the one-per-second budget allows.
+  function soon() {
+    if (queued !== null) return;
+    var wait = Math.max(0, lastFetch + MIN_GAP_MS - Date.now());
+    queued = setTimeout(function () { queued = null; refresh(); }, wait);
+  }
+
+  function poll() {
+    var gap = following ? EVENTS_POLL_MS : every;
+    if (Date.now() - lastFetch >= gap - 50) refresh();
+  }
+
+  if (eventsUrl && window.EventSource) {
+    var source = new EventSource(eventsUrl);
+    source.addEventListener("ready", function () {
+      following = true;
+      status.textContent = label();
+      soon();  // whatever changed between the page load and the watch
+    });
+    source.addEventListener("change", soon);
+    source.addEventListener("unavailable", function (e) {
+      following = false;
+      source.close();
+      status.textContent = "live · polling (" + e.data + ")";
+    });
+    source.onerror = function () {
+      // The browser reconnects by itself; poll at the normal rate meanwhile.
+      following = false;
+    };
+  }
+  setInterval(poll, every);
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) soon(); });
 })();
