@@ -71,6 +71,9 @@ class EventHub:
         self._changed = asyncio.Event()
         self._notify_pending = False
         self._notify_task: asyncio.Task[None] | None = None
+        # A wake-up from the store threads is queued on the loop: later commits
+        # ride on it (one loop callback however many commits land meanwhile).
+        self._local_queued = False
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -93,8 +96,10 @@ class EventHub:
     def on_store_events(self) -> None:
         """This coordinator committed events (called from a store thread)."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._local_events)
+        if self._local_queued or loop is None or loop.is_closed():
+            return
+        self._local_queued = True
+        loop.call_soon_threadsafe(self._local_events)
 
     def on_remote_events(self) -> None:
         """Another replica committed events (called from the listener thread)."""
@@ -103,6 +108,7 @@ class EventHub:
             loop.call_soon_threadsafe(self.wake)
 
     def _local_events(self) -> None:
+        self._local_queued = False
         self.wake()
         if not self._notify_replicas or self._loop is None:
             return

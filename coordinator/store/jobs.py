@@ -89,11 +89,13 @@ _TYPED_PLACEHOLDERS = tuple(
 
 
 @functools.lru_cache(maxsize=2 * _SMALL_BATCH)
-def _insert_small_sql(rows: int, keyed: bool) -> str:
+def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
     """The statement of ``_insert_small`` for ``rows`` jobs, built once per shape.
 
     With ``keyed``, rows whose (tenant, idempotency key) is already stored are
-    skipped by the unique index itself (``ON CONFLICT DO NOTHING``).
+    skipped by the unique index itself (``ON CONFLICT DO NOTHING``). With
+    ``offered``, some jobs are offered to workers: those leased at once get
+    STARTED after their ENQUEUED event.
     """
     cols = ", ".join(_NEW_JOB_FIELDS)
     # Offered jobs are leased unless a pause covers them or a concurrency
@@ -122,15 +124,19 @@ def _insert_small_sql(rows: int, keyed: bool) -> str:
         f"RETURNING {', '.join(EVENT_SOURCE_COLUMNS)}, created_at), "
         # ENQUEUED for every job stored, then STARTED for those leased at once.
         "ev AS ("
-        + event_insert_sql(
-            "ins",
-            "k.kind",
-            f"CASE WHEN k.kind = {JobEventKind.ENQUEUED:d} THEN s.created_at ELSE %(now)s END",
-            tail=(
-                f"JOIN (VALUES ({JobEventKind.ENQUEUED:d}), ({JobEventKind.STARTED:d})) AS k(kind) "
-                f"ON k.kind = {JobEventKind.ENQUEUED:d} OR s.status = {JobStatus.RUNNING:d} "
-                "ORDER BY k.kind"
-            ),
+        + (
+            event_insert_sql(
+                "ins",
+                "k.kind",
+                f"CASE WHEN k.kind = {JobEventKind.ENQUEUED:d} THEN s.created_at ELSE %(now)s END",
+                tail=(
+                    f"JOIN (VALUES ({JobEventKind.ENQUEUED:d}), ({JobEventKind.STARTED:d})) "
+                    f"AS k(kind) ON k.kind = {JobEventKind.ENQUEUED:d} "
+                    f"OR s.status = {JobStatus.RUNNING:d} ORDER BY k.kind"
+                ),
+            )
+            if offered
+            else event_insert_sql("ins", f"{JobEventKind.ENQUEUED:d}", "s.created_at")
         )
         + ") SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
     )
@@ -435,7 +441,7 @@ class JobQueries(EventQueries):
             for f in _NEW_JOB_FIELDS:
                 params[f"{f}_{i}"] = getattr(job, f)
             params[f"owner_{i}"] = owners.get(job.id)
-        sql = _insert_small_sql(len(new_jobs), keyed)
+        sql = _insert_small_sql(len(new_jobs), keyed, bool(owners))
         stored = {job_id: status for _, job_id, status in conn.exec_driver_sql(sql, params)}
         if stored:
             self._events_written(conn)

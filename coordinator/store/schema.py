@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 
 metadata = sa.MetaData()
 

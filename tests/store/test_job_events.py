@@ -321,3 +321,30 @@ def test_commits_that_write_events_call_the_listeners(store_url: str) -> None:
         await asyncio.sleep(0)
 
     run(store_url, scenario)
+
+
+def test_direct_dispatch_and_inline_runs_write_enqueued_then_started(store_url: str) -> None:
+    from coordinator.engine import WorkerSession
+
+    async def scenario(h: Harness) -> None:
+        # Direct leasing serves known lanes: the first job of the lane creates it.
+        await h.engine.enqueue([make_job()])
+        await h.lease(1, worker="drain-first")
+        session = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(session)
+        h.engine.grant(session, 1)
+        row, _ = await h.engine.enqueue_one(make_job())
+        expected = [K.ENQUEUED, K.STARTED] if row.status == JobStatus.RUNNING else [K.ENQUEUED]
+        assert h.engine.store.is_sqlite or row.status == JobStatus.RUNNING
+        assert _kinds(h, row.id) == expected
+        h.engine.close_session(session)
+
+        inline, _, token = await h.engine.enqueue_inline(
+            make_job(), "inline-worker", enqueue_if_paused=False
+        )
+        assert token
+        assert _kinds(h, inline.id) == [K.ENQUEUED, K.STARTED]
+        await h.engine.report_one(Completion(inline.id, token, b"done"))
+        assert _kinds(h, inline.id) == [K.ENQUEUED, K.STARTED, K.COMPLETED]
+
+    run(store_url, scenario)
