@@ -38,6 +38,10 @@ class OutOfRange(WorkflowJobsError):
     """The request reaches past what is kept (an event cursor older than retention)."""
 
 
+class ShuttingDown(WorkflowJobsError):
+    """This coordinator is shutting down; the caller reconnects (to it or another replica)."""
+
+
 class AlreadyExists(WorkflowJobsError):
     """Something with the same identity already exists."""
 

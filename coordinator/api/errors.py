@@ -23,6 +23,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (errors.OutOfRange, grpc.StatusCode.OUT_OF_RANGE),
+    (errors.ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),

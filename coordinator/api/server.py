@@ -154,6 +154,8 @@ class CoordinatorServer:
         await self.health_watch.stop()
         await self._set_serving(False)
         await self.engine.dispatcher.stop()
+        # Event watches never end on their own: end them now, not after the grace.
+        self.engine.events.close_watches()
         await self.server.stop(grace)
 
     async def stop(self, grace: float = 5.0) -> None:

@@ -17,6 +17,10 @@ release horizon (a transaction older than them is still open) the watcher
 reads again after a short backoff; and a safety-net read every
 ``idle_reread_s`` covers a notification lost while the listener reconnected.
 
+When the coordinator stops serving, every watch ends with UNAVAILABLE at
+once (a watch never ends on its own, so it would otherwise hold the whole
+drain grace); clients reconnect from their cursor.
+
 Resuming is the client's: it passes the cursor of the last event it
 processed, and the watch continues after it with no gap, on any replica and
 after any restart. A cursor older than retention is refused (``OutOfRange``)
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.engine.runner import StoreRunner
-from coordinator.errors import InvalidArgument, OutOfRange
+from coordinator.errors import InvalidArgument, OutOfRange, ShuttingDown
 from coordinator.model import EventCursor, EventFilter, JobEvent
 from coordinator.store.events import EventsPurged
 
@@ -74,6 +78,8 @@ class EventHub:
         # A wake-up from the store threads is queued on the loop: later commits
         # ride on it (one loop callback however many commits land meanwhile).
         self._local_queued = False
+        # Set when the coordinator stops serving: every watch ends (UNAVAILABLE).
+        self._closed = False
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -84,6 +90,11 @@ class EventHub:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self._loop = None
+        self.wake()
+
+    def close_watches(self) -> None:
+        """End every watch (the coordinator stops serving); clients resume from their cursor."""
+        self._closed = True
         self.wake()
 
     # -- wake-ups ------------------------------------------------------------------------
@@ -147,6 +158,11 @@ class EventHub:
         held_back_delay = self.config.held_back_min_s
         yield [], position
         while True:
+            if self._closed:
+                raise ShuttingDown(
+                    "this coordinator is shutting down; reconnect and pass the last cursor "
+                    "received as 'after' to continue without a gap"
+                )
             changed = self._changed  # taken before the read: a wake during it is kept
             try:
                 page = await self._run(self._store.event_read, flt, position, self.config.page_size)

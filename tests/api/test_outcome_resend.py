@@ -10,9 +10,13 @@ import grpc
 import pytest
 
 from wfj_testing import Coordinator
-from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb2_grpc
+from workflowjobs.v1 import (
+    job_pb2,
+    scheduler_service_pb2,
+    scheduler_service_pb2_grpc,
+    worker_service_pb2_grpc,
+)
 from workflowjobs.v1 import worker_service_pb2 as wpb
-from workflowjobs.v1 import worker_service_pb2_grpc
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

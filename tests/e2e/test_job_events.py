@@ -282,3 +282,22 @@ def test_the_cli_prints_events_and_resumes_after_a_cursor(
         [wfjobs, "events", "watch", "--kind", "finished"], env=env, capture_output=True, text=True
     )
     assert bad.returncode == 2 and "not an event kind" in bad.stderr
+
+
+def test_a_coordinator_shutting_down_ends_its_watches_with_unavailable(tmp_path: Path) -> None:
+    coordinator = Coordinator(
+        f"sqlite:///{tmp_path / 'stop.db'}", tmp_path / "c.log", args=("--drain-timeout", "120")
+    )
+    try:
+        watcher = Watcher(coordinator.target, from_oldest=True, reconnect=False)
+        with SchedulerClient(coordinator.target) as scheduler:
+            scheduler.enqueue("noop", {})
+        wait_until(lambda: watcher.events, 30, "the watcher to see the enqueue")
+        coordinator.proc.terminate()
+        # The watch does not hold the 120 s drain grace: it ends, and so does the process.
+        wait_until(lambda: watcher.error is not None, 60, "the watch to end")
+        assert isinstance(watcher.error, UnavailableError), watcher.error
+        assert "shutting down" in str(watcher.error)
+        wait_until(lambda: not coordinator.alive(), 60, "the coordinator to exit")
+    finally:
+        coordinator.stop()
