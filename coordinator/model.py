@@ -661,6 +661,8 @@ class JobFilter:
     instance_id: str = ""
     correlation_id: str = ""
     category: int = 0
+    # Any of these job types (empty: every type); narrows job_type like any field.
+    job_types: tuple[str, ...] = ()
     created_after: int | None = None
     created_before: int | None = None
     due_after: int | None = None

@@ -65,6 +65,7 @@ class JobFilter:
         due_after: Due at or after.
         due_before: Due before.
         parent_job_id: Only the child jobs of this job.
+        job_types: Only jobs of any of these types (with ``job_type`` too, both must match).
     """
 
     statuses: Sequence[JobStatus | str] = ()
@@ -79,6 +80,7 @@ class JobFilter:
     due_after: datetime | None = None
     due_before: datetime | None = None
     parent_job_id: str = ""
+    job_types: Sequence[str] = ()
 
     def to_proto(self) -> admin_service_pb2.JobFilter:
         """Build the ``workflowjobs.v1.JobFilter`` message."""
@@ -91,6 +93,7 @@ class JobFilter:
             correlation_id=self.correlation_id,
             category=category_to_proto(self.category),  # type: ignore[arg-type]
             parent_job_id=self.parent_job_id,
+            job_types=list(self.job_types),
         )
         for field in ("created_after", "created_before", "due_after", "due_before"):
             value = getattr(self, field)

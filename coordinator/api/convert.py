@@ -344,12 +344,23 @@ def answers_message(batch_id: int, results: Sequence[OutcomeResult]) -> wpb.Acqu
     return message
 
 
+# Job types one JobFilter may list.
+MAX_FILTER_JOB_TYPES = 100
+
+
 def filter_from_proto(f: apb.JobFilter) -> JobFilter:
     for s in f.statuses:
         if s not in _STATUSES:
             raise InvalidArgument(f"status {s} is not a known JobStatus")
     if f.category and f.category not in _CATEGORIES:
         raise InvalidArgument(f"category {f.category} is not a known JobCategory")
+    if len(f.job_types) > MAX_FILTER_JOB_TYPES:
+        raise InvalidArgument(
+            f"filter.job_types names {len(f.job_types)} job types; at most "
+            f"{MAX_FILTER_JOB_TYPES} are allowed"
+        )
+    if any(not t for t in f.job_types):
+        raise InvalidArgument("filter.job_types has an empty job type; name each type")
     return JobFilter(
         statuses=tuple(f.statuses),
         tenant_id=f.tenant_id,
@@ -358,6 +369,7 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
         instance_id=f.instance_id,
         correlation_id=f.correlation_id,
         category=f.category,
+        job_types=tuple(dict.fromkeys(f.job_types)),
         created_after=ts_to_us(f.created_after, "created_after")
         if f.HasField("created_after")
         else None,

@@ -222,6 +222,8 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
             clauses.append(column == value)
     if flt.category:
         clauses.append(c.category == flt.category)
+    if flt.job_types:
+        clauses.append(c.job_type.in_(list(flt.job_types)))
     if flt.created_after is not None:
         clauses.append(c.created_at >= flt.created_after)
     if flt.created_before is not None:

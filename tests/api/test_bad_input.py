@@ -145,6 +145,32 @@ def test_negative_credits_and_missing_hello(channel: grpc.Channel) -> None:
     assert "WorkerHello" in info.value.details()
 
 
+def test_job_types_filter_lists_any_of_them_and_refuses_bad_entries(
+    channel: grpc.Channel,
+) -> None:
+    scheduler = spb_grpc.JobSchedulerServiceStub(channel)
+    admin = apb_grpc.AdminServiceStub(channel)
+    ids = {
+        t: scheduler.Enqueue(spb.EnqueueRequest(job=spec(job_type=t, tenant_id="types")), timeout=10)
+        .job.id
+        for t in ("mail", "sms", "push")
+    }
+    listed = admin.ListJobs(
+        apb.ListJobsRequest(filter=apb.JobFilter(tenant_id="types", job_types=["mail", "push"])),
+        timeout=10,
+    )
+    assert [j.id for j in listed.jobs] == sorted([ids["mail"], ids["push"]])
+    code, details = code_of(
+        admin.ListJobs, apb.ListJobsRequest(filter=apb.JobFilter(job_types=["mail", ""]))
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "empty job type" in details
+    code, details = code_of(
+        admin.BulkCancelJobs,
+        apb.BulkCancelJobsRequest(filter=apb.JobFilter(job_types=[f"t{i}" for i in range(101)])),
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "at most 100" in details
+
+
 def test_bad_page_token_and_pause_scope(channel: grpc.Channel) -> None:
     admin = apb_grpc.AdminServiceStub(channel)
     code, details = code_of(admin.ListJobs, apb.ListJobsRequest(page_token="garbage"))

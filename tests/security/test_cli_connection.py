@@ -3,6 +3,7 @@ environment variables and profiles, and what it says when one is missing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -195,3 +196,25 @@ def test_tenant_weights_are_set_and_listed(cluster, tmp_path: Path) -> None:
     assert lines[0].split() == ["TENANT", "WEIGHT"]
     assert lines[1].split() == ["cli-weights", "4"]
     assert lines[-1] == "every other tenant: weight 1"
+
+
+def test_jobs_list_takes_several_types(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    connect = ("--target", coordinator.target, "--ca", str(pems.ca), "--token", "root-secret")
+    ids = {}
+    for job_type in ("cli-mail", "cli-sms", "cli-push"):
+        made = wfjobs(
+            tmp_path, *connect, "--json", "enqueue", job_type, "{}", "--tenant", "a",
+            "--delay", "1h",
+        )
+        assert made.returncode == 0, made.stderr
+        ids[job_type] = json.loads(made.stdout)["id"]
+
+    def listed(*types: str) -> set[str]:
+        result = wfjobs(tmp_path, *connect, "--json", "jobs", "list", "--tenant", "a", *types)
+        assert result.returncode == 0, result.stderr
+        return {job["id"] for job in json.loads(result.stdout)["jobs"]}
+
+    assert listed("--type", "cli-mail", "--type", "cli-sms") == {ids["cli-mail"], ids["cli-sms"]}
+    assert listed("--type", "cli-sms,cli-push") == {ids["cli-sms"], ids["cli-push"]}
+    assert listed("--type", "cli-push") == {ids["cli-push"]}

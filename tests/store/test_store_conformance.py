@@ -291,6 +291,31 @@ def test_list_jobs_filters_and_pages(store: Store) -> None:
     assert ids == sorted(j.id for j in jobs if j.correlation_id == "c1")[:4]
 
 
+def test_list_jobs_filters_by_any_of_several_job_types(store: Store) -> None:
+    from coordinator.model import JobFilter
+
+    jobs = [make_job(tenant_id="t-types", job_type=t) for t in ("mail", "sms", "push", "mail")]
+    store.job_insert_many(jobs)
+
+    def listed(flt: JobFilter) -> list[str]:
+        return [r.id for r in store.job_list(flt, None, 100)]
+
+    by_type = {t: sorted(j.id for j in jobs if j.job_type == t) for t in ("mail", "sms", "push")}
+    either = listed(JobFilter(tenant_id="t-types", job_types=("mail", "sms")))
+    assert either == sorted(by_type["mail"] + by_type["sms"])
+    assert listed(JobFilter(tenant_id="t-types", job_types=("push",))) == by_type["push"]
+    # With job_type too, a job matches both.
+    both = JobFilter(tenant_id="t-types", job_type="sms", job_types=("mail", "sms"))
+    assert listed(both) == by_type["sms"]
+    assert listed(JobFilter(tenant_id="t-types", job_type="push", job_types=("mail",))) == []
+    # Bulk actions take the same filter.
+    result = store.job_bulk_cancel(
+        JobFilter(tenant_id="t-types", job_types=("sms", "push")), [JobStatus.PENDING], "x", T0
+    )
+    assert (result.matched, result.changed) == (2, 2)
+    assert {store.job_get(i).status for i in by_type["mail"]} == {JobStatus.PENDING}
+
+
 def test_completion_after_a_cancel_request_ends_the_job_cancelled(store: Store) -> None:
     job = make_job()
     store.job_insert_many([job])

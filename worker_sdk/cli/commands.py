@@ -146,7 +146,13 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "comma-separate)",
     )
     g.add_argument("--tenant", default="", help="tenant id")
-    g.add_argument("--type", dest="job_type", default="", help="job type")
+    g.add_argument(
+        "--type",
+        dest="job_type",
+        action="append",
+        metavar="TYPE",
+        help="job type (repeat or comma-separate for any of several)",
+    )
     g.add_argument("--definition", default="", help="workflow definition id")
     g.add_argument("--instance", default="", help="workflow instance id")
     g.add_argument("--correlation", default="", help="correlation id")
@@ -164,13 +170,17 @@ def _filter(args: argparse.Namespace) -> JobFilter:
     return JobFilter(
         statuses=_statuses(args.status),
         tenant_id=args.tenant,
-        job_type=args.job_type,
+        job_types=_job_types(args.job_type),
         definition_id=args.definition,
         instance_id=args.instance,
         correlation_id=args.correlation,
         category=args.category,
         parent_job_id=args.parent,
     )
+
+
+def _job_types(values: Sequence[str] | None) -> list[str]:
+    return [t for value in values or () for t in (p.strip() for p in value.split(",")) if t]
 
 
 _EVENT_KINDS = [k.value.lower() for k in JobEventKind if k != JobEventKind.UNSPECIFIED]
