@@ -472,6 +472,51 @@ class AdminClient(BlockingClient):
         request = admin_service_pb2.ListConcurrencyLimitsRequest()
         return list(self._call(self._stub.ListConcurrencyLimits, request).limits)
 
+    def set_rate_limit(
+        self,
+        kind: str | int,
+        value: str,
+        starts: int,
+        period: timedelta | float = 1.0,
+        *,
+        burst: int = 0,
+    ) -> None:
+        """Allow at most ``starts`` job starts per ``period`` in a scope, cluster-wide.
+
+        A throttled job stays PENDING, untouched, until the limit admits it.
+        Setting a limit for a scope again replaces it.
+
+        Args:
+            kind: ``"tenant"``, ``"job_type"``, ``"definition"``, ``"concurrency_key"``
+                or ``"category"``.
+            value: The tenant id, job type, definition id, key or category name;
+                ``"*"`` limits each value of the kind separately.
+            starts: Starts allowed per period (> 0).
+            period: The period (seconds or a ``timedelta``), at least 1 ms.
+            burst: Starts an idle scope may take at once; 0 means ``starts``.
+        """
+        limit = admin_service_pb2.RateLimit(
+            kind=_enum_value(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_", kind, "limit"),
+            value=value,
+            starts=starts,
+            period=to_duration(period),
+            burst=burst,
+        )
+        self._call(self._stub.SetRateLimit, admin_service_pb2.SetRateLimitRequest(limit=limit))
+
+    def list_rate_limits(self) -> list[admin_service_pb2.RateLimit]:
+        """Every rate limit, with when it next admits a start and its slowdown."""
+        request = admin_service_pb2.ListRateLimitsRequest()
+        return list(self._call(self._stub.ListRateLimits, request).limits)
+
+    def remove_rate_limit(self, kind: str | int, value: str) -> bool:
+        """Remove a rate limit; False when none was set for the scope."""
+        request = admin_service_pb2.RemoveRateLimitRequest(
+            kind=_enum_value(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_", kind, "kind"),
+            value=value,
+        )
+        return self._call(self._stub.RemoveRateLimit, request).removed
+
     def drain(self, *, cluster: bool = False, worker_id: str = "") -> None:
         """Stop new acquisitions on this coordinator, the whole cluster, or one worker.
 

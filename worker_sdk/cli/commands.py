@@ -678,6 +678,72 @@ class Commands:
             self.out.line(f"tenant {a.tenant} now has weight {a.weight}")
         return EXIT_OK
 
+    # rate limits -------------------------------------------------------------------------------
+
+    def rate_limits_list(self) -> int:
+        limits = self.admin.list_rate_limits()
+        if self.out.as_json:
+            self.out.json({"limits": [message_dict(x) for x in limits]})
+            return EXIT_OK
+        self.out.table(
+            ["KIND", "VALUE", "STARTS", "PERIOD", "BURST", "THROTTLED UNTIL", "SLOWDOWN"],
+            [
+                (
+                    limit_kind_text(x.kind),
+                    limit_value_text(x.kind, x.value),
+                    x.starts,
+                    f"{x.period.ToTimedelta().total_seconds():g}s",
+                    x.burst,
+                    time_text(timestamp(x.throttled_until))
+                    if x.HasField("throttled_until")
+                    else "-",
+                    f"1/{2**x.slow_level}" if x.slow_level else "-",
+                )
+                for x in limits
+            ],
+        )
+        return EXIT_OK
+
+    def rate_limits_set(self) -> int:
+        a = self.args
+        if a.starts <= 0:
+            raise UsageError("STARTS must be 1 or more (rate-limits remove removes a limit)")
+        if a.period <= 0:
+            raise UsageError("--period must be positive (seconds)")
+        if a.burst < 0:
+            raise UsageError("--burst must be 0 (= STARTS) or more")
+        kind = a.kind.replace("-", "_")
+        self.admin.set_rate_limit(kind, a.value, a.starts, a.period, burst=a.burst)
+        burst = a.burst or a.starts
+        if self.out.as_json:
+            self.out.json(
+                {
+                    "kind": kind,
+                    "value": a.value,
+                    "starts": a.starts,
+                    "period_s": a.period,
+                    "burst": burst,
+                }
+            )
+        else:
+            self.out.line(
+                f"at most {a.starts} starts per {a.period:g}s (burst {burst}) "
+                f"for {a.kind} {a.value}"
+            )
+        return EXIT_OK
+
+    def rate_limits_remove(self) -> int:
+        a = self.args
+        kind = a.kind.replace("-", "_")
+        removed = self.admin.remove_rate_limit(kind, a.value)
+        if self.out.as_json:
+            self.out.json({"kind": kind, "value": a.value, "removed": removed})
+        elif removed:
+            self.out.line(f"removed the rate limit of {a.kind} {a.value}")
+        else:
+            self.out.line(f"no rate limit was set for {a.kind} {a.value}")
+        return EXIT_OK
+
     # drain, stats, workers ---------------------------------------------------------------------
 
     def drain(self) -> int:
@@ -1061,6 +1127,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(tsub, "set-weight", "tenants_set_weight", "set a tenant's fair-share weight")
     p.add_argument("tenant", help="the tenant id")
     p.add_argument("weight", type=int, help="1..10000 (default for every tenant: 1)")
+
+    rates = sub.add_parser("rate-limits", help="rate limits: list, set and remove")
+    rsub = rates.add_subparsers(dest="rate_limits_command", required=True, metavar="ACTION")
+    add(rsub, "list", "rate_limits_list", "every rate limit, with when it next admits a start")
+    p = add(rsub, "set", "rate_limits_set", "allow at most STARTS job starts per period")
+    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
+    p.add_argument(
+        "value",
+        help="tenant id, job type, definition id, concurrency key or category name; "
+        "'*' limits each value of the kind separately",
+    )
+    p.add_argument("starts", type=int, help="starts allowed per period")
+    p.add_argument("--period", type=float, default=1.0, help="the period in seconds (default 1)")
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=0,
+        help="starts an idle scope may take at once (default: STARTS)",
+    )
+    p = add(rsub, "remove", "rate_limits_remove", "remove the rate limit of a scope")
+    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
+    p.add_argument("value", help="the limit's value, as set ('*' for the wildcard limit)")
 
     p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
     p.add_argument("--tenant", default="", help="only this tenant's jobs")

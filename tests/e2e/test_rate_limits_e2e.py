@@ -1,0 +1,119 @@
+"""A rate limit holds across two coordinator processes on one PostgreSQL,
+set, listed and removed through the ``wfjobs`` console script. The start rate
+is measured from the job rows' ``started_at`` (the database's clock), never
+from this test's own timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from wfj_testing import REPO, read_records, wait_until
+from worker_sdk import AdminClient, JobFilter, JobRequest, JobStatus, SchedulerClient
+
+BIN = Path(sys.executable).parent
+
+RATE = 10  # starts per second
+WINDOW_S = 30
+
+
+def wfjobs(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), WFJOBS_TARGET=target)
+    return subprocess.run(
+        [str(BIN / "wfjobs"), *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def wfjobs_json(target: str, *args: str) -> Any:
+    out = wfjobs(target, "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def pg_url(pg_database):
+    from conftest import new_pg_database
+
+    url, drop = new_pg_database("wfj_rates")
+    yield url
+    drop()
+
+
+def _start_times(url: str) -> list[int]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT started_at FROM wfj_jobs WHERE started_at IS NOT NULL "
+                    "ORDER BY started_at"
+                )
+            )
+            return [r[0] for r in rows]
+    finally:
+        engine.dispose()
+
+
+def test_rate_limit_of_10_per_second_holds_across_two_replicas(pg_url, processes) -> None:
+    first = processes["coordinator"](pg_url)
+    second = processes["coordinator"](pg_url)
+    workers = [
+        processes["worker"](first.target, "--concurrency", "20"),
+        processes["worker"](second.target, "--concurrency", "20"),
+    ]
+    set_out = wfjobs(
+        first.target, "rate-limits", "set", "job-type", "noop", str(RATE), "--burst", "1"
+    )
+    assert set_out.returncode == 0, set_out.stderr
+    assert "at most 10 starts per 1s (burst 1) for job-type noop" in set_out.stdout
+    listed = wfjobs_json(second.target, "rate-limits", "list")["limits"]
+    assert [(x["value"], x["starts"], x["burst"]) for x in listed] == [("noop", RATE, 1)]
+    total = RATE * WINDOW_S + 40
+    with AdminClient(first.target) as admin:
+        wait_until(lambda: len(admin.list_workers()) >= 2, 30, "both workers to connect")
+    # Half the jobs through each replica: both replicas' workers want them all.
+    for target in (first.target, second.target):
+        with SchedulerClient(target) as scheduler:
+            scheduler.enqueue_batch([JobRequest("noop", {"n": i}) for i in range(total // 2)])
+    with AdminClient(second.target) as admin:
+        wait_until(
+            lambda: len(_start_times(pg_url)) >= RATE * WINDOW_S + 20,
+            WINDOW_S + 60,
+            "the jobs of the measured window to start",
+        )
+
+        # While throttled, a waiting job's explanation names the limit.
+        def explained() -> bool:
+            page = admin.list_jobs(JobFilter(statuses=[JobStatus.PENDING]), page_size=1)
+            assert page.jobs, "the backlog must outlast the measured window"
+            reasons = admin.explain_job(page.jobs[0].id).reasons
+            return any("rate limited by job_type noop" in r.message for r in reasons)
+
+        wait_until(explained, 30, "ExplainJob to name the rate limit")
+    starts = _start_times(pg_url)
+    t0 = starts[0]
+    in_window = [t for t in starts if t < t0 + WINDOW_S * 1_000_000]
+    rate = len(in_window) / WINDOW_S
+    print(f"measured {rate:.2f} starts/s over {WINDOW_S} s (limit {RATE}/s)")
+    assert abs(rate - RATE) <= RATE * 0.10, f"{rate:.2f} starts/s over {WINDOW_S} s"
+    # Never more than the limit in any one second (burst 1: 10 + 1).
+    for i, t in enumerate(in_window):
+        later = [u for u in in_window[i:] if u < t + 1_000_000]
+        assert len(later) <= RATE + 1, f"{len(later)} starts within 1 s of {t}"
+    # Both replicas' workers took part.
+    per_worker = {w.record: 0 for w in workers}
+    for w in workers:
+        per_worker[w.record] = sum(1 for r in read_records(w.record) if r[0] == "start")
+    assert all(per_worker.values()), per_worker
+    removed = wfjobs(first.target, "rate-limits", "remove", "job-type", "noop")
+    assert removed.returncode == 0 and "removed the rate limit of job-type noop" in removed.stdout
+    assert wfjobs_json(second.target, "rate-limits", "list") == {"limits": []}
+    with AdminClient(first.target) as admin:
+        wait_until(lambda: admin.get_stats().completed == total, 60, "the rest to run at once")
