@@ -515,7 +515,7 @@ class AdminClient(BlockingClient):
             kind=_enum_value(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_", kind, "kind"),
             value=value,
         )
-        return self._call(self._stub.RemoveRateLimit, request).removed
+        return bool(self._call(self._stub.RemoveRateLimit, request).removed)
 
     def drain(self, *, cluster: bool = False, worker_id: str = "") -> None:
         """Stop new acquisitions on this coordinator, the whole cluster, or one worker.
