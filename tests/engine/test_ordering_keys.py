@@ -168,3 +168,21 @@ def test_the_ordering_check_is_one_index_probe_however_long_the_key(store_url: s
         assert "ix_wfj_jobs_ordering_ahead" in plan, plan
     finally:
         store.dispose()
+
+
+def test_a_replay_joins_the_end_of_its_key(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        first = await h.enqueue(ordering_key="k")
+        [(head, token)] = await _ids(h)
+        await h.engine.report([Completion(head, token)])
+        second = await h.enqueue(ordering_key="k")
+        replay = await h.engine.ops.replay_job(first)
+        assert replay.ordering_key == "k"
+        [(nxt, token)] = await _ids(h)
+        assert nxt == second
+        _, reasons = await explain(h.engine, replay.id)
+        assert any(f"behind job {second} in ordering key k" in r.message for r in reasons)
+        await h.engine.report([Completion(second, token)])
+        assert [i for i, _ in await _ids(h)] == [replay.id]
+
+    run(store_url, scenario)
