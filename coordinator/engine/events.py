@@ -12,6 +12,8 @@ log may have grown. It is woken, never polled:
   ``NOTIFY wfj_events`` per ``notify_interval_s`` after writing events, and
   the wake listener hands it to ``on_remote_events``.
 
+A watcher at the live tail reads at most once per ``min_read_interval_s``
+(10 ms): under load every commit wakes it, and one read covers them all.
 Two waits are timed, neither per event: while committed events sit above the
 release horizon (a transaction older than them is still open) the watcher
 reads again after a short backoff; and a safety-net read every
@@ -54,6 +56,9 @@ class EventWatchConfig:
     held_back_max_s: float = 1.0
     # Least time between two cross-replica notifications sent by this coordinator.
     notify_interval_s: float = 0.01
+    # Least time between two reads of one watcher at the live tail: under load
+    # every commit wakes the watchers, and one read then covers them all.
+    min_read_interval_s: float = 0.01
 
 
 class EventHub:
@@ -156,6 +161,7 @@ class EventHub:
         if position is None and not from_oldest:
             position = await self._run(self._store.event_tail)
         held_back_delay = self.config.held_back_min_s
+        loop = asyncio.get_running_loop()
         yield [], position
         while True:
             if self._closed:
@@ -184,10 +190,14 @@ class EventHub:
             else:
                 timeout = self.config.idle_reread_s
                 held_back_delay = self.config.held_back_min_s
+            read_at = loop.time()
             try:
                 await asyncio.wait_for(changed.wait(), timeout)
             except TimeoutError:
                 pass
+            wait = self.config.min_read_interval_s - (loop.time() - read_at)
+            if wait > 0:
+                await asyncio.sleep(wait)
 
 
 def check_cursor(text: str) -> EventCursor | None:
