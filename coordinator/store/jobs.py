@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -63,6 +64,9 @@ log = logging.getLogger(__name__)
 
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
+# A NewJob's column values in ``_NEW_JOB_FIELDS`` order, read in one C call
+# (a generator of getattr calls costs about three times as much per row).
+_NEW_JOB_VALUES = operator.attrgetter(*_NEW_JOB_FIELDS)
 
 
 # The conflict target of the partial unique index on (tenant, idempotency key).
@@ -465,7 +469,7 @@ class JobQueries(EventQueries):
         try:
             with raw.cursor() as cur, cur.copy(statement) as copy:
                 for job in new_jobs:
-                    copy.write_row((*(getattr(job, f) for f in _NEW_JOB_FIELDS), status))
+                    copy.write_row((*_NEW_JOB_VALUES(job), status))
         except psycopg.Error as e:
             raise sa.exc.DBAPIError.instance(statement, None, e, psycopg.Error) from e
 
