@@ -18,6 +18,7 @@ from typing import Any, Unpack, cast
 from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
 
 from ._convert import (
+    JobAttemptView,
     JobCategory,
     JobStatus,
     JobView,
@@ -122,10 +123,16 @@ class JobExplanation:
     Attributes:
         job: The job.
         reasons: Every reason (``workflowjobs.v1.WaitReason``); empty when it is eligible now.
+        last_failure: The latest attempt when it failed and nothing ran since
+            (the error and traceback a pending retry waits after, or those that
+            faulted the job); None otherwise.
+        raw: The ``workflowjobs.v1.ExplainJobResponse`` itself.
     """
 
     job: JobView
     reasons: list[admin_service_pb2.WaitReason]
+    last_failure: JobAttemptView | None = None
+    raw: admin_service_pb2.ExplainJobResponse | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -244,7 +251,16 @@ class AdminClient(BlockingClient):
         response = self._call(
             self._stub.ExplainJob, admin_service_pb2.ExplainJobRequest(job_id=job_id)
         )
-        return JobExplanation(job=JobView.from_proto(response.job), reasons=list(response.reasons))
+        return JobExplanation(
+            job=JobView.from_proto(response.job),
+            reasons=list(response.reasons),
+            last_failure=(
+                JobAttemptView.from_proto(response.last_failure)
+                if response.HasField("last_failure")
+                else None
+            ),
+            raw=response,
+        )
 
     def retry_job(self, job_id: str, *, keep_attempts: bool = False) -> JobView:
         """Make a faulted or cancelled job pending again.

@@ -10,7 +10,7 @@ import grpc
 from coordinator.api import convert
 from coordinator.api.auth import ALL_TENANTS, ROLES, current_principal
 from coordinator.engine import Engine
-from coordinator.engine.explain import explain
+from coordinator.engine.explain import explain, last_failure
 from coordinator.model import JobStatus
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
@@ -176,9 +176,11 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ExplainJobRequest, context: grpc.aio.ServicerContext
     ) -> apb.ExplainJobResponse:
         row, reasons = await explain(self._engine, request.job_id)
+        failure = await last_failure(self._engine, row)
         return apb.ExplainJobResponse(
             job=convert.job_to_proto(row),
             reasons=[convert.wait_reason_to_proto(r) for r in reasons],
+            last_failure=convert.attempt_to_proto(failure) if failure is not None else None,
         )
 
     # -- operator actions (engine/operations.py) ------------------------------------

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
-from coordinator.model import Candidate, JobRow, JobStatus, LimitKind, PauseKind, category_label
+from coordinator.model import (
+    FAILED_OUTCOMES,
+    AttemptRow,
+    Candidate,
+    JobRow,
+    JobStatus,
+    LimitKind,
+    PauseKind,
+    category_label,
+)
 
 if TYPE_CHECKING:
     from coordinator.engine.engine import Engine
@@ -241,3 +250,18 @@ async def _leased(engine: Engine, row: JobRow, now: int) -> WaitReason:
         f"(`wfjobs jobs unlock {row.id}` reclaims it now)",
         until=row.lease_expires_at,
     )
+
+
+async def last_failure(engine: Engine, row: JobRow) -> AttemptRow | None:
+    """The job's latest attempt when it failed and nothing ran since (its retry waits).
+
+    Read only for jobs that can have one (PENDING or FAULTED after an attempt),
+    so explaining a fresh job costs no history read.
+    """
+    status = JobStatus(row.status)
+    if status not in (JobStatus.PENDING, JobStatus.FAULTED) or row.attempt < 1:
+        return None
+    attempts = await engine.run_store(engine.store.job_attempts, row.id)
+    if not attempts or attempts[-1].outcome not in FAILED_OUTCOMES:
+        return None
+    return attempts[-1]

@@ -348,3 +348,37 @@ def test_readme_cli_commands_work_as_written(sqlite_coordinator: Any) -> None:
     assert "would retry 0 job(s)" in out.stdout
     assert "drained coordinator" in out.stdout and "undrained" in out.stdout
     assert "definition greeter" in out.stdout
+
+
+def test_explain_shows_the_traceback_a_retry_waits_after(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    from datetime import timedelta
+
+    from worker_sdk import RetryPolicy
+
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    target = coordinator.target
+    with SchedulerClient(target) as scheduler, AdminClient(target) as admin:
+        job = scheduler.enqueue(
+            "flaky",
+            {"succeed_on": 2},
+            retry_policy=RetryPolicy(max_attempts=3, initial_backoff=timedelta(hours=1)),
+        )
+        wait_until(lambda: _events(worker, "fail", job.id), 30, "the first attempt to fail")
+        wait_until(
+            lambda: admin.explain_job(job.id).last_failure is not None, 30, "the failure recorded"
+        )
+    explained = wfjobs(target, "jobs", "explain", job.id)
+    assert explained.returncode == 0, explained.stderr
+    lines = explained.stdout.splitlines()
+    assert lines[0].endswith("is pending")
+    assert any(line.startswith("- not_due: not due until") for line in lines)
+    failed_at = lines.index(next(line for line in lines if line.startswith("attempt 1 failed")))
+    assert "RuntimeError: attempt 1 fails on purpose" in lines[failed_at]
+    assert lines[failed_at + 1] == "Traceback (most recent call last):"
+    assert lines[-1] == "RuntimeError: attempt 1 fails on purpose"
+    as_json = wfjobs_json(target, "jobs", "explain", job.id)
+    assert as_json["last_failure"]["outcome"] == "ATTEMPT_OUTCOME_FAILED"
+    assert "Traceback (most recent call last)" in as_json["last_failure"]["traceback"]

@@ -289,3 +289,42 @@ def test_no_worker_when_the_workers_of_the_type_serve_other_tenants(store_url: s
             await other.stop()
 
     run(store_url, scenario)
+
+
+def test_explain_gives_the_last_failure_a_retry_waits_after(store_url: str) -> None:
+    from coordinator.engine.explain import last_failure
+    from coordinator.model import AttemptOutcome, Failure
+
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(tenant_id="t-fail", max_attempts=3)
+        row, _ = await h.engine.get_job(job_id)
+        assert await last_failure(h.engine, row) is None  # never ran
+        [(leased, token)] = await h.lease(1)
+        trace = 'Traceback (most recent call last):\n  File "app.py", line 9\nIOError: disk full\n'
+        await h.engine.report(
+            [
+                Failure(
+                    job_id,
+                    token,
+                    "IOError: disk full",
+                    "IOError",
+                    retry_at=T0 + 600 * SECOND,
+                    traceback=trace,
+                )
+            ]
+        )
+        row, reasons = await explain(h.engine, job_id)
+        assert JobStatus(row.status) == JobStatus.PENDING
+        assert "NOT_DUE" in kinds(reasons)
+        failure = await last_failure(h.engine, row)
+        assert failure is not None
+        assert (failure.number, failure.outcome) == (1, AttemptOutcome.FAILED)
+        assert (failure.error, failure.traceback) == ("IOError: disk full", trace)
+
+        # Once it runs again, the failure is no longer what it waits after.
+        h.clock.advance(601)
+        [(again, token2)] = await h.lease(1)
+        row, _ = await h.engine.get_job(job_id)
+        assert await last_failure(h.engine, row) is None
+
+    run(store_url, scenario)

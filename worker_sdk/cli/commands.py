@@ -451,11 +451,17 @@ class Commands:
 
     def jobs_explain(self) -> int:
         explanation = self.admin.explain_job(self.args.job_id)
+        raw = explanation.raw
         if self.out.as_json:
             self.out.json(
                 {
                     "job": job_json(explanation.job),
                     "reasons": [message_dict(r) for r in explanation.reasons],
+                    **(
+                        {"last_failure": message_dict(raw.last_failure)}
+                        if raw is not None and raw.HasField("last_failure")
+                        else {}
+                    ),
                 }
             )
             return EXIT_OK
@@ -468,6 +474,15 @@ class Commands:
         for reason in explanation.reasons:
             kind = apb.WaitReason.Kind.Name(reason.kind).removeprefix("KIND_").lower()
             self.out.line(f"- {kind}: {reason.message}")
+        failure = explanation.last_failure
+        if failure is not None:
+            self.out.line(
+                f"attempt {failure.number} {failure.outcome.lower()}"
+                + (f" on {failure.worker_id}" if failure.worker_id else "")
+                + f": {failure.error or '(no error text)'}"
+            )
+            if failure.traceback:
+                self.out.line(failure.traceback.rstrip("\n"))
         return EXIT_OK
 
     def _each(self, job_ids: Sequence[str], action: Callable[[str], JobView], verb: str) -> int:

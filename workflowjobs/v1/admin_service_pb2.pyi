@@ -212,12 +212,14 @@ class ExplainJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ("job", "reasons")
+    __slots__ = ("job", "reasons", "last_failure")
     JOB_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
+    LAST_FAILURE_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     reasons: _containers.RepeatedCompositeFieldContainer[WaitReason]
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., reasons: _Optional[_Iterable[_Union[WaitReason, _Mapping]]] = ...) -> None: ...
+    last_failure: _job_pb2.JobAttempt
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., reasons: _Optional[_Iterable[_Union[WaitReason, _Mapping]]] = ..., last_failure: _Optional[_Union[_job_pb2.JobAttempt, _Mapping]] = ...) -> None: ...
 
 class RetryJobRequest(_message.Message):
     __slots__ = ("job_id", "keep_attempts")
