@@ -498,6 +498,20 @@ class Candidate:
     category: int = 0
 
 
+def candidate_of(row: Any) -> Candidate:
+    """The scopes and rank of a stored job (a ``JobRow``) as a ``Candidate``."""
+    return Candidate(
+        row.id,
+        row.tenant_id,
+        row.priority,
+        row.due_at,
+        row.job_type,
+        row.definition_id,
+        row.concurrency_key,
+        row.category,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ConcurrencyLimit:
     """At most ``max_running`` RUNNING jobs in a scope, cluster-wide.
@@ -572,6 +586,9 @@ class Completion:
     lease_token: str
     result: bytes = b""
     content_type: str = ""
+    # The handler reported push-back: hold its rate limits this long (µs; 0: the
+    # default hold; None: no push-back). See engine/rates.py.
+    push_back_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,6 +600,9 @@ class Failure:
     non_retryable: bool = False
     retry_at: int | None = None
     traceback: str = ""
+    # The handler reported push-back: hold its rate limits this long (µs; 0: the
+    # default hold; None: no push-back). See engine/rates.py.
+    push_back_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -592,6 +612,9 @@ class Release:
     reason: str = ""
     payload: bytes | None = None
     content_type: str | None = None
+    # The handler reported push-back: hold its rate limits this long (µs; 0: the
+    # default hold; None: no push-back). See engine/rates.py.
+    push_back_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

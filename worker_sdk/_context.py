@@ -24,7 +24,7 @@ import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from workflowjobs.v1 import job_pb2
@@ -197,6 +197,9 @@ class JobContext:
         """The details passed to the latest :meth:`heartbeat` call."""
         self.checkpoint_value: Any = NO_CHECKPOINT
         """The value passed to the latest :meth:`checkpoint` call."""
+        self.push_back: timedelta | None = None
+        """The push-back reported by :meth:`throttle` (its longest ``retry_after``;
+        zero when none was given); None when none was reported."""
         timeout = from_duration(job.execution_timeout)
         self.deadline: datetime | None = self.start_time + timeout if timeout else None
         """When this attempt must be done (from the job's execution timeout), or None."""
@@ -388,6 +391,29 @@ class JobContext:
         self.heartbeat_details = details
         if self._heartbeat_callback is not None:
             self._heartbeat_callback(self, details)
+
+    def throttle(self, retry_after: timedelta | float | None = None) -> None:
+        """Report that the downstream this handler calls pushed back (e.g. HTTP 429).
+
+        The report travels with this attempt's outcome, whatever it is: the
+        handler goes on (raise :class:`worker_sdk.Throttled` instead to fail
+        the attempt too). Every rate limit covering the job then admits no
+        start before ``retry_after`` from the report (None: one start interval
+        at the slowed rate) and halves its rate, down to 1/16, recovering one
+        step every 10 periods without push-back. Jobs without a rate limit are
+        not affected. Calling it again keeps the longest ``retry_after``.
+
+        Args:
+            retry_after: How long the downstream asked to wait (seconds or a
+                ``timedelta``); None when it said nothing.
+        """
+        if retry_after is not None and not isinstance(retry_after, timedelta):
+            retry_after = timedelta(seconds=retry_after)
+        if retry_after is not None and retry_after < timedelta(0):
+            raise ValueError("retry_after must not be negative")
+        hold = retry_after or timedelta(0)
+        if self.push_back is None or hold > self.push_back:
+            self.push_back = hold
 
     # -- child jobs --------------------------------------------------------------------------
 

@@ -203,3 +203,32 @@ class RetryAfter(Exception):
         self.at: datetime = at
         self.message = message or f"retry requested at {at.isoformat()}"
         super().__init__(self.message)
+
+
+class Throttled(Exception):
+    """Raised by a handler when the downstream it called pushed back (e.g. HTTP 429).
+
+    The attempt fails and is retried (it counts against the job's max
+    attempts): at ``retry_after`` from now when given, else by the job's retry
+    policy. Like :meth:`JobContext.throttle`, it also reports the push-back,
+    so every rate limit covering the job slows down for a while (see
+    ``docs/limits.md``); jobs without a rate limit are only retried.
+
+    Args:
+        retry_after: How long the downstream asked to wait (seconds or a
+            ``timedelta``), e.g. its ``Retry-After`` header; None when it said nothing.
+        message: Recorded as the attempt's error.
+    """
+
+    def __init__(self, retry_after: timedelta | float | None = None, message: str = "") -> None:
+        if retry_after is not None and not isinstance(retry_after, timedelta):
+            retry_after = timedelta(seconds=retry_after)
+        if retry_after is not None and retry_after < timedelta(0):
+            raise ValueError("retry_after must not be negative")
+        self.retry_after: timedelta | None = retry_after
+        self.message = message or (
+            "the downstream pushed back"
+            + (f"; retry after {retry_after.total_seconds():g}s" if retry_after else "")
+        )
+        super().__init__(self.message)
+

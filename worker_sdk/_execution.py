@@ -39,7 +39,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Executor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from workflowjobs.v1 import worker_service_pb2
@@ -48,7 +48,13 @@ from . import _metrics, _tracing
 from ._codec import encode_payload
 from ._context import CancelReason, JobContext, reset_current_job, set_current_job
 from ._convert import to_timestamp
-from ._errors import NonRetryableError, PayloadDecodeError, PayloadEncodeError, RetryAfter
+from ._errors import (
+    NonRetryableError,
+    PayloadDecodeError,
+    PayloadEncodeError,
+    RetryAfter,
+    Throttled,
+)
 from ._handler import HandlerSpec
 
 __all__ = ["Attempt", "Outcome", "failure", "job_outcome", "run_attempt"]
@@ -144,9 +150,14 @@ def format_traceback(exc: BaseException, limit: int = MAX_TRACEBACK_BYTES) -> st
     return f"[{len(data) - len(tail.encode('utf-8'))} earlier bytes cut]\n{tail}"
 
 
-def job_outcome(job_id: str, lease_token: str, outcome: Outcome) -> worker_service_pb2.JobOutcome:
-    """The ``JobOutcome`` reporting ``outcome`` for one lease."""
+def job_outcome(
+    job_id: str, lease_token: str, outcome: Outcome, push_back: timedelta | None = None
+) -> worker_service_pb2.JobOutcome:
+    """The ``JobOutcome`` reporting ``outcome`` for one lease, with the
+    handler's push-back report (``JobContext.throttle``) when there is one."""
     message = worker_service_pb2.JobOutcome(job_id=job_id, lease_token=lease_token)
+    if push_back is not None:
+        message.push_back.retry_after.FromTimedelta(push_back)
     if isinstance(outcome, worker_service_pb2.Completion):
         message.completed.CopyFrom(outcome)
     elif isinstance(outcome, worker_service_pb2.Failure):
@@ -303,6 +314,11 @@ def _failure_from_exception(
         return failure(error, exc.kind, non_retryable=True, exc=exc)
     if isinstance(exc, RetryAfter):
         return failure(error, type(exc).__name__, retry_time=exc.at, exc=exc)
+    if isinstance(exc, Throttled):
+        ctx.throttle(exc.retry_after)
+        if exc.retry_after is not None:
+            at = datetime.now(UTC) + exc.retry_after
+            return failure(error, type(exc).__name__, retry_time=at, exc=exc)
     kind = type(exc).__name__
     non_retryable, retry_time = handler.retry_time(ctx.attempt, kind)
     return failure(error, kind, non_retryable=non_retryable, retry_time=retry_time, exc=exc)

@@ -804,6 +804,8 @@ class InlineRunner:
         """The outcome to report, with hand-off checkpoints applied."""
         ctx = attempt.ctx
         job_outcome = worker_service_pb2.JobOutcome(job_id=ctx.job_id, lease_token=ctx.lease_token)
+        if ctx.push_back is not None:
+            job_outcome.push_back.retry_after.FromTimedelta(ctx.push_back)
         request = ctx._requested
         if isinstance(request, HandOff) or isinstance(outcome, worker_service_pb2.Release):
             reason = request.reason if isinstance(request, HandOff) else outcome.reason

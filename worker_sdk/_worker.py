@@ -799,7 +799,7 @@ class Worker:
     def _submit(self, running: Attempt, outcome: Outcome) -> None:
         assert self._reporter is not None
         job_id, token = running.key
-        self._reporter.submit(job_outcome(job_id, token, outcome))
+        self._reporter.submit(job_outcome(job_id, token, outcome, running.ctx.push_back))
 
     # -- heartbeats ---------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ are rejected here with INVALID_ARGUMENT before anything reaches the engine.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -288,6 +289,14 @@ def failure_from_proto(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Fail
 
 
 def outcome_from_proto(o: wpb.JobOutcome) -> Completion | Failure | Release:
+    outcome = _outcome_kind_from_proto(o)
+    if o.HasField("push_back"):
+        hold_ms = duration_ms(o.push_back.retry_after, f"push_back.retry_after of job {o.job_id}")
+        outcome = dataclasses.replace(outcome, push_back_us=hold_ms * 1000)
+    return outcome
+
+
+def _outcome_kind_from_proto(o: wpb.JobOutcome) -> Completion | Failure | Release:
     kind = o.WhichOneof("outcome")
     if kind == "completed":
         result = o.completed.result

@@ -27,6 +27,7 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
     PauseKind,
+    candidate_of,
     category_label,
 )
 
@@ -129,16 +130,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
                     f"behind job {blocker.id} in ordering key {row.ordering_key}: {how}",
                 )
             )
-    job = Candidate(
-        row.id,
-        row.tenant_id,
-        row.priority,
-        row.due_at,
-        row.job_type,
-        row.definition_id,
-        row.concurrency_key,
-        row.category,
-    )
+    job = candidate_of(row)
     if engine.rates:
         buckets = await engine.run_store(engine.store.rate_bucket_list, engine.rates.kinds)
         for key, limit in engine.rates.scopes_of(job):

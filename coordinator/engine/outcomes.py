@@ -8,9 +8,11 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from coordinator.engine.attempts import release_end
-from coordinator.engine.core import EngineCore
+from coordinator.engine.core import EngineCore, rate_book_of
+from coordinator.engine.rates import RateBucket, push_back
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.set_aside import OutcomeNotRecorded
 from coordinator.errors import (
@@ -28,8 +30,11 @@ from coordinator.model import (
     Failure,
     JobStatus,
     LeasedForFailure,
+    RateLimit,
     Release,
+    candidate_of,
 )
+from coordinator.store.limits import BucketRows
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +161,50 @@ class Outcomes(EngineCore):
             else:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
             credited.add(o.job_id)
-        return await self._recognise_resends(outcomes, results)
+        results = await self._recognise_resends(outcomes, results)
+        pushed = [
+            o
+            for o, r in zip(outcomes, results, strict=True)
+            if o.push_back_us is not None and r.accepted and not r.already_recorded
+        ]
+        if pushed:
+            await self._push_back(pushed, now)
+        return results
+
+    async def _push_back(self, outcomes: Sequence[Outcome], now: int) -> None:
+        """Slow down the rate limits covering the jobs whose handler reported
+        push-back (engine/rates.py): once per limited scope per report, with
+        the longest hold asked. The buckets are rewritten under the scopes'
+        locks from the limits as stored, so every replica sees it at once."""
+        if not self.rates:
+            return
+        hold: dict[str, int] = {o.job_id: o.push_back_us or 0 for o in outcomes}
+        rows = await self.run_store(self.store.job_get_many, list(hold))
+        jobs = [candidate_of(row) for row in rows]
+        keys = self.rates.keys_of(jobs)
+        if not keys:
+            return
+
+        def update(limit_rows: Sequence[Any], stored: BucketRows) -> BucketRows:
+            book = rate_book_of(limit_rows)
+            holds: dict[tuple[int, str], tuple[RateLimit, int]] = {}
+            for job in jobs:
+                for key, limit in book.scopes_of(job):
+                    longest = max(hold[job.id], holds.get(key, (limit, 0))[1])
+                    holds[key] = (limit, longest)
+            out: BucketRows = {}
+            for key, (limit, hold_us) in holds.items():
+                bucket = RateBucket(*stored.get(key, (0, 0, 0)))
+                push_back(limit, bucket, now, hold_us or None)
+                out[key] = bucket.as_row()
+            return out
+
+        written = await self.run_store(self.store.rate_bucket_update, keys, update)
+        log.info(
+            "push-back reported by %d job(s): slowed %d rate-limited scope(s)",
+            len(outcomes),
+            len(written),
+        )
 
     async def _recognise_resends(
         self, outcomes: Sequence[Outcome], results: list[OutcomeResult]

@@ -21,7 +21,7 @@ from coordinator.engine.rates import (
     take,
 )
 from coordinator.errors import FailedPrecondition, InvalidArgument
-from coordinator.model import JobFilter, JobStatus, LimitKind, RateLimit
+from coordinator.model import Completion, Failure, JobFilter, JobStatus, LimitKind, RateLimit
 from wfj_engine import Harness, run
 from wfj_testing import T0, make_job
 
@@ -209,3 +209,59 @@ def test_a_rate_limit_holds_on_a_replica_that_has_not_loaded_it(store_url: str) 
             await b.engine.stop()
 
     asyncio.run(main())
+
+
+def test_push_back_holds_the_jobs_rate_limits_once_per_report(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        limit = RateLimit(LimitKind.JOB_TYPE, "noop", 100, 1000, 100)
+        await h.engine.set_rate_limit(limit)
+        await h.engine.enqueue([make_job() for _ in range(10)])
+        await h.engine.enqueue([make_job(job_type="free") for _ in range(2)])
+        leased = await h.lease(2) + await h.lease(1, types=("free",))
+        (a, ta), (b, tb), (free, tf) = leased
+        results = await h.engine.report(
+            [
+                Completion(a.id, ta, push_back_us=3_000_000),
+                Failure(b.id, tb, "429", "Throttled", push_back_us=0),
+                Completion(free.id, tf, push_back_us=5_000_000),
+            ]
+        )
+        assert all(r.accepted for r in results)
+        [(listed, until, level)] = await h.engine.list_rate_limits()
+        # The longest hold asked, and the rate halved once (one report).
+        assert (listed, until, level) == (limit, T0 + 3_000_000, 1)
+        assert await h.lease(10) == []
+        # A resend of the same report is recognised and slows nothing further.
+        again = await h.engine.report([Completion(a.id, ta, push_back_us=9_000_000)])
+        assert again[0].already_recorded
+        assert (await h.engine.list_rate_limits())[0][1:] == (T0 + 3_000_000, 1)
+        h.clock.advance(3)
+        # After the hold: one start per doubled interval, no burst.
+        assert len(await h.lease(10)) == 1
+        _, reasons = await explain(
+            h.engine,
+            (
+                await h.engine.list_jobs(
+                    JobFilter(statuses=[JobStatus.PENDING], job_type="noop"), 1, ""
+                )
+            )
+            .jobs[0]
+            .id,
+        )
+        assert [r.until for r in reasons if r.kind == "RATE_LIMIT"] == [
+            h.clock.now_us() + interval_us(limit, 1)
+        ]
+
+    run(store_url, scenario)
+
+
+def test_push_back_without_a_rate_limit_changes_nothing(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.enqueue([make_job() for _ in range(3)])
+        [(row, token)] = await h.lease(1)
+        [result] = await h.engine.report([Completion(row.id, token, push_back_us=60_000_000)])
+        assert result.accepted
+        assert len(await h.lease(5)) == 2
+        assert await h.engine.list_rate_limits() == []
+
+    run(store_url, scenario)

@@ -22,69 +22,72 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from workflowjobs.v1 import job_pb2 as workflowjobs_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$workflowjobs/v1/worker_service.proto\x12\x0fworkflowjobs.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19workflowjobs/v1/job.proto\"\xb1\x01\n\x0bWorkerHello\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x11\n\tjob_types\x18\x02 \x03(\t\x12\r\n\x05slots\x18\x03 \x01(\x05\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12\x0b\n\x03pid\x18\x05 \x01(\x05\x12\x13\n\x0bsdk_version\x18\x06 \x01(\t\x12\x16\n\x0emax_batch_size\x18\x07 \x01(\x05\x12!\n\x19max_receive_message_bytes\x18\x08 \x01(\x05\"\x1e\n\x0b\x43reditGrant\x12\x0f\n\x07\x63redits\x18\x01 \x01(\x05\"`\n\x0cOutcomeBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08outcomes\x18\x02 \x03(\x0b\x32\x1b.workflowjobs.v1.JobOutcome\x12\x0f\n\x07\x63redits\x18\x03 \x01(\x05\"\xae\x01\n\x12\x41\x63quireJobsRequest\x12-\n\x05hello\x18\x01 \x01(\x0b\x32\x1c.workflowjobs.v1.WorkerHelloH\x00\x12.\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x1c.workflowjobs.v1.CreditGrantH\x00\x12\x31\n\x08outcomes\x18\x03 \x01(\x0b\x32\x1d.workflowjobs.v1.OutcomeBatchH\x00\x42\x06\n\x04kind\"z\n\tLeasedJob\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"4\n\x08JobBatch\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.workflowjobs.v1.LeasedJob\"c\n\x0eWorkerAccepted\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\x05\x12\x1a\n\x12outcomes_on_stream\x18\x03 \x01(\x08\" \n\x0e\x44rainRequested\x12\x0e\n\x06reason\x18\x01 \x01(\t\"S\n\x0eOutcomeAnswers\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12/\n\x07results\x18\x02 \x03(\x0b\x32\x1e.workflowjobs.v1.OutcomeResult\"\xe4\x01\n\x13\x41\x63quireJobsResponse\x12\x33\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1f.workflowjobs.v1.WorkerAcceptedH\x00\x12)\n\x04jobs\x18\x02 \x01(\x0b\x32\x19.workflowjobs.v1.JobBatchH\x00\x12\x30\n\x05\x64rain\x18\x03 \x01(\x0b\x32\x1f.workflowjobs.v1.DrainRequestedH\x00\x12\x33\n\x08outcomes\x18\x04 \x01(\x0b\x32\x1f.workflowjobs.v1.OutcomeAnswersH\x00\x42\x06\n\x04kind\"/\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"P\n\x10HeartbeatRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12)\n\x06leases\x18\x02 \x03(\x0b\x32\x19.workflowjobs.v1.LeaseRef\"\x80\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x1b.workflowjobs.v1.LeaseState\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"A\n\x11HeartbeatResponse\x12,\n\x06leases\x18\x01 \x03(\x0b\x32\x1c.workflowjobs.v1.LeaseStatus\"c\n\x12\x43ompleteJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12(\n\x06result\x18\x03 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\"/\n\x13\x43ompleteJobResponse\x12\x18\n\x10\x61lready_recorded\x18\x01 \x01(\x08\"\xb2\x01\n\x0e\x46\x61ilJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x12\n\nerror_kind\x18\x04 \x01(\t\x12\x15\n\rnon_retryable\x18\x05 \x01(\x08\x12.\n\nretry_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\ttraceback\x18\x07 \x01(\t\"\x8e\x01\n\x0f\x46\x61ilJobResponse\x12*\n\x06status\x18\x01 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x35\n\x11next_attempt_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10\x61lready_recorded\x18\x03 \x01(\x08\"6\n\nCompletion\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\"\x86\x01\n\x07\x46\x61ilure\x12\r\n\x05\x65rror\x18\x01 \x01(\t\x12\x12\n\nerror_kind\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12.\n\nretry_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\ttraceback\x18\x05 \x01(\t\"D\n\x07Release\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12)\n\x07payload\x18\x02 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\"\xc8\x01\n\nJobOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x30\n\tcompleted\x18\x03 \x01(\x0b\x32\x1b.workflowjobs.v1.CompletionH\x00\x12*\n\x06\x66\x61iled\x18\x04 \x01(\x0b\x32\x18.workflowjobs.v1.FailureH\x00\x12,\n\x08released\x18\x05 \x01(\x0b\x32\x18.workflowjobs.v1.ReleaseH\x00\x42\t\n\x07outcome\"\xa2\x01\n\rOutcomeResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x12\n\nerror_code\x18\x03 \x01(\t\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12*\n\x06status\x18\x05 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x18\n\x10\x61lready_recorded\x18\x06 \x01(\x08\"F\n\x15ReportOutcomesRequest\x12-\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1b.workflowjobs.v1.JobOutcome\"I\n\x16ReportOutcomesResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.OutcomeResult*{\n\nLeaseState\x12\x1b\n\x17LEASE_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14LEASE_STATE_EXTENDED\x10\x01\x12\x14\n\x10LEASE_STATE_LOST\x10\x02\x12 \n\x1cLEASE_STATE_CANCEL_REQUESTED\x10\x03\x32\xcc\x03\n\rWorkerService\x12\\\n\x0b\x41\x63quireJobs\x12#.workflowjobs.v1.AcquireJobsRequest\x1a$.workflowjobs.v1.AcquireJobsResponse(\x01\x30\x01\x12R\n\tHeartbeat\x12!.workflowjobs.v1.HeartbeatRequest\x1a\".workflowjobs.v1.HeartbeatResponse\x12X\n\x0b\x43ompleteJob\x12#.workflowjobs.v1.CompleteJobRequest\x1a$.workflowjobs.v1.CompleteJobResponse\x12L\n\x07\x46\x61ilJob\x12\x1f.workflowjobs.v1.FailJobRequest\x1a .workflowjobs.v1.FailJobResponse\x12\x61\n\x0eReportOutcomes\x12&.workflowjobs.v1.ReportOutcomesRequest\x1a\'.workflowjobs.v1.ReportOutcomesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$workflowjobs/v1/worker_service.proto\x12\x0fworkflowjobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19workflowjobs/v1/job.proto\"\xb1\x01\n\x0bWorkerHello\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x11\n\tjob_types\x18\x02 \x03(\t\x12\r\n\x05slots\x18\x03 \x01(\x05\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12\x0b\n\x03pid\x18\x05 \x01(\x05\x12\x13\n\x0bsdk_version\x18\x06 \x01(\t\x12\x16\n\x0emax_batch_size\x18\x07 \x01(\x05\x12!\n\x19max_receive_message_bytes\x18\x08 \x01(\x05\"\x1e\n\x0b\x43reditGrant\x12\x0f\n\x07\x63redits\x18\x01 \x01(\x05\"`\n\x0cOutcomeBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08outcomes\x18\x02 \x03(\x0b\x32\x1b.workflowjobs.v1.JobOutcome\x12\x0f\n\x07\x63redits\x18\x03 \x01(\x05\"\xae\x01\n\x12\x41\x63quireJobsRequest\x12-\n\x05hello\x18\x01 \x01(\x0b\x32\x1c.workflowjobs.v1.WorkerHelloH\x00\x12.\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x1c.workflowjobs.v1.CreditGrantH\x00\x12\x31\n\x08outcomes\x18\x03 \x01(\x0b\x32\x1d.workflowjobs.v1.OutcomeBatchH\x00\x42\x06\n\x04kind\"z\n\tLeasedJob\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"4\n\x08JobBatch\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.workflowjobs.v1.LeasedJob\"c\n\x0eWorkerAccepted\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\x05\x12\x1a\n\x12outcomes_on_stream\x18\x03 \x01(\x08\" \n\x0e\x44rainRequested\x12\x0e\n\x06reason\x18\x01 \x01(\t\"S\n\x0eOutcomeAnswers\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12/\n\x07results\x18\x02 \x03(\x0b\x32\x1e.workflowjobs.v1.OutcomeResult\"\xe4\x01\n\x13\x41\x63quireJobsResponse\x12\x33\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1f.workflowjobs.v1.WorkerAcceptedH\x00\x12)\n\x04jobs\x18\x02 \x01(\x0b\x32\x19.workflowjobs.v1.JobBatchH\x00\x12\x30\n\x05\x64rain\x18\x03 \x01(\x0b\x32\x1f.workflowjobs.v1.DrainRequestedH\x00\x12\x33\n\x08outcomes\x18\x04 \x01(\x0b\x32\x1f.workflowjobs.v1.OutcomeAnswersH\x00\x42\x06\n\x04kind\"/\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"P\n\x10HeartbeatRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12)\n\x06leases\x18\x02 \x03(\x0b\x32\x19.workflowjobs.v1.LeaseRef\"\x80\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x1b.workflowjobs.v1.LeaseState\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"A\n\x11HeartbeatResponse\x12,\n\x06leases\x18\x01 \x03(\x0b\x32\x1c.workflowjobs.v1.LeaseStatus\"c\n\x12\x43ompleteJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12(\n\x06result\x18\x03 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\"/\n\x13\x43ompleteJobResponse\x12\x18\n\x10\x61lready_recorded\x18\x01 \x01(\x08\"\xb2\x01\n\x0e\x46\x61ilJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x12\n\nerror_kind\x18\x04 \x01(\t\x12\x15\n\rnon_retryable\x18\x05 \x01(\x08\x12.\n\nretry_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\ttraceback\x18\x07 \x01(\t\"\x8e\x01\n\x0f\x46\x61ilJobResponse\x12*\n\x06status\x18\x01 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x35\n\x11next_attempt_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10\x61lready_recorded\x18\x03 \x01(\x08\"6\n\nCompletion\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\"\x86\x01\n\x07\x46\x61ilure\x12\r\n\x05\x65rror\x18\x01 \x01(\t\x12\x12\n\nerror_kind\x18\x02 \x01(\t\x12\x15\n\rnon_retryable\x18\x03 \x01(\x08\x12.\n\nretry_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\ttraceback\x18\x05 \x01(\t\"D\n\x07Release\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12)\n\x07payload\x18\x02 \x01(\x0b\x32\x18.workflowjobs.v1.Payload\":\n\x08PushBack\x12.\n\x0bretry_after\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xf6\x01\n\nJobOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x30\n\tcompleted\x18\x03 \x01(\x0b\x32\x1b.workflowjobs.v1.CompletionH\x00\x12*\n\x06\x66\x61iled\x18\x04 \x01(\x0b\x32\x18.workflowjobs.v1.FailureH\x00\x12,\n\x08released\x18\x05 \x01(\x0b\x32\x18.workflowjobs.v1.ReleaseH\x00\x12,\n\tpush_back\x18\x06 \x01(\x0b\x32\x19.workflowjobs.v1.PushBackB\t\n\x07outcome\"\xa2\x01\n\rOutcomeResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x12\n\nerror_code\x18\x03 \x01(\t\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12*\n\x06status\x18\x05 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x18\n\x10\x61lready_recorded\x18\x06 \x01(\x08\"F\n\x15ReportOutcomesRequest\x12-\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1b.workflowjobs.v1.JobOutcome\"I\n\x16ReportOutcomesResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.OutcomeResult*{\n\nLeaseState\x12\x1b\n\x17LEASE_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14LEASE_STATE_EXTENDED\x10\x01\x12\x14\n\x10LEASE_STATE_LOST\x10\x02\x12 \n\x1cLEASE_STATE_CANCEL_REQUESTED\x10\x03\x32\xcc\x03\n\rWorkerService\x12\\\n\x0b\x41\x63quireJobs\x12#.workflowjobs.v1.AcquireJobsRequest\x1a$.workflowjobs.v1.AcquireJobsResponse(\x01\x30\x01\x12R\n\tHeartbeat\x12!.workflowjobs.v1.HeartbeatRequest\x1a\".workflowjobs.v1.HeartbeatResponse\x12X\n\x0b\x43ompleteJob\x12#.workflowjobs.v1.CompleteJobRequest\x1a$.workflowjobs.v1.CompleteJobResponse\x12L\n\x07\x46\x61ilJob\x12\x1f.workflowjobs.v1.FailJobRequest\x1a .workflowjobs.v1.FailJobResponse\x12\x61\n\x0eReportOutcomes\x12&.workflowjobs.v1.ReportOutcomesRequest\x1a\'.workflowjobs.v1.ReportOutcomesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'workflowjobs.v1.worker_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LEASESTATE']._serialized_start=2816
-  _globals['_LEASESTATE']._serialized_end=2939
-  _globals['_WORKERHELLO']._serialized_start=118
-  _globals['_WORKERHELLO']._serialized_end=295
-  _globals['_CREDITGRANT']._serialized_start=297
-  _globals['_CREDITGRANT']._serialized_end=327
-  _globals['_OUTCOMEBATCH']._serialized_start=329
-  _globals['_OUTCOMEBATCH']._serialized_end=425
-  _globals['_ACQUIREJOBSREQUEST']._serialized_start=428
-  _globals['_ACQUIREJOBSREQUEST']._serialized_end=602
-  _globals['_LEASEDJOB']._serialized_start=604
-  _globals['_LEASEDJOB']._serialized_end=726
-  _globals['_JOBBATCH']._serialized_start=728
-  _globals['_JOBBATCH']._serialized_end=780
-  _globals['_WORKERACCEPTED']._serialized_start=782
-  _globals['_WORKERACCEPTED']._serialized_end=881
-  _globals['_DRAINREQUESTED']._serialized_start=883
-  _globals['_DRAINREQUESTED']._serialized_end=915
-  _globals['_OUTCOMEANSWERS']._serialized_start=917
-  _globals['_OUTCOMEANSWERS']._serialized_end=1000
-  _globals['_ACQUIREJOBSRESPONSE']._serialized_start=1003
-  _globals['_ACQUIREJOBSRESPONSE']._serialized_end=1231
-  _globals['_LEASEREF']._serialized_start=1233
-  _globals['_LEASEREF']._serialized_end=1280
-  _globals['_HEARTBEATREQUEST']._serialized_start=1282
-  _globals['_HEARTBEATREQUEST']._serialized_end=1362
-  _globals['_LEASESTATUS']._serialized_start=1365
-  _globals['_LEASESTATUS']._serialized_end=1493
-  _globals['_HEARTBEATRESPONSE']._serialized_start=1495
-  _globals['_HEARTBEATRESPONSE']._serialized_end=1560
-  _globals['_COMPLETEJOBREQUEST']._serialized_start=1562
-  _globals['_COMPLETEJOBREQUEST']._serialized_end=1661
-  _globals['_COMPLETEJOBRESPONSE']._serialized_start=1663
-  _globals['_COMPLETEJOBRESPONSE']._serialized_end=1710
-  _globals['_FAILJOBREQUEST']._serialized_start=1713
-  _globals['_FAILJOBREQUEST']._serialized_end=1891
-  _globals['_FAILJOBRESPONSE']._serialized_start=1894
-  _globals['_FAILJOBRESPONSE']._serialized_end=2036
-  _globals['_COMPLETION']._serialized_start=2038
-  _globals['_COMPLETION']._serialized_end=2092
-  _globals['_FAILURE']._serialized_start=2095
-  _globals['_FAILURE']._serialized_end=2229
-  _globals['_RELEASE']._serialized_start=2231
-  _globals['_RELEASE']._serialized_end=2299
-  _globals['_JOBOUTCOME']._serialized_start=2302
-  _globals['_JOBOUTCOME']._serialized_end=2502
-  _globals['_OUTCOMERESULT']._serialized_start=2505
-  _globals['_OUTCOMERESULT']._serialized_end=2667
-  _globals['_REPORTOUTCOMESREQUEST']._serialized_start=2669
-  _globals['_REPORTOUTCOMESREQUEST']._serialized_end=2739
-  _globals['_REPORTOUTCOMESRESPONSE']._serialized_start=2741
-  _globals['_REPORTOUTCOMESRESPONSE']._serialized_end=2814
-  _globals['_WORKERSERVICE']._serialized_start=2942
-  _globals['_WORKERSERVICE']._serialized_end=3402
+  _globals['_LEASESTATE']._serialized_start=2954
+  _globals['_LEASESTATE']._serialized_end=3077
+  _globals['_WORKERHELLO']._serialized_start=150
+  _globals['_WORKERHELLO']._serialized_end=327
+  _globals['_CREDITGRANT']._serialized_start=329
+  _globals['_CREDITGRANT']._serialized_end=359
+  _globals['_OUTCOMEBATCH']._serialized_start=361
+  _globals['_OUTCOMEBATCH']._serialized_end=457
+  _globals['_ACQUIREJOBSREQUEST']._serialized_start=460
+  _globals['_ACQUIREJOBSREQUEST']._serialized_end=634
+  _globals['_LEASEDJOB']._serialized_start=636
+  _globals['_LEASEDJOB']._serialized_end=758
+  _globals['_JOBBATCH']._serialized_start=760
+  _globals['_JOBBATCH']._serialized_end=812
+  _globals['_WORKERACCEPTED']._serialized_start=814
+  _globals['_WORKERACCEPTED']._serialized_end=913
+  _globals['_DRAINREQUESTED']._serialized_start=915
+  _globals['_DRAINREQUESTED']._serialized_end=947
+  _globals['_OUTCOMEANSWERS']._serialized_start=949
+  _globals['_OUTCOMEANSWERS']._serialized_end=1032
+  _globals['_ACQUIREJOBSRESPONSE']._serialized_start=1035
+  _globals['_ACQUIREJOBSRESPONSE']._serialized_end=1263
+  _globals['_LEASEREF']._serialized_start=1265
+  _globals['_LEASEREF']._serialized_end=1312
+  _globals['_HEARTBEATREQUEST']._serialized_start=1314
+  _globals['_HEARTBEATREQUEST']._serialized_end=1394
+  _globals['_LEASESTATUS']._serialized_start=1397
+  _globals['_LEASESTATUS']._serialized_end=1525
+  _globals['_HEARTBEATRESPONSE']._serialized_start=1527
+  _globals['_HEARTBEATRESPONSE']._serialized_end=1592
+  _globals['_COMPLETEJOBREQUEST']._serialized_start=1594
+  _globals['_COMPLETEJOBREQUEST']._serialized_end=1693
+  _globals['_COMPLETEJOBRESPONSE']._serialized_start=1695
+  _globals['_COMPLETEJOBRESPONSE']._serialized_end=1742
+  _globals['_FAILJOBREQUEST']._serialized_start=1745
+  _globals['_FAILJOBREQUEST']._serialized_end=1923
+  _globals['_FAILJOBRESPONSE']._serialized_start=1926
+  _globals['_FAILJOBRESPONSE']._serialized_end=2068
+  _globals['_COMPLETION']._serialized_start=2070
+  _globals['_COMPLETION']._serialized_end=2124
+  _globals['_FAILURE']._serialized_start=2127
+  _globals['_FAILURE']._serialized_end=2261
+  _globals['_RELEASE']._serialized_start=2263
+  _globals['_RELEASE']._serialized_end=2331
+  _globals['_PUSHBACK']._serialized_start=2333
+  _globals['_PUSHBACK']._serialized_end=2391
+  _globals['_JOBOUTCOME']._serialized_start=2394
+  _globals['_JOBOUTCOME']._serialized_end=2640
+  _globals['_OUTCOMERESULT']._serialized_start=2643
+  _globals['_OUTCOMERESULT']._serialized_end=2805
+  _globals['_REPORTOUTCOMESREQUEST']._serialized_start=2807
+  _globals['_REPORTOUTCOMESREQUEST']._serialized_end=2877
+  _globals['_REPORTOUTCOMESRESPONSE']._serialized_start=2879
+  _globals['_REPORTOUTCOMESRESPONSE']._serialized_end=2952
+  _globals['_WORKERSERVICE']._serialized_start=3080
+  _globals['_WORKERSERVICE']._serialized_end=3540
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from workflowjobs.v1 import job_pb2 as _job_pb2
 from google.protobuf.internal import containers as _containers
@@ -224,19 +225,27 @@ class Release(_message.Message):
     payload: _job_pb2.Payload
     def __init__(self, reason: _Optional[str] = ..., payload: _Optional[_Union[_job_pb2.Payload, _Mapping]] = ...) -> None: ...
 
+class PushBack(_message.Message):
+    __slots__ = ("retry_after",)
+    RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    retry_after: _duration_pb2.Duration
+    def __init__(self, retry_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
 class JobOutcome(_message.Message):
-    __slots__ = ("job_id", "lease_token", "completed", "failed", "released")
+    __slots__ = ("job_id", "lease_token", "completed", "failed", "released", "push_back")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
+    PUSH_BACK_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     lease_token: str
     completed: Completion
     failed: Failure
     released: Release
-    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., completed: _Optional[_Union[Completion, _Mapping]] = ..., failed: _Optional[_Union[Failure, _Mapping]] = ..., released: _Optional[_Union[Release, _Mapping]] = ...) -> None: ...
+    push_back: PushBack
+    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., completed: _Optional[_Union[Completion, _Mapping]] = ..., failed: _Optional[_Union[Failure, _Mapping]] = ..., released: _Optional[_Union[Release, _Mapping]] = ..., push_back: _Optional[_Union[PushBack, _Mapping]] = ...) -> None: ...
 
 class OutcomeResult(_message.Message):
     __slots__ = ("job_id", "accepted", "error_code", "error_message", "status", "already_recorded")

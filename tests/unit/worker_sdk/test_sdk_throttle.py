@@ -1,0 +1,62 @@
+"""A handler reports downstream push-back: ``ctx.throttle`` keeps the handler
+going, ``Throttled`` fails the attempt; either travels on the outcome."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from coordinator.api import convert
+from coordinator.model import Completion, Failure
+from worker_sdk import JobContext, Throttled
+from worker_sdk._execution import failure, job_outcome
+from worker_sdk.testing import make_job_context, run_handler
+from workflowjobs.v1 import worker_service_pb2
+
+
+def test_throttle_keeps_the_longest_retry_after_and_the_handler_goes_on() -> None:
+    ctx = make_job_context({"n": 1})
+
+    def handler(payload: dict, ctx: JobContext) -> str:
+        ctx.throttle()
+        ctx.throttle(2.5)
+        ctx.throttle(timedelta(seconds=1))
+        return "done"
+
+    assert run_handler(handler, context=ctx) == "done"
+    assert ctx.push_back == timedelta(seconds=2.5)
+    with pytest.raises(ValueError, match="negative"):
+        ctx.throttle(-1)
+
+
+def test_throttle_without_retry_after_reports_a_zero_hold() -> None:
+    ctx = make_job_context()
+    assert ctx.push_back is None
+    ctx.throttle()
+    assert ctx.push_back == timedelta(0)
+
+
+def test_throttled_exception_fails_the_attempt_and_reports_push_back() -> None:
+    ctx = make_job_context()
+
+    def handler(ctx: JobContext) -> None:
+        raise Throttled(retry_after=4, message="429 from the mail API")
+
+    with pytest.raises(Throttled, match="429 from the mail API"):
+        run_handler(handler, context=ctx)
+    assert ctx.push_back == timedelta(seconds=4)
+
+
+def test_the_outcome_carries_push_back_to_the_coordinator() -> None:
+    done = worker_service_pb2.Completion()
+    message = job_outcome("job-1", "tok", done, timedelta(seconds=1.5))
+    assert message.push_back.retry_after.ToTimedelta() == timedelta(seconds=1.5)
+    assert convert.outcome_from_proto(message) == Completion(
+        "job-1", "tok", b"", "", push_back_us=1_500_000
+    )
+    plain = job_outcome("job-1", "tok", failure("boom", "Boom"))
+    assert not plain.HasField("push_back")
+    assert convert.outcome_from_proto(plain) == Failure("job-1", "tok", "boom", "Boom")
+    zero = job_outcome("job-1", "tok", done, timedelta(0))
+    assert convert.outcome_from_proto(zero).push_back_us == 0
