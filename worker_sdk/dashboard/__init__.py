@@ -164,7 +164,7 @@ class Dashboard:
             backend.close()
             self._channel.close()
             self._channel = None
-            await self._events_channel.close()
+            await self._events_channel.close(None)
             self._events_channel = None
             raise
         self._runner = runner
@@ -233,7 +233,7 @@ class Dashboard:
             self._channel.close()
             self._channel = None
         if self._events_channel is not None:
-            await self._events_channel.close()
+            await self._events_channel.close(None)
             self._events_channel = None
 
 
