@@ -186,6 +186,52 @@ def test_bad_page_token_and_pause_scope(channel: grpc.Channel) -> None:
     assert code == grpc.StatusCode.NOT_FOUND
 
 
+def _rate(**fields) -> apb.RateLimit:
+    from google.protobuf import duration_pb2
+
+    base = {
+        "kind": apb.LIMIT_SCOPE_KIND_JOB_TYPE,
+        "value": "noop",
+        "starts": 10,
+        "period": duration_pb2.Duration(seconds=1),
+    }
+    base.update(fields)
+    return apb.RateLimit(**base)
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [
+        (_rate(kind=0), "limit.kind must be TENANT"),
+        (_rate(kind=42), "limit.kind must be TENANT"),
+        (_rate(value=""), "limit.value is required"),
+        (_rate(starts=0), "limit.starts must be > 0"),
+        (_rate(period=None), "limit.period must be at least one millisecond"),
+        (_rate(burst=-1), "limit.burst must be >= 1"),
+        (_rate(kind=apb.LIMIT_SCOPE_KIND_CATEGORY, value="nope"), "nope"),
+    ],
+)
+def test_bad_rate_limits_are_invalid_argument(channel: grpc.Channel, limit, expected) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    code, details = code_of(admin.SetRateLimit, apb.SetRateLimitRequest(limit=limit))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert expected in details
+    code, details = code_of(admin.RemoveRateLimit, apb.RemoveRateLimitRequest(kind=0, value="noop"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "kind must be TENANT" in details
+
+
+def test_rate_limits_round_trip_over_grpc(channel: grpc.Channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    admin.SetRateLimit(apb.SetRateLimitRequest(limit=_rate(value="mailer", burst=3)), timeout=10)
+    listed = admin.ListRateLimits(apb.ListRateLimitsRequest(), timeout=10).limits
+    mine = [x for x in listed if x.value == "mailer"]
+    assert [(x.starts, x.period.seconds, x.burst) for x in mine] == [(10, 1, 3)]
+    assert not mine[0].HasField("throttled_until")
+    request = apb.RemoveRateLimitRequest(kind=apb.LIMIT_SCOPE_KIND_JOB_TYPE, value="mailer")
+    assert admin.RemoveRateLimit(request, timeout=10).removed
+    assert not admin.RemoveRateLimit(request, timeout=10).removed
+
+
 def test_still_serving_after_bad_input(channel: grpc.Channel) -> None:
     scheduler = spb_grpc.JobSchedulerServiceStub(channel)
     job = scheduler.Enqueue(spb.EnqueueRequest(job=spec()), timeout=10).job

@@ -206,3 +206,43 @@ def test_job_series_carry_the_category_label(store_url: str) -> None:
             seen.close()
 
     run(store_url, scenario)
+
+
+def test_throttled_time_is_counted_per_rate_limit_once(store_url: str) -> None:
+    """Each moment a rate limit holds starts back is counted once for that
+    limit, however many passes see it throttled."""
+
+    async def scenario(h: Harness) -> None:
+        from coordinator.model import LimitKind, RateLimit
+        from wfj_testing import make_job
+
+        seen = Observed(h)
+        try:
+            await h.engine.set_rate_limit(RateLimit(LimitKind.JOB_TYPE, "noop", 2, 1000, 1))
+            await h.engine.set_rate_limit(RateLimit(LimitKind.TENANT, "*", 1, 4000, 1))
+            await h.engine.enqueue([make_job() for _ in range(5)])
+            assert len(await h.lease(5)) == 1
+            await h.lease(5)  # a second pass sees the same hold: not counted again
+            h.clock.advance(0.5)
+            # The job type admits again; the tenant limit still holds until 4 s.
+            assert await h.lease(5) == []
+
+            def throttled() -> dict[str, float]:
+                out: dict[str, float] = {}
+                data = seen.reader.get_metrics_data()
+                for resource in data.resource_metrics if data else ():
+                    for scope in resource.scope_metrics:
+                        for metric in scope.metrics:
+                            if metric.name == "wfjobs.rate_limit.throttled":
+                                for point in metric.data.data_points:
+                                    out[point.attributes["limit"]] = point.value
+                return out
+
+            counted = throttled()
+            assert counted.keys() == {"job_type:noop", "tenant:*"}
+            assert abs(counted["job_type:noop"] - 0.5) < 1e-9
+            assert abs(counted["tenant:*"] - 4.0) < 1e-9
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
