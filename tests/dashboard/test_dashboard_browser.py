@@ -431,6 +431,25 @@ def test_disable_a_tenant_set_its_weight_and_a_limit_from_the_ui(
     confirm(page)
     assert cluster["admin"].list_concurrency_limits() == []
 
+    # A rate limit: set from the form, listed with its rate, removed.
+    page.select_option("#rate-limit-form select[name=kind]", "tenant")
+    page.fill("#rate-limit-form input[name=value]", "initech")
+    page.fill("#rate-limit-form input[name=starts]", "5")
+    page.fill("#rate-limit-form input[name=period]", "2")
+    page.fill("#rate-limit-form input[name=burst]", "3")
+    page.click("#rate-limit-form button[type=submit]")
+    assert "at most 5 job(s) of tenant initech start per 2s (bursts of 3)" in confirm(page)
+    row = page.locator("tr", has_text="5 per 2s")
+    expect()(row).to_contain_text("initech")
+    expect()(row).to_contain_text("admitting")
+    rates = cluster["admin"].list_rate_limits()
+    assert [(r.value, r.starts, r.period.seconds, r.burst) for r in rates] == [
+        ("initech", 5, 2, 3)
+    ]
+    row.locator("button", has_text="Remove").click()
+    assert "Remove the rate limit of tenant initech" in confirm(page)
+    assert cluster["admin"].list_rate_limits() == []
+
     # A category pause from the pause form names the category in ExplainJob.
     page.goto(cluster["url"] + "/pauses")
     page.select_option("#pause-form select[name=kind]", "category")

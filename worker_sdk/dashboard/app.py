@@ -569,7 +569,9 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         session: Session = request["session"]
         need_all_tenants(session)
         items = await call(session, AdminClient.list_concurrency_limits)
-        return page(request, "Concurrency limits", render.limits_body(items, session))
+        rates = await call(session, AdminClient.list_rate_limits)
+        body = render.limits_body(items, session) + render.rate_limits_body(rates, session)
+        return page(request, "Limits", body)
 
     async def workers(request: web.Request) -> web.Response:
         session: Session = request["session"]
@@ -799,6 +801,57 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             raise ValueError("the limit must be a whole number (0 removes it)") from None
         return kind, value, most
 
+    async def describe_rate_limit(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        need_all_tenants(session)
+        kind, value, starts, period, burst = _rate_limit(form)
+        what = f"{kind.replace('_', ' ')} {value}"
+        return (
+            f"Let at most {starts} job(s) of {what} start per {period:g}s "
+            f"(bursts of {burst or starts})?",
+            False,
+        )
+
+    async def run_rate_limit(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        need_all_tenants(session)
+        kind, value, starts, period, burst = _rate_limit(form)
+        await call(session, AdminClient.set_rate_limit, kind, value, starts, period, burst=burst)
+        return f"rate limit of {kind.replace('_', ' ')} {value}: {starts} per {period:g}s", ""
+
+    def _rate_limit(form: dict[str, str]) -> tuple[str, str, int, float, int]:
+        kind = form.get("kind", "")
+        if kind not in dict(render.LIMIT_KINDS):
+            raise ValueError(f"unknown limit scope {kind!r}")
+        value = form.get("value", "").strip()
+        if not value:
+            raise ValueError("name what the rate limit applies to")
+        try:
+            starts = int(form.get("starts", ""))
+            period = float(form.get("period", "") or 1)
+            burst = int(form.get("burst", "") or 0)
+        except ValueError:
+            raise ValueError(
+                "starts and burst must be whole numbers, the period a number of seconds"
+            ) from None
+        if starts <= 0 or period <= 0 or burst < 0:
+            raise ValueError("starts and the period must be above 0, the burst 0 or more")
+        return kind, value, starts, period, burst
+
+    async def describe_rate_limit_remove(
+        session: Session, form: dict[str, str]
+    ) -> tuple[str, bool]:
+        need_all_tenants(session)
+        kind, value = form.get("kind", ""), form.get("value", "")
+        return f"Remove the rate limit of {kind.replace('_', ' ')} {value}?", True
+
+    async def run_rate_limit_remove(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        need_all_tenants(session)
+        kind, value = form.get("kind", ""), form.get("value", "")
+        if kind not in dict(render.LIMIT_KINDS) or not value:
+            raise ValueError("name the rate limit to remove")
+        removed = await call(session, AdminClient.remove_rate_limit, kind, value)
+        what = f"{kind.replace('_', ' ')} {value}"
+        return (f"removed the rate limit of {what}" if removed else f"no rate limit of {what}"), ""
+
     def drain_action(undo: bool, worker: bool) -> Action:
         verb = ("undrain" if undo else "drain") + (" worker" if worker else "")
 
@@ -841,6 +894,10 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         "unpause": Action("unpause", describe_unpause, run_unpause),
         "weight": Action("set weight", describe_weight, run_weight),
         "limit": Action("set limit", describe_limit, run_limit),
+        "rate_limit": Action("set rate limit", describe_rate_limit, run_rate_limit),
+        "rate_limit_remove": Action(
+            "remove rate limit", describe_rate_limit_remove, run_rate_limit_remove
+        ),
         "drain": drain_action(False, False),
         "undrain": drain_action(True, False),
         "drain_worker": drain_action(False, True),

@@ -858,6 +858,54 @@ def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
     )
 
 
+def rate_limits_body(limits: Sequence[apb.RateLimit], session: Any) -> str:
+    """The rate limits, with when each next admits a start, and a form to set one."""
+    rows = []
+    for lim in limits:
+        kind = apb.LimitScopeKind.Name(lim.kind).removeprefix("LIMIT_SCOPE_KIND_").lower()
+        shown = category_name(lim.value) if kind == "category" else lim.value
+        period = lim.period.ToTimedelta().total_seconds()
+        until = ts(lim, "throttled_until")
+        rows.append(
+            [
+                e(kind.replace("_", " ")),
+                e("* (each one separately)" if shown == "*" else shown),
+                f'<span class="rate">{lim.starts} per {period:g}s, burst {lim.burst}</span>',
+                e(f"until {when(until)}" if until is not None else "admitting"),
+                e(f"1/{2**lim.slow_level} after push-back" if lim.slow_level else ""),
+                action_form(
+                    session.csrf,
+                    "rate_limit_remove",
+                    "Remove",
+                    danger=True,
+                    kind=kind,
+                    value=lim.value,
+                ),
+            ]
+        )
+    kinds = "".join(f'<option value="{k}">{label}</option>' for k, label in LIMIT_KINDS)
+    form = (
+        '<form method="post" action="/action" class="stack" id="rate-limit-form">'
+        f"{hidden(csrf=session.csrf, op='rate_limit')}"
+        f'<label>scope<select name="kind">{kinds}</select></label>'
+        '<label>value (a category by name; "*": each value separately)<input name="value" required></label>'
+        '<label>starts per period<input type="number" min="1" name="starts" required></label>'
+        '<label>period in seconds<input type="number" min="0.001" step="any" name="period" value="1" required></label>'
+        '<label>burst (empty: the starts per period)<input type="number" min="0" name="burst"></label>'
+        '<button class="btn" type="submit" data-op="rate_limit">Set rate limit…</button></form>'
+    )
+    return (
+        "<h2>Rate limits</h2>"
+        '<p class="muted">At most N job starts per period in a scope, on every coordinator; '
+        "a throttled job stays pending, untouched, until the limit admits it.</p>"
+        + table(
+            ["scope", "value", "rate", "throttled", "slowdown", ""], rows, empty="no rate limits"
+        )
+        + "<h2>Set a rate limit</h2>"
+        + form
+    )
+
+
 def workers_body(
     workers: Sequence[apb.WorkerInfo], stats: apb.GetStatsResponse, session: Any
 ) -> str:
