@@ -20,6 +20,10 @@ The job event log (``store/events.py``) has its own keep time beside it
 oldest events older than that, a prefix of the log, whatever became of their
 jobs. A watcher whose cursor falls in the deleted part is told so
 (OUT_OF_RANGE) rather than resumed past a gap.
+
+Each run also deletes up to ``batch_size`` idle rate-limit buckets (due and
+not slowed by push-back), which admit exactly as a missing bucket does, so a
+``*`` rate limit over many values keeps a bounded table.
 """
 
 from __future__ import annotations
@@ -117,6 +121,8 @@ class RetentionResult:
     # The batch was full: more may wait.
     full_batch: bool = False
     events_purged: int = 0
+    # Idle rate-limit buckets deleted this run.
+    buckets_purged: int = 0
 
 
 class RetentionCleaner(Chore[RetentionResult]):
@@ -158,8 +164,14 @@ class RetentionCleaner(Chore[RetentionResult]):
         if self.config.keep_events_s is not None:
             before = now - int(self.config.keep_events_s * US_PER_SECOND)
             events = await engine.run_store(engine.store.event_purge, before, limit)
+        # Idle rate buckets (one per limited scope value that ever started a
+        # job) admit as a missing one does: deleting them bounds the table.
+        buckets = await engine.run_store(engine.store.rate_bucket_purge, now, limit)
         return RetentionResult(
-            purged, full_batch=purged >= limit or events >= limit, events_purged=events
+            purged,
+            full_batch=purged >= limit or events >= limit or buckets >= limit,
+            events_purged=events,
+            buckets_purged=buckets,
         )
 
     def delay_after(self, result: RetentionResult | None) -> float:
@@ -173,6 +185,8 @@ class RetentionCleaner(Chore[RetentionResult]):
             parts.append(f"purged {result.purged} finished job(s)")
         if result.events_purged:
             parts.append(f"purged {result.events_purged} job event(s)")
+        if result.buckets_purged:
+            parts.append(f"purged {result.buckets_purged} idle rate-limit bucket(s)")
         return "; ".join(parts)
 
 

@@ -219,6 +219,18 @@ class LimitQueries(StoreBase):
                 (r.kind, r.value): (r.tat, r.slow_level, r.slowed_at) for r in conn.execute(query)
             }
 
+    def rate_bucket_purge(self, now: int, limit: int) -> int:
+        """Delete up to ``limit`` idle rate buckets: due (``tat <= now``) and not
+        slowed, which admit exactly as a missing bucket does. A claim that
+        rewrites one meanwhile moves its ``tat`` past ``now``, so it stays."""
+        sql = sa.text(
+            "DELETE FROM wfj_rate_buckets WHERE (kind, value) IN ("
+            "SELECT kind, value FROM wfj_rate_buckets "
+            "WHERE tat <= :now AND slow_level = 0 LIMIT :limit)"
+        )
+        with self.tx() as conn:
+            return int(conn.execute(sql, {"now": now, "limit": limit}).rowcount or 0)
+
     def rate_bucket_update(
         self,
         keys: Sequence[tuple[int, str]],

@@ -265,3 +265,28 @@ def test_push_back_without_a_rate_limit_changes_nothing(store_url: str) -> None:
         assert await h.engine.list_rate_limits() == []
 
     run(store_url, scenario)
+
+
+def test_retention_deletes_idle_rate_buckets_only(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        from coordinator.chores.retention import RetentionCleaner, RetentionConfig
+
+        await h.engine.set_rate_limit(RateLimit(LimitKind.TENANT, "*", 1, 1000, 1))
+        for tenant in ("a", "b", "c"):
+            await h.engine.enqueue([make_job(tenant_id=tenant) for _ in range(2)])
+        assert len(await h.lease(10)) == 3
+        store = h.engine.store
+        assert len(store.rate_bucket_list([int(LimitKind.TENANT)])) == 3
+        cleaner = RetentionCleaner(RetentionConfig(batch_size=2), h.engine)
+        # Not yet due: nothing is idle.
+        assert (await cleaner.run_once(h.clock.now_us())).buckets_purged == 0
+        h.clock.advance(1)
+        first = await cleaner.run_once(h.clock.now_us())
+        assert first.buckets_purged == 2 and first.full_batch
+        assert (await cleaner.run_once(h.clock.now_us())).buckets_purged == 1
+        assert store.rate_bucket_list([int(LimitKind.TENANT)]) == {}
+        # The limit holds as before: one start per tenant, then none.
+        assert len(await h.lease(10)) == 3
+        assert await h.lease(10) == []
+
+    run(store_url, scenario)
