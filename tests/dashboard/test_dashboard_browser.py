@@ -25,7 +25,7 @@ from wfj_dashboard import (
     screenshot,
     write_tokens,
 )
-from worker_sdk import AdminClient, SchedulerClient, WorkflowRef
+from worker_sdk import AdminClient, RetryPolicy, SchedulerClient, WorkflowRef
 
 pytestmark = pytest.mark.e2e
 
@@ -211,6 +211,25 @@ def test_a_job_completing_shows_live_from_the_event_stream(
         connection.close()
     expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=5_000)
     expect()(page.locator("#result")).to_contain_text('"opened": true')
+
+
+def test_a_job_waiting_to_retry_shows_the_failure_it_waits_after(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    job = cluster["scheduler"].enqueue(
+        "flaky",
+        {"succeed_on": 2},
+        tenant_id="acme",
+        retry_policy=RetryPolicy(max_attempts=3, initial_backoff=timedelta(hours=1)),
+    )
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    explain = page.locator("#explain")
+    expect()(explain).to_contain_text("not due until", timeout=20_000)
+    failure = explain.locator("#last-failure")
+    expect()(failure).to_contain_text("Attempt 1 failed: RuntimeError: attempt 1 fails on purpose")
+    expect()(failure.locator("pre.tb")).to_contain_text("Traceback (most recent call last)")
+    cluster["admin"].cancel_job(job.id)
 
 
 def test_retry_a_faulted_job(cluster: dict[str, Any], context: Any) -> None:

@@ -437,10 +437,9 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     async def job_detail(request: web.Request) -> web.Response:
         session: Session = request["session"]
         job_id = request.match_info["job_id"]
-        job, reasons = await _job_and_reasons(session, job_id)
-        body = (
-            f'<div id="live">{render.job_live(job, reasons, session)}</div>{render.job_static(job)}'
-        )
+        job, reasons, failure = await _job_and_reasons(session, job_id)
+        live = render.job_live(job, reasons, session, failure)
+        body = f'<div id="live">{live}</div>{render.job_static(job)}'
         return page(
             request,
             f"Job {job.job_type}",
@@ -451,16 +450,16 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
 
     async def job_live(request: web.Request) -> web.Response:
         session: Session = request["session"]
-        job, reasons = await _job_and_reasons(session, request.match_info["job_id"])
-        return html(render.job_live(job, reasons, session))
+        job, reasons, failure = await _job_and_reasons(session, request.match_info["job_id"])
+        return html(render.job_live(job, reasons, session, failure))
 
-    async def _job_and_reasons(session: Session, job_id: str) -> tuple[Any, Any]:
+    async def _job_and_reasons(session: Session, job_id: str) -> tuple[Any, Any, Any]:
         job = await call(session, AdminClient.get_job, job_id)
-        reasons = None
+        reasons = failure = None
         if job.status.value == "PENDING":
             explanation = await call(session, AdminClient.explain_job, job_id)
-            reasons = explanation.reasons
-        return job, reasons
+            reasons, failure = explanation.reasons, explanation.last_failure
+        return job, reasons, failure
 
     # -- live updates from the job event stream (server-sent events) ------------------
 

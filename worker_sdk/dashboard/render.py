@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from google.protobuf.json_format import MessageToDict
 
-from worker_sdk import JobView
+from worker_sdk import JobAttemptView, JobView
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
@@ -503,8 +503,14 @@ def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: Any) -> str:
-    """The job page's live part: state, why it waits, actions, attempts."""
+def job_live(
+    job: JobView,
+    reasons: Sequence[apb.WaitReason] | None,
+    session: Any,
+    failure: JobAttemptView | None = None,
+) -> str:
+    """The job page's live part: state, why it waits (and the failure a retry
+    waits after), actions, attempts."""
     now = datetime.now(UTC)
     parts = []
     if reasons is not None:
@@ -515,9 +521,21 @@ def job_live(job: JobView, reasons: Sequence[apb.WaitReason] | None, session: An
                 f"{e(r.message)}</li>"
                 for r in reasons
             )
+            last = ""
+            if failure is not None:
+                trace = (
+                    f'<details open><summary>traceback</summary><pre class="tb">'
+                    f"{e(failure.traceback)}</pre></details>"
+                    if failure.traceback
+                    else ""
+                )
+                last = (
+                    f'<div id="last-failure"><p>Attempt {failure.number} '
+                    f"{e(failure.outcome.lower())}: {e(failure.error)}</p>{trace}</div>"
+                )
             parts.append(
                 f'<section class="explain waiting" id="explain"><h2>Why it is waiting</h2>'
-                f"<ul>{items}</ul></section>"
+                f"<ul>{items}</ul>{last}</section>"
             )
         else:
             parts.append(
