@@ -216,6 +216,19 @@ SQLITE_CAPABILITIES = StoreCapabilities(
 )
 
 
+def _take_events_mark(conn: sa.Connection) -> bool:
+    """Whether the work on ``conn`` wrote job events (the mark is cleared).
+
+    A connection the database dropped mid-statement is invalidated: its
+    ``info`` can no longer be read (SQLAlchemy raises PendingRollbackError,
+    which would hide the driver's error from ``domain_errors``), and the
+    statement that lost it is raising anyway.
+    """
+    if conn.invalidated:
+        return False
+    return bool(conn.info.pop(_EVENTS_WRITTEN, False))
+
+
 class StoreBase:
     """Owns the SQLAlchemy engine and the transaction helper."""
 
@@ -256,7 +269,7 @@ class StoreBase:
             try:
                 yield conn
             finally:
-                wrote = conn.info.pop(_EVENTS_WRITTEN, False)
+                wrote = _take_events_mark(conn)
         self._after_commit(wrote)
 
     @contextlib.contextmanager
@@ -276,7 +289,7 @@ class StoreBase:
             try:
                 yield conn
             finally:
-                wrote = conn.info.pop(_EVENTS_WRITTEN, False)
+                wrote = _take_events_mark(conn)
         self._after_commit(wrote)
 
     def _insert(self, table: sa.Table) -> Any:
