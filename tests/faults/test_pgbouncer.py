@@ -56,9 +56,12 @@ def pooler(pg_url):
 
 
 def _listeners(database: str) -> int:
+    # The listening session's last statement: LISTEN wfj_events follows LISTEN
+    # wfj_wake when the coordinator serves event watchers.
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND query = 'LISTEN wfj_wake'",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+            "AND query IN ('LISTEN wfj_wake', 'LISTEN wfj_events')",
             (database,),
         ).fetchone()
     return int(row[0]) if row else 0

@@ -80,7 +80,9 @@ def _listeners(cluster: PgCluster) -> int:
     with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = 'wfjobs' AND query = 'LISTEN wfj_wake'"
+            # The listening session's last statement: LISTEN wfj_events follows
+            # LISTEN wfj_wake when the coordinator serves event watchers.
+            "WHERE datname = 'wfjobs' AND query IN ('LISTEN wfj_wake', 'LISTEN wfj_events')"
         ).fetchone()
     return int(row[0]) if row else 0
 
