@@ -86,7 +86,9 @@ class Reads(EngineCore):
         now = self.clock.now_us()
         counts = await self.run_store(self.store.job_count_by_status, tenant_id, category)
         oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id, category)
-        recent = await self.run_store(self.store.attempt_outcome_counts, now - window_us, category)
+        recent = await self.run_store(
+            self.store.attempt_outcome_counts, now - window_us, category, tenant_id
+        )
         totals = dict.fromkeys(JobStatus, 0)
         for row in counts:
             totals[JobStatus(row.status)] += row.n

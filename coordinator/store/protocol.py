@@ -354,9 +354,11 @@ class Store(Protocol):
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
     ) -> int: ...
-    # Attempts ended since ``since``, counted by outcome (of one category when given;
-    # completed first attempts included).
-    def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]: ...
+    # Attempts ended since ``since``, counted by outcome (of one category and one
+    # tenant when given; completed first attempts included).
+    def attempt_outcome_counts(
+        self, since: int, category: int = 0, tenant_id: str = ""
+    ) -> dict[int, int]: ...
     # (tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]: ...
     # (failed attempts, retried attempts) that ended since ``since``.

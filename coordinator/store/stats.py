@@ -74,9 +74,11 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             return int(conn.execute(sql, params).scalar() or 0)
 
-    def attempt_outcome_counts(self, since: int, category: int = 0) -> dict[int, int]:
+    def attempt_outcome_counts(
+        self, since: int, category: int = 0, tenant_id: str = ""
+    ) -> dict[int, int]:
         """Attempts ended since ``since``, counted by outcome (of jobs of one
-        category when given).
+        category and of one tenant when given).
 
         Completed first attempts have no attempt row: they are the jobs that
         ``schema.first_attempt_completed`` describes, finished since ``since``.
@@ -92,13 +94,14 @@ class StatsQueries(StoreBase):
             sa.text(first_attempt_completed(jobs.name)),
             jobs.c.finished_at >= since,
         )
+        of_jobs = []
         if category:
-            query = query.where(
-                job_attempts.c.job_id.in_(
-                    sa.select(jobs.c.id).where(jobs.c.category == int(category))
-                )
-            )
-            first_completed = first_completed.where(jobs.c.category == int(category))
+            of_jobs.append(jobs.c.category == int(category))
+        if tenant_id:
+            of_jobs.append(jobs.c.tenant_id == tenant_id)
+        if of_jobs:
+            query = query.where(job_attempts.c.job_id.in_(sa.select(jobs.c.id).where(*of_jobs)))
+            first_completed = first_completed.where(*of_jobs)
         with self.tx() as conn:
             counts = {o: n for o, n in conn.execute(query)}
             described = int(conn.execute(first_completed).scalar_one())

@@ -353,6 +353,28 @@ def test_stats_count_retries_apart_from_final_failures(store_url: str) -> None:
     run(store_url, scenario)
 
 
+
+def test_stats_of_a_tenant_count_only_its_own_completions(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        mine = await h.enqueue(tenant_id="a")
+        theirs = await h.enqueue(tenant_id="b")
+        tokens = {row.id: token for row, token in await h.lease()}
+        await h.engine.report(
+            [Completion(mine, tokens[mine], b"{}"), Completion(theirs, tokens[theirs], b"{}")]
+        )
+        faulted = await h.enqueue(tenant_id="b", max_attempts=1)
+        ((_, token),) = await h.lease()
+        await h.engine.report([Failure(faulted, token, "boom")])
+        a = await h.engine.ops.stats("a", 60 * SECOND)
+        b = await h.engine.ops.stats("b", 60 * SECOND)
+        everyone = await h.engine.ops.stats("", 60 * SECOND)
+        assert (a["completions"], a["failures"]) == (1, 0)
+        assert (b["completions"], b["failures"]) == (1, 1)
+        assert (everyone["completions"], everyone["failures"]) == (2, 1)
+
+    run(store_url, scenario)
+
+
 DAY = 86_400
 
 
