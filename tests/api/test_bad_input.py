@@ -106,8 +106,6 @@ def test_stale_lease_token_is_rejected_and_changes_nothing(channel: grpc.Channel
         if message.WhichOneof("kind") == "jobs":
             leased = message.jobs.jobs[0]
             break
-    received.set()
-    stream.cancel()
     assert leased is not None and leased.job.id == job.id
     before = scheduler.GetJob(spb.GetJobRequest(job_id=job.id, include_attempts=True)).job
     code, details = code_of(
@@ -125,8 +123,11 @@ def test_stale_lease_token_is_rejected_and_changes_nothing(channel: grpc.Channel
     assert status.state == wpb.LEASE_STATE_LOST
     after = scheduler.GetJob(spb.GetJobRequest(job_id=job.id, include_attempts=True)).job
     assert after == before
-    # The real token still works.
+    # The real token still works (while the stream is open: a closing stream may
+    # hand back a job whose delivery it could not confirm).
     worker.CompleteJob(wpb.CompleteJobRequest(job_id=job.id, lease_token=leased.lease_token))
+    received.set()
+    stream.cancel()
     done = scheduler.GetJob(spb.GetJobRequest(job_id=job.id)).job
     assert done.status == jpb.JOB_STATUS_COMPLETED
 
