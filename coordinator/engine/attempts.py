@@ -9,7 +9,8 @@ operator cancels a PENDING job). Whatever the cause, what follows is the same,
 and it is written here once (``Attempts.ended``):
 
 1. wake the dispatcher at each retried job's due time, and at once under
-   concurrency limits (every ended attempt frees a slot a waiting job may take);
+   concurrency limits or ordering keys (every ended attempt frees a slot, or a
+   key's head, that a waiting job may take);
 2. forget the jobs' in-flight entries: by (job id, lease token) when the
    ending attempt's token is known, so the end of an old attempt never removes
    the entry of the session holding the current one;
@@ -96,7 +97,8 @@ class Attempts:
 
     @property
     def limited(self) -> bool:
-        """Concurrency limits apply: an ended attempt must wake acquisition on every replica."""
+        """Concurrency limits apply (or ordering keys are in use): an ended attempt
+        must wake acquisition on every replica."""
         return self._limited()
 
     def token_here(self, job_id: str) -> str | None:

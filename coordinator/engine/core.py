@@ -134,6 +134,10 @@ class EngineCore:
     # Watchers of the job event log (events.py).
     events: EventHub
     limits: LimitBook
+    # True once this replica enqueued or leased a job with an ordering key: from
+    # then on every ended attempt wakes acquisition here and on every replica, as
+    # under concurrency limits (it may free the head of a key a job waits behind).
+    ordered_work_seen: bool
     # Rate limits as this replica last loaded them (the claim reads them as stored).
     rates: RateBook
     type_defaults: dict[str, JobTypeDefaults]
@@ -159,6 +163,8 @@ class EngineCore:
         reaper and the timeout chore learn their deadlines (``hooks``), metrics count them."""
         if not rows:
             return
+        if not self.ordered_work_seen and any(r.ordering_key is not None for r in rows):
+            self.ordered_work_seen = True
         self.hooks.lease_expires(min(r.lease_expires_at or now for r in rows))
         deadlines = [now + r.execution_timeout_ms * 1000 for r in rows if r.execution_timeout_ms]
         if deadlines:

@@ -92,7 +92,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
             dispatcher=self.dispatcher,
             set_aside=self.set_aside,
             telemetry=lambda: self.telemetry,
-            limited=lambda: bool(self.limits),
+            limited=lambda: bool(self.limits) or self.ordered_work_seen,
             now=self.clock.now_us,
         )
         self._listener: Any = None
@@ -107,6 +107,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         self._enqueue_queue = []
         self._enqueue_flushing = False
         self.limits = LimitBook()
+        self.ordered_work_seen = False
         self.rates = RateBook()
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)

@@ -96,6 +96,8 @@ class Enqueue(Reads):
             raise InvalidArgument(
                 f"max_attempts must be between 1 and {MAX_ATTEMPTS:,}, got {job.max_attempts}"
             )
+        if job.ordering_key is not None:
+            self.ordered_work_seen = True
         job.id = new_id()
         job.created_at = now
         job.due_at = max(job.due_at, now) if job.due_at else now

@@ -109,6 +109,27 @@ def test_a_freed_limit_slot_is_refilled_at_once(store_url: str, event: str) -> N
     _run(store_url, scenario)
 
 
+
+@pytest.mark.parametrize("event", ["complete", "cancel"])
+def test_the_next_job_of_an_ordering_key_starts_when_its_head_ends(
+    store_url: str, event: str
+) -> None:
+    async def scenario(engine: Engine) -> None:
+        await engine.enqueue([make_job(ordering_key="k") for _ in range(2)])
+        session = _worker(engine, "w", 10)
+        [(head, token)] = await _next_leased(session)
+        # The worker still holds credit: no grant follows the outcome.
+        if event == "complete":
+            await engine.report([Completion(head.id, token, b"{}")])
+        else:
+            await engine.ops.cancel_job(head.id, "stop")
+            await engine.report([Completion(head.id, token, b"{}")])
+        [(nxt, _)] = await _next_leased(session)
+        assert nxt.id != head.id and nxt.ordering_key == "k"
+
+    _run(store_url, scenario)
+
+
 def test_a_slot_freed_by_lease_expiry_is_refilled_at_once(store_url: str) -> None:
     async def scenario(engine: Engine) -> None:
         session, row, _ = await _limited_pair(engine, heartbeat_timeout_ms=300)
