@@ -761,14 +761,17 @@ class Commands:
 
     # drain, stats, workers ---------------------------------------------------------------------
 
+    def _drain_subject(self) -> str:
+        """What ``drain``/``undrain`` act on, in words: a worker, the cluster or this coordinator."""
+        a = self.args
+        if a.worker:
+            return f"worker {a.worker}"
+        return "the cluster" if a.cluster else f"coordinator {self.target}"
+
     def drain(self) -> int:
         a = self.args
         self.admin.drain(cluster=a.cluster, worker_id=a.worker or "")
-        what = (
-            f"worker {a.worker}"
-            if a.worker
-            else ("the cluster" if a.cluster else f"coordinator {self.target}")
-        )
+        what = self._drain_subject()
         if self.out.as_json:
             self.out.json({"drained": what})
         else:
@@ -778,11 +781,7 @@ class Commands:
     def undrain(self) -> int:
         a = self.args
         self.admin.undrain(cluster=a.cluster, worker_id=a.worker or "")
-        what = (
-            f"worker {a.worker}"
-            if a.worker
-            else ("the cluster" if a.cluster else f"coordinator {self.target}")
-        )
+        what = self._drain_subject()
         if self.out.as_json:
             self.out.json({"undrained": what})
         else:
