@@ -368,6 +368,10 @@ class Operations:
     async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
         """``Engine.stats`` with honest failure/retry counts, drain state, cluster workers.
 
+        ``connected_workers``: the cluster's open worker streams; for one
+        tenant, those whose credential covers it (a tenant-scoped caller
+        learns nothing of other tenants' workers).
+
         ``failures``: attempts that ended FAILED, LEASE_EXPIRED or TIMED_OUT in
         the window. ``retries``: those of them after which the job was tried
         again or is waiting to be (not its final attempt).
@@ -380,7 +384,10 @@ class Operations:
         stats["failures"] = failed
         stats["retries"] = retried
         stats["draining"] = self.draining
-        stats["connected_workers"] = len(await self.list_workers())
+        workers = await self.list_workers()
+        if tenant_id:
+            workers = [w for w in workers if w.tenants is None or tenant_id in w.tenants]
+        stats["connected_workers"] = len(workers)
         return stats
 
     # -- the cluster registry (read and written by the cluster-sync chore) -------------

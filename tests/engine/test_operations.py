@@ -320,6 +320,15 @@ def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) ->
                 4,
             )
             assert (await h.engine.ops.stats("", SECOND))["connected_workers"] == 2
+            scoped = WorkerSession(
+                "scoped-b", frozenset({"noop"}), slots=1, tenants=frozenset({"b"})
+            )
+            h.engine.open_session(scoped)
+            # One tenant's stats count only the workers that may serve it.
+            assert (await h.engine.ops.stats("", SECOND))["connected_workers"] == 3
+            assert (await h.engine.ops.stats("a", SECOND))["connected_workers"] == 2
+            assert (await h.engine.ops.stats("b", SECOND))["connected_workers"] == 3
+            h.engine.close_session(scoped)
             # Drain one worker by id: local at once, remote through the cluster sync.
             await h.engine.ops.drain(cluster=False, worker_id="local-1")
             assert mine.draining and isinstance(drain_outbox(mine)[-1], DrainSignal)
@@ -351,7 +360,6 @@ def test_stats_count_retries_apart_from_final_failures(store_url: str) -> None:
         assert stats["totals"][JobStatus.FAULTED] == 1
 
     run(store_url, scenario)
-
 
 
 def test_stats_of_a_tenant_count_only_its_own_completions(store_url: str) -> None:
