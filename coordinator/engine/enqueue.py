@@ -13,6 +13,8 @@ from typing import Any
 
 from coordinator.engine.bounds import check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
+from coordinator.engine.limits import scope_text
+from coordinator.engine.pauses import pause_subject
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
@@ -26,12 +28,10 @@ from coordinator.model import (
     JobRecord,
     JobRow,
     JobStatus,
-    LimitKind,
     NewJob,
     OrderingFailure,
     PauseKind,
     RetryPolicy,
-    category_label,
 )
 
 log = logging.getLogger(__name__)
@@ -424,10 +424,7 @@ class Enqueue(Reads):
         await self.reload_limits()
         running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
         full = [
-            f"{LimitKind(kind).name.lower()} "
-            f"{category_label(int(value)) if kind == LimitKind.CATEGORY else value}: "
-            f"{running.get((kind, value), 0)} "
-            f"of {limit} running"
+            f"{scope_text(kind, value)}: {running.get((kind, value), 0)} of {limit} running"
             for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
             if running.get((kind, value), 0) >= limit
         ]
@@ -436,9 +433,7 @@ class Enqueue(Reads):
 
 def _pause_text(p: Any) -> str:
     """What a stored pause names, for a message (a category by its name)."""
-    if p.kind == PauseKind.CATEGORY:
-        return f"category {category_label(int(p.value))}"
-    return f"{PauseKind(p.kind).name.lower()} {p.value or p.tenant_id}"
+    return pause_subject(PauseKind(p.kind), p.value or p.tenant_id)
 
 
 def record_of_new(job: NewJob) -> JobRecord:

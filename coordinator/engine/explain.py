@@ -18,6 +18,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coordinator.engine.limits import scope_text
+from coordinator.engine.pauses import pause_subject
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.model import (
     FAILED_OUTCOMES,
@@ -25,10 +27,8 @@ from coordinator.model import (
     Candidate,
     JobRow,
     JobStatus,
-    LimitKind,
     PauseKind,
     candidate_of,
-    category_label,
 )
 
 if TYPE_CHECKING:
@@ -49,24 +49,6 @@ class WaitReason:
 
 def _when(us: int) -> str:
     return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat(timespec="seconds")
-
-
-_SCOPE_NAMES = {
-    LimitKind.TENANT: "tenant",
-    LimitKind.JOB_TYPE: "job type",
-    LimitKind.DEFINITION: "definition",
-    LimitKind.CONCURRENCY_KEY: "concurrency key",
-    LimitKind.CATEGORY: "category",
-}
-
-
-def pause_subject(kind: PauseKind, value: str) -> str:
-    """What a pause of ``kind`` on ``value`` holds back, as ExplainJob words it
-    ("definition d-1", "category integration")."""
-    if kind == PauseKind.CATEGORY and value.isdigit():
-        value = category_label(int(value))
-    # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
-    return f"{kind.name.lower().replace('_', ' ')} {value}"
 
 
 async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]]:
@@ -159,13 +141,11 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         for (kind, value), limit in engine.limits.scopes_of(job):
             count = running.get((kind, value), 0)
             if count >= limit:
-                name = _SCOPE_NAMES[LimitKind(kind)]
-                if kind == LimitKind.CATEGORY:
-                    value = category_label(int(value))
                 reasons.append(
                     WaitReason(
                         "CONCURRENCY_LIMIT",
-                        f"concurrency limit of {name} {value} is full: {count}/{limit} running",
+                        f"concurrency limit of {scope_text(kind, value)} is full: "
+                        f"{count}/{limit} running",
                         count=count,
                         limit=limit,
                     )

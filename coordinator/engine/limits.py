@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind
+from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, category_label
 
 ScopeKey = tuple[int, str]
 
@@ -33,6 +33,12 @@ def scope_value(kind: LimitKind, job: Candidate) -> str | None:
     if kind == LimitKind.CATEGORY:
         return str(int(job.category))
     return job.concurrency_key
+
+
+def scope_text(kind: int, value: str) -> str:
+    """How messages name a limited scope: "job type send-email", "category integration"."""
+    shown = category_label(int(value)) if kind == LimitKind.CATEGORY and value.isdigit() else value
+    return f"{LimitKind(kind).name.lower().replace('_', ' ')} {shown}"
 
 
 class LimitBook:

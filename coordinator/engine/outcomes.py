@@ -310,9 +310,7 @@ class Outcomes(EngineCore):
             outcome=AttemptOutcome.FAILED,
             rng=self.rng,
         )
-        return replace(
-            end, traceback=outcome.traceback or None, reported_token=outcome.lease_token
-        )
+        return replace(end, traceback=outcome.traceback or None, reported_token=outcome.lease_token)
 
 
 def _unstorable(job_id: str, error: BaseException) -> InvalidArgument:

@@ -11,9 +11,18 @@ from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import new_id
-from coordinator.model import PauseKind, PauseScope
+from coordinator.model import PauseKind, PauseScope, category_label
 
 log = logging.getLogger(__name__)
+
+
+def pause_subject(kind: PauseKind, value: str) -> str:
+    """What a pause of ``kind`` on ``value`` holds back, as ExplainJob words it
+    ("definition d-1", "category integration")."""
+    if kind == PauseKind.CATEGORY and value.isdigit():
+        value = category_label(int(value))
+    # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
+    return f"{kind.name.lower().replace('_', ' ')} {value}"
 
 
 class Pauses(EngineCore):
@@ -90,4 +99,4 @@ def _scope_text(scope: PauseScope) -> str:
     return " ".join(parts)
 
 
-__all__ = ["Pauses"]
+__all__ = ["Pauses", "pause_subject"]

@@ -31,8 +31,8 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from coordinator.engine.limits import WILDCARD, ScopeKey, scope_value
-from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit, category_label
+from coordinator.engine.limits import WILDCARD, ScopeKey, scope_text, scope_value
+from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit
 
 # Most doublings of the emission interval a push-back report can cause.
 MAX_SLOW_LEVEL = 4
@@ -198,15 +198,9 @@ def when_precise(us: int) -> str:
 
 
 def rate_limit_text(key: ScopeKey, limit: RateLimit) -> str:
-    """How a message names a rate limit: "job_type send-email (10 per 1s, burst 10)"."""
-    kind, value = key
-    shown = category_label(int(value)) if kind == int(LimitKind.CATEGORY) else value
+    """How a message names a rate limit: "job type send-email (10 per 1s, burst 10)"."""
     period = limit.period_ms / 1000
-    period_text = f"{period:g}s"
-    return (
-        f"{LimitKind(kind).name.lower()} {shown} "
-        f"({limit.starts} per {period_text}, burst {limit.burst})"
-    )
+    return f"{scope_text(*key)} ({limit.starts} per {period:g}s, burst {limit.burst})"
 
 
 __all__ = [

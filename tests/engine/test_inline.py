@@ -89,7 +89,7 @@ def test_inline_runs_take_a_slot_under_concurrency_limits(store_url: str) -> Non
         # inline call gets another job of the type.
         await h.engine.enqueue([make_job()])
         assert await h.lease() == []
-        with pytest.raises(FailedPrecondition, match=r"concurrency limit full \(job_type noop"):
+        with pytest.raises(FailedPrecondition, match=r"concurrency limit full \(job type noop"):
             await h.engine.enqueue_inline(make_job(), "http-2", enqueue_if_paused=False)
         page = await h.engine.list_jobs(JobFilter(statuses=[JobStatus.RUNNING]), 10, "")
         assert [j.id for j in page.jobs] == [first.id]

@@ -83,7 +83,7 @@ def test_burst_then_one_per_interval_and_throttled_rows_untouched(store_url: str
         _, reasons = await explain(h.engine, waiting[0])
         rate = [r for r in reasons if r.kind == "RATE_LIMIT"]
         assert len(rate) == 1 and rate[0].until == T0 + 200_000
-        assert "rate limited by job_type noop (5 per 1s, burst 3) until" in rate[0].message
+        assert "rate limited by job type noop (5 per 1s, burst 3) until" in rate[0].message
         # The dispatcher is told to wake when the limit admits a start.
         assert T0 + 200_000 in h.engine.dispatcher._due
         h.clock.advance(0.1)
@@ -154,7 +154,7 @@ def test_inline_runs_count_and_are_refused_when_throttled(store_url: str) -> Non
         await h.engine.set_rate_limit(RateLimit(LimitKind.JOB_TYPE, "noop", 1, 1000, 1))
         row, _, token = await h.engine.enqueue_inline(make_job(), "http-1", enqueue_if_paused=False)
         assert token is not None and row.status == JobStatus.RUNNING
-        with pytest.raises(FailedPrecondition, match="rate limited by job_type noop"):
+        with pytest.raises(FailedPrecondition, match="rate limited by job type noop"):
             await h.engine.enqueue_inline(make_job(), "http-1", enqueue_if_paused=False)
         held, _, none = await h.engine.enqueue_inline(make_job(), "http-1", enqueue_if_paused=True)
         assert none is None and held.status == JobStatus.PENDING

@@ -101,7 +101,7 @@ class FakeCoordinator(
             ):
                 context.abort(
                     grpc.StatusCode.FAILED_PRECONDITION,
-                    f"cannot run inline: paused (job_type {spec.job_type}); retry after unpause "
+                    f"cannot run inline: paused (job type {spec.job_type}); retry after unpause "
                     "or set enqueue_if_paused to queue it",
                 )
             job = job_pb2.Job(
