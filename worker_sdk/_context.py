@@ -458,8 +458,9 @@ class JobContext:
         the same child jobs back (``deduplicated`` is then True). Give a
         ``key`` when the children a handler enqueues vary between attempts.
 
-        Uses the worker's own channel and credential (it needs the
-        ``scheduler`` role when the coordinator checks roles).
+        Uses the worker's own channel and credential (an inline attempt's:
+        the ``InlineRunner``'s); it needs the ``scheduler`` role when the
+        coordinator checks roles.
 
         Args:
             job_type: The child's job type.
@@ -484,7 +485,7 @@ class JobContext:
         if self._children is None:
             raise RuntimeError(
                 f"job {self.job_id}: this context cannot enqueue child jobs (no scheduler); "
-                "handlers run by a Worker can"
+                "handlers run by a Worker or an InlineRunner can"
             )
         return await self._children.enqueue(
             job_type,
@@ -520,7 +521,7 @@ class JobContext:
         if self._children is None or loop is None:
             raise RuntimeError(
                 f"job {self.job_id}: this context cannot enqueue child jobs (no scheduler); "
-                "handlers run by a Worker can"
+                "handlers run by a Worker or an InlineRunner can"
             )
         try:
             running = asyncio.get_running_loop()

@@ -18,6 +18,9 @@ like a worker holding that one lease:
 * with tracing on, the ``Enqueue`` runs in an ``enqueue <job type>`` span whose
   context becomes the job's traceparent (a hand-off is recorded on the
   ``execute`` span as a release, a continuation as a completion);
+* ``ctx.enqueue`` / ``ctx.enqueue_async`` enqueue child jobs as on a worker
+  (parent id, inherited tenant and workflow refs, dedupe per parent key), over
+  the runner's channel with its credential;
 * the outcome goes through ``ReportOutcomes`` like a worker's, and the caller
   waits for the answer, so an :class:`InlineResult` always says what the
   coordinator recorded.
@@ -718,6 +721,14 @@ class InlineRunner:
             heartbeat_callback=on_context_heartbeat,
             start_time=now,
             budget=budget,
+            # Child jobs (ctx.enqueue) go over the runner's channel with its credential.
+            children=AsyncSchedulerClient(
+                self._config.target,
+                channel=conn.channel,
+                metadata=self._config.metadata,
+                timeout=self._rpc_timeout,
+            ),
+            loop=loop,
         )
         attempt = _InlineAttempt(
             Attempt(

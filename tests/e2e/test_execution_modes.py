@@ -29,6 +29,7 @@ from worker_sdk import (
     InlineRunner,
     InlineStatus,
     JobCategory,
+    JobContext,
     JobFailedError,
     JobFilter,
     JobPausedError,
@@ -154,6 +155,64 @@ def test_inline_caller_killed_mid_run_is_finished_by_a_remote_worker(e2e_databas
         ("web-1", "LEASE_EXPIRED"),
         ("remote-1", "COMPLETED"),
     ]
+
+
+@pytest.mark.parametrize("blocking", [False, True], ids=["enqueue_async", "enqueue"])
+def test_an_inline_handler_enqueues_child_jobs_like_a_worker(e2e_database, spawn, blocking) -> None:
+    coordinator = spawn["coordinator"](e2e_database)
+    workflow = WorkflowRef(definition_id="orders", instance_id="order-9", correlation_id="c9")
+    with InlineRunner(coordinator.target, worker_id="web-1") as runner:
+        if blocking:
+
+            @runner.handler("inline.spawn")
+            def spawn_sync(payload: Any, ctx: JobContext) -> dict:
+                first = [ctx.enqueue("inline.child", {"n": n}) for n in range(2)]
+                summary = ctx.enqueue("inline.child", {"n": "s"}, key="summary")
+                again = ctx.enqueue("inline.child", {"n": "s"}, key="summary")
+                other = ctx.enqueue("inline.child", None, key="elsewhere", tenant_id="globex")
+                return _spawned(first, summary, again, other)
+
+        else:
+
+            @runner.handler("inline.spawn")
+            async def spawn_async(payload: Any, ctx: JobContext) -> dict:
+                first = [await ctx.enqueue_async("inline.child", {"n": n}) for n in range(2)]
+                summary = await ctx.enqueue_async("inline.child", {"n": "s"}, key="summary")
+                again = await ctx.enqueue_async("inline.child", {"n": "s"}, key="summary")
+                other = await ctx.enqueue_async(
+                    "inline.child", None, key="elsewhere", tenant_id="globex"
+                )
+                return _spawned(first, summary, again, other)
+
+        result = runner.run_sync("inline.spawn", None, tenant_id="shop", workflow=workflow)
+    assert result.status == InlineStatus.COMPLETED, result.error
+    parent = result.job_id
+    assert result.value["again"] == [result.value["summary"], True]
+    with AdminClient(coordinator.target) as admin:
+        children = admin.list_jobs(JobFilter(parent_job_id=parent)).jobs
+    assert sorted(c.id for c in children) == sorted(result.value["ids"])
+    by_key = {c.idempotency_key: c for c in children}
+    assert sorted(by_key) == [
+        f"child:{parent}:#0",
+        f"child:{parent}:#1",
+        f"child:{parent}:elsewhere",
+        f"child:{parent}:summary",
+    ]
+    for child in children:
+        assert child.parent_job_id == parent
+        assert child.status == JobStatus.PENDING
+        assert (child.workflow.definition_id, child.workflow.instance_id) == ("orders", "order-9")
+    assert by_key[f"child:{parent}:summary"].id == result.value["summary"]
+    assert by_key[f"child:{parent}:elsewhere"].tenant_id == "globex"
+    assert {by_key[f"child:{parent}:#{n}"].tenant_id for n in range(2)} == {"shop"}
+
+
+def _spawned(first: list[Any], summary: Any, again: Any, other: Any) -> dict:
+    return {
+        "ids": [j.id for j in first] + [summary.id, other.id],
+        "summary": summary.id,
+        "again": [again.id, again.deduplicated],
+    }
 
 
 # -- mixed mode --------------------------------------------------------------------------------
