@@ -100,7 +100,9 @@ async def _scenario(coordinator: CoordinatorProcess, records: Path) -> str:
                         job_type="stall",
                         tenant_id="t",
                         payload=jpb.Payload(data=b"{}"),
-                        heartbeat_timeout=duration_pb2.Duration(seconds=1),
+                        # Long enough that a loaded machine still heartbeats
+                        # before the first lease runs out.
+                        heartbeat_timeout=duration_pb2.Duration(seconds=3),
                     )
                 ),
                 timeout=10,
