@@ -1,7 +1,7 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
 Figures (in table order): throughput, replicas, latency, paused, backlog, fairness,
-idle, memory, snapshot. With no figure named, all run. Output:
+rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
 - `--quick` → `bench/results/quick.md` (a smoke check; numbers not quotable);
@@ -42,6 +42,7 @@ FIGURES = {
     "paused": "bench.paused",
     "backlog": "bench.backlog",
     "fairness": "bench.fairness",
+    "rate_limits": "bench.rate_limits",
     "idle": "bench.idle",
     "memory": "bench.memory",
     "snapshot": "bench.snapshot",

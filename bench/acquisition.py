@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -49,7 +50,8 @@ async def pause_definition(target: str, tenant: str, definition: str) -> None:
 
 
 async def measure_rate(server: PostgresServer, *, database: str, window: int, concurrency: int,
-                       pause: tuple[str, str] | None = None) -> float:
+                       pause: tuple[str, str] | None = None,
+                       prepare: Callable[[str], Awaitable[None]] | None = None) -> float:
     """Start a coordinator on the seeded table; jobs/s handed out over the window.
 
     Args:
@@ -58,6 +60,7 @@ async def measure_rate(server: PostgresServer, *, database: str, window: int, co
         window: Starts to observe.
         concurrency: Slots per worker process.
         pause: (tenant, definition) to pause before the workers connect.
+        prepare: Called with the coordinator's address before the workers connect.
     """
     coordinator = wfjobs.Coordinator(server, database)
     coordinator.start()
@@ -67,6 +70,8 @@ async def measure_rate(server: PostgresServer, *, database: str, window: int, co
     try:
         if pause is not None:
             await pause_definition(coordinator.target, *pause)
+        if prepare is not None:
+            await prepare(coordinator.target)
         workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
                                        concurrency=concurrency, deadline_s=TIMEOUT_S + 60,
                                        record=str(record))

@@ -30,6 +30,8 @@ class Sizes:
         acquisition_window: Completions timed in the acquisition figures (after a warm-up tenth).
         fairness_big: Jobs of the one big tenant.
         fairness_small: Jobs of each of the nine small tenants.
+        rate_limit_rate: The limit (starts per second) of the rate-limit accuracy figure.
+        rate_limit_seconds: How long the rate-limit accuracy figure runs.
         idle_seconds: Length of the idle-cost window.
         memory_workers: Connected workers in the memory figure.
         memory_backlog: Pending jobs in the memory figure.
@@ -53,6 +55,8 @@ class Sizes:
     acquisition_window: int = 20_000
     fairness_big: int = 100_000
     fairness_small: int = 2_000
+    rate_limit_rate: int = 500
+    rate_limit_seconds: float = 20.0
     idle_seconds: float = 30.0
     memory_workers: int = 200
     memory_backlog: int = 1_000_000
@@ -74,6 +78,7 @@ QUICK_SIZES = Sizes(
     acquisition_window=3_000,
     fairness_big=10_000,
     fairness_small=400,
+    rate_limit_seconds=5.0,
     idle_seconds=6.0,
     memory_workers=200,
     memory_backlog=50_000,

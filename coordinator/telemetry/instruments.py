@@ -288,7 +288,7 @@ class OtelEngineTelemetry(EngineTelemetry):
         if self._meter is None:
             return
         for (kind, value), (limit, until) in throttled.items():
-            label = f"{LimitKind(kind).name.lower()}:{limit.value if limit is not None else value}"
+            label = _limit_label(kind, limit.value if limit is not None else value)
             counted = self._throttled_until.get(label, 0)
             start = max(now, counted)
             if until > start:
@@ -346,6 +346,13 @@ def _backlog_lane(row: Any) -> Lane:
 def _add_all(counts: Mapping[tuple[Any, Lane], int]) -> None:
     for (counter, lane), n in counts.items():
         counter.add(n, _attributes(lane))
+
+
+def _limit_label(kind: int, value: str) -> str:
+    """The ``limit`` label of a rate limit: ``<kind>:<value>``, a category by its name."""
+    if kind == LimitKind.CATEGORY and value.isdigit():
+        value = category_label(int(value))
+    return f"{LimitKind(kind).name.lower()}:{value}"
 
 
 __all__ = ["OtelEngineTelemetry"]

@@ -246,3 +246,32 @@ def test_throttled_time_is_counted_per_rate_limit_once(store_url: str) -> None:
             seen.close()
 
     run(store_url, scenario)
+
+
+def test_a_category_rate_limit_is_labelled_by_the_category_name(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        from coordinator.model import JobCategory, LimitKind, RateLimit
+        from wfj_testing import make_job
+
+        seen = Observed(h)
+        try:
+            await h.engine.set_rate_limit(RateLimit(LimitKind.CATEGORY, "maintenance", 1, 2000, 1))
+            await h.engine.enqueue(
+                [make_job(category=int(JobCategory.MAINTENANCE)) for _ in range(2)]
+            )
+            assert len(await h.lease(5)) == 1
+            assert await h.lease(5) == []
+            counted: dict[str, float] = {}
+            data = seen.reader.get_metrics_data()
+            for resource in data.resource_metrics if data else ():
+                for scope in resource.scope_metrics:
+                    for metric in scope.metrics:
+                        if metric.name == "wfjobs.rate_limit.throttled":
+                            for point in metric.data.data_points:
+                                counted[point.attributes["limit"]] = point.value
+            assert counted.keys() == {"category:maintenance"}
+            assert abs(counted["category:maintenance"] - 2.0) < 1e-9
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
