@@ -121,12 +121,26 @@ def failure(
     exc: BaseException | None = None,
 ) -> worker_service_pb2.Failure:
     """A ``Failure`` outcome, with the traceback of ``exc`` when given."""
-    result = worker_service_pb2.Failure(error=error, error_kind=kind, non_retryable=non_retryable)
+    result = worker_service_pb2.Failure(
+        error=shown_text(error), error_kind=shown_text(kind), non_retryable=non_retryable
+    )
     if exc is not None:
-        result.traceback = format_traceback(exc)
+        result.traceback = shown_text(format_traceback(exc))
     if retry_time is not None:
         result.retry_time.CopyFrom(to_timestamp(retry_time))
     return result
+
+
+def release(reason: str) -> worker_service_pb2.Release:
+    """A ``Release`` outcome handing the job back for ``reason``."""
+    return worker_service_pb2.Release(reason=shown_text(reason))
+
+
+def shown_text(text: str) -> str:
+    """``text`` with each NUL written ``\\x00``: the coordinator refuses a
+    message whose strings hold U+0000, and an error message may well hold one
+    (bytes in an exception's text); one such outcome must not stop the rest."""
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
 
 
 def format_traceback(exc: BaseException, limit: int = MAX_TRACEBACK_BYTES) -> str:
@@ -246,7 +260,7 @@ def outcome_after_cancel(attempt: Attempt) -> Outcome:
         return failure(
             "JobCancelledError: cancel requested", "JobCancelledError", non_retryable=True
         )
-    return worker_service_pb2.Release(reason=reason)
+    return release(reason)
 
 
 async def _invoke(attempt: Attempt, executor: Executor | None, worker_id: str) -> Outcome:

@@ -95,7 +95,7 @@ from ._errors import (
     error_for_status,
     error_from_rpc,
 )
-from ._execution import Attempt, Outcome, run_attempt
+from ._execution import Attempt, Outcome, release, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._results import job_outcome
@@ -804,7 +804,7 @@ class InlineRunner:
         def traced(outcome: Outcome) -> Outcome:
             request = getattr(ctx, "_requested", None)
             if isinstance(request, HandOff):
-                return worker_service_pb2.Release(reason=request.reason)
+                return release(request.reason)
             if isinstance(request, ContinueAs):
                 return worker_service_pb2.Completion()
             return outcome
@@ -823,11 +823,11 @@ class InlineRunner:
             checkpoint = request.checkpoint if isinstance(request, HandOff) else NO_CHECKPOINT
             if checkpoint is NO_CHECKPOINT:
                 checkpoint = ctx.checkpoint_value
-            release = worker_service_pb2.Release(reason=reason)
+            handed_back = release(reason)
             if checkpoint is not NO_CHECKPOINT:
                 try:
                     content_type = ctx.content_type if isinstance(checkpoint, bytes) else None
-                    release.payload.CopyFrom(encode_payload(checkpoint, content_type))
+                    handed_back.payload.CopyFrom(encode_payload(checkpoint, content_type))
                 except PayloadEncodeError as exc:
                     job_outcome.failed.CopyFrom(
                         worker_service_pb2.Failure(
@@ -837,7 +837,7 @@ class InlineRunner:
                         )
                     )
                     return job_outcome
-            job_outcome.released.CopyFrom(release)
+            job_outcome.released.CopyFrom(handed_back)
         elif isinstance(outcome, worker_service_pb2.Completion):
             job_outcome.completed.CopyFrom(outcome)
         else:

@@ -77,7 +77,7 @@ from ._convert import RetryPolicy, from_timestamp
 from ._errors import (
     error_from_rpc,
 )
-from ._execution import Attempt, Outcome, job_outcome, run_attempt
+from ._execution import Attempt, Outcome, job_outcome, release, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._logging import install_default_logging
@@ -794,7 +794,7 @@ class Worker:
         running.handed_back = True
         if track:
             self._running.pop(running.key, None)
-        self._submit(running, worker_service_pb2.Release(reason=reason))
+        self._submit(running, release(reason))
 
     def _submit(self, running: Attempt, outcome: Outcome) -> None:
         assert self._reporter is not None

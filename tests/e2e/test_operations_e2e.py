@@ -382,3 +382,32 @@ def test_explain_shows_the_traceback_a_retry_waits_after(
     as_json = wfjobs_json(target, "jobs", "explain", job.id)
     assert as_json["last_failure"]["outcome"] == "ATTEMPT_OUTCOME_FAILED"
     assert "Traceback (most recent call last)" in as_json["last_failure"]["traceback"]
+
+
+def test_a_nul_in_one_error_message_spoils_no_other_outcome(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    from worker_sdk import RetryPolicy
+
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        bad = scheduler.enqueue(
+            "flaky",
+            {"succeed_on": 99, "message": "bytes \x00 in the message"},
+            retry_policy=RetryPolicy(max_attempts=1),
+        )
+        good = [scheduler.enqueue("noop", {"n": i}) for i in range(20)]
+        wait_until(
+            lambda: all(_status(admin, j.id) == JobStatus.COMPLETED for j in good),
+            30,
+            "the other jobs to complete",
+        )
+        wait_until(lambda: _status(admin, bad.id) == JobStatus.FAULTED, 30, "the bad job to fault")
+        failed = admin.get_job(bad.id)
+        # The NUL is shown escaped; the text around it is kept.
+        assert failed.attempts[-1].error == "RuntimeError: bytes \\x00 in the message"
+        assert "bytes \\x00 in the message" in failed.attempts[-1].traceback
+        # Every other job ran once: no outcome was refused and no lease ran out.
+        assert all(len(admin.get_job(j.id).attempts) <= 1 for j in good)
+    assert "reconnect" not in worker.log().lower(), worker.log()[-3000:]

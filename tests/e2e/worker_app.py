@@ -73,7 +73,7 @@ def main() -> None:
         log("start", ctx)
         if ctx.attempt < int(payload.get("succeed_on", 2)):
             log("fail", ctx)
-            raise RuntimeError(f"attempt {ctx.attempt} fails on purpose")
+            raise RuntimeError(payload.get("message") or f"attempt {ctx.attempt} fails on purpose")
         log("end", ctx)
         return "done"
 
