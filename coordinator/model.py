@@ -403,6 +403,8 @@ class NewJob:
     parent_job_id: str | None = None
     ordering_key: str | None = None
     ordering_skip_failed: bool = False
+    # Set by the store as it inserts the job (see ``store/ordering.py``).
+    ordering_held: bool = False
 
 
 @dataclass(slots=True)
@@ -461,6 +463,9 @@ class JobRecord:
     ordering_key: str | None = None
     # A FAULTED job of the key lets the next one run (else it holds the key).
     ordering_skip_failed: bool = False
+    # PENDING behind an earlier live job of its key, out of acquisition's reach
+    # until that job ends (``store/ordering.py``).
+    ordering_held: bool = False
 
     @property
     def counted_attempts(self) -> int:
@@ -630,6 +635,10 @@ class LeasedForFailure:
     started_at: int | None
     cancel_requested: bool
     released_attempts: int = 0
+    # The job's ordering key (with its tenant): an end that finishes the job
+    # may release the key's next job.
+    tenant_id: str = ""
+    ordering_key: str | None = None
 
     @property
     def counted_attempts(self) -> int:

@@ -171,7 +171,8 @@ class Attempts:
         self._dispatcher.wake_at(
             e.due_at or now for e in by_id.values() if e.new_status == JobStatus.PENDING
         )
-        if self.limited and (by_id or completed):
+        if self.limited and (by_id or completed or finished):
+            # A freed slot, or a key's head that ended, may admit a waiting job.
             self._dispatcher.wake()
         self._dispatcher.forget(forget)
         telemetry = self._telemetry()

@@ -195,7 +195,13 @@ class Operations:
         statuses = _bulk_statuses(flt, CANCELLABLE_STATUSES, "cancelled")
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
-        return await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
+        result = await self._call(
+            self._store.job_bulk_cancel, flt, statuses, reason, self._now()
+        )
+        if result.changed and self._engine.attempts.limited:
+            # A cancelled head of an ordering key lets the key's next job run.
+            self._engine.dispatcher.wake()
+        return result
 
     # -- drain ---------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from coordinator.store.events import (
     event_insert_sql,
 )
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
+from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
@@ -61,6 +62,16 @@ from coordinator.store.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+
+# A job made PENDING again (operator retry) is held when its key has another
+# live job that is not held (store/ordering.py).
+_HELD_AGAIN = sa.literal_column(key_busy(jobs.name, other_than_self=True))
+
+
+def _keys_of(rows: Any) -> set[Key]:
+    """The (tenant, ordering key) of the rows that have one."""
+    return {(r.tenant_id, r.ordering_key) for r in rows if r.ordering_key is not None}
 
 
 _NEW_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(NewJob))
@@ -273,6 +284,10 @@ class JobQueries(EventQueries):
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         new_lanes -= self._known_lanes
         keyed = any(j.idempotency_key for j in new_jobs)
+        if any(j.ordering_key is not None for j in new_jobs):
+            result = self._insert_ordered(new_jobs, direct, existing, new_lanes, keyed)
+            self._known_lanes |= new_lanes
+            return result
         if self.is_postgres and not new_lanes and len(new_jobs) <= _SMALL_BATCH:
             with self.statement() as conn:
                 return self._insert_deduplicated(
@@ -284,27 +299,78 @@ class JobQueries(EventQueries):
         with self.tx() as conn:
             if new_lanes:
                 self._lane_upsert(conn, new_lanes)
-            if keyed:
-                result = self._insert_deduplicated(
-                    conn, new_jobs, functools.partial(self._insert_skipping_keys, conn), existing
-                )
-            elif self.is_postgres:
-                self._copy_in(conn, new_jobs)
-                result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
-            else:
-                conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
-                result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
-            stored = [job_id for job_id, deduplicated, _ in result if not deduplicated]
-            if stored:
-                self._record_events(
-                    conn,
-                    [EventEntry(job_id, JobEventKind.ENQUEUED) for job_id in stored],
-                    max(j.created_at for j in new_jobs),
-                    bump=False,
-                )
-            if new_jobs:
-                self._notify_wake(conn, [j.due_at for j in new_jobs])
+            result = self._insert_in(conn, new_jobs, keyed, existing)
         self._known_lanes |= new_lanes
+        return result
+
+    def _insert_in(
+        self,
+        conn: sa.Connection,
+        new_jobs: Sequence[NewJob],
+        keyed: bool,
+        existing: dict[str, JobRow] | None,
+    ) -> list[tuple[str, bool, int]]:
+        """Store ``new_jobs`` PENDING in the transaction of ``conn``, with their
+        ENQUEUED events and the wake-up."""
+        if keyed:
+            result = self._insert_deduplicated(
+                conn, new_jobs, functools.partial(self._insert_skipping_keys, conn), existing
+            )
+        elif self.is_postgres:
+            self._copy_in(conn, new_jobs)
+            result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
+        else:
+            conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
+            result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
+        stored = [job_id for job_id, deduplicated, _ in result if not deduplicated]
+        if stored:
+            self._record_events(
+                conn,
+                [EventEntry(job_id, JobEventKind.ENQUEUED) for job_id in stored],
+                max(j.created_at for j in new_jobs),
+                bump=False,
+            )
+        if new_jobs:
+            self._notify_wake(conn, [j.due_at for j in new_jobs])
+        return result
+
+    def _insert_ordered(
+        self,
+        new_jobs: Sequence[NewJob],
+        direct: DirectLeases | None,
+        existing: dict[str, JobRow] | None,
+        new_lanes: set[tuple[str, str, str]],
+        keyed: bool,
+    ) -> list[tuple[str, bool, int]]:
+        """``job_insert_many`` for a batch with ordering keys: under the keys'
+        locks, each job of a key whose head is live, or that follows another
+        job of its key in the batch, is stored held (``store/ordering.py``)."""
+        keys = {(j.tenant_id, j.ordering_key) for j in new_jobs if j.ordering_key is not None}
+        with self.tx() as conn:
+            if new_lanes:
+                self._lane_upsert(conn, new_lanes)
+            lock_keys(conn, self.is_postgres, keys)
+            busy = busy_keys(conn, self.is_postgres, keys)
+            for job in new_jobs:
+                if job.ordering_key is not None:
+                    key = (job.tenant_id, job.ordering_key)
+                    job.ordering_held = key in busy
+                    busy.add(key)
+            if self.is_postgres and len(new_jobs) <= _SMALL_BATCH:
+                result = self._insert_deduplicated(
+                    conn,
+                    new_jobs,
+                    functools.partial(self._insert_small, conn, direct=direct, keyed=keyed),
+                    existing,
+                )
+            else:
+                result = self._insert_in(conn, new_jobs, keyed, existing)
+            if keyed:
+                # A job held behind one of the batch that was deduplicated (not
+                # stored) may have nothing live ahead of it.
+                due = release_next(conn, self.is_postgres, keys)
+                if due:
+                    self._notify_wake(conn, due)
         return result
 
     def job_insert_leased(
@@ -623,10 +689,11 @@ class JobQueries(EventQueries):
                     f"job {job_id} has run {row.attempt} attempts, the most one job may run "
                     f"({ATTEMPT_CEILING:,}); replay it to run it as a new job"
                 )
+            lock_keys(conn, self.is_postgres, _keys_of([row]))
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status.in_(wanted))
-                .values(**retry_values(granted, now))
+                .values(**retry_values(granted, now), ordering_held=_HELD_AGAIN)
             )
             self._record_events(
                 conn, [EventEntry(job_id, JobEventKind.RETRY_SCHEDULED)], now, bump=True
@@ -643,15 +710,28 @@ class JobQueries(EventQueries):
         """
         note = f"cancelled: {reason}" if reason else "cancelled"
         with self.tx() as conn:
+            # A PENDING job's key is locked before its row (see store/ordering.py).
+            keys = _keys_of(
+                conn.execute(
+                    sa.select(jobs.c.tenant_id, jobs.c.ordering_key).where(jobs.c.id == job_id)
+                )
+            )
+            lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.PENDING))
-                .values(status=int(JobStatus.CANCELLED), finished_at=now, last_error=note)
+                .values(
+                    status=int(JobStatus.CANCELLED),
+                    finished_at=now,
+                    last_error=note,
+                    ordering_held=False,
+                )
             ).rowcount
             if pending:
                 self._record_events(
                     conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
                 )
+                self._release(conn, keys)
             else:
                 running = conn.execute(
                     jobs.update()
@@ -725,6 +805,10 @@ class JobQueries(EventQueries):
             )
             if new_status == JobStatus.PENDING or wake:
                 self._notify_wake(conn, now)
+            if new_status != JobStatus.PENDING:
+                keys = _keys_of([row])
+                lock_keys(conn, self.is_postgres, keys)
+                self._release(conn, keys)
             return StateChange(self._read_job(conn, job_id), True)
 
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
@@ -757,6 +841,7 @@ class JobQueries(EventQueries):
                 "replay_of",
                 "released_attempts",
                 "event_tx",
+                "ordering_held",
             }
         ]
         source = sa.select(
@@ -766,10 +851,27 @@ class JobQueries(EventQueries):
             sa.literal(now, sa.BigInteger).label("created_at"),
             sa.literal(now, sa.BigInteger).label("due_at"),
             sa.literal(job_id).label("replay_of"),
+            # Held behind the key's live jobs, the original among them.
+            sa.literal_column(key_busy(jobs.name, other_than_self=False)).label("ordering_held"),
             *[jobs.c[name] for name in copied],
         ).where(jobs.c.id == job_id)
-        target = ["id", "status", "attempt", "created_at", "due_at", "replay_of", *copied]
+        target = [
+            "id",
+            "status",
+            "attempt",
+            "created_at",
+            "due_at",
+            "replay_of",
+            "ordering_held",
+            *copied,
+        ]
         with self.tx() as conn:
+            keys = _keys_of(
+                conn.execute(
+                    sa.select(jobs.c.tenant_id, jobs.c.ordering_key).where(jobs.c.id == job_id)
+                )
+            )
+            lock_keys(conn, self.is_postgres, keys)
             inserted = conn.execute(
                 jobs.insert().from_select(target, source).returning(jobs.c.id)
             ).first()
@@ -822,12 +924,15 @@ class JobQueries(EventQueries):
                         jobs.c.max_attempts,
                         jobs.c.retry_policy,
                         jobs.c.released_attempts,
+                        jobs.c.tenant_id,
+                        jobs.c.ordering_key,
                     ),
                 )
                 if not rows:
                     break
                 after = rows[-1].id
                 matched += len(rows)
+                lock_keys(conn, self.is_postgres, _keys_of(rows))
                 retried: list[EventEntry] = []
                 for row in rows:
                     granted = _grant_for(grant, row, keep_attempts)
@@ -836,7 +941,7 @@ class JobQueries(EventQueries):
                     if conn.execute(
                         jobs.update()
                         .where(jobs.c.id == row.id, jobs.c.status.in_(wanted))
-                        .values(**retry_values(granted, now))
+                        .values(**retry_values(granted, now), ordering_held=_HELD_AGAIN)
                     ).rowcount:
                         retried.append(EventEntry(row.id, JobEventKind.RETRY_SCHEDULED))
                 changed += len(retried)
@@ -857,10 +962,15 @@ class JobQueries(EventQueries):
         after = ""
         while True:
             with self.tx() as conn:
-                rows = self._lock_chunk(conn, flt, wanted, after, (jobs.c.id, jobs.c.status))
-                if not rows:
+                columns = (jobs.c.id, jobs.c.status, jobs.c.tenant_id, jobs.c.ordering_key)
+                found = self._chunk(conn, flt, wanted, after, columns)
+                if not found:
                     break
-                after = rows[-1].id
+                after = found[-1].id
+                # The chunk's ordering keys are locked before its rows (see
+                # store/ordering.py); rows that moved on meanwhile drop out.
+                lock_keys(conn, self.is_postgres, _keys_of(found))
+                rows = self._lock_rows(conn, [r.id for r in found], wanted, columns)
                 matched += len(rows)
                 pending = [r.id for r in rows if r.status == JobStatus.PENDING]
                 running = [r.id for r in rows if r.status == JobStatus.RUNNING]
@@ -870,7 +980,10 @@ class JobQueries(EventQueries):
                             jobs.update()
                             .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
                             .values(
-                                status=int(JobStatus.CANCELLED), finished_at=now, last_error=note
+                                status=int(JobStatus.CANCELLED),
+                                finished_at=now,
+                                last_error=note,
+                                ordering_held=False,
                             )
                             .returning(jobs.c.id)
                         ).scalars()
@@ -882,15 +995,57 @@ class JobQueries(EventQueries):
                         now,
                         bump=True,
                     )
+                    done = set(cancelled)
+                    self._release(conn, _keys_of(r for r in rows if r.id in done))
                 if running:
                     changed += conn.execute(
                         jobs.update()
                         .where(jobs.c.id.in_(running), jobs.c.status == int(JobStatus.RUNNING))
                         .values(cancel_requested=True)
                     ).rowcount
-            if len(rows) < BULK_CHUNK:
+            if len(found) < BULK_CHUNK:
                 break
         return BulkCount(matched, changed)
+
+    def _chunk(
+        self,
+        conn: sa.Connection,
+        flt: JobFilter,
+        statuses: Sequence[int],
+        after: str,
+        columns: Sequence[Any],
+    ) -> list[Any]:
+        """The next ``BULK_CHUNK`` matches after ``after``, read without locks."""
+        query = (
+            sa.select(*columns)
+            .where(*_filter_clauses(flt), jobs.c.status.in_(statuses), jobs.c.id > after)
+            .order_by(jobs.c.id)
+            .limit(BULK_CHUNK)
+        )
+        return list(conn.execute(query))
+
+    def _lock_rows(
+        self,
+        conn: sa.Connection,
+        ids: Sequence[str],
+        statuses: Sequence[int],
+        columns: Sequence[Any],
+    ) -> list[Any]:
+        """Of ``ids``, the rows still in ``statuses``, locked (PostgreSQL)."""
+        query = (
+            sa.select(*columns)
+            .where(jobs.c.id.in_(list(ids)), jobs.c.status.in_(statuses))
+            .order_by(jobs.c.id)
+        )
+        if self.is_postgres:
+            query = query.with_for_update()
+        return list(conn.execute(query))
+
+    def _release(self, conn: sa.Connection, keys: set[Key]) -> None:
+        """A job of each of ``keys`` (locked) ended here: release each key's next job."""
+        due = release_next(conn, self.is_postgres, keys)
+        if due:
+            self._notify_wake(conn, due)
 
     def _lock_chunk(
         self,
@@ -937,15 +1092,31 @@ class JobQueries(EventQueries):
                 ).scalar()
                 if not got:
                     return 0
-            ids = list(
+            found = list(
                 conn.execute(
-                    sa.select(jobs.c.id).where(sa.text(FINISHED_JOB), sa.or_(*clauses)).limit(limit)
-                ).scalars()
+                    sa.select(
+                        jobs.c.id,
+                        jobs.c.tenant_id,
+                        jobs.c.ordering_key,
+                        jobs.c.status,
+                        jobs.c.ordering_skip_failed,
+                    )
+                    .where(sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .limit(limit)
+                )
             )
-            if not ids:
+            if not found:
                 return 0
+            ids = [r.id for r in found]
             conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(ids)))
-            return conn.execute(jobs.delete().where(jobs.c.id.in_(ids))).rowcount
+            deleted = conn.execute(jobs.delete().where(jobs.c.id.in_(ids))).rowcount
+            # A FAULTED job that held its key is gone: the key's next job may run.
+            holding = _keys_of(
+                r for r in found if r.status == JobStatus.FAULTED and not r.ordering_skip_failed
+            )
+            lock_keys(conn, self.is_postgres, holding)
+            self._release(conn, holding)
+            return deleted
 
     def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
         query = sa.select(jobs).where(jobs.c.id == job_id)

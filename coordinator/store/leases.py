@@ -46,12 +46,13 @@ from coordinator.store.events import (
     event_tx_bump,
 )
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
-from coordinator.store.ordering import ordering_allows
+from coordinator.store.ordering import Key, lock_keys, ordering_allows, release_next
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
     first_attempt_completed,
     job_attempts,
     jobs,
+    ready_job,
 )
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
                 SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                   AND x.definition_id = l.definition_id
-                  AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+                  AND {ready_job("x")} AND x.due_at <= :now
                   AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)} AND {ordering_allows("x")}
                 ORDER BY x.priority DESC, x.due_at, x.id
                 LIMIT :n
@@ -141,7 +142,7 @@ CANCELLED_AFTER_COMPLETION = (
 
 _LEASED_FOR_FAILURE = (
     "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, "
-    "cancel_requested, released_attempts"
+    "cancel_requested, released_attempts, tenant_id, ordering_key"
 )
 
 
@@ -219,7 +220,7 @@ class LeaseQueries(EventQueries):
                     FROM wfj_jobs x
                     WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                       AND x.definition_id = l.definition_id
-                      AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+                      AND {ready_job("x")} AND x.due_at <= :now
                       AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
                       AND NOT x.category = ANY(:x_categories) AND {ordering_allows("x")}
@@ -249,7 +250,7 @@ class LeaseQueries(EventQueries):
                    category
             FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
             WHERE x.tenant_id = :tenant AND x.job_type = :job_type
-              AND x.definition_id = :definition AND x.status = {JobStatus.PENDING:d} AND x.due_at <= :now
+              AND x.definition_id = :definition AND {ready_job("x")} AND x.due_at <= :now
               AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
               AND x.category NOT IN :x_categories AND {ordering_allows("x")}
@@ -452,13 +453,15 @@ class LeaseQueries(EventQueries):
             return {}
         try:
             if wake or not self.is_postgres:
-                with self.tx() as conn:
-                    out = self._complete_refusable(conn, completions, now)
-                    if out and wake:
-                        self._notify_wake(conn, now)
-                    return out
+                return self._complete_in_tx(completions, now, wake)
             with self.statement() as conn:
-                return self._complete_refusable(conn, completions, now)
+                # Jobs with an ordering key are left to a transaction that
+                # releases their key's next job (``ordering.release_next``).
+                out = self._complete_refusable(conn, completions, now, ordered=False)
+            rest = [c for c in completions if c.job_id not in out]
+            if rest:
+                out.update(self._complete_in_tx(rest, now, wake))
+            return out
         except _BatchRefused as refused:
             if len(completions) == 1:
                 (set_aside or _log_set_aside)(completions[0].job_id, refused.error)
@@ -468,25 +471,50 @@ class LeaseQueries(EventQueries):
             for c in completions:
                 try:
                     with conn.begin_nested():
-                        applied.update(self._complete_in(conn, [c], now))
+                        applied.update(self._complete_in(conn, [c], now, ordered=True))
                 except ROW_WRITE_ERRORS as e:
                     (set_aside or _log_set_aside)(c.job_id, e)
             if applied and wake:
                 self._notify_wake(conn, now)
         return applied
 
+    def _complete_in_tx(
+        self, completions: Sequence[Completion], now: int, wake: bool
+    ) -> dict[str, JobStatus]:
+        with self.tx() as conn:
+            out = self._complete_refusable(conn, completions, now, ordered=True)
+            if out and wake:
+                self._notify_wake(conn, now)
+            return out
+
     def _complete_refusable(
-        self, conn: sa.Connection, completions: Sequence[Completion], now: int
+        self, conn: sa.Connection, completions: Sequence[Completion], now: int, *, ordered: bool
     ) -> dict[str, JobStatus]:
         """``_complete_in``; a value the database refuses ends the transaction."""
         try:
-            return self._complete_in(conn, completions, now)
+            return self._complete_in(conn, completions, now, ordered=ordered)
         except ROW_WRITE_ERRORS as e:
             raise _BatchRefused(e) from e
 
+    def _release_after_end(self, conn: sa.Connection, keys: set[Key]) -> None:
+        """The jobs of ``keys`` ended in this transaction: release each key's next job."""
+        if not keys:
+            return
+        lock_keys(conn, self.is_postgres, keys)
+        due = release_next(conn, self.is_postgres, keys)
+        if due:
+            self._notify_wake(conn, due)
+
     def _complete_in(
-        self, conn: sa.Connection, completions: Sequence[Completion], now: int
+        self,
+        conn: sa.Connection,
+        completions: Sequence[Completion],
+        now: int,
+        *,
+        ordered: bool,
     ) -> dict[str, JobStatus]:
+        """Write the completions; with ``ordered`` false (an autocommit statement),
+        jobs with an ordering key are skipped (not in the answer)."""
         status_sql = (
             f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
             f"ELSE {int(JobStatus.COMPLETED)} END"
@@ -509,8 +537,9 @@ class LeaseQueries(EventQueries):
                         {event_tx_bump("j")}
                     FROM input i
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
+                      {"" if ordered else "AND j.ordering_key IS NULL"}
                     RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
-                        j.last_error, j.last_error_kind, i.token
+                        j.last_error, j.last_error_kind, i.token, j.ordering_key
                 ), recorded AS (
                     INSERT INTO wfj_job_attempts
                         (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
@@ -519,7 +548,7 @@ class LeaseQueries(EventQueries):
                 ), ev AS (
                     {_COMPLETION_EVENTS_SQL}
                 )
-                SELECT id, status FROM done
+                SELECT id, status, tenant_id, ordering_key FROM done
                 """
             params = {
                 "ids": [c.job_id for c in completions],
@@ -529,12 +558,17 @@ class LeaseQueries(EventQueries):
                 "now": now,
                 "cancel_note": CANCELLED_AFTER_COMPLETION,
             }
-            out = {
-                job_id: JobStatus(status)
-                for job_id, status in conn.exec_driver_sql(driver_sql(sql), params)
-            }
+            out: dict[str, JobStatus] = {}
+            keys: set[Key] = set()
+            for job_id, status, tenant_id, ordering_key in conn.exec_driver_sql(
+                driver_sql(sql), params
+            ):
+                out[job_id] = JobStatus(status)
+                if ordering_key is not None:
+                    keys.add((tenant_id, ordering_key))
             if out:
                 self._events_written(conn)
+            self._release_after_end(conn, keys)
             return out
         update = sa.text(
             f"""
@@ -542,11 +576,13 @@ class LeaseQueries(EventQueries):
                 last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
                 finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
-            RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind
+            RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind,
+                tenant_id, ordering_key
             """
         )
         applied: dict[str, JobStatus] = {}
         events: list[EventEntry] = []
+        ended_keys: set[Key] = set()
         for c in completions:
             row = conn.execute(
                 update,
@@ -563,6 +599,8 @@ class LeaseQueries(EventQueries):
                 continue
             applied[row.id] = JobStatus(row.status)
             events.append(_completion_event(row))
+            if row.ordering_key is not None:
+                ended_keys.add((row.tenant_id, row.ordering_key))
             if row.status == JobStatus.COMPLETED and row.attempt == 1:
                 continue
             conn.execute(
@@ -578,6 +616,7 @@ class LeaseQueries(EventQueries):
                 },
             )
         self._record_events(conn, events, now, bump=False)
+        self._release_after_end(conn, ended_keys)
         return applied
 
     def job_end_attempts(
@@ -814,6 +853,15 @@ class LeaseQueries(EventQueries):
         )
         conn.execute(job_attempts.insert(), attempts)
         self._record_events(conn, events, now, bump=False)
+        self._release_after_end(
+            conn,
+            {
+                (by_id[e.job_id].tenant_id, key)
+                for e in ends
+                if e.new_status != JobStatus.PENDING
+                and (key := by_id[e.job_id].ordering_key) is not None
+            },
+        )
         # Every retry's due time, and "now" when the freed slots may admit
         # a waiting job.
         due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]

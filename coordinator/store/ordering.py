@@ -1,45 +1,173 @@
 """Ordering keys: jobs of one tenant and ``ordering_key`` run one at a time, in id order.
 
-A job with an ordering key may be leased only when no job of its key is
-RUNNING and no job of its key with a smaller id is PENDING, or FAULTED with
-the blocking policy (``ordering_skip_failed`` false). ``ordering_allows`` is
-that rule as SQL over a job row; every statement that leases (the candidate
-reads, the one-statement claim, the guarded claim) includes it, so a stale
-candidate list cannot lease a job behind its key, on any replica: whatever a
-concurrent claimer does to the head (lease it, end it), the head is PENDING,
-RUNNING or terminal, and only its terminal commit lets the next job through.
+Design note. A key's *live* jobs are its RUNNING and PENDING jobs and its
+FAULTED jobs with the blocking policy (``ordering_skip_failed`` false). Only a
+key's head is a candidate for acquisition: every other PENDING job of the key
+is stored *held* (``ordering_held``), which keeps it out of the ready index
+(``schema.READY_JOB``), so finding a job to lease never walks past a key's
+queue, however long it is. The rules:
 
-Each half is one probe of a small partial index (``ix_wfj_jobs_ordering_running``
-over RUNNING rows with a key, ``ix_wfj_jobs_ordering_ahead`` over PENDING and
-FAULTED rows with a key, keyed by (tenant, key, id)): deciding whether a job
-may run costs the same however long its key's queue is.
+- Enqueue (and replay, and an operator retry of an ended job) stores a job of
+  a key held when the key already has a live job that is not held
+  (``key_busy``), or when an earlier job of the same batch has the key.
+- Every transaction that ends a live job of a key (completed, cancelled,
+  FAULTED with the skip policy, purged) then releases the key's first held
+  job, unless the key still has a live job that is not held
+  (``release_next``). A job is never held while nothing of its key could
+  release it: a held job's key always has a live job that is not held.
+
+Every statement that leases also re-checks ``ordering_allows`` (not held, no
+RUNNING job of the key, no earlier live job of the key that is not held), so
+a stale candidate list cannot lease a job behind its key on any replica, and
+two jobs of a key left unheld by concurrent enqueues still run one at a time.
+
+Races. On PostgreSQL every transaction that decides or changes whether a
+key's job is held takes the key's transaction advisory lock (``lock_keys``)
+before it reads the key, in a statement of its own (under READ COMMITTED the
+next statement then sees everything the previous holder committed): an
+enqueue that finds the head RUNNING and stores its job held, and the
+completion of that head, are serialised, so the completion's release sees the
+held job, or the enqueue sees the head ended and stores its job unheld. Locks
+are taken in one sorted statement per transaction. Transactions that end a
+job they address by id (completion, ended attempts, unlock, operator retry,
+purge) lock the job's row first and the key after; those that only change
+PENDING jobs (enqueue, cancel, bulk cancel, replay) take the key first. A
+transaction holding a key's lock then waits only for rows of PENDING jobs,
+which no transaction of the first kind holds, so the two orders cannot
+deadlock. SQLite runs one writing transaction at a time.
+
+The probes use small partial indexes keyed by (tenant, key[, id]):
+``ix_wfj_jobs_ordering_running`` (RUNNING rows), ``ix_wfj_jobs_ordering_ahead``
+(PENDING and FAULTED rows not held) and ``ix_wfj_jobs_ordering_held``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
 from coordinator.model import JobStatus
-from coordinator.store.base import StoreBase
+from coordinator.store.base import StoreBase, driver_sql
 
 _RUNNING = int(JobStatus.RUNNING)
 _PENDING = int(JobStatus.PENDING)
 _FAULTED = int(JobStatus.FAULTED)
 
+# The class of the key locks (two-integer advisory locks, apart from the
+# one-integer locks of chores and limits).
+_LOCK_CLASS = 0x0F0D
+
+# (tenant id, ordering key)
+Key = tuple[str, str]
+
+
+def _live_unheld(tenant: str, key: str, exclude: str | None = None) -> str:
+    """SQL true when the key has a live job that is not held (other than ``exclude``)."""
+    other = f" AND {{a}}.id <> {exclude}" if exclude else ""
+    running = (
+        f"EXISTS (SELECT 1 FROM wfj_jobs r WHERE r.tenant_id = {tenant} "
+        f"AND r.ordering_key = {key} AND r.status = {_RUNNING}{other.format(a='r')})"
+    )
+    waiting = (
+        f"EXISTS (SELECT 1 FROM wfj_jobs w WHERE w.tenant_id = {tenant} "
+        f"AND w.ordering_key = {key} AND w.status IN ({_PENDING}, {_FAULTED}) "
+        f"AND NOT w.ordering_held AND NOT (w.status = {_FAULTED} AND w.ordering_skip_failed)"
+        f"{other.format(a='w')})"
+    )
+    return f"({running} OR {waiting})"
+
 
 def ordering_allows(alias: str) -> str:
     """SQL true when the job row ``alias`` is not held back by its ordering key."""
     return (
-        f"({alias}.ordering_key IS NULL OR ("
+        f"(NOT {alias}.ordering_held AND ({alias}.ordering_key IS NULL OR ("
         f"NOT EXISTS (SELECT 1 FROM wfj_jobs o1 WHERE o1.tenant_id = {alias}.tenant_id "
         f"AND o1.ordering_key = {alias}.ordering_key AND o1.status = {_RUNNING}) "
         f"AND NOT EXISTS (SELECT 1 FROM wfj_jobs o2 WHERE o2.tenant_id = {alias}.tenant_id "
         f"AND o2.ordering_key = {alias}.ordering_key AND o2.id < {alias}.id "
-        f"AND o2.status IN ({_PENDING}, {_FAULTED}) "
-        f"AND NOT (o2.status = {_FAULTED} AND o2.ordering_skip_failed))))"
+        f"AND o2.status IN ({_PENDING}, {_FAULTED}) AND NOT o2.ordering_held "
+        f"AND NOT (o2.status = {_FAULTED} AND o2.ordering_skip_failed)))))"
     )
+
+
+def key_busy(alias: str, *, other_than_self: bool) -> str:
+    """SQL true when the job row ``alias`` would be stored held: it has an
+    ordering key with a live job that is not held (other than itself when
+    ``other_than_self``)."""
+    live = _live_unheld(
+        f"{alias}.tenant_id",
+        f"{alias}.ordering_key",
+        f"{alias}.id" if other_than_self else None,
+    )
+    return f"({alias}.ordering_key IS NOT NULL AND {live})"
+
+
+def lock_keys(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) -> None:
+    """Take the transaction advisory lock of each key (PostgreSQL), in hash order."""
+    wanted = sorted(set(keys))
+    if not is_postgres or not wanted:
+        return
+    conn.exec_driver_sql(
+        driver_sql(
+            f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, h) FROM ("
+            "SELECT DISTINCT hashtext(t || chr(31) || k) AS h "
+            "FROM unnest(CAST(:tenants AS text[]), CAST(:keys AS text[])) AS u(t, k)) s "
+            "ORDER BY h"
+        ),
+        {"tenants": [t for t, _ in wanted], "keys": [k for _, k in wanted]},
+    )
+
+
+def busy_keys(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) -> set[Key]:
+    """Of ``keys``, those with a live job that is not held (a new job would be held)."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return set()
+    if is_postgres:
+        sql = (
+            "SELECT u.t, u.k FROM unnest(CAST(:tenants AS text[]), CAST(:keys AS text[])) "
+            f"AS u(t, k) WHERE {_live_unheld('u.t', 'u.k')}"
+        )
+        params = {"tenants": [t for t, _ in wanted], "keys": [k for _, k in wanted]}
+        return {(t, k) for t, k in conn.exec_driver_sql(driver_sql(sql), params)}
+    probe = sa.text(f"SELECT {_live_unheld(':t', ':k')}")
+    return {(t, k) for t, k in wanted if conn.execute(probe, {"t": t, "k": k}).scalar()}
+
+
+def release_next(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) -> list[int]:
+    """Release the first held job of each of ``keys`` that has no live job left
+    that is not held; returns the released jobs' due times (to wake acquisition).
+
+    Call it after a job of the key ended, in the same transaction, holding the
+    key's lock (``lock_keys``). A key whose head is still live is left as it is.
+    """
+    wanted = sorted(set(keys))
+    if not wanted:
+        return []
+    first_held = (
+        "(SELECT h.id FROM wfj_jobs h WHERE h.tenant_id = {t} AND h.ordering_key = {k} "
+        "AND h.ordering_held ORDER BY h.id LIMIT 1)"
+    )
+    if is_postgres:
+        sql = (
+            "UPDATE wfj_jobs j SET ordering_held = false FROM ("
+            f"SELECT {first_held.format(t='u.t', k='u.k')} AS id "
+            "FROM unnest(CAST(:tenants AS text[]), CAST(:keys AS text[])) AS u(t, k) "
+            f"WHERE NOT {_live_unheld('u.t', 'u.k')}) n "
+            "WHERE j.id = n.id AND j.ordering_held RETURNING j.due_at"
+        )
+        params = {"tenants": [t for t, _ in wanted], "keys": [k for _, k in wanted]}
+        return [due for (due,) in conn.exec_driver_sql(driver_sql(sql), params)]
+    statement = sa.text(
+        f"UPDATE wfj_jobs SET ordering_held = 0 WHERE id = {first_held.format(t=':t', k=':k')} "
+        f"AND NOT {_live_unheld(':t', ':k')} RETURNING due_at"
+    )
+    out: list[int] = []
+    for t, k in wanted:
+        out.extend(due for (due,) in conn.execute(statement, {"t": t, "k": k}))
+    return out
 
 
 class OrderingQueries(StoreBase):
@@ -47,17 +175,20 @@ class OrderingQueries(StoreBase):
 
     def job_ordering_blocker(self, tenant_id: str, ordering_key: str, job_id: str) -> Any:
         """The job that holds ``job_id`` back in its key: the key's RUNNING job,
-        else its first earlier PENDING or blocking FAULTED job; None when none does.
-        A row of (id, status)."""
+        else its first live job that is not held and, unless ``job_id`` is held
+        itself, comes before it; None when none does. A row of (id, status)."""
         running = sa.text(
             f"SELECT id, status FROM wfj_jobs WHERE tenant_id = :tenant AND ordering_key = :key "
             f"AND status = {_RUNNING} AND id <> :id LIMIT 1"
         )
         ahead = sa.text(
             f"SELECT id, status FROM wfj_jobs WHERE tenant_id = :tenant AND ordering_key = :key "
-            f"AND id < :id AND status IN ({_PENDING}, {_FAULTED}) "
-            f"AND NOT (status = {_FAULTED} AND ordering_skip_failed) ORDER BY id LIMIT 1"
+            f"AND id <> :id AND (id < :id OR :held) AND status IN ({_PENDING}, {_FAULTED}) "
+            f"AND NOT ordering_held AND NOT (status = {_FAULTED} AND ordering_skip_failed) "
+            "ORDER BY id LIMIT 1"
         )
-        params = {"tenant": tenant_id, "key": ordering_key, "id": job_id}
+        held = sa.text("SELECT ordering_held FROM wfj_jobs WHERE id = :id")
+        params: dict[str, Any] = {"tenant": tenant_id, "key": ordering_key, "id": job_id}
         with self.tx() as conn:
+            params["held"] = bool(conn.execute(held, params).scalar())
             return conn.execute(running, params).first() or conn.execute(ahead, params).first()

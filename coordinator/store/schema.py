@@ -5,7 +5,7 @@ SQLite and PostgreSQL compare and order them identically. Status and other
 enums are small integers equal to the protobuf enum numbers.
 
 Acquisition reads jobs through ``ix_jobs_ready``: a partial index over
-PENDING rows keyed by *lane* (tenant, job type, definition) and then by the
+PENDING rows not held behind their ordering key (``READY_JOB``) keyed by *lane* (tenant, job type, definition) and then by the
 in-tenant order (priority, due time, id). Acquisition walks lanes, never the
 whole table, so a paused definition's jobs are skipped with one index probe
 however many there are, and nothing ever rewrites a paused row.
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0012"
+SCHEMA_REVISION = "0013"
 
 metadata = sa.MetaData()
 
@@ -73,6 +73,9 @@ jobs = sa.Table(
     sa.Column("ordering_key", sa.Text),
     # Fixed at enqueue: a FAULTED job of the key lets the next run (else it holds the key).
     sa.Column("ordering_skip_failed", sa.Boolean, nullable=False, server_default=sa.false()),
+    # PENDING behind an earlier live job of its ordering key (store/ordering.py):
+    # kept out of the ready index until the key's head ends and releases it.
+    sa.Column("ordering_held", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
@@ -235,6 +238,16 @@ cluster_flags = sa.Table(
     sa.Column("updated_at", sa.BigInteger, nullable=False),
 )
 
+# PENDING and not held behind an ordering key: the rows acquisition may lease.
+# Queries that want ``ix_wfj_jobs_ready`` repeat these terms (``ready_job``).
+READY_JOB = f"status = {JobStatus.PENDING:d} AND NOT ordering_held"
+
+
+def ready_job(alias: str) -> str:
+    """``READY_JOB`` over the row ``alias``, as terms both planners match to the index."""
+    return f"{alias}.status = {JobStatus.PENDING:d} AND NOT {alias}.ordering_held"
+
+
 sa.Index(
     "ix_wfj_jobs_ready",
     jobs.c.tenant_id,
@@ -243,8 +256,8 @@ sa.Index(
     jobs.c.priority.desc(),
     jobs.c.due_at,
     jobs.c.id,
-    postgresql_where=jobs.c.status == int(JobStatus.PENDING),
-    sqlite_where=jobs.c.status == int(JobStatus.PENDING),
+    postgresql_where=sa.text(READY_JOB),
+    sqlite_where=sa.text(READY_JOB),
 )
 sa.Index(
     "ix_wfj_jobs_leases",
@@ -278,6 +291,9 @@ sa.Index(
     postgresql_where=jobs.c.parent_job_id.isnot(None),
     sqlite_where=jobs.c.parent_job_id.isnot(None),
 )
+# PENDING or FAULTED jobs of a key that are not held: a key's head and what
+# could block it (store/ordering.py repeats these terms).
+ORDERING_AHEAD = "ordering_key IS NOT NULL AND status IN (1, 4) AND NOT ordering_held"
 sa.Index(
     "ix_wfj_jobs_ordering_running",
     jobs.c.tenant_id,
@@ -290,8 +306,16 @@ sa.Index(
     jobs.c.tenant_id,
     jobs.c.ordering_key,
     jobs.c.id,
-    postgresql_where=sa.text("ordering_key IS NOT NULL AND status IN (1, 4)"),
-    sqlite_where=sa.text("ordering_key IS NOT NULL AND status IN (1, 4)"),
+    postgresql_where=sa.text(ORDERING_AHEAD),
+    sqlite_where=sa.text(ORDERING_AHEAD),
+)
+sa.Index(
+    "ix_wfj_jobs_ordering_held",
+    jobs.c.tenant_id,
+    jobs.c.ordering_key,
+    jobs.c.id,
+    postgresql_where=sa.text("ordering_held"),
+    sqlite_where=sa.text("ordering_held"),
 )
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 

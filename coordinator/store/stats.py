@@ -15,12 +15,18 @@ from coordinator.model import (
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import (
     FINISHED_JOB,
+    READY_JOB,
     first_attempt_completed,
     job_attempts,
     jobs,
 )
 
 log = logging.getLogger(__name__)
+
+# PENDING jobs as two parts, each matching a partial index: the ready ones
+# (``ix_wfj_jobs_ready``) and those held behind their ordering key
+# (``ix_wfj_jobs_ordering_held``; a held job is always PENDING).
+_PENDING_PARTS = (sa.text(READY_JOB), sa.text("ordering_held"))
 
 
 class StatsQueries(StoreBase):
@@ -41,25 +47,28 @@ class StatsQueries(StoreBase):
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> int | None:
-        """Due time of the oldest job that is due and still PENDING."""
-        query = sa.select(sa.func.min(jobs.c.due_at)).where(
-            jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now
-        )
-        if tenant_id:
-            query = query.where(jobs.c.tenant_id == tenant_id)
-        if category:
-            query = query.where(jobs.c.category == int(category))
+        """Due time of the oldest job that is due and still PENDING (held ones included)."""
+        oldest = []
+        for pending in _PENDING_PARTS:
+            query = sa.select(sa.func.min(jobs.c.due_at)).where(pending, jobs.c.due_at <= now)
+            if tenant_id:
+                query = query.where(jobs.c.tenant_id == tenant_id)
+            if category:
+                query = query.where(jobs.c.category == int(category))
+            oldest.append(query.scalar_subquery())
         with self.tx() as conn:
-            return conn.execute(query).scalar()
+            found = [t for t in conn.execute(sa.select(*oldest)).one() if t is not None]
+        return min(found) if found else None
 
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
     ) -> int:
-        """Due PENDING jobs of the tenant that acquisition orders before this one."""
+        """Due PENDING jobs of the tenant that acquisition orders before this one
+        (jobs held behind their ordering key are not in that order)."""
         sql = sa.text(
             f"""
             SELECT count(*) FROM wfj_jobs
-            WHERE tenant_id = :tenant AND status = {JobStatus.PENDING:d} AND due_at <= :now
+            WHERE tenant_id = :tenant AND {READY_JOB} AND due_at <= :now
               AND (priority > :priority
                    OR (priority = :priority AND (due_at < :due OR (due_at = :due AND id < :id))))
             """
@@ -113,20 +122,24 @@ class StatsQueries(StoreBase):
     def job_backlog_by_tenant_type(self, now: int) -> list[Any]:
         """(tenant, job type, category, count, oldest due time) of PENDING jobs due by ``now``.
 
-        Reads only PENDING rows (through the partial ready index), never the
-        finished ones; telemetry caches the answer for several seconds.
+        Reads only PENDING rows (through the partial ready index, and the index
+        of jobs held behind their ordering key), never the finished ones;
+        telemetry caches the answer for several seconds.
         """
-        query = (
-            sa.select(
-                jobs.c.tenant_id,
-                jobs.c.job_type,
-                jobs.c.category,
-                sa.func.count().label("n"),
-                sa.func.min(jobs.c.due_at).label("oldest_due_at"),
+        parts = [
+            sa.select(jobs.c.tenant_id, jobs.c.job_type, jobs.c.category, jobs.c.due_at).where(
+                pending, jobs.c.due_at <= now
             )
-            .where(jobs.c.status == int(JobStatus.PENDING), jobs.c.due_at <= now)
-            .group_by(jobs.c.tenant_id, jobs.c.job_type, jobs.c.category)
-        )
+            for pending in _PENDING_PARTS
+        ]
+        rows = sa.union_all(*parts).subquery()
+        query = sa.select(
+            rows.c.tenant_id,
+            rows.c.job_type,
+            rows.c.category,
+            sa.func.count().label("n"),
+            sa.func.min(rows.c.due_at).label("oldest_due_at"),
+        ).group_by(rows.c.tenant_id, rows.c.job_type, rows.c.category)
         with self.tx() as conn:
             return list(conn.execute(query))
 
