@@ -27,6 +27,8 @@ class Sizes:
         paused_jobs: Paused jobs present in the "paused" acquisition figure.
         backlog_large: Pending jobs in the large case of the backlog figure.
         backlog_small: Pending jobs in the small case of the backlog figure.
+        ordering_keys: Ordering keys in the keyed case of the ordering figure.
+        ordering_jobs_per_key: Pending jobs of each of those keys.
         acquisition_window: Completions timed in the acquisition figures (after a warm-up tenth).
         fairness_big: Jobs of the one big tenant.
         fairness_small: Jobs of each of the nine small tenants.
@@ -52,6 +54,8 @@ class Sizes:
     paused_jobs: int = 1_000_000
     backlog_large: int = 5_000_000
     backlog_small: int = 10_000
+    ordering_keys: int = 10_000
+    ordering_jobs_per_key: int = 100
     acquisition_window: int = 20_000
     fairness_big: int = 100_000
     fairness_small: int = 2_000
@@ -75,6 +79,8 @@ QUICK_SIZES = Sizes(
     paused_jobs=100_000,
     backlog_large=200_000,
     backlog_small=5_000,
+    ordering_keys=1_000,
+    ordering_jobs_per_key=50,
     acquisition_window=3_000,
     fairness_big=10_000,
     fairness_small=400,

@@ -8,7 +8,7 @@ no-op payload, and a row in the lanes table for every (tenant, type,
 definition) the coordinator must know about.
 
 This is the only module that knows the coordinator's table layout
-(`coordinator/store/schema.py`, revision 0001); when the schema changes,
+(`coordinator/store/schema.py`, revision 0013); when the schema changes,
 change it here.
 """
 
@@ -31,20 +31,20 @@ _id_counter = 0
 _INSERT_SQL = f"""
 INSERT INTO {JOBS_TABLE} (
     id, job_type, tenant_id, definition_id, payload, content_type,
-    status, max_attempts, created_at, due_at
+    status, max_attempts, created_at, due_at__KEY_COLUMNS__
 )
 SELECT
     substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(h, 13, 3) || '-'
         || '8' || substr(r, 1, 3) || '-' || substr(r, 4, 12),
     %(job_type)s,
-    %(tenant_prefix)s || ((g.i %% %(tenants)s)::text),
+    %(tenant_prefix)s || (((g.i / %(per_key)s) %% %(tenants)s)::text),
     %(definition_id)s,
     convert_to('{{}}', 'UTF8'),
     'application/json',
     {STATUS_PENDING},
     3,
     %(base_us)s + g.i,
-    %(base_us)s + g.i
+    %(base_us)s + g.i__KEY_VALUES__
 FROM (
     SELECT
         i,
@@ -66,6 +66,10 @@ class Backlog:
         definition_id: Workflow definition of every job (pause target).
         job_type: Job type of every job.
         age_s: How far in the past the first job was created.
+        jobs_per_key: When set, the jobs carry ordering keys `key-{n}`, this
+            many consecutive jobs per key (enqueued key by key), each key's
+            jobs in one tenant (keys round-robin over the tenants); every job
+            but a key's first is stored held behind its key, as enqueue stores it.
     """
 
     count: int
@@ -74,6 +78,7 @@ class Backlog:
     definition_id: str = "bench"
     job_type: str = JOB_TYPE
     age_s: float = 3600.0
+    jobs_per_key: int = 0
 
     def tenant_names(self) -> list[str]:
         return [f"{self.tenant_prefix}{n}" for n in range(self.tenants)]
@@ -91,15 +96,22 @@ def insert_backlog(dsn: str, backlog: Backlog, *, analyze: bool = True) -> float
             "SELECT t, %s, %s FROM unnest(%s::text[]) AS t ON CONFLICT DO NOTHING",
             (backlog.job_type, backlog.definition_id, backlog.tenant_names()),
         )
+        columns, values = "", ""
+        if backlog.jobs_per_key:
+            columns = ", ordering_key, ordering_held"
+            values = ", 'key-' || (g.i / %(per_key)s)::text, g.i %% %(per_key)s <> 0"
+        statement = _INSERT_SQL.replace("__KEY_COLUMNS__", columns).replace(
+            "__KEY_VALUES__", values)
         for first in range(0, backlog.count, CHUNK_ROWS):
             last = min(first + CHUNK_ROWS, backlog.count) - 1
             _id_counter += 1
             conn.execute(
-                _INSERT_SQL,
+                statement,
                 {
                     "job_type": backlog.job_type,
                     "tenant_prefix": backlog.tenant_prefix,
                     "tenants": backlog.tenants,
+                    "per_key": backlog.jobs_per_key or 1,
                     "definition_id": backlog.definition_id,
                     "base_us": base_ms * 1000,
                     "base_ms": base_ms,
