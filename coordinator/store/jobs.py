@@ -710,12 +710,15 @@ class JobQueries(EventQueries):
         """
         note = f"cancelled: {reason}" if reason else "cancelled"
         with self.tx() as conn:
-            # A PENDING job's key is locked before its row (see store/ordering.py).
-            keys = _keys_of(
-                conn.execute(
-                    sa.select(jobs.c.tenant_id, jobs.c.ordering_key).where(jobs.c.id == job_id)
+            # A PENDING job's key is locked before its row; a transaction
+            # holding a key never waits for a RUNNING job's row (see
+            # store/ordering.py), so a RUNNING job is handled without it.
+            found = conn.execute(
+                sa.select(jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status).where(
+                    jobs.c.id == job_id
                 )
-            )
+            ).first()
+            keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
             lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
                 jobs.update()
@@ -732,15 +735,20 @@ class JobQueries(EventQueries):
                     conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
                 )
                 self._release(conn, keys)
-            else:
-                running = conn.execute(
-                    jobs.update()
-                    .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
-                    .values(cancel_requested=True)
-                ).rowcount
-                if not running:
-                    return StateChange(self._read_job(conn, job_id), False)
-            return StateChange(self._read_job(conn, job_id), True)
+                return StateChange(self._read_job(conn, job_id), True)
+            if not keys:
+                return self._request_cancel(conn, job_id)
+        # It was leased since it was read: request the cancel without the key's lock.
+        with self.tx() as conn:
+            return self._request_cancel(conn, job_id)
+
+    def _request_cancel(self, conn: sa.Connection, job_id: str) -> StateChange:
+        running = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
+            .values(cancel_requested=True)
+        ).rowcount
+        return StateChange(self._read_job(conn, job_id), bool(running))
 
     def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange:
         """RUNNING → PENDING now, the attempt recorded as UNLOCKED.
@@ -967,13 +975,18 @@ class JobQueries(EventQueries):
                 if not found:
                     break
                 after = found[-1].id
-                # The chunk's ordering keys are locked before its rows (see
-                # store/ordering.py); rows that moved on meanwhile drop out.
-                lock_keys(conn, self.is_postgres, _keys_of(found))
-                rows = self._lock_rows(conn, [r.id for r in found], wanted, columns)
+                # The PENDING jobs' ordering keys are locked before their rows,
+                # and the RUNNING jobs are handled in a transaction of their
+                # own, without a key (see store/ordering.py); rows that moved
+                # on since the read drop out.
+                was = {s: [r.id for r in found if r.status == s] for s in wanted}
+                pending_rows = [r for r in found if r.status == JobStatus.PENDING]
+                lock_keys(conn, self.is_postgres, _keys_of(pending_rows))
+                rows = self._lock_rows(
+                    conn, was.get(int(JobStatus.PENDING), []), [int(JobStatus.PENDING)], columns
+                )
                 matched += len(rows)
-                pending = [r.id for r in rows if r.status == JobStatus.PENDING]
-                running = [r.id for r in rows if r.status == JobStatus.RUNNING]
+                pending = [r.id for r in rows]
                 if pending:
                     cancelled = list(
                         conn.execute(
@@ -997,10 +1010,18 @@ class JobQueries(EventQueries):
                     )
                     done = set(cancelled)
                     self._release(conn, _keys_of(r for r in rows if r.id in done))
-                if running:
+            if was.get(int(JobStatus.RUNNING)):
+                with self.tx() as conn:
+                    running = self._lock_rows(
+                        conn, was[int(JobStatus.RUNNING)], [int(JobStatus.RUNNING)], columns
+                    )
+                    matched += len(running)
                     changed += conn.execute(
                         jobs.update()
-                        .where(jobs.c.id.in_(running), jobs.c.status == int(JobStatus.RUNNING))
+                        .where(
+                            jobs.c.id.in_([r.id for r in running]),
+                            jobs.c.status == int(JobStatus.RUNNING),
+                        )
                         .values(cancel_requested=True)
                     ).rowcount
             if len(found) < BULK_CHUNK:

@@ -451,6 +451,7 @@ class LeaseQueries(EventQueries):
         """
         if not completions:
             return {}
+        out: dict[str, JobStatus] = {}
         try:
             if wake or not self.is_postgres:
                 return self._complete_in_tx(completions, now, wake)
@@ -463,10 +464,11 @@ class LeaseQueries(EventQueries):
                 out.update(self._complete_in_tx(rest, now, wake))
             return out
         except _BatchRefused as refused:
+            completions = [c for c in completions if c.job_id not in out]
             if len(completions) == 1:
                 (set_aside or _log_set_aside)(completions[0].job_id, refused.error)
-                return {}
-        applied: dict[str, JobStatus] = {}
+                return out
+        applied: dict[str, JobStatus] = dict(out)
         with self.tx() as conn:
             for c in completions:
                 try:
