@@ -158,6 +158,25 @@ def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
     return driver_sql(sql)
 
 
+def _insert_small_statement(
+    new_jobs: Sequence[NewJob], direct: DirectLeases | None, keyed: bool
+) -> tuple[str, dict[str, Any]]:
+    """The statement of ``_insert_small`` for ``new_jobs`` and its parameters."""
+    owners = direct.owners if direct is not None else {}
+    params: dict[str, Any] = {
+        "token": direct.lease_token if direct is not None else None,
+        "now": direct.now if direct is not None else 0,
+        "lease_ms": direct.default_lease_ms if direct is not None else 0,
+        "gate": LIMIT_GATE,
+        "due": wake_payload([j.due_at for j in new_jobs]),
+    }
+    for i, job in enumerate(new_jobs):
+        for f in _NEW_JOB_FIELDS:
+            params[f"{f}_{i}"] = getattr(job, f)
+        params[f"owner_{i}"] = owners.get(job.id)
+    return _insert_small_sql(len(new_jobs), keyed, bool(owners)), params
+
+
 def _values_row(i: int) -> str:
     """VALUES row ``i`` of a NewJob plus its offered owner."""
     cells = [p.replace("_N)s", f"_{i})s") for p in _TYPED_PLACEHOLDERS]
@@ -501,23 +520,40 @@ class JobQueries(EventQueries):
         With ``keyed``, jobs whose key is stored are skipped.
         Returns the status of each job stored, by id.
         """
-        owners = direct.owners if direct is not None else {}
-        params: dict[str, Any] = {
-            "token": direct.lease_token if direct is not None else None,
-            "now": direct.now if direct is not None else 0,
-            "lease_ms": direct.default_lease_ms if direct is not None else 0,
-            "gate": LIMIT_GATE,
-            "due": wake_payload([j.due_at for j in new_jobs]),
-        }
-        for i, job in enumerate(new_jobs):
-            for f in _NEW_JOB_FIELDS:
-                params[f"{f}_{i}"] = getattr(job, f)
-            params[f"owner_{i}"] = owners.get(job.id)
-        sql = _insert_small_sql(len(new_jobs), keyed, bool(owners))
+        sql, params = _insert_small_statement(new_jobs, direct, keyed)
         stored = {job_id: status for _, job_id, status in conn.exec_driver_sql(sql, params)}
         if stored:
             self._events_written(conn)
         return stored
+
+    async def job_insert_many_async(
+        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
+    ) -> list[tuple[str, bool, int]] | None:
+        """``job_insert_many`` on the event loop, for the batches it can take:
+        on PostgreSQL, up to ``_SMALL_BATCH`` jobs without idempotency keys
+        whose lanes are known, as the one autocommit statement of
+        ``_insert_small`` (the same SQL; ``direct`` leases as there).
+
+        Returns None, having done nothing, for any other batch: the caller
+        runs ``job_insert_many`` in a store thread instead.
+        """
+        if (
+            self._aio is None
+            or not new_jobs
+            or len(new_jobs) > _SMALL_BATCH
+            or any(j.idempotency_key for j in new_jobs)
+            or any((j.tenant_id, j.job_type, j.definition_id) not in self._known_lanes
+                   for j in new_jobs)
+        ):
+            return None
+        sql, params = _insert_small_statement(new_jobs, direct, keyed=False)
+        async with self._aio.connection() as conn:
+            cursor = await conn.execute(sql, params)
+            stored = {job_id: status for _, job_id, status in await cursor.fetchall()}
+        if stored:
+            self._after_commit(True)
+        pending = int(JobStatus.PENDING)
+        return [(j.id, False, stored.get(j.id, pending)) for j in new_jobs]
 
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
         """Bulk insert with COPY: several times cheaper per row than INSERT.

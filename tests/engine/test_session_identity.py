@@ -140,22 +140,14 @@ def test_direct_dispatch_goes_to_the_offered_session_only(store_url: str) -> Non
         h.engine.open_session(a)
         h.engine.grant(a, 1)
         refused: list[Exception] = []
-        loop = asyncio.get_running_loop()
-        original = h.engine.store.job_insert_many
 
-        def insert(*args, **kwargs):
-            result = original(*args, **kwargs)
+        def hello_b() -> None:
+            try:
+                h.engine.open_session(b)
+            except AlreadyExists as e:
+                refused.append(e)
 
-            def hello_b() -> None:
-                try:
-                    h.engine.open_session(b)
-                except AlreadyExists as e:
-                    refused.append(e)
-
-            loop.call_soon_threadsafe(hello_b)
-            return result
-
-        h.engine.store.job_insert_many = insert
+        h.after_insert(hello_b)
         row, _ = await h.engine.enqueue_one(make_job(tenant_id="a"))
         assert row.status == JobStatus.RUNNING and refused
         # The caller is answered before delivery: wait for the job to reach a.
@@ -179,18 +171,11 @@ def test_direct_dispatch_answers_callers_when_handing_back_fails(store_url: str)
         session = _session("w", "key-a", {"tenant-a"})
         h.engine.open_session(session)
         h.engine.grant(session, 1)
-        loop = asyncio.get_running_loop()
-        original = h.engine.store.job_insert_many
-
-        def insert(*args, **kwargs):
-            result = original(*args, **kwargs)
-            loop.call_soon_threadsafe(session.close)  # the worker leaves meanwhile
-            return result
 
         async def store_down(refs, reason) -> None:
             raise StoreUnavailable("the database cannot be reached")
 
-        h.engine.store.job_insert_many = insert
+        h.after_insert(session.close)  # the worker leaves meanwhile
         h.engine.attempts.hand_back = store_down
         row, dedup = await asyncio.wait_for(h.engine.enqueue_one(make_job()), 10)
         assert row.status == JobStatus.RUNNING and not dedup
@@ -211,15 +196,7 @@ def test_a_cancelled_enqueue_caller_leaves_no_per_job_state(store_url: str) -> N
         h.engine.open_session(session)
         h.engine.grant(session, 1)
         inserted = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        original = h.engine.store.job_insert_many
-
-        def insert(*args, **kwargs):
-            result = original(*args, **kwargs)
-            loop.call_soon_threadsafe(inserted.set)
-            return result
-
-        h.engine.store.job_insert_many = insert
+        h.after_insert(inserted.set)
         job = make_job()
         caller = asyncio.create_task(h.engine.enqueue_one(job))
         await inserted.wait()
