@@ -225,20 +225,27 @@ class Enqueue(Reads):
         if direct is not None:
             leased = self._direct_records(jobs, results, direct, offered)
         record_of = {r.id: r for records in leased.values() for r in records}
-        # Callers get their answer first: the jobs are committed whatever
-        # happens to their delivery below.
-        for (job, future), result in zip(batch, results, strict=True):
-            if not future.done():
-                answer = existing.get(result[0]) if result[1] else record_of.get(job.id)
-                future.set_result((result, answer))
+        orphans: list[tuple[str, str]] = []
+        try:
+            # Jobs leased at insert go on their streams before the callers'
+            # answers are built, so a stream's writer sends them first.
+            if direct is not None and leased:
+                orphans = self._queue_direct(leased, direct)
+        finally:
+            # The jobs are committed: every caller is answered whatever
+            # happens to their delivery.
+            for (job, future), result in zip(batch, results, strict=True):
+                if not future.done():
+                    answer = existing.get(result[0]) if result[1] else record_of.get(job.id)
+                    future.set_result((result, answer))
         self.dispatcher.wake_at(
             j.due_at
             for j, (_, _, status) in zip(jobs, results, strict=True)
             if status == JobStatus.PENDING
         )
         self.telemetry.enqueued(jobs, results)
-        if direct is not None and leased:
-            await self._deliver_direct(leased, direct)
+        if orphans:
+            await self._hand_back_direct(orphans)
 
     def _direct_offers(
         self, jobs: Sequence[NewJob], now: int
@@ -321,18 +328,23 @@ class Enqueue(Reads):
         self._refund(refunds)
         return by_session
 
-    async def _deliver_direct(
+    def _queue_direct(
         self, leased: dict[WorkerSession, list[JobRecord]], direct: DirectLeases
-    ) -> None:
-        """Queue jobs leased at insert on the very sessions they were offered to."""
+    ) -> list[tuple[str, str]]:
+        """Queue jobs leased at insert on the very sessions they were offered to.
+
+        Returns (job id, token) of those whose session is gone or may not take
+        them, for ``_hand_back_direct``.
+        """
         records = [r for rs in leased.values() for r in rs]
         # Leased at insert is leased all the same: it counts against the
         # tenant's fair share like a lease from an acquisition pass.
         self.fair.charge([r.tenant_id for r in records])
         self._leased(records, direct.now)
-        orphans = self.dispatcher.deliver(leased.items(), direct.lease_token)
-        if not orphans:
-            return
+        return self.dispatcher.deliver(leased.items(), direct.lease_token)
+
+    async def _hand_back_direct(self, orphans: list[tuple[str, str]]) -> None:
+        """Hand back jobs leased at insert that their worker can no longer take."""
         try:
             await self.attempts.hand_back(orphans, "worker disconnected")
         except Exception:  # noqa: BLE001 - the reaper ends these leases when they expire

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from coordinator.engine import LeaseBatch, WorkerSession
@@ -110,5 +112,36 @@ def test_jobs_leased_at_insert_count_against_the_tenants_fair_share(store_url: s
         leased = await h.lease(4, worker="w2")
         tenants = sorted(row.tenant_id for row, _ in leased)
         assert tenants == ["a", "a", "a", "b"]
+
+    run(store_url, scenario)
+
+
+def test_a_job_leased_at_insert_is_on_its_stream_before_its_caller_resumes(
+    store_url: str,
+) -> None:
+    """The stream's writer wakes before the enqueue callers' answers are built."""
+
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("direct dispatch at insert is the PostgreSQL path")
+        await h.engine.enqueue([make_job()])  # the lane becomes known
+        await h.lease(1, worker="drain-first")
+        session = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(session)
+        h.engine.grant(session, 1)
+        order: list[str] = []
+
+        async def writer() -> None:
+            item = await session.outbox.get()
+            assert isinstance(item, LeaseBatch)
+            order.append("sent")
+
+        sending = asyncio.create_task(writer())
+        await asyncio.sleep(0)  # the writer waits on the outbox, as a stream does
+        row, _ = await h.engine.enqueue_one(make_job())
+        order.append("answered")
+        await sending
+        assert row.status == JobStatus.RUNNING
+        assert order == ["sent", "answered"]
 
     run(store_url, scenario)
