@@ -530,9 +530,10 @@ class JobQueries(EventQueries):
         self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
     ) -> list[tuple[str, bool, int]] | None:
         """``job_insert_many`` on the event loop, for the batches it can take:
-        on PostgreSQL, up to ``_SMALL_BATCH`` jobs without idempotency keys
-        whose lanes are known, as the one autocommit statement of
-        ``_insert_small`` (the same SQL; ``direct`` leases as there).
+        on PostgreSQL, up to ``_SMALL_BATCH`` jobs without idempotency or
+        ordering keys whose lanes are known, as the one autocommit statement
+        of ``_insert_small`` (the same SQL; ``direct`` leases as there). A
+        job with an ordering key needs its key's lock (``_insert_ordered``).
 
         Returns None, having done nothing, for any other batch: the caller
         runs ``job_insert_many`` in a store thread instead.
@@ -541,7 +542,7 @@ class JobQueries(EventQueries):
             self._aio is None
             or not new_jobs
             or len(new_jobs) > _SMALL_BATCH
-            or any(j.idempotency_key for j in new_jobs)
+            or any(j.idempotency_key or j.ordering_key is not None for j in new_jobs)
             or any((j.tenant_id, j.job_type, j.definition_id) not in self._known_lanes
                    for j in new_jobs)
         ):

@@ -103,8 +103,8 @@ class Store(Protocol):
         direct: DirectLeases | None = None,
         existing: dict[str, JobRow] | None = None,
     ) -> list[tuple[str, bool, int]]: ...
-    # The same on the event loop (PostgreSQL: a small batch without keys, of known
-    # lanes, in one statement); None, doing nothing, for any other batch.
+    # The same on the event loop (PostgreSQL: a small batch without idempotency or
+    # ordering keys, of known lanes, in one statement); None, doing nothing, else.
     async def job_insert_many_async(
         self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
     ) -> list[tuple[str, bool, int]] | None: ...

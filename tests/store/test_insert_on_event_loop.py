@@ -1,6 +1,6 @@
 """The insert of a group commit on the event loop (``job_insert_many_async``).
 
-On PostgreSQL a small batch without idempotency keys, of lanes already known,
+On PostgreSQL a small batch without idempotency or ordering keys, of lanes known,
 is one statement on an async connection, with the same SQL and answers as
 ``job_insert_many``; every other batch, and every batch on SQLite, is left to
 the threaded query (None). Database errors map to the same domain errors.
@@ -67,10 +67,11 @@ def test_offered_jobs_are_leased_by_the_insert(store: Store) -> None:
 def test_batches_it_cannot_take_are_left_to_the_threaded_query(store: Store) -> None:
     store.job_insert_many([make_job()])
     keyed = make_job(idempotency_key="k-1")
+    ordered = make_job(ordering_key="o-1")  # needs its key's lock (store/ordering.py)
     new_lane = make_job(job_type="never-seen")
-    for batch in ([keyed], [make_job(), new_lane], []):
+    for batch in ([keyed], [make_job(), ordered], [make_job(), new_lane], []):
         assert _on_loop(store, lambda b=batch: store.job_insert_many_async(b)) is None
-    assert store.job_get(keyed.id) is None and store.job_get(new_lane.id) is None
+    assert all(store.job_get(j.id) is None for j in (keyed, ordered, new_lane))
 
 
 def test_a_value_the_database_refuses_is_invalid_argument(store: Store) -> None:
