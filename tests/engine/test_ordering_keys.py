@@ -186,3 +186,48 @@ def test_a_replay_joins_the_end_of_its_key(store_url: str) -> None:
         assert [i for i, _ in await _ids(h)] == [replay.id]
 
     run(store_url, scenario)
+
+
+def test_keys_queued_key_by_key_leave_their_heads_alone_in_the_ready_index(
+    store_url: str,
+) -> None:
+    """Jobs behind their key's head are held: the lane read of acquisition (the ready
+    index's terms) finds the heads alone, and the release reads the held index."""
+    import sqlalchemy as sa
+
+    from coordinator.store import open_store
+    from coordinator.store.schema import ready_job
+
+    store = open_store(store_url)
+    try:
+        keys = {k: [make_job(ordering_key=f"key-{k}") for _ in range(100)] for k in range(30)}
+        for queued in keys.values():  # key by key
+            store.job_insert_many(queued)
+        store.job_insert_many([make_job() for _ in range(2_000)])
+        if store.is_postgres:
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("ANALYZE wfj_jobs"))
+            explain_sql = "EXPLAIN (FORMAT TEXT) "
+        else:
+            explain_sql = "EXPLAIN QUERY PLAN "
+        lane_read = (
+            "SELECT x.id, x.ordering_key FROM wfj_jobs x WHERE x.tenant_id = 'tenant-a' "
+            f"AND x.job_type = 'noop' AND x.definition_id = 'def-1' AND {ready_job('x')} "
+            "ORDER BY x.priority DESC, x.due_at, x.id LIMIT 100"
+        )
+        with store.engine.begin() as conn:
+            read = [r for r in conn.execute(sa.text(lane_read)) if r.ordering_key is not None]
+            plan = "\n".join(str(r[-1]) for r in conn.execute(sa.text(explain_sql + lane_read)))
+            assert [r.id for r in read] == [queued[0].id for queued in keys.values()]
+            assert "ix_wfj_jobs_ready" in plan, plan
+        # The release's read of a key's first held job (``ordering.release_next``).
+        first_held = (
+            "SELECT h.id FROM wfj_jobs h WHERE h.tenant_id = 'tenant-a' "
+            "AND h.ordering_key = 'key-20' AND h.ordering_held ORDER BY h.id LIMIT 1"
+        )
+        with store.engine.begin() as conn:
+            assert conn.execute(sa.text(first_held)).scalar() == keys[20][1].id
+            plan = "\n".join(str(r[-1]) for r in conn.execute(sa.text(explain_sql + first_held)))
+        assert "ix_wfj_jobs_ordering_held" in plan, plan
+    finally:
+        store.dispose()
