@@ -10,7 +10,7 @@ import enum
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
 class JobStatus(enum.IntEnum):
@@ -204,6 +204,10 @@ class JobCategory(enum.IntEnum):
     def label(self) -> str:
         """The lower-case name used in metrics, messages and the CLI."""
         return self.name.lower()
+
+
+# Every category number, in order: acquisition reads each lane once per category.
+JOB_CATEGORIES: tuple[int, ...] = tuple(int(c) for c in JobCategory)
 
 
 def category_label(value: int) -> str:
@@ -487,6 +491,28 @@ class AttemptRow(Protocol):
     error: str | None
     error_kind: str | None
     traceback: str | None
+
+
+class FairSnapshot(NamedTuple):
+    """The fair scheduler's clocks, for a store that ranks candidates itself.
+
+    ``tenants``, ``starts``, ``weights`` and ``category_floors`` are aligned:
+    each known tenant's start clock, weight and the clock a category of it
+    not listed starts at. ``category_tenants``, ``categories``,
+    ``category_starts`` and ``category_weights`` are aligned: each known
+    (tenant, category) start clock and weight. A tenant not listed starts at
+    ``floor``; its categories at 0.
+    """
+
+    tenants: Sequence[str] = ()
+    starts: Sequence[float] = ()
+    weights: Sequence[float] = ()
+    floor: float = 0.0
+    category_floors: Sequence[float] = ()
+    category_tenants: Sequence[str] = ()
+    categories: Sequence[int] = ()
+    category_starts: Sequence[float] = ()
+    category_weights: Sequence[float] = ()
 
 
 @dataclass(frozen=True, slots=True)

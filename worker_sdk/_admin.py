@@ -416,6 +416,54 @@ class AdminClient(BlockingClient):
             self._call(self._stub.ListTenantWeights, request),
         )
 
+    def set_category_weight(
+        self, tenant_id: str, category: JobCategory | str | int, weight: int
+    ) -> None:
+        """Set a category's share of its tenant's starts (1 to 10000; default 1).
+
+        While several categories of the tenant have eligible jobs they start
+        in proportion to their weights; the tenant's share across tenants is
+        unchanged.
+
+        Args:
+            tenant_id: The tenant.
+            category: A :class:`JobCategory`, its name (``"integration"``) or
+                number; ``UNSPECIFIED`` names jobs enqueued without a category.
+            weight: The category's weight.
+        """
+        request = admin_service_pb2.SetCategoryWeightRequest(
+            tenant_id=tenant_id,
+            category=category_to_proto(category),  # type: ignore[arg-type]
+            weight=weight,
+        )
+        self._call(self._stub.SetCategoryWeight, request)
+
+    def list_category_weights(
+        self, *, tenant_id: str = ""
+    ) -> admin_service_pb2.ListCategoryWeightsResponse:
+        """The category weights set per tenant (a category not listed has weight 1).
+
+        Args:
+            tenant_id: Only this tenant's weights.
+        """
+        request = admin_service_pb2.ListCategoryWeightsRequest(tenant_id=tenant_id)
+        return cast(
+            admin_service_pb2.ListCategoryWeightsResponse,
+            self._call(self._stub.ListCategoryWeights, request),
+        )
+
+    def remove_category_weight(self, tenant_id: str, category: JobCategory | str | int) -> bool:
+        """Put a category of a tenant back to weight 1; False when none was set."""
+        request = admin_service_pb2.RemoveCategoryWeightRequest(
+            tenant_id=tenant_id,
+            category=category_to_proto(category),  # type: ignore[arg-type]
+        )
+        response = cast(
+            admin_service_pb2.RemoveCategoryWeightResponse,
+            self._call(self._stub.RemoveCategoryWeight, request),
+        )
+        return bool(response.removed)
+
     def set_job_type_defaults(
         self,
         job_type: str,

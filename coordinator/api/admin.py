@@ -137,6 +137,31 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             default_weight=self._engine.default_tenant_weight,
         )
 
+    async def SetCategoryWeight(
+        self, request: apb.SetCategoryWeightRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetCategoryWeightResponse:
+        category = convert.category_from_proto(request.category)
+        await self._engine.set_category_weight(request.tenant_id, category, request.weight)
+        return apb.SetCategoryWeightResponse()
+
+    async def ListCategoryWeights(
+        self, request: apb.ListCategoryWeightsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListCategoryWeightsResponse:
+        weights = await self._engine.list_category_weights(request.tenant_id)
+        return apb.ListCategoryWeightsResponse(
+            weights=[
+                apb.CategoryWeight(tenant_id=t, category=k, weight=w)
+                for (t, k), w in sorted(weights.items())
+            ]
+        )
+
+    async def RemoveCategoryWeight(
+        self, request: apb.RemoveCategoryWeightRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveCategoryWeightResponse:
+        category = convert.category_from_proto(request.category)
+        removed = await self._engine.remove_category_weight(request.tenant_id, category)
+        return apb.RemoveCategoryWeightResponse(removed=removed)
+
     async def SetConcurrencyLimit(
         self, request: apb.SetConcurrencyLimitRequest, context: grpc.aio.ServicerContext
     ) -> apb.SetConcurrencyLimitResponse:

@@ -69,13 +69,12 @@ class Acquisition(EngineCore):
             or not owners
         ):
             return None
-        fair_tenants, starts, weights, floor = self.fair.snapshot()
         rows = await self.run_store(
             self.store.job_claim_fair,
             job_types,
             tenants,
             owners,
-            (fair_tenants, starts, weights, floor),
+            self.fair.snapshot(),
             token,
             now,
             self.config.default_lease_ms,

@@ -4,7 +4,8 @@ Design note. One loop per coordinator. It sleeps until something can change
 what is eligible (a local enqueue, a NOTIFY from another replica, new credit,
 a retry or delayed job falling due, an unpause), then makes passes: for each
 set of job types served by sessions with credit it reads candidates from the
-ready lanes, lets the fair scheduler pick across tenants, leases the picks in
+ready lanes, lets the fair scheduler pick across tenants (and across the
+categories of each tenant), leases the picks in
 one guarded statement and queues them on the sessions' outboxes. When a pass
 leases fewer jobs than wanted, nothing more is eligible and the loop sleeps
 again. While idle with credit outstanding it re-checks only every
@@ -316,7 +317,7 @@ class Dispatcher:
             dropped = len(claims) - len(rows)
         if not rows:
             return AcquisitionResult(wanted, 0, dropped)
-        self._fair.charge([r.tenant_id for r in rows])
+        self._fair.charge([r.tenant_id for r in rows], [r.category for r in rows])
         # The rows name the worker id of the session each was leased to; the
         # sessions of this pass are the ones that asked (one per worker id).
         by_label = {s.worker_id: s for s in sessions}

@@ -1,5 +1,6 @@
 """Pauses and weights: pausing and unpausing a scope (tenant, job type,
-definition, instance, category), listing pauses, and tenant weights for fair share.
+definition, instance, category), listing pauses, and the fair-share weights of
+tenants and of categories within a tenant.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import new_id
-from coordinator.model import PauseKind, PauseScope, category_label
+from coordinator.model import JobCategory, PauseKind, PauseScope, category_label
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def pause_subject(kind: PauseKind, value: str) -> str:
 
 
 class Pauses(EngineCore):
-    """Pauses by scope and tenant weights."""
+    """Pauses by scope, tenant weights and category weights."""
 
     async def pause(
         self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
@@ -76,6 +77,36 @@ class Pauses(EngineCore):
     @property
     def default_tenant_weight(self) -> int:
         return self.fair.default_weight
+
+    async def set_category_weight(self, tenant_id: str, category: int, weight: int) -> None:
+        """Set a category's share of its tenant's starts; every replica applies it."""
+        _check_category_weight_scope(tenant_id, category)
+        if weight < 1 or weight > 10_000:
+            raise InvalidArgument("weight must be between 1 and 10000")
+        await self.run_store(self.store.category_set_weight, tenant_id, category, weight)
+        await self.reload_limits()
+
+    async def remove_category_weight(self, tenant_id: str, category: int) -> bool:
+        """Put a category back to weight 1; False when no weight was set."""
+        _check_category_weight_scope(tenant_id, category)
+        removed = await self.run_store(self.store.category_remove_weight, tenant_id, category)
+        if removed:
+            await self.reload_limits()
+        return bool(removed)
+
+    async def list_category_weights(self, tenant_id: str = "") -> dict[tuple[str, int], int]:
+        """The weights set per (tenant, category), as the store holds them."""
+        weights = await self.run_store(self.store.category_weights)
+        if tenant_id:
+            return {k: w for k, w in weights.items() if k[0] == tenant_id}
+        return dict(weights)
+
+
+def _check_category_weight_scope(tenant_id: str, category: int) -> None:
+    if not tenant_id:
+        raise InvalidArgument("tenant_id is required: category weights share a tenant's starts")
+    if category not in {int(c) for c in JobCategory}:
+        raise InvalidArgument(f"category {category} is not a known JobCategory")
 
 
 def _check_scope(scope: PauseScope) -> PauseScope:

@@ -23,12 +23,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from coordinator.model import (
+    JOB_CATEGORIES,
     AttemptEnd,
     AttemptOutcome,
     Candidate,
     Claim,
     Completion,
     Exclusions,
+    FairSnapshot,
     JobEventKind,
     JobRecord,
     JobRow,
@@ -63,12 +65,13 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
     """The statement of ``job_claim_fair``, built once per shape."""
     sql = f"""
         WITH cand AS (
-            SELECT j.id, j.tenant_id, j.priority, j.due_at
+            SELECT j.id, j.tenant_id, j.category, j.priority, j.due_at
             FROM wfj_lanes l
+            CROSS JOIN unnest(CAST(:categories AS smallint[])) AS k(category)
             CROSS JOIN LATERAL (
-                SELECT x.id, x.tenant_id, x.priority, x.due_at FROM wfj_jobs x
+                SELECT x.id, x.tenant_id, x.category, x.priority, x.due_at FROM wfj_jobs x
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
-                  AND x.definition_id = l.definition_id
+                  AND x.definition_id = l.definition_id AND x.category = k.category
                   AND {ready_job("x")} AND x.due_at <= :now
                   AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)} AND {ordering_allows("x")}
                 ORDER BY x.priority DESC, x.due_at, x.id
@@ -76,15 +79,28 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             ) j
             WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
               {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
+        ), in_tenant AS (
+            SELECT c.id, c.tenant_id, c.priority, c.due_at,
+                   COALESCE(g.vstart, t.cfloor, 0.0)
+                   + (row_number() OVER wc - 1) / COALESCE(g.weight, 1.0) AS ckey
+            FROM cand c
+            LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_cfloors AS float8[]))
+              AS t(tenant_id, cfloor) ON t.tenant_id = c.tenant_id
+            LEFT JOIN unnest(CAST(:c_tenants AS text[]), CAST(:c_categories AS smallint[]),
+                             CAST(:c_starts AS float8[]), CAST(:c_weights AS float8[]))
+              AS g(tenant_id, category, vstart, weight)
+              ON g.tenant_id = c.tenant_id AND g.category = c.category
+            WINDOW wc AS (PARTITION BY c.tenant_id, c.category
+                          ORDER BY c.priority DESC, c.due_at, c.id)
         ), ranked AS (
             SELECT c.id, c.priority, c.due_at,
                    COALESCE(f.vstart, :floor)
                    + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
-            FROM cand c
+            FROM in_tenant c
             LEFT JOIN unnest(CAST(:f_tenants AS text[]), CAST(:f_starts AS float8[]),
                              CAST(:f_weights AS float8[])) AS f(tenant_id, vstart, weight)
               ON f.tenant_id = c.tenant_id
-            WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.due_at, c.id)
+            WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.ckey, c.priority DESC, c.due_at, c.id)
         ), picked AS (
             SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
             FROM ranked
@@ -205,8 +221,9 @@ class LeaseQueries(EventQueries):
             "x_keys": sorted(ex.concurrency_keys),
             "x_categories": sorted(ex.categories),
             "only_tenants": sorted(tenants or ()),
+            "categories": [c for c in JOB_CATEGORIES if c not in ex.categories],
         }
-        if not params["types"]:
+        if not params["types"] or not params["categories"]:
             return []
         scoped = tenants is not None
         if self.is_postgres:
@@ -214,16 +231,17 @@ class LeaseQueries(EventQueries):
                 SELECT j.id, j.tenant_id, j.priority, j.due_at, j.job_type, j.definition_id,
                        j.concurrency_key, j.category
                 FROM wfj_lanes l
+                CROSS JOIN unnest(CAST(:categories AS smallint[])) AS k(category)
                 CROSS JOIN LATERAL (
                     SELECT id, tenant_id, priority, due_at, job_type, definition_id, concurrency_key,
                            category
                     FROM wfj_jobs x
                     WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
-                      AND x.definition_id = l.definition_id
+                      AND x.definition_id = l.definition_id AND x.category = k.category
                       AND {ready_job("x")} AND x.due_at <= :now
                       AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
-                      AND NOT x.category = ANY(:x_categories) AND {ordering_allows("x")}
+                      AND {ordering_allows("x")}
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
@@ -250,32 +268,32 @@ class LeaseQueries(EventQueries):
                    category
             FROM wfj_jobs x INDEXED BY ix_wfj_jobs_ready
             WHERE x.tenant_id = :tenant AND x.job_type = :job_type
-              AND x.definition_id = :definition AND {ready_job("x")} AND x.due_at <= :now
+              AND x.definition_id = :definition AND x.category = :category
+              AND {ready_job("x")} AND x.due_at <= :now
               AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
-              AND x.category NOT IN :x_categories AND {ordering_allows("x")}
+              AND {ordering_allows("x")}
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
             """
-        ).bindparams(
-            sa.bindparam("x_keys", expanding=True), sa.bindparam("x_categories", expanding=True)
-        )
+        ).bindparams(sa.bindparam("x_keys", expanding=True))
         out: list[Candidate] = []
         with self.tx() as conn:
             for tenant, job_type, definition in conn.execute(lane_sql, params).all():
-                rows = conn.execute(
-                    job_sql,
-                    {
-                        "tenant": tenant,
-                        "job_type": job_type,
-                        "definition": definition,
-                        "now": now,
-                        "per_lane": per_lane,
-                        "x_keys": params["x_keys"],
-                        "x_categories": params["x_categories"],
-                    },
-                )
-                out.extend(Candidate(*r) for r in rows)
+                for category in params["categories"]:
+                    rows = conn.execute(
+                        job_sql,
+                        {
+                            "tenant": tenant,
+                            "job_type": job_type,
+                            "definition": definition,
+                            "category": category,
+                            "now": now,
+                            "per_lane": per_lane,
+                            "x_keys": params["x_keys"],
+                        },
+                    )
+                    out.extend(Candidate(*r) for r in rows)
         return out
 
     def job_claim_fair(
@@ -283,18 +301,21 @@ class LeaseQueries(EventQueries):
         job_types: Sequence[str],
         tenants: Collection[str] | None,
         owners: Sequence[str],
-        fair: tuple[Sequence[str], Sequence[float], Sequence[float], float],
+        fair: FairSnapshot,
         lease_token: str,
         now: int,
         default_lease_ms: int,
     ) -> list[JobRow] | None:
         """Pick and lease up to ``len(owners)`` jobs in one statement (PostgreSQL).
 
-        Candidates come from the unpaused lanes as in ``job_candidates``; the
-        k-th candidate (from 0) of a tenant ranks at ``start + k / weight``
-        with the tenant's start clock and weight from ``fair`` (unknown
-        tenants start at its last element), the same rule the engine's fair
-        scheduler applies. The picks are re-checked and leased as in
+        Candidates come from the unpaused lanes as in ``job_candidates``.
+        Within a tenant, the k-th candidate (from 0) of a category ranks at
+        ``category start + k / category weight``; across tenants, the k-th
+        candidate of a tenant in that in-tenant order ranks at ``tenant start
+        + k / tenant weight``. Clocks and weights come from ``fair`` (a tenant
+        not in it starts at ``fair.floor``, a category not in it at its
+        tenant's category floor), the same rule the engine's fair scheduler
+        applies. The picks are re-checked and leased as in
         ``job_claim``; position i goes to ``owners[i]``.
 
         This path counts no running jobs, so it leases only while no
@@ -304,16 +325,22 @@ class LeaseQueries(EventQueries):
         """
         if tenants is not None and not tenants:
             return []
-        fair_tenants, starts, weights, floor = fair
+        fair = FairSnapshot(*fair)
         params = {
             "now": now,
             "n": len(owners),
             "types": list(job_types),
             "only_tenants": sorted(tenants or ()),
-            "floor": floor,
-            "f_tenants": list(fair_tenants),
-            "f_starts": list(starts),
-            "f_weights": list(weights),
+            "categories": list(JOB_CATEGORIES),
+            "floor": fair.floor,
+            "f_tenants": list(fair.tenants),
+            "f_starts": list(fair.starts),
+            "f_weights": list(fair.weights),
+            "f_cfloors": list(fair.category_floors),
+            "c_tenants": list(fair.category_tenants),
+            "c_categories": list(fair.categories),
+            "c_starts": list(fair.category_starts),
+            "c_weights": list(fair.category_weights),
             "owners": list(owners),
             "token": lease_token,
             "gate": LIMIT_GATE,

@@ -16,6 +16,9 @@ from coordinator.model import (
 )
 from coordinator.store.base import StoreBase
 from coordinator.store.schema import (
+    category_weights as category_weight_rows,
+)
+from coordinator.store.schema import (
     cluster_flags,
     concurrency_limits,
     job_type_defaults,
@@ -341,6 +344,37 @@ class LimitQueries(StoreBase):
         stmt = stmt.on_conflict_do_update(index_elements=["tenant_id"], set_={"weight": weight})
         with self.tx() as conn:
             conn.execute(stmt)
+
+    def category_weights(self) -> dict[tuple[str, int], int]:
+        c = category_weight_rows.c
+        with self.tx() as conn:
+            return {
+                (t, k): w for t, k, w in conn.execute(sa.select(c.tenant_id, c.category, c.weight))
+            }
+
+    def category_set_weight(self, tenant_id: str, category: int, weight: int) -> None:
+        stmt = self._insert(category_weight_rows).values(
+            tenant_id=tenant_id, category=category, weight=weight
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["tenant_id", "category"], set_={"weight": weight}
+        )
+        with self.tx() as conn:
+            conn.execute(stmt)
+            if self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
+
+    def category_remove_weight(self, tenant_id: str, category: int) -> bool:
+        c = category_weight_rows.c
+        with self.tx() as conn:
+            removed = conn.execute(
+                category_weight_rows.delete().where(
+                    c.tenant_id == tenant_id, c.category == category
+                )
+            ).rowcount
+            if removed and self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
+        return bool(removed)
 
     def job_type_defaults_list(self) -> list[Any]:
         with self.tx() as conn:

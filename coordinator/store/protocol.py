@@ -36,6 +36,7 @@ from coordinator.model import (
     EventCursor,
     EventFilter,
     Exclusions,
+    FairSnapshot,
     JobFilter,
     JobRow,
     JobStatus,
@@ -179,7 +180,7 @@ class Store(Protocol):
         job_types: Sequence[str],
         tenants: Collection[str] | None,
         owners: Sequence[str],
-        fair: tuple[Sequence[str], Sequence[float], Sequence[float], float],
+        fair: FairSnapshot,
         lease_token: str,
         now: int,
         default_lease_ms: int,
@@ -320,6 +321,12 @@ class Store(Protocol):
     def tenant_weights(self) -> dict[str, int]: ...
     # Set a tenant's fair-share weight.
     def tenant_set_weight(self, tenant_id: str, weight: int) -> None: ...
+    # Fair-share weights by (tenant, category number); a pair not listed has weight 1.
+    def category_weights(self) -> dict[tuple[str, int], int]: ...
+    # Set a category's weight within a tenant; replicas are told.
+    def category_set_weight(self, tenant_id: str, category: int, weight: int) -> None: ...
+    # Remove a category's weight within a tenant (back to 1); False when none was set.
+    def category_remove_weight(self, tenant_id: str, category: int) -> bool: ...
     # Every job type's stored defaults, by job type.
     def job_type_defaults_list(self) -> list[Any]: ...
     # Replace a job type's defaults (all None removes them); replicas are told.

@@ -5,10 +5,13 @@ SQLite and PostgreSQL compare and order them identically. Status and other
 enums are small integers equal to the protobuf enum numbers.
 
 Acquisition reads jobs through ``ix_jobs_ready``: a partial index over
-PENDING rows not held behind their ordering key (``READY_JOB``) keyed by *lane* (tenant, job type, definition) and then by the
-in-tenant order (priority, due time, id). Acquisition walks lanes, never the
-whole table, so a paused definition's jobs are skipped with one index probe
-however many there are, and nothing ever rewrites a paused row.
+PENDING rows not held behind their ordering key (``READY_JOB``) keyed by
+*lane* (tenant, job type, definition), then by category and then by the
+in-category order (priority, due time, id). Acquisition walks lanes and, in
+each, the categories (one probe per lane and category), never the whole
+table, so a paused definition's jobs are skipped with one index probe however
+many there are, nothing ever rewrites a paused row, and the head of a small
+category is found however large another category's backlog.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0013"
+SCHEMA_REVISION = "0014"
 
 metadata = sa.MetaData()
 
@@ -165,6 +168,15 @@ tenants = sa.Table(
     sa.Column("weight", sa.Integer, nullable=False, server_default="1"),
 )
 
+# Fair-share weights of categories within a tenant (default 1: not stored).
+category_weights = sa.Table(
+    "wfj_category_weights",
+    metadata,
+    sa.Column("tenant_id", sa.Text, primary_key=True),
+    sa.Column("category", sa.SmallInteger, primary_key=True),
+    sa.Column("weight", sa.Integer, nullable=False),
+)
+
 concurrency_limits = sa.Table(
     "wfj_concurrency_limits",
     metadata,
@@ -253,6 +265,7 @@ sa.Index(
     jobs.c.tenant_id,
     jobs.c.job_type,
     jobs.c.definition_id,
+    jobs.c.category,
     jobs.c.priority.desc(),
     jobs.c.due_at,
     jobs.c.id,

@@ -193,3 +193,31 @@ def test_the_coordinator_refuses_a_dashboard_it_cannot_serve_safely(
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=subprocess_env())
     assert done.returncode == 5
     assert message in done.stderr
+
+
+def test_the_tenants_page_lists_the_category_weights_set(
+    coordinators: dict[str, Coordinator], tmp_path: Path
+) -> None:
+    from worker_sdk import AdminClient
+
+    target = coordinators["secured"].target
+    with AdminClient(target, token=TOKENS["ops"][0]) as admin:
+        admin.set_category_weight("cw-tenant", "integration", 3)
+    dashboard = Dashboard(
+        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
+        "--listen", "127.0.0.1:0",
+    )
+    try:
+        url = dashboard.url()
+        status, _, headers = fetch(url + "/")
+        cookie = headers["Set-Cookie"].split(";")[0]
+        status, body, _ = fetch(url + "/tenants", headers={"Cookie": cookie})
+        assert status == 200
+        section = body[body.index("<h2>Category weights</h2>") :]
+        assert re.search(
+            r"cw-tenant</a></td><td>integration</td><td><span class=\"weight\">3</span>", section
+        ), section[:2000]
+    finally:
+        dashboard.stop()
+        with AdminClient(target, token=TOKENS["ops"][0]) as admin:
+            admin.remove_category_weight("cw-tenant", "integration")

@@ -198,6 +198,40 @@ def test_tenant_weights_are_set_and_listed(cluster, tmp_path: Path) -> None:
     assert lines[-1] == "every other tenant: weight 1"
 
 
+def test_category_weights_are_set_listed_and_removed(cluster, tmp_path: Path) -> None:
+    coordinator, pems = cluster
+    connect = ("--target", coordinator.target, "--ca", str(pems.ca), "--token", "root-secret")
+
+    set_weight = wfjobs(
+        tmp_path, *connect, "tenants", "set-category-weight", "cli-cw", "integration", "3"
+    )
+    listed = wfjobs(tmp_path, *connect, "tenants", "category-weights", "--tenant", "cli-cw")
+    as_json = wfjobs(
+        tmp_path, *connect, "--json", "tenants", "category-weights", "--tenant", "cli-cw"
+    )
+    removed = wfjobs(
+        tmp_path, *connect, "tenants", "remove-category-weight", "cli-cw", "integration"
+    )
+    again = wfjobs(
+        tmp_path, *connect, "tenants", "remove-category-weight", "cli-cw", "integration"
+    )
+    bad = wfjobs(tmp_path, *connect, "tenants", "set-category-weight", "cli-cw", "nope", "3")
+
+    assert set_weight.returncode == 0, set_weight.stderr
+    assert set_weight.stdout == "category integration of tenant cli-cw now has weight 3\n"
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["TENANT", "CATEGORY", "WEIGHT"]
+    assert lines[1].split() == ["cli-cw", "integration", "3"]
+    assert lines[-1] == "every other category: weight 1"
+    assert json.loads(as_json.stdout)["weights"] == [
+        {"tenant_id": "cli-cw", "category": "JOB_CATEGORY_INTEGRATION", "weight": 3}
+    ]
+    assert removed.stdout == "category integration of tenant cli-cw is back to weight 1\n"
+    assert again.stdout == "no weight was set for category integration of tenant cli-cw\n"
+    assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr
+
+
 def test_jobs_list_takes_several_types(cluster, tmp_path: Path) -> None:
     coordinator, pems = cluster
     connect = ("--target", coordinator.target, "--ca", str(pems.ca), "--token", "root-secret")

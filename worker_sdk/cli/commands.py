@@ -20,6 +20,7 @@ import grpc
 
 from worker_sdk import (
     AdminClient,
+    JobCategory,
     JobEvent,
     JobEventFilter,
     JobEventKind,
@@ -94,6 +95,15 @@ EXIT_BY_CODE = {
 _STATUSES = ("pending", "running", "completed", "faulted", "cancelled")
 _PAUSE_KINDS = ("tenant", "definition", "instance", "job-type", "category")
 _LIMIT_KINDS = ("tenant", "job-type", "definition", "concurrency-key", "category")
+# Category names a weight takes; "unspecified" names jobs enqueued without one.
+_CATEGORIES = (
+    "unspecified",
+    "continuation",
+    "activity_work",
+    "integration",
+    "maintenance",
+    "custom",
+)
 
 
 class UsageError(Exception):
@@ -693,6 +703,41 @@ class Commands:
             self.out.line(f"tenant {a.tenant} now has weight {a.weight}")
         return EXIT_OK
 
+    def tenants_category_weights(self) -> int:
+        answer = self.admin.list_category_weights(tenant_id=self.args.tenant)
+        if self.out.as_json:
+            self.out.json(message_dict(answer))
+            return EXIT_OK
+        self.out.table(
+            ["TENANT", "CATEGORY", "WEIGHT"],
+            [
+                (w.tenant_id, JobCategory.from_proto(w.category).lower(), w.weight)
+                for w in answer.weights
+            ],
+        )
+        self.out.line("every other category: weight 1")
+        return EXIT_OK
+
+    def tenants_set_category_weight(self) -> int:
+        a = self.args
+        self.admin.set_category_weight(a.tenant, a.category, a.weight)
+        if self.out.as_json:
+            self.out.json({"tenant_id": a.tenant, "category": a.category, "weight": a.weight})
+        else:
+            self.out.line(f"category {a.category} of tenant {a.tenant} now has weight {a.weight}")
+        return EXIT_OK
+
+    def tenants_remove_category_weight(self) -> int:
+        a = self.args
+        removed = self.admin.remove_category_weight(a.tenant, a.category)
+        if self.out.as_json:
+            self.out.json({"tenant_id": a.tenant, "category": a.category, "removed": removed})
+        elif removed:
+            self.out.line(f"category {a.category} of tenant {a.tenant} is back to weight 1")
+        else:
+            self.out.line(f"no weight was set for category {a.category} of tenant {a.tenant}")
+        return EXIT_OK
+
     # rate limits -------------------------------------------------------------------------------
 
     def rate_limits_list(self) -> int:
@@ -1134,13 +1179,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("max_running", type=int, help="most running at once; 0 removes the limit")
 
-    tenants = sub.add_parser("tenants", help="tenant fair-share weights: list and set")
+    tenants = sub.add_parser(
+        "tenants", help="fair-share weights of tenants and of categories within a tenant"
+    )
     tsub = tenants.add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
     p = add(tsub, "weights", "tenants_weights", "the fair-share weight of each tenant")
     p.add_argument("--tenant", default="", help="only this tenant's weight")
     p = add(tsub, "set-weight", "tenants_set_weight", "set a tenant's fair-share weight")
     p.add_argument("tenant", help="the tenant id")
     p.add_argument("weight", type=int, help="1..10000 (default for every tenant: 1)")
+    p = add(
+        tsub,
+        "category-weights",
+        "tenants_category_weights",
+        "the weights set for categories within their tenant",
+    )
+    p.add_argument("--tenant", default="", help="only this tenant's category weights")
+    p = add(
+        tsub,
+        "set-category-weight",
+        "tenants_set_category_weight",
+        "set a category's share of its tenant's starts",
+    )
+    p.add_argument("tenant", help="the tenant id")
+    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
+    p.add_argument("weight", type=int, help="1..10000 (default for every category: 1)")
+    p = add(
+        tsub,
+        "remove-category-weight",
+        "tenants_remove_category_weight",
+        "put a category of a tenant back to weight 1",
+    )
+    p.add_argument("tenant", help="the tenant id")
+    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
 
     rates = sub.add_parser("rate-limits", help="rate limits: list, set and remove")
     rsub = rates.add_subparsers(dest="rate_limits_command", required=True, metavar="ACTION")

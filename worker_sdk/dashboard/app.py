@@ -561,7 +561,17 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         names = sorted({c.tenant_id for c in stats.counts} | set(disabled) | set(set_weights))
         if session.tenant_id:
             names = [session.tenant_id]
-        body = render.tenants_body(names, disabled, set_weights, weights.default_weight, session)
+        categories = await call(
+            session, AdminClient.list_category_weights, tenant_id=session.tenant_id
+        )
+        body = render.tenants_body(
+            names,
+            disabled,
+            set_weights,
+            weights.default_weight,
+            session,
+            category_weights=categories.weights,
+        )
         return page(request, "Tenants", body)
 
     async def limits(request: web.Request) -> web.Response:

@@ -791,6 +791,7 @@ def tenants_body(
     weights: dict[str, int],
     default_weight: int,
     session: Any,
+    category_weights: Sequence[apb.CategoryWeight] = (),
 ) -> str:
     rows = []
     for t in tenants:
@@ -836,6 +837,27 @@ def tenants_body(
         + table(
             ["tenant", "state", "", "weight", "set weight"], rows, empty="no tenants with jobs"
         )
+        + category_weights_body(category_weights)
+    )
+
+
+def category_weights_body(weights: Sequence[apb.CategoryWeight]) -> str:
+    """The category weights set (``ListCategoryWeights``), read only."""
+    rows = [
+        [
+            f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">{e(w.tenant_id)}</a>',
+            e(category_name(str(w.category))),
+            f'<span class="weight">{w.weight}</span>',
+        ]
+        for w in weights
+    ]
+    return (
+        '<section class="category-weights"><h2>Category weights</h2>'
+        '<p class="muted">Within a tenant, categories that all have eligible jobs share '
+        "its starts by these weights (1 for a category not listed); set them with "
+        "<code>wfjobs tenants set-category-weight</code>.</p>"
+        + table(["tenant", "category", "weight"], rows, empty="no category weights set")
+        + "</section>"
     )
 
 

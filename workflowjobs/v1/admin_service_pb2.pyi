@@ -419,6 +419,56 @@ class ListTenantWeightsResponse(_message.Message):
     default_weight: int
     def __init__(self, weights: _Optional[_Iterable[_Union[TenantWeight, _Mapping]]] = ..., default_weight: _Optional[int] = ...) -> None: ...
 
+class SetCategoryWeightRequest(_message.Message):
+    __slots__ = ("tenant_id", "category", "weight")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    category: _job_pb2.JobCategory
+    weight: int
+    def __init__(self, tenant_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class SetCategoryWeightResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListCategoryWeightsRequest(_message.Message):
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class CategoryWeight(_message.Message):
+    __slots__ = ("tenant_id", "category", "weight")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    category: _job_pb2.JobCategory
+    weight: int
+    def __init__(self, tenant_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class ListCategoryWeightsResponse(_message.Message):
+    __slots__ = ("weights",)
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    weights: _containers.RepeatedCompositeFieldContainer[CategoryWeight]
+    def __init__(self, weights: _Optional[_Iterable[_Union[CategoryWeight, _Mapping]]] = ...) -> None: ...
+
+class RemoveCategoryWeightRequest(_message.Message):
+    __slots__ = ("tenant_id", "category")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    category: _job_pb2.JobCategory
+    def __init__(self, tenant_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ...) -> None: ...
+
+class RemoveCategoryWeightResponse(_message.Message):
+    __slots__ = ("removed",)
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: bool
+    def __init__(self, removed: _Optional[bool] = ...) -> None: ...
+
 class ConcurrencyLimit(_message.Message):
     __slots__ = ("kind", "value", "max_running", "running")
     KIND_FIELD_NUMBER: _ClassVar[int]

@@ -110,6 +110,21 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.FromString,
                 _registered_method=True)
+        self.SetCategoryWeight = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/SetCategoryWeight',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightResponse.FromString,
+                _registered_method=True)
+        self.ListCategoryWeights = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/ListCategoryWeights',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsResponse.FromString,
+                _registered_method=True)
+        self.RemoveCategoryWeight = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/RemoveCategoryWeight',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightResponse.FromString,
+                _registered_method=True)
         self.SetConcurrencyLimit = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/SetConcurrencyLimit',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetConcurrencyLimitRequest.SerializeToString,
@@ -259,6 +274,32 @@ class AdminServiceServicer:
     def ListTenantWeights(self, request, context):
         """The fair-share weights set with SetTenantWeight; a tenant not listed has
         default_weight.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetCategoryWeight(self, request, context):
+        """Fair-share weights of the categories within one tenant: while several
+        categories of a tenant have eligible jobs, they receive that tenant's
+        starts in proportion to their weights (1 unless set); the tenant's share
+        across tenants is unchanged. Within a category jobs start in order
+        (priority, then due time). Holds on every replica once the call returns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCategoryWeights(self, request, context):
+        """The category weights set with SetCategoryWeight; a category not listed
+        has weight 1.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveCategoryWeight(self, request, context):
+        """Puts a category of a tenant back to weight 1.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -414,6 +455,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListTenantWeights,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.SerializeToString,
+            ),
+            'SetCategoryWeight': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetCategoryWeight,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightResponse.SerializeToString,
+            ),
+            'ListCategoryWeights': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCategoryWeights,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsResponse.SerializeToString,
+            ),
+            'RemoveCategoryWeight': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveCategoryWeight,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightResponse.SerializeToString,
             ),
             'SetConcurrencyLimit': grpc.unary_unary_rpc_method_handler(
                     servicer.SetConcurrencyLimit,
@@ -877,6 +933,87 @@ class AdminService:
             '/workflowjobs.v1.AdminService/ListTenantWeights',
             workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.ListTenantWeightsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetCategoryWeight(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/SetCategoryWeight',
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.SetCategoryWeightResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCategoryWeights(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/ListCategoryWeights',
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListCategoryWeightsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveCategoryWeight(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/RemoveCategoryWeight',
+            workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.RemoveCategoryWeightResponse.FromString,
             options,
             channel_credentials,
             insecure,
