@@ -143,7 +143,7 @@ class EngineCore:
     type_defaults: dict[str, JobTypeDefaults]
 
     async def reload_limits(self) -> None:
-        """Re-read concurrency limits, job type defaults and category weights
+        """Re-read concurrency limits, job type defaults and fair-share weights
         (after a change here or on another replica)."""
         self.limits = book_of(await self.run_store(self.store.limit_list))
         self.rates = rate_book_of(await self.run_store(self.store.rate_limit_list))
@@ -156,6 +156,7 @@ class EngineCore:
             )
             for r in await self.run_store(self.store.job_type_defaults_list)
         }
+        self.fair.set_weights(await self.run_store(self.store.tenant_weights))
         self.fair.set_category_weights(await self.run_store(self.store.category_weights))
         self.dispatcher.wake()
 

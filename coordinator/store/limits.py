@@ -344,6 +344,8 @@ class LimitQueries(StoreBase):
         stmt = stmt.on_conflict_do_update(index_elements=["tenant_id"], set_={"weight": weight})
         with self.tx() as conn:
             conn.execute(stmt)
+            if self.is_postgres:
+                conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
 
     def category_weights(self) -> dict[tuple[str, int], int]:
         c = category_weight_rows.c

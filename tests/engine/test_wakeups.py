@@ -214,6 +214,28 @@ def test_a_freed_slot_wakes_the_other_replica(pg_database: str, store_url: str) 
     asyncio.run(main())
 
 
+def test_weights_set_on_one_replica_apply_on_the_other(pg_database: str, store_url: str) -> None:
+    if not store_url.startswith("postgres"):
+        pytest.skip("replicas share a PostgreSQL database")
+
+    async def main() -> None:
+        a, b = _engine(store_url), _engine(store_url)
+        await a.start()
+        await b.start()
+        try:
+            await a.set_tenant_weight("acme", 3)
+            await asyncio.wait_for(_until(lambda: b.fair.weight("acme") == 3), PROMPT_S)
+            await a.set_category_weight("acme", 3, 4)
+            await asyncio.wait_for(_until(lambda: b.fair.category_weight("acme", 3) == 4), PROMPT_S)
+            await a.remove_category_weight("acme", 3)
+            await asyncio.wait_for(_until(lambda: b.fair.category_weight("acme", 3) == 1), PROMPT_S)
+        finally:
+            await a.stop()
+            await b.stop()
+
+    asyncio.run(main())
+
+
 async def _until(predicate: Callable[[], bool]) -> None:
     while not predicate():
         await asyncio.sleep(0.02)
