@@ -111,3 +111,67 @@ def test_a_deduplicated_job_deleted_after_the_insert_found_it_is_answered(store_
         assert deduplicated and row.id == job_id and row.status == JobStatus.COMPLETED
 
     run(store_url, scenario)
+
+
+def _hold_first_commit(h: Harness) -> tuple[threading.Event, threading.Event]:
+    """Hold the next insert that takes a store thread until ``release`` is set;
+    ``started`` is set once it is held."""
+    started, release = threading.Event(), threading.Event()
+    original = h.engine.store.job_insert_many
+    held: list[bool] = []
+
+    def insert(jobs, *args, **kwargs):
+        if not held:
+            held.append(True)
+            started.set()
+            release.wait(10)
+        return original(jobs, *args, **kwargs)
+
+    h.engine.store.job_insert_many = insert
+    return started, release
+
+
+def test_a_call_arriving_while_a_commit_is_in_flight_starts_its_own(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("SQLite has one store thread: its commits run one at a time")
+        await h.engine.enqueue([make_job()])  # the lane becomes known
+        started, release = _hold_first_commit(h)
+        try:
+            # A new lane takes the store thread, where the commit is held.
+            held = asyncio.create_task(h.engine.enqueue_one(make_job(job_type="other")))
+            await asyncio.to_thread(started.wait, 10)
+            # The next call does not wait for the held commit.
+            row, _ = await asyncio.wait_for(h.engine.enqueue_one(make_job()), 10)
+            assert not held.done()
+            assert (await h.job(row.id))[0].status == JobStatus.PENDING
+        finally:
+            release.set()
+        await held
+
+    run(store_url, scenario)
+
+
+def test_commits_with_ordering_keys_run_one_at_a_time(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.engine.enqueue([make_job()])
+        started, release = _hold_first_commit(h)
+        try:
+            first = make_job(ordering_key="k")
+            held = asyncio.create_task(h.engine.enqueue_one(first))
+            await asyncio.to_thread(started.wait, 10)
+            second = make_job(ordering_key="k")
+            waiting = asyncio.create_task(h.engine.enqueue_one(second))
+            for _ in range(5):  # the call queues; a commit it started would take it
+                await asyncio.sleep(0)
+            # Its commit waits for the one in flight: it is still queued.
+            assert [j.id for j, _ in h.engine._enqueue_queue] == [second.id]
+        finally:
+            release.set()
+        await held
+        await waiting
+        # The key's head is the first job: only it is leased of the two.
+        keyed = [row.id for row, _ in await h.lease(10) if row.ordering_key == "k"]
+        assert keyed == [first.id]
+
+    run(store_url, scenario)
