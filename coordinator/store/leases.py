@@ -48,7 +48,13 @@ from coordinator.store.events import (
     event_tx_bump,
 )
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
-from coordinator.store.ordering import Key, lock_keys, ordering_allows, release_next
+from coordinator.store.ordering import (
+    Key,
+    key_locks_sql,
+    lock_keys,
+    ordering_allows,
+    release_next,
+)
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
     first_attempt_completed,
@@ -511,27 +517,49 @@ class LeaseQueries(EventQueries):
         self, completions: Sequence[Completion], now: int, wake: bool
     ) -> dict[str, JobStatus]:
         with self.tx() as conn:
-            out = self._complete_refusable(conn, completions, now, ordered=True)
+            released: list[int] = []
+            out = self._complete_refusable(conn, completions, now, ordered=True, released=released)
             if out and wake:
-                self._notify_wake(conn, now)
+                released.append(now)
+            if released:
+                self._notify_wake(conn, released)
             return out
 
     def _complete_refusable(
-        self, conn: sa.Connection, completions: Sequence[Completion], now: int, *, ordered: bool
+        self,
+        conn: sa.Connection,
+        completions: Sequence[Completion],
+        now: int,
+        *,
+        ordered: bool,
+        released: list[int] | None = None,
     ) -> dict[str, JobStatus]:
         """``_complete_in``; a value the database refuses ends the transaction."""
         try:
-            return self._complete_in(conn, completions, now, ordered=ordered)
+            return self._complete_in(conn, completions, now, ordered=ordered, released=released)
         except ROW_WRITE_ERRORS as e:
             raise _BatchRefused(e) from e
 
-    def _release_after_end(self, conn: sa.Connection, keys: set[Key]) -> None:
-        """The jobs of ``keys`` ended in this transaction: release each key's next job."""
+    def _release_after_end(
+        self,
+        conn: sa.Connection,
+        keys: set[Key],
+        *,
+        locked: bool = False,
+        released: list[int] | None = None,
+    ) -> None:
+        """The jobs of ``keys`` ended in this transaction: release each key's next
+        job (the keys' locks taken here unless ``locked``). The released jobs' due
+        times go to ``released`` when given (the caller wakes acquisition), else
+        are notified here."""
         if not keys:
             return
-        lock_keys(conn, self.is_postgres, keys)
+        if not locked:
+            lock_keys(conn, self.is_postgres, keys)
         due = release_next(conn, self.is_postgres, keys)
-        if due:
+        if released is not None:
+            released.extend(due)
+        elif due:
             self._notify_wake(conn, due)
 
     def _complete_in(
@@ -541,9 +569,12 @@ class LeaseQueries(EventQueries):
         now: int,
         *,
         ordered: bool,
+        released: list[int] | None = None,
     ) -> dict[str, JobStatus]:
         """Write the completions; with ``ordered`` false (an autocommit statement),
-        jobs with an ordering key are skipped (not in the answer)."""
+        jobs with an ordering key are skipped (not in the answer). With
+        ``ordered``, the completed jobs' keys are locked by the same statement
+        (after their rows) and each key's next job is released."""
         status_sql = (
             f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
             f"ELSE {int(JobStatus.COMPLETED)} END"
@@ -577,7 +608,9 @@ class LeaseQueries(EventQueries):
                 ), ev AS (
                     {_COMPLETION_EVENTS_SQL}
                 )
-                SELECT id, status, tenant_id, ordering_key FROM done
+                {f", lk AS ({key_locks_sql('done')})" if ordered else ""}
+                SELECT id, status, tenant_id, ordering_key
+                    {", (SELECT count(*) FROM lk)" if ordered else ""} FROM done
                 """
             params = {
                 "ids": [c.job_id for c in completions],
@@ -589,7 +622,7 @@ class LeaseQueries(EventQueries):
             }
             out: dict[str, JobStatus] = {}
             keys: set[Key] = set()
-            for job_id, status, tenant_id, ordering_key in conn.exec_driver_sql(
+            for job_id, status, tenant_id, ordering_key, *_ in conn.exec_driver_sql(
                 driver_sql(sql), params
             ):
                 out[job_id] = JobStatus(status)
@@ -597,7 +630,7 @@ class LeaseQueries(EventQueries):
                     keys.add((tenant_id, ordering_key))
             if out:
                 self._events_written(conn)
-            self._release_after_end(conn, keys)
+            self._release_after_end(conn, keys, locked=True, released=released)
             return out
         update = sa.text(
             f"""
@@ -645,7 +678,7 @@ class LeaseQueries(EventQueries):
                 },
             )
         self._record_events(conn, events, now, bump=False)
-        self._release_after_end(conn, ended_keys)
+        self._release_after_end(conn, ended_keys, released=released)
         return applied
 
     def job_end_attempts(
@@ -882,6 +915,7 @@ class LeaseQueries(EventQueries):
         )
         conn.execute(job_attempts.insert(), attempts)
         self._record_events(conn, events, now, bump=False)
+        released: list[int] = []
         self._release_after_end(
             conn,
             {
@@ -890,12 +924,14 @@ class LeaseQueries(EventQueries):
                 if e.new_status != JobStatus.PENDING
                 and (key := by_id[e.job_id].ordering_key) is not None
             },
+            released=released,
         )
         # Every retry's due time, and "now" when the freed slots may admit
         # a waiting job.
         due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
         if wake:
             due.append(now)
+        due.extend(released)
         if due:
             self._notify_wake(conn, due)
 

@@ -31,10 +31,12 @@ held job, or the enqueue sees the head ended and stores its job unheld. Locks
 are taken in one sorted statement per transaction. Transactions that end a
 job they address by id (completion, ended attempts, unlock, operator retry,
 purge) lock the job's row first and the key after; those that only change
-PENDING jobs (enqueue, cancel, bulk cancel, replay) take the key first. A
-transaction holding a key's lock then waits only for rows of PENDING jobs,
-which no transaction of the first kind holds, so the two orders cannot
-deadlock. SQLite runs one writing transaction at a time.
+PENDING jobs (enqueue, cancel, bulk cancel, replay) take the key first (a
+cancel requested for a RUNNING job takes no key lock, in a transaction of
+its own). A transaction holding a key's lock then waits only for rows of
+PENDING jobs, which no transaction of the first kind holds while it waits
+for a key, so the two orders cannot deadlock. SQLite runs one writing
+transaction at a time.
 
 The probes use small partial indexes keyed by (tenant, key[, id]):
 ``ix_wfj_jobs_ordering_running`` (RUNNING rows), ``ix_wfj_jobs_ordering_ahead``
@@ -104,18 +106,24 @@ def key_busy(alias: str, *, other_than_self: bool) -> str:
     return f"({alias}.ordering_key IS NOT NULL AND {live})"
 
 
+def key_locks_sql(source: str, tenant: str = "tenant_id", key: str = "ordering_key") -> str:
+    """SQL taking the transaction advisory lock of the key of each row of
+    ``source`` that has one (PostgreSQL), in hash order: one row per lock."""
+    return (
+        f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, h) FROM ("
+        f"SELECT DISTINCT hashtext({tenant} || chr(31) || {key}) AS h FROM {source} "
+        f"WHERE {key} IS NOT NULL ORDER BY h) s"
+    )
+
+
 def lock_keys(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) -> None:
     """Take the transaction advisory lock of each key (PostgreSQL), in hash order."""
     wanted = sorted(set(keys))
     if not is_postgres or not wanted:
         return
+    source = "unnest(CAST(:tenants AS text[]), CAST(:keys AS text[])) AS u(t, k)"
     conn.exec_driver_sql(
-        driver_sql(
-            f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, h) FROM ("
-            "SELECT DISTINCT hashtext(t || chr(31) || k) AS h "
-            "FROM unnest(CAST(:tenants AS text[]), CAST(:keys AS text[])) AS u(t, k)) s "
-            "ORDER BY h"
-        ),
+        driver_sql(key_locks_sql(source, "t", "k")),
         {"tenants": [t for t, _ in wanted], "keys": [k for _, k in wanted]},
     )
 
