@@ -132,7 +132,7 @@ def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> s
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return sa.create_engine(
+    engine = sa.create_engine(
         url,
         connect_args={} if prepare else {"prepare_threshold": None},
         pool_size=pool_size,
@@ -142,6 +142,21 @@ def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> s
         # StoreUnavailable; callers retry.
         pool_recycle=1800,
     )
+
+    @event.listens_for(engine, "connect")
+    def _no_jit(dbapi_conn: Any, _record: Any) -> None:
+        # Every statement here is short. PostgreSQL JIT-compiles a statement
+        # whose estimated cost passes jit_above_cost, and the acquisition
+        # statements' estimates grow with the lanes and backlog they might
+        # read (not what they do read, a few index probes): compiling then
+        # costs hundreds of milliseconds per pass. Committed, so the pool's
+        # rollback on check-in keeps it.
+        cur = dbapi_conn.cursor()
+        cur.execute("SET jit = off")
+        cur.close()
+        dbapi_conn.commit()
+
+    return engine
 
 
 def _driver_message(e: exc.DBAPIError) -> str:

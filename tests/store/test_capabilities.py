@@ -55,3 +55,16 @@ def test_one_statement_claim_says_whether_job_claim_fair_leases(store: Store) ->
     rows = store.job_claim_fair(["noop"], None, ["w1"], ([], [], [], 0.0), "tok-1", T0, LEASE_MS)
     assert rows is not None
     assert [r.id for r in rows] == [job.id]
+
+
+def test_postgresql_sessions_never_jit_compile(store: Store) -> None:
+    """Acquisition statements' cost estimates grow with the backlog they might
+    read; compiling them would cost more than running them."""
+    if not store.is_postgres:
+        pytest.skip("JIT is PostgreSQL's")
+    with store.tx() as conn:
+        assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
+    with pytest.raises(RuntimeError), store.tx() as conn:
+        raise RuntimeError("a rolled-back transaction")
+    with store.statement() as conn:
+        assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
