@@ -160,6 +160,9 @@ class RetentionCleaner(Chore[RetentionResult]):
         limit = self.config.batch_size
         engine = self._engine
         purged = await engine.run_store(engine.store.job_purge_finished, cutoffs, limit) if cutoffs else 0
+        if purged and engine.ordered_work_seen:
+            # A purged FAULTED head of an ordering key released the key's next job.
+            engine.dispatcher.wake()
         events = 0
         if self.config.keep_events_s is not None:
             before = now - int(self.config.keep_events_s * US_PER_SECOND)
