@@ -153,7 +153,11 @@ def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
             if offered
             else event_insert_sql("ins", f"{JobEventKind.ENQUEUED:d}", "s.created_at")
         )
-        + ") SELECT pg_notify('wfj_wake', %(due)s), ins.id, ins.status FROM ins"
+        # Only jobs stored PENDING wake the replicas: a job leased by this insert
+        # has nothing left to acquire, and a commit that notifies takes
+        # PostgreSQL's cluster-wide notify lock until its WAL is flushed.
+        + f") SELECT CASE WHEN ins.status = {JobStatus.PENDING:d} "
+        "THEN pg_notify('wfj_wake', %(due)s) END, ins.id, ins.status FROM ins"
     )
     return driver_sql(sql)
 
@@ -510,7 +514,8 @@ class JobQueries(EventQueries):
         direct: DirectLeases | None,
         keyed: bool,
     ) -> dict[str, int]:
-        """A few jobs in one autocommit statement that also sends the wake-up.
+        """A few jobs in one autocommit statement that also sends the wake-up
+        (for the jobs stored PENDING; one leased at insert needs none).
 
         One round trip instead of BEGIN, COPY, NOTIFY and COMMIT: this is the
         path of single enqueues under load, where latency is what counts.

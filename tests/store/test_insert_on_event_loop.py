@@ -16,6 +16,7 @@ import pytest
 from coordinator.errors import InvalidArgument, StoreUnavailable
 from coordinator.model import DirectLeases, JobStatus
 from coordinator.store import Store
+from coordinator.store.base import wake_payload
 from wfj_testing import T0, make_job
 
 
@@ -117,3 +118,26 @@ def test_a_dropped_connection_is_store_unavailable_and_the_next_insert_works(
         assert result == [(later.id, False, JobStatus.PENDING)]
 
     _on_loop(store, scenario)
+
+
+@pytest.mark.parametrize("path", ["thread", "event loop"])
+def test_only_jobs_stored_pending_wake_the_replicas(store: Store, path: str) -> None:
+    """A job leased at insert has nothing left to acquire: its commit sends no
+    ``wfj_wake`` (and so takes no notify lock); a PENDING job's does."""
+    if not store.is_postgres:
+        pytest.skip("SQLite has no LISTEN/NOTIFY; one coordinator wakes itself")
+    store.job_insert_many([make_job()])
+    raw = store.url.replace("postgresql+psycopg://", "postgresql://")
+    leased, later = make_job(due_at=T0), make_job(due_at=T0 + 3_600 * 1_000_000)
+    direct = DirectLeases({leased.id: "w-idle"}, "tok-direct", T0, 30_000)
+    with psycopg.connect(raw, autocommit=True) as listener:
+        listener.execute("LISTEN wfj_wake")
+        for jobs, offers in (([leased], direct), ([later], None)):
+            if path == "thread":
+                store.job_insert_many(jobs, offers)
+            else:
+                _on_loop(store, lambda j=jobs, o=offers: store.job_insert_many_async(j, o))
+        # Notifications arrive in commit order: the first is the PENDING job's.
+        [first] = list(listener.notifies(timeout=10, stop_after=1))
+    assert first.payload == wake_payload([later.due_at])
+    assert store.job_get(leased.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
