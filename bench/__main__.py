@@ -1,7 +1,7 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
-Figures (in table order): throughput, replicas, latency, paused, backlog, ordering,
-fairness, rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
+Figures (in table order): throughput, events, replicas, latency, paused, backlog,
+ordering, fairness, rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
 - `--quick` → `bench/results/quick.md` (a smoke check; numbers not quotable);
@@ -37,6 +37,7 @@ from bench.results import (
 
 FIGURES = {
     "throughput": "bench.throughput",
+    "events": "bench.events",
     "replicas": "bench.replicas",
     "latency": "bench.latency",
     "paused": "bench.paused",

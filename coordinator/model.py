@@ -141,27 +141,41 @@ class JobEvent:
     result_content_type: str | None = None
 
 
+# ``EventCursor.n`` of a cursor that stands after every event of its log row.
+WHOLE_ROW = 2**31 - 1
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class EventCursor:
-    """A position in the job event log: events are ordered by ``(ord, id)``.
+    """A position in the job event log: events are ordered by ``(ord, id, n)``.
 
-    Written ``"<ord>-<id>"`` on the wire; clients treat it as opaque.
+    A log row holds the events of one statement (PostgreSQL; one event per
+    row on SQLite); ``n`` is an event's position in its row, ``WHOLE_ROW``
+    after the row's last event. Written ``"<ord>-<id>"`` on the wire when
+    ``n`` is ``WHOLE_ROW`` (the form every cursor had before rows held
+    several events, so such cursors stay valid), else ``"<ord>-<id>-<n>"``;
+    clients treat it as opaque.
     """
 
     ord: int
     id: int
+    n: int = WHOLE_ROW
 
     def __str__(self) -> str:
-        return f"{self.ord}-{self.id}"
+        if self.n == WHOLE_ROW:
+            return f"{self.ord}-{self.id}"
+        return f"{self.ord}-{self.id}-{self.n}"
 
     @classmethod
     def parse(cls, text: str) -> EventCursor:
         """Raises ValueError when ``text`` is not a cursor this log wrote."""
-        ord_text, sep, id_text = text.strip().partition("-")
-        if not sep or not ord_text.isdigit() or not id_text.isdigit():
-            raise ValueError(f"{text!r} is not an event cursor (expected two numbers, 'ORD-ID')")
-        cursor = cls(int(ord_text), int(id_text))
-        if cursor.ord >= 2**63 or cursor.id >= 2**63:
+        parts = text.strip().split("-")
+        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+            raise ValueError(
+                f"{text!r} is not an event cursor (expected 'ORD-ID' or 'ORD-ID-N', all numbers)"
+            )
+        cursor = cls(*(int(p) for p in parts))
+        if cursor.ord >= 2**63 or cursor.id >= 2**63 or not 0 < cursor.n <= WHOLE_ROW:
             raise ValueError(f"{text!r} is not an event cursor (out of range)")
         return cursor
 

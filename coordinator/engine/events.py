@@ -182,7 +182,7 @@ class EventHub:
                 yield page.events, page.events[-1].cursor
             if page.scanned_to is not None and (position is None or page.scanned_to > position):
                 position = page.scanned_to
-            if len(page.events) >= self.config.page_size:
+            if page.more:
                 continue
             if page.held_back:
                 timeout = held_back_delay

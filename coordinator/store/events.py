@@ -1,9 +1,15 @@
 """Named queries over the job event log (``wfj_job_events``).
 
 Design note. Every job state change writes its events in the same
-transaction, usually in the same statement (a data-modifying CTE fed by the
+transaction, usually in the same statement (data-modifying CTEs fed by the
 ``RETURNING`` rows of the change), so an event exists if and only if its
-change committed. Readers page through the log in ``(ord, id)`` order:
+change committed. A log row holds the events of one statement: on
+PostgreSQL one row per statement (per ``ord``, below) with one array per
+event column, element ``n`` being the statement's n-th event; on SQLite one
+row per event. A row costs PostgreSQL a heap tuple, an index entry and their
+WAL whatever it holds, so a batch of 100 completions pays that once instead
+of 100 times. Readers unnest the rows and page through the events in
+``(ord, id, n)`` order:
 
 * ``id`` is an identity column; ``ord`` is the writing transaction's id
   (``pg_current_xact_id()``) on PostgreSQL and 0 on SQLite.
@@ -11,7 +17,7 @@ change committed. Readers page through the log in ``(ord, id)`` order:
   order, so ``(0, id)`` is commit order and a reader sees every committed row.
 * On PostgreSQL ids are drawn before commit, so a later-committing
   transaction can hold a lower id: reading "every id above my cursor" could
-  skip it. Readers therefore see only the *released* part of the log: events
+  skip it. Readers therefore see only the *released* part of the log: rows
   whose ``ord`` is below the oldest transaction still running
   (``pg_snapshot_xmin(pg_current_snapshot())``). Every transaction below that
   horizon has ended, and every transaction still to write an event has an id
@@ -22,12 +28,15 @@ change committed. Readers page through the log in ``(ord, id)`` order:
   events still sort in commit order, a state change sets the job's
   ``event_tx`` to ``GREATEST(event_tx, its transaction id)`` and its events
   take that as ``ord``: a job's later event never sorts before its earlier one.
+  A statement writes one row per ``ord`` among its events: one, the
+  transaction's own id, unless some jobs carry a younger ``event_tx``
+  (theirs go into a row under that ``ord``).
 
 A transaction that stays open holds the horizon back (its events, and any
 committed after it started, wait); watchers re-read shortly while events sit
-above the horizon. Retention deletes a prefix of the released log and records
-where it stopped (``purged through``), so a reader whose cursor falls before
-that is told so instead of silently missing events.
+above the horizon. Retention deletes a prefix of the released log, whole
+rows, and records where it stopped (``purged through``), so a reader whose
+cursor falls before that is told so instead of silently missing events.
 """
 
 from __future__ import annotations
@@ -38,7 +47,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.model import EventCursor, EventFilter, JobEvent, JobEventKind, JobStatus
+from coordinator.model import (
+    WHOLE_ROW,
+    EventCursor,
+    EventFilter,
+    JobEvent,
+    JobEventKind,
+    JobStatus,
+)
 from coordinator.store.base import StoreBase, driver_sql
 from coordinator.store.schema import cluster_flags
 
@@ -57,19 +73,55 @@ REF_COLUMNS = (
     "bookmark_id",
     "correlation_id",
 )
-# What a CTE's RETURNING must give for ``event_insert_sql`` to read it.
+# What a CTE's RETURNING must give for ``event_ctes`` to read it.
 EVENT_SOURCE_COLUMNS = ("id", "event_tx", *REF_COLUMNS, "status", "attempt", "due_at")
 
-_INSERT_COLUMNS = (
-    "ord, kind, created_at, job_id, "
-    + ", ".join(REF_COLUMNS)
-    + ", status, attempt, due_at, error, error_kind"
+# The event columns of a log row, scalars on SQLite and arrays on PostgreSQL.
+EVENT_COLUMNS = (
+    "kind",
+    "created_at",
+    "job_id",
+    *REF_COLUMNS,
+    "status",
+    "attempt",
+    "due_at",
+    "error",
+    "error_kind",
 )
+# PostgreSQL: each event column's array column and element type.
+_ARRAY_COLUMNS = {
+    "kind": ("kinds", "smallint"),
+    "created_at": ("created_ats", "bigint"),
+    "job_id": ("job_ids", "text"),
+    "tenant_id": ("tenant_ids", "text"),
+    "job_type": ("job_types", "text"),
+    "definition_id": ("definition_ids", "text"),
+    "definition_version": ("definition_versions", "integer"),
+    "instance_id": ("instance_ids", "text"),
+    "activity_id": ("activity_ids", "text"),
+    "activity_node_id": ("activity_node_ids", "text"),
+    "bookmark_id": ("bookmark_ids", "text"),
+    "correlation_id": ("correlation_ids", "text"),
+    "status": ("statuses", "smallint"),
+    "attempt": ("attempts", "integer"),
+    "due_at": ("due_ats", "bigint"),
+    "error": ("errors", "text"),
+    "error_kind": ("error_kinds", "text"),
+}
+_ROW_INSERT = (
+    "INSERT INTO wfj_job_events (ord, created_at, events, "
+    + ", ".join(_ARRAY_COLUMNS[c][0] for c in EVENT_COLUMNS)
+    + ") "
+)
+_SQLITE_INSERT_COLUMNS = "ord, " + ", ".join(EVENT_COLUMNS)
 
 # The cluster flag that records the last event cursor retention deleted.
 PURGED_THROUGH_FLAG = "events.purged_through"
 
 _MAX_ID = 2**63 - 1
+
+# A filtered page looks through up to this many times its size of events.
+_FILTERED_READ_FACTOR = 20
 
 
 def event_tx_bump(alias: str = "") -> str:
@@ -79,30 +131,47 @@ def event_tx_bump(alias: str = "") -> str:
 
 
 def event_returning(alias: str) -> str:
-    """The RETURNING list ``event_insert_sql`` reads from a changed row."""
+    """The RETURNING list ``event_ctes`` reads from a changed row."""
     return ", ".join(f"{alias}.{c}" for c in EVENT_SOURCE_COLUMNS)
 
 
-def event_insert_sql(
+def event_ctes(
     source: str,
     kind: str,
     created_at: str,
     *,
     error: str = "NULL",
     error_kind: str = "NULL",
-    tail: str = "",
+    joins: str = "",
+    order: str = "",
+    name: str = "ev",
 ) -> str:
-    """``INSERT INTO wfj_job_events … SELECT … FROM source`` for a CTE of changed rows.
+    """A CTE (PostgreSQL) that writes the events of the changed rows of CTE ``source``.
 
     ``source`` has the columns of ``EVENT_SOURCE_COLUMNS`` (as ``s``); the
-    other arguments are SQL expressions over it; ``tail`` adds joins, WHERE
-    and ORDER BY (events take ids in that order).
+    other arguments are SQL expressions over it and ``joins``; ``order``
+    gives the events' order within the statement, required when a job has
+    several events in it. The events go into one log row per ``event_tx``
+    (nearly always one: the transaction's own id; another only for jobs a
+    younger transaction changed first), each row's arrays in that order:
+    the aggregate reads its input sorted by ``event_tx`` then ``order``.
+    Returns ``"{name} AS (...)"``, to place among a WITH's CTEs.
     """
-    refs = ", ".join(f"s.{c}" for c in REF_COLUMNS)
+    refs = ", ".join(f"s.{c} AS {c}" for c in REF_COLUMNS)
+    # One event per job needs no order (jobs' events are unordered among
+    # themselves within a statement): the rows are aggregated as they come.
+    sort = f" ORDER BY s.event_tx, {order}" if order else ""
+    rows = (
+        f"SELECT s.event_tx AS ord, {kind} AS kind, {created_at} AS created_at, "
+        f"s.id AS job_id, {refs}, s.status AS status, s.attempt AS attempt, s.due_at AS due_at, "
+        f"{error} AS error, {error_kind} AS error_kind FROM {source} AS s {joins}{sort}"
+    )
+    aggregated = ", ".join(
+        f"array_agg(CAST(r.{c} AS {_ARRAY_COLUMNS[c][1]}))" for c in EVENT_COLUMNS
+    )
     return (
-        f"INSERT INTO wfj_job_events ({_INSERT_COLUMNS}) "
-        f"SELECT s.event_tx, {kind}, {created_at}, s.id, {refs}, s.status, s.attempt, "
-        f"s.due_at, {error}, {error_kind} FROM {source} AS s {tail}"
+        f"{name} AS ({_ROW_INSERT}SELECT r.ord, max(r.created_at), count(*), {aggregated} "
+        f"FROM ({rows}) AS r GROUP BY r.ord)"
     )
 
 
@@ -126,6 +195,8 @@ class EventPage:
     scanned_to: EventCursor | None
     # Committed events wait above the release horizon (PostgreSQL): read again soon.
     held_back: bool
+    # The page stopped at its size (events or log rows read): read on at once.
+    more: bool = False
 
 
 class EventsPurged(Exception):
@@ -163,11 +234,11 @@ class EventQueries(StoreBase):
         if not entries:
             return
         self._events_written(conn)
-        refs = ", ".join(REF_COLUMNS)
         if not self.is_postgres:
+            refs = ", ".join(REF_COLUMNS)
             conn.execute(
                 sa.text(
-                    f"INSERT INTO wfj_job_events ({_INSERT_COLUMNS}) "
+                    f"INSERT INTO wfj_job_events ({_SQLITE_INSERT_COLUMNS}) "
                     f"SELECT 0, :kind, :now, id, {refs}, status, attempt, due_at, :error, "
                     ":error_kind FROM wfj_jobs WHERE id = :job_id"
                 ),
@@ -196,17 +267,38 @@ class EventQueries(StoreBase):
             "WITH e AS (SELECT * FROM unnest(CAST(:e_ids AS text[]), CAST(:e_kinds AS int[]), "
             "CAST(:e_errors AS text[]), CAST(:e_error_kinds AS text[])) WITH ORDINALITY "
             "AS e(job_id, kind, error, error_kind, n)), "
-            f"c AS ({changed}) "
-            + event_insert_sql(
+            f"c AS ({changed}), "
+            + event_ctes(
                 "c",
                 "e.kind",
                 ":now",
                 error="e.error",
                 error_kind="e.error_kind",
-                tail="JOIN e ON e.job_id = s.id ORDER BY e.n",
+                joins="JOIN e ON e.job_id = s.id",
+                order="e.n",
             )
+            + " SELECT 1"
         )
         conn.exec_driver_sql(driver_sql(sql), {**_entries_params(entries), "now": now})
+
+    def _record_enqueued(self, conn: sa.Connection, job_ids: Sequence[str], now: int) -> None:
+        """Write ENQUEUED for the jobs just stored, at ``now``."""
+        if not self.is_postgres:
+            self._record_events(
+                conn, [EventEntry(j, JobEventKind.ENQUEUED) for j in job_ids], now, bump=False
+            )
+            return
+        if not job_ids:
+            return
+        self._events_written(conn)
+        columns = ", ".join(f"j.{c}" for c in EVENT_SOURCE_COLUMNS)
+        sql = (
+            f"WITH c AS (SELECT {columns} FROM wfj_jobs j "
+            "WHERE j.id = ANY(CAST(:e_ids AS text[]))), "
+            + event_ctes("c", f"{JobEventKind.ENQUEUED:d}", ":now")
+            + " SELECT 1"
+        )
+        conn.exec_driver_sql(driver_sql(sql), {"e_ids": list(job_ids), "now": now})
 
     def event_read(self, flt: EventFilter, after: EventCursor | None, limit: int) -> EventPage:
         """Up to ``limit`` released events matching ``flt`` after ``after``, in order.
@@ -217,8 +309,10 @@ class EventQueries(StoreBase):
             EventsPurged: retention deleted events after ``after``.
         """
         start = after or EventCursor(0, 0)
-        params: dict[str, Any] = {"o": start.ord, "i": start.id, "n": limit}
-        clauses = ["(e.ord, e.id) > (:o, :i)"]
+        params: dict[str, Any] = {"o": start.ord, "i": start.id, "k": start.n, "n": limit}
+        clauses: list[str] = []
+        # PostgreSQL: the same tests on a row's arrays, to skip rows with no match.
+        row_clauses: list[str] = []
         for column, value in (
             ("tenant_id", flt.tenant_id),
             ("definition_id", flt.definition_id),
@@ -228,10 +322,13 @@ class EventQueries(StoreBase):
             ("job_id", flt.job_id),
         ):
             if value:
-                clauses.append(f"e.{column} = :f_{column}")
+                clauses.append(f"u.{column} = :f_{column}")
+                row_clauses.append(f"AND :f_{column} = ANY({_ARRAY_COLUMNS[column][0]}) ")
                 params[f"f_{column}"] = value
         if flt.kinds:
-            clauses.append(f"e.kind IN ({', '.join(str(int(k)) for k in flt.kinds)})")
+            kinds = ", ".join(str(int(k)) for k in flt.kinds)
+            clauses.append(f"u.kind IN ({kinds})")
+            row_clauses.append(f"AND kinds && CAST(ARRAY[{kinds}] AS smallint[]) ")
         horizon: int | None = None
         with self.tx() as conn:
             if self.is_postgres:
@@ -240,26 +337,73 @@ class EventQueries(StoreBase):
                         "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
                     ).scalar_one()
                 )
-                clauses.append("e.ord < :horizon")
                 params["horizon"] = horizon
+                # The rows from the cursor's on that may match, as many as
+                # hold the page's budget of events (found by their event
+                # counts), then unnested and filtered; an event's cursor is
+                # its row's when it is the row's last.
+                rows_cte = (
+                    "WITH r AS MATERIALIZED (SELECT * FROM (SELECT b.*, "
+                    "sum(b.left_) OVER (ORDER BY b.ord, b.id) - b.left_ AS ahead "
+                    "FROM (SELECT *, events - CASE WHEN (ord, id) = (:o, :i) THEN :k ELSE 0 END "
+                    "AS left_ FROM wfj_job_events WHERE (ord, id) >= (:o, :i) AND ord < :horizon "
+                    "AND NOT ((ord, id) = (:o, :i) AND events <= :k) "
+                    + "".join(row_clauses)
+                    + "ORDER BY ord, id LIMIT :budget) AS b) AS w WHERE w.ahead < :budget) "
+                )
+                # A filtered read looks through more events per page (only
+                # the matching ones come back).
+                params["budget"] = limit * (_FILTERED_READ_FACTOR if clauses else 1)
+                arrays = ", ".join(f"r.{_ARRAY_COLUMNS[c][0]}" for c in EVENT_COLUMNS)
+                page = (
+                    f"SELECT r.ord, r.id, CASE WHEN u.pos = r.events THEN {WHOLE_ROW} "
+                    "ELSE u.pos END AS n, u.* "
+                    f"FROM r CROSS JOIN LATERAL unnest({arrays}) "
+                    f"WITH ORDINALITY AS u({', '.join(EVENT_COLUMNS)}, pos) "
+                    "WHERE (r.ord, r.id, u.pos) > (:o, :i, :k) "
+                    + "".join(f"AND {c} " for c in clauses)
+                    + "ORDER BY r.ord, r.id, u.pos LIMIT :n"
+                )
+                # Where the rows read end, and whether released rows follow.
+                rows_read = (
+                    "(SELECT ord FROM r ORDER BY ord DESC, id DESC LIMIT 1) AS last_ord, "
+                    "(SELECT id FROM r ORDER BY ord DESC, id DESC LIMIT 1) AS last_id, "
+                    "EXISTS (SELECT 1 FROM wfj_job_events x, "
+                    "(SELECT ord, id FROM r ORDER BY ord DESC, id DESC LIMIT 1) AS l "
+                    "WHERE (x.ord, x.id) > (l.ord, l.id) AND x.ord < :horizon) AS rows_follow, "
+                )
+            else:
+                # One event per row: a cursor inside a row is past its event.
+                page = (
+                    f"SELECT u.ord, u.id, {WHOLE_ROW} AS n, "
+                    + ", ".join(f"u.{c}" for c in EVENT_COLUMNS)
+                    + " FROM wfj_job_events u WHERE (u.ord, u.id) > (:o, :i) "
+                    + "".join(f"AND {c} " for c in clauses)
+                    + "ORDER BY u.ord, u.id LIMIT :n"
+                )
+                rows_cte = ""
+                rows_read = "NULL AS last_ord, NULL AS last_id, false AS rows_follow, "
             params["flag"] = PURGED_THROUGH_FLAG
             # One statement, so the purge mark and the page come from one snapshot.
             sql = sa.text(
-                "SELECT (SELECT value FROM wfj_cluster_flags WHERE name = :flag) AS purged, "
-                "e.*, j.result, j.result_content_type "
-                "FROM (SELECT 1) AS one "
-                "LEFT JOIN (SELECT * FROM wfj_job_events e WHERE "
-                + " AND ".join(clauses)
-                + " ORDER BY e.ord, e.id LIMIT :n) AS e ON true "
-                f"LEFT JOIN wfj_jobs j ON e.kind = {int(JobEventKind.COMPLETED)} "
-                "AND j.id = e.job_id "
-                "ORDER BY e.ord, e.id"
+                rows_cte
+                + "SELECT (SELECT value FROM wfj_cluster_flags WHERE name = :flag) AS purged, "
+                + rows_read
+                + "e.ord AS e_ord, e.id AS e_id, e.n AS e_n, "
+                + ", ".join(f"e.{c}" for c in EVENT_COLUMNS)
+                + ", j.result, j.result_content_type "
+                f"FROM (SELECT 1) AS one LEFT JOIN ({page}) AS e ON true "
+                # Only a COMPLETED event reads its job (for the result): the
+                # other events probe the key with NULL, which finds nothing.
+                "LEFT JOIN wfj_jobs j ON j.id = "
+                f"CASE WHEN e.kind = {int(JobEventKind.COMPLETED)} THEN e.job_id END "
+                "ORDER BY e.ord, e.id, e.n"
             )
             rows = conn.execute(sql, params).all()
             purged = _parse_flag(rows[0].purged) if rows else None
             if purged is not None and after is not None and after < purged:
                 raise EventsPurged(purged)
-            events = [_event_of(r) for r in rows if r.id is not None]
+            events = [_event_of(r) for r in rows if r.e_id is not None]
             held_back = False
             if len(events) < limit and horizon is not None:
                 held_back = bool(
@@ -269,7 +413,11 @@ class EventQueries(StoreBase):
                     ).scalar()
                 )
         if len(events) >= limit:
-            return EventPage(events, events[-1].cursor, held_back)
+            return EventPage(events, events[-1].cursor, held_back, more=True)
+        if rows and rows[0].rows_follow:
+            # The rows read held fewer (matching) events than ``limit``.
+            last_row = EventCursor(int(rows[0].last_ord), int(rows[0].last_id))
+            return EventPage(events, max(last_row, start), held_back, more=True)
         if horizon is not None:
             # Every event below the horizon has been seen.
             scanned = EventCursor(horizon - 1, _MAX_ID) if horizon > 0 else None
@@ -316,9 +464,12 @@ class EventQueries(StoreBase):
     def event_purge(self, before: int, limit: int) -> int:
         """Delete up to ``limit`` of the oldest released events created before ``before``.
 
-        Deletes a prefix of the log in order (it stops at the first event that
-        is younger), and records the last cursor deleted. On PostgreSQL one
-        replica at a time purges (transaction-level advisory lock).
+        Deletes a prefix of the log in order, whole rows: it stops at the
+        first row holding an event that is younger, or once ``limit`` events
+        are deleted (the last row may take it past ``limit``; fewer than
+        ``limit`` means the purge is done for now). It records the last
+        cursor deleted. On PostgreSQL one replica at a time purges
+        (transaction-level advisory lock). Returns the events deleted.
         """
         if limit <= 0:
             return 0
@@ -331,9 +482,11 @@ class EventQueries(StoreBase):
                 if not got:
                     return 0
                 horizon_sql = "WHERE ord < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
+            events = "cardinality(job_ids)" if self.is_postgres else "1"
             rows = conn.execute(
                 sa.text(
-                    f"SELECT ord, id, created_at FROM wfj_job_events {horizon_sql}"
+                    f"SELECT ord, id, created_at, {events} AS events FROM wfj_job_events "
+                    f"{horizon_sql}"
                     "ORDER BY ord, id LIMIT :n"
                 ),
                 {"n": limit},
@@ -341,10 +494,10 @@ class EventQueries(StoreBase):
             last: EventCursor | None = None
             count = 0
             for row in rows:
-                if row.created_at >= before:
+                if row.created_at >= before or count >= limit:
                     break
                 last = EventCursor(int(row.ord), int(row.id))
-                count += 1
+                count += int(row.events)
             if last is None:
                 return 0
             conn.execute(
@@ -365,7 +518,7 @@ class EventQueries(StoreBase):
 def _event_of(row: Any) -> JobEvent:
     completed = row.kind == JobEventKind.COMPLETED
     return JobEvent(
-        cursor=EventCursor(int(row.ord), int(row.id)),
+        cursor=EventCursor(int(row.e_ord), int(row.e_id), int(row.e_n)),
         kind=JobEventKind(row.kind),
         created_at=row.created_at,
         job_id=row.job_id,
@@ -394,7 +547,7 @@ __all__ = [
     "EventPage",
     "EventQueries",
     "EventsPurged",
-    "event_insert_sql",
+    "event_ctes",
     "event_returning",
     "event_tx_bump",
 ]

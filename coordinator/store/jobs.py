@@ -48,7 +48,7 @@ from coordinator.store.events import (
     EVENT_SOURCE_COLUMNS,
     EventEntry,
     EventQueries,
-    event_insert_sql,
+    event_ctes,
 )
 from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
@@ -138,25 +138,25 @@ def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
         f"{_SKIP_STORED_KEYS if keyed else ''}"
         f"RETURNING {', '.join(EVENT_SOURCE_COLUMNS)}, created_at), "
         # ENQUEUED for every job stored, then STARTED for those leased at once.
-        "ev AS ("
         + (
-            event_insert_sql(
+            event_ctes(
                 "ins",
                 "k.kind",
                 f"CASE WHEN k.kind = {JobEventKind.ENQUEUED:d} THEN s.created_at ELSE %(now)s END",
-                tail=(
+                joins=(
                     f"JOIN (VALUES ({JobEventKind.ENQUEUED:d}), ({JobEventKind.STARTED:d})) "
                     f"AS k(kind) ON k.kind = {JobEventKind.ENQUEUED:d} "
-                    f"OR s.status = {JobStatus.RUNNING:d} ORDER BY k.kind"
+                    f"OR s.status = {JobStatus.RUNNING:d}"
                 ),
+                order="k.kind",
             )
             if offered
-            else event_insert_sql("ins", f"{JobEventKind.ENQUEUED:d}", "s.created_at")
+            else event_ctes("ins", f"{JobEventKind.ENQUEUED:d}", "s.created_at")
         )
         # Only jobs stored PENDING wake the replicas: a job leased by this insert
         # has nothing left to acquire, and a commit that notifies takes
         # PostgreSQL's cluster-wide notify lock until its WAL is flushed.
-        + f") SELECT CASE WHEN ins.status = {JobStatus.PENDING:d} "
+        + f" SELECT CASE WHEN ins.status = {JobStatus.PENDING:d} "
         "THEN pg_notify('wfj_wake', %(due)s) END, ins.id, ins.status FROM ins"
     )
     return driver_sql(sql)
@@ -347,12 +347,7 @@ class JobQueries(EventQueries):
             result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
         stored = [job_id for job_id, deduplicated, _ in result if not deduplicated]
         if stored:
-            self._record_events(
-                conn,
-                [EventEntry(job_id, JobEventKind.ENQUEUED) for job_id in stored],
-                max(j.created_at for j in new_jobs),
-                bump=False,
-            )
+            self._record_enqueued(conn, stored, max(j.created_at for j in new_jobs))
         if new_jobs:
             self._notify_wake(conn, [j.due_at for j in new_jobs])
         return result

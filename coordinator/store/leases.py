@@ -43,7 +43,7 @@ from coordinator.store.base import ROW_WRITE_ERRORS, driver_sql
 from coordinator.store.events import (
     EventEntry,
     EventQueries,
-    event_insert_sql,
+    event_ctes,
     event_returning,
     event_tx_bump,
 )
@@ -130,9 +130,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             FROM locked
             WHERE j.id = locked.id
             RETURNING j.*
-        ), ev AS (
-            {event_insert_sql("done", f"{JobEventKind.STARTED:d}", ":now")}
-        )
+        ), {event_ctes("done", f"{JobEventKind.STARTED:d}", ":now")}
         SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
         FROM (SELECT 1) AS one LEFT JOIN done ON true
         """
@@ -174,7 +172,7 @@ MAX_TIMEOUT_MS = 10 * 365 * 86_400 * 1000
 
 
 # The event of each completed attempt: COMPLETED, or CANCELLED when a cancel won.
-_COMPLETION_EVENTS_SQL = event_insert_sql(
+_COMPLETION_EVENTS_SQL = event_ctes(
     "done",
     f"CASE WHEN s.status = {JobStatus.CANCELLED:d} THEN {JobEventKind.CANCELLED:d} "
     f"ELSE {JobEventKind.COMPLETED:d} END",
@@ -422,9 +420,7 @@ class LeaseQueries(EventQueries):
                 ) c
                 WHERE j.id = c.id
                 RETURNING j.*
-                ), ev AS (
-                    {event_insert_sql("done", f"{JobEventKind.STARTED:d}", ":now")}
-                )
+                ), {event_ctes("done", f"{JobEventKind.STARTED:d}", ":now")}
                 SELECT * FROM done
                 """
             params = {
@@ -605,9 +601,7 @@ class LeaseQueries(EventQueries):
                         (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
                     SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d}, token
                     FROM done WHERE NOT {first_attempt_completed()}
-                ), ev AS (
-                    {_COMPLETION_EVENTS_SQL}
-                )
+                ), {_COMPLETION_EVENTS_SQL}
                 {f", lk AS ({key_locks_sql('done')})" if ordered else ""}
                 SELECT id, status, tenant_id, ordering_key
                     {", (SELECT count(*) FROM lk)" if ordered else ""} FROM done

@@ -251,7 +251,8 @@ class Store(Protocol):
     def event_notify(self) -> None: ...
     # The last cursor retention deleted; None when nothing was purged.
     def event_purged_through(self) -> EventCursor | None: ...
-    # Delete up to ``limit`` of the oldest events created before ``before`` (a prefix).
+    # Delete up to ``limit`` of the oldest log rows whose events were all created
+    # before ``before`` (a prefix); returns the number of events deleted.
     def event_purge(self, before: int, limit: int) -> int: ...
 
     # -- pauses (pauses.py) --------------------------------------------------------------

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0014"
+SCHEMA_REVISION = "0015"
 
 metadata = sa.MetaData()
 
@@ -114,6 +114,8 @@ job_attempts = sa.Table(
 )
 
 # The job event log, in ``(ord, id)`` order (store/events.py has the design note).
+# This is its SQLite layout, one event per row; on PostgreSQL (migration 0013)
+# a row holds a statement's events, each event column an array of them.
 job_events = sa.Table(
     "wfj_job_events",
     metadata,

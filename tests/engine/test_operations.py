@@ -486,7 +486,9 @@ def test_retention_purges_job_events_older_than_their_keep_time(store_url: str) 
         while runs[-1].full_batch:
             runs.append(await retention.run_once(now + 2 * DAY * SECOND))
         assert sum(r.events_purged for r in runs) == written
-        assert all(r.events_purged <= 2 for r in runs)
+        # Batches of at least batch_size events (whole log rows), but the last.
+        assert all(r.events_purged >= 2 for r in runs[:-1])
+        assert len(runs) > 1
         assert _released_events(store) == []
         # The jobs themselves are kept (their own retention is off).
         assert all([await _exists(h, j) for j in jobs.values()])

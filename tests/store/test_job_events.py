@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
 
 from coordinator.errors import LeaseLost
 from coordinator.model import (
@@ -21,6 +24,7 @@ from coordinator.model import (
 )
 from coordinator.store import open_store
 from coordinator.store.events import EventEntry, EventsPurged
+from coordinator.store.migrate import MIGRATIONS_DIR, upgrade
 from wfj_engine import Harness, run
 from wfj_testing import T0, make_job
 
@@ -36,6 +40,19 @@ def _read(store, flt: EventFilter, after: EventCursor | None, limit: int = 10_00
         if not page.held_back or time.monotonic() > deadline:
             return page
         time.sleep(0.01)
+
+
+def _read_all(store, flt: EventFilter, size: int) -> list:
+    """Every event matching ``flt``, read in pages of ``size`` as a watcher pages."""
+    seen, cursor = [], None
+    while True:
+        page = _read(store, flt, cursor, size)
+        seen.extend(page.events)
+        assert len(page.events) <= size
+        if not page.more:
+            return seen
+        cursor = page.scanned_to
+        assert cursor is not None
 
 
 def _log(h: Harness, **flt: object) -> list:
@@ -348,3 +365,137 @@ def test_direct_dispatch_and_inline_runs_write_enqueued_then_started(store_url: 
         assert _kinds(h, inline.id) == [K.ENQUEUED, K.STARTED, K.COMPLETED]
 
     run(store_url, scenario)
+
+
+# -- rows that hold a statement's events ------------------------------------------------
+
+
+def test_a_batch_s_events_read_in_order_in_pages_of_any_size(store_url: str) -> None:
+    """A batch writes its events in one statement (one log row on PostgreSQL);
+    pages of any size, resumed from any cursor, read each event once, in order."""
+
+    async def scenario(h: Harness) -> None:
+        jobs = [make_job(tenant_id="a" if i % 3 else "b") for i in range(30)]
+        await h.engine.enqueue(jobs)
+        leased = await h.lease(n=30)
+        assert len(leased) == 30
+        store = h.engine.store
+        store.job_complete_many(
+            [Completion(row.id, token) for row, token in leased], h.clock.now_us()
+        )
+        everything = _log(h)
+        assert len(everything) == 90
+        cursors = [e.cursor for e in everything]
+        assert cursors == sorted(cursors) and len(set(cursors)) == 90
+        for job in jobs:
+            assert _kinds(h, job.id) == [K.ENQUEUED, K.STARTED, K.COMPLETED]
+        for size in (1, 7, 29):
+            assert _read_all(store, EventFilter(), size) == everything
+        # Resuming from any event's cursor (as written on the wire) gives the rest.
+        for i in (0, 14, 29, 30, 61, 89):
+            after = EventCursor.parse(str(everything[i].cursor))
+            assert _read(store, EventFilter(), after).events == everything[i + 1 :]
+        # Filters apply to each event of a row.
+        b_jobs = {j.id for j in jobs if j.tenant_id == "b"}
+        completed_b = _log(h, tenant_id="b", kinds=(K.COMPLETED,))
+        assert {e.job_id for e in completed_b} == b_jobs and len(completed_b) == 10
+        # Filtered pages of any size, resumed from their cursors, give the same.
+        for size in (1, 4, 100):
+            assert _read_all(store, EventFilter(tenant_id="b", kinds=(K.COMPLETED,)), size) == (
+                completed_b
+            )
+
+    run(store_url, scenario)
+
+
+def test_retention_refuses_a_cursor_inside_a_purged_row(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        store = h.engine.store
+        await h.engine.enqueue([make_job() for _ in range(5)])
+        batch = _log(h)
+        h.clock.advance(3600)
+        await h.engine.enqueue([make_job(created_at=h.clock.now_us())])
+        assert store.event_purge(T0 + 1, 10) == 5
+        purged = store.event_purged_through()
+        assert purged == batch[-1].cursor
+        for event in batch[:-1]:
+            with pytest.raises(EventsPurged):
+                store.event_read(EventFilter(), event.cursor, 10)
+        assert len(_read(store, EventFilter(), purged).events) == 1
+
+    run(store_url, scenario)
+
+
+def test_cursors_read_in_both_forms() -> None:
+    assert EventCursor.parse("12-34") == EventCursor(12, 34)
+    assert str(EventCursor(12, 34)) == "12-34"
+    assert EventCursor.parse("12-34-5") == EventCursor(12, 34, 5)
+    assert str(EventCursor(12, 34, 5)) == "12-34-5"
+    assert EventCursor(12, 34, 5) < EventCursor(12, 34) < EventCursor(12, 35, 1)
+    for bad in ("", "12", "12-x", "1-2-3-4", "1-2-0", "1--2", "-1-2"):
+        with pytest.raises(ValueError):
+            EventCursor.parse(bad)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    from conftest import new_pg_database
+
+    url, drop = new_pg_database("wfj_mig_ev")
+    try:
+        yield url
+    finally:
+        drop()
+
+
+def test_migration_keeps_the_log_and_the_cursors_handed_out_before(fresh_url: str) -> None:
+    store = open_store(fresh_url)
+    try:
+        upgrade(store, "0014")
+        with store.engine.begin() as conn:
+            for i, kind in enumerate((K.ENQUEUED, K.STARTED, K.COMPLETED)):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO wfj_job_events (ord, kind, created_at, job_id, tenant_id,"
+                        " job_type, definition_id, definition_version, instance_id, activity_id,"
+                        " activity_node_id, bookmark_id, correlation_id, status, attempt)"
+                        " VALUES (:ord, :kind, :at, 'j1', 't', 'noop', 'd', 2, 'i', '', '', '',"
+                        " 'c', 1, :attempt)"
+                    ),
+                    # ord: a past transaction's id (PostgreSQL), 0 on SQLite.
+                    {"ord": 7 if store.is_postgres else 0, "kind": int(kind), "at": T0 + i,
+                     "attempt": min(i, 1)},
+                )
+            # The cursors the old layout handed out: "ORD-ID" of each row.
+            before = [
+                f"{o}-{i}"
+                for o, i in conn.execute(sa.text("SELECT ord, id FROM wfj_job_events ORDER BY id"))
+            ]
+        upgrade(store)
+        store.check_schema()
+        after = _read(store, EventFilter(), None).events
+        assert [str(e.cursor) for e in after] == before
+        assert [e.kind for e in after] == [K.ENQUEUED, K.STARTED, K.COMPLETED]
+        # An old cursor names the same position.
+        resumed = _read(store, EventFilter(), EventCursor.parse(before[0])).events
+        assert resumed == after[1:]
+        assert [e.definition_version for e in after] == [2, 2, 2]
+        # New events sort after the old ones.
+        store.job_insert_many([make_job()])
+        assert len(_read(store, EventFilter(), after[-1].cursor).events) == 1
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0014")
+        with store.engine.connect() as conn:
+            kinds = conn.execute(
+                sa.text("SELECT kind FROM wfj_job_events ORDER BY ord, id")
+            ).scalars().all()
+        assert kinds == [int(K.ENQUEUED), int(K.STARTED), int(K.COMPLETED), int(K.ENQUEUED)]
+    finally:
+        store.dispose()
