@@ -9,7 +9,8 @@ the threaded path's; only the connection differs.
 
 The pool (``psycopg_pool.AsyncConnectionPool``) is opened on first use in
 the running event loop, in autocommit mode (each statement is atomic on its
-own), and closed by ``close`` from that loop. Used from another loop (a new
+own) with JIT off like every statement connection, and closed by ``close``
+from that loop. Used from another loop (a new
 engine on the same store), it opens a new pool there. Database errors become
 domain errors exactly as on the threaded path (``base.domain_errors``).
 """
@@ -36,6 +37,11 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 30.0
 
 
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """A new connection: JIT off, as on the threaded path's connections (base.py)."""
+    await conn.execute("SET jit = off")
+
+
 class AsyncPool:
     """Autocommit async connections to PostgreSQL, opened lazily per event loop."""
 
@@ -59,6 +65,7 @@ class AsyncPool:
                 min_size=1,
                 max_size=self._max_size,
                 kwargs=self._kwargs,
+                configure=_configure,
                 open=False,
                 timeout=CONNECT_TIMEOUT_S,
                 name="wfj-store-aio",

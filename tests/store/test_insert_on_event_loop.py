@@ -141,3 +141,16 @@ def test_only_jobs_stored_pending_wake_the_replicas(store: Store, path: str) -> 
         [first] = list(listener.notifies(timeout=10, stop_after=1))
     assert first.payload == wake_payload([later.due_at])
     assert store.job_get(leased.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+
+
+def test_event_loop_connections_never_jit_compile(store: Store) -> None:
+    if not store.is_postgres:
+        pytest.skip("JIT is PostgreSQL's")
+    pool = store._aio  # type: ignore[attr-defined]
+
+    async def jit() -> str:
+        async with pool.connection() as conn:
+            row = await (await conn.execute("SHOW jit")).fetchone()
+            return str(row[0])
+
+    assert _on_loop(store, jit) == "off"
