@@ -403,7 +403,7 @@ class EventQueries(StoreBase):
             purged = _parse_flag(rows[0].purged) if rows else None
             if purged is not None and after is not None and after < purged:
                 raise EventsPurged(purged)
-            events = [_event_of(r) for r in rows if r.e_id is not None]
+            events = [_event_of(r) for r in rows if r[_EVENT_AT + 1] is not None]
             held_back = False
             if len(events) < limit and horizon is not None:
                 held_back = bool(
@@ -515,29 +515,39 @@ class EventQueries(StoreBase):
             return count
 
 
+# Enum members by stored number, looked up once per event read.
+_KINDS = {int(k): k for k in JobEventKind}
+_STATUSES = {int(st): st for st in JobStatus}
+# Where a page row's event columns start (after purged, last_ord, last_id, rows_follow).
+_EVENT_AT = 4
+
+
 def _event_of(row: Any) -> JobEvent:
-    completed = row.kind == JobEventKind.COMPLETED
+    """The event of a page row: e_ord, e_id, e_n, ``EVENT_COLUMNS``, result, its content type."""
+    v = row[_EVENT_AT:]
+    kind = _KINDS[v[3]]
+    completed = kind is JobEventKind.COMPLETED
     return JobEvent(
-        cursor=EventCursor(int(row.e_ord), int(row.e_id), int(row.e_n)),
-        kind=JobEventKind(row.kind),
-        created_at=row.created_at,
-        job_id=row.job_id,
-        tenant_id=row.tenant_id,
-        job_type=row.job_type,
-        definition_id=row.definition_id,
-        definition_version=row.definition_version,
-        instance_id=row.instance_id,
-        activity_id=row.activity_id,
-        activity_node_id=row.activity_node_id,
-        bookmark_id=row.bookmark_id,
-        correlation_id=row.correlation_id,
-        status=JobStatus(row.status),
-        attempt=row.attempt,
-        due_at=row.due_at,
-        error=row.error,
-        error_kind=row.error_kind,
-        result=row.result if completed else None,
-        result_content_type=row.result_content_type if completed else None,
+        EventCursor(v[0], v[1], v[2]),
+        kind,
+        v[4],
+        v[5],
+        v[6],
+        v[7],
+        v[8],
+        v[9],
+        v[10],
+        v[11],
+        v[12],
+        v[13],
+        v[14],
+        _STATUSES[v[15]],
+        v[16],
+        v[17],
+        v[18],
+        v[19],
+        v[20] if completed else None,
+        v[21] if completed else None,
     )
 
 
