@@ -105,10 +105,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         )
         store.add_event_listener(self.events.on_store_events)
         self._enqueue_queue = []
-        self._enqueue_queue_ordered = False
-        self._enqueue_commits = 0
-        self._enqueue_commit_starting = False
-        self._enqueue_ordered_commit = False
+        self._enqueue_flushing = False
         self.limits = LimitBook()
         self.ordered_work_seen = False
         self.rates = RateBook()

@@ -42,25 +42,13 @@ log = logging.getLogger(__name__)
 # the job already stored under its idempotency key (as the insert read it).
 _Enqueued = tuple[tuple[str, bool, int], "JobRow | None"]
 
-# Most group commits of single enqueues in flight at once. With two, a call
-# that arrives while an insert is in flight starts the next insert at once
-# instead of waiting for that one to return.
-MAX_COMMITS_IN_FLIGHT = 2
-
 
 class Enqueue(Reads):
     """The enqueue paths: batches, single enqueues (group commit, direct
     dispatch offers to idle workers) and inline runs."""
 
-    # Single enqueues waiting for the next group commit, whether one of them
-    # has an ordering key; the commits in flight (a started one included),
-    # whether one is started and has not yet taken the queue, whether one of
-    # those in flight has ordering keys.
     _enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]]
-    _enqueue_queue_ordered: bool
-    _enqueue_commits: int
-    _enqueue_commit_starting: bool
-    _enqueue_ordered_commit: bool
+    _enqueue_flushing: bool
 
     def prepare(self, job: NewJob, now: int) -> NewJob:
         """Validate a job from a caller and fill in id, times and defaults."""
@@ -165,12 +153,8 @@ class Enqueue(Reads):
         """Store one job; returns it and whether it was deduplicated.
 
         Concurrent single enqueues are committed together (group commit):
-        a call starts a commit of every call queued when fewer than
-        ``MAX_COMMITS_IN_FLIGHT`` are in flight, else it queues up for the
-        next one, so many callers cost few transactions and a caller waits
-        for at most one insert ahead of its own. Commits with ordering keys
-        run one at a time, in the order their calls came (jobs of a key are
-        stored in id order, see ``store/ordering.py``). A job the
+        while one insert is in flight, later calls queue up and go in the
+        next statement, so many callers cost few transactions. A job the
         database refuses fails its own caller only: the others of its commit
         are stored one by one. A deduplicated job is answered as the insert
         found it, so a job deleted meanwhile (retention) is still an answer.
@@ -178,9 +162,9 @@ class Enqueue(Reads):
         prepared = self.prepare(job, self.clock.now_us())
         future: asyncio.Future[_Enqueued] = asyncio.get_running_loop().create_future()
         self._enqueue_queue.append((prepared, future))
-        if prepared.ordering_key is not None:
-            self._enqueue_queue_ordered = True
-        self._start_commit()
+        if not self._enqueue_flushing:
+            self._enqueue_flushing = True
+            asyncio.get_running_loop().create_task(self._flush_enqueues())
         (job_id, dedup, status), stored = await future
         if dedup:
             if stored is None:
@@ -191,54 +175,24 @@ class Enqueue(Reads):
             return stored, False
         return record_of_new(prepared), False
 
-    def _start_commit(self) -> None:
-        """Start the next group commit, if one may start now.
-
-        The commit's task takes the queue when it runs, so the calls of one
-        turn of the event loop share it.
-        """
-        if (
-            self._enqueue_commit_starting
-            or not self._enqueue_queue
-            or self._enqueue_commits >= MAX_COMMITS_IN_FLIGHT
-            or (self._enqueue_queue_ordered and self._enqueue_ordered_commit)
-        ):
-            return
-        self._enqueue_commit_starting = True
-        self._enqueue_commits += 1
-        asyncio.get_running_loop().create_task(self._flush_enqueues())
-
     async def _flush_enqueues(self) -> None:
-        self._enqueue_commit_starting = False
-        batch, self._enqueue_queue = self._enqueue_queue, []
-        ordered, self._enqueue_queue_ordered = self._enqueue_queue_ordered, False
-        if not batch or (ordered and self._enqueue_ordered_commit):
-            # An ordering key came meanwhile: after the commit with keys in flight.
-            self._enqueue_queue, self._enqueue_queue_ordered = batch, ordered
-            self._enqueue_commits -= 1
-            return
-        if ordered:
-            self._enqueue_ordered_commit = True
-        ended = True
         try:
-            await self._flush_batch(batch)
-        except BaseException as e:
-            # Nothing a flush raises may leave a caller waiting for its deadline.
-            for _, future in batch:
-                if not future.done():
-                    if isinstance(e, Exception):
-                        future.set_exception(e)
-                    else:
-                        future.cancel()
-            if not isinstance(e, Exception):
-                ended = False  # cancelled (shutdown): start nothing more
-                raise
+            while self._enqueue_queue:
+                batch, self._enqueue_queue = self._enqueue_queue, []
+                try:
+                    await self._flush_batch(batch)
+                except BaseException as e:
+                    # Nothing a flush raises may leave a caller waiting for its deadline.
+                    for _, future in batch:
+                        if not future.done():
+                            if isinstance(e, Exception):
+                                future.set_exception(e)
+                            else:
+                                future.cancel()
+                    if not isinstance(e, Exception):
+                        raise
         finally:
-            self._enqueue_commits -= 1
-            if ordered:
-                self._enqueue_ordered_commit = False
-            if ended:
-                self._start_commit()
+            self._enqueue_flushing = False
 
     async def _flush_batch(self, batch: list[tuple[NewJob, asyncio.Future[_Enqueued]]]) -> None:
         jobs = [j for j, _ in batch]
