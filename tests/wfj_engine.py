@@ -56,25 +56,17 @@ class Harness:
 
     def after_insert(self, callback) -> None:
         """Run ``callback`` on the event loop right after each insert of a
-        single enqueue's commit returns, before the engine sees its result,
-        whichever path the insert takes (a store thread, or the event loop)."""
+        single enqueue's commit returns, before the engine sees its result."""
         store = self.engine.store
         loop = asyncio.get_running_loop()
-        threaded, on_loop = store.job_insert_many, store.job_insert_many_async
+        threaded = store.job_insert_many
 
         def insert(*args, **kwargs):
             result = threaded(*args, **kwargs)
             loop.call_soon_threadsafe(callback)
             return result
 
-        async def insert_on_loop(*args, **kwargs):
-            result = await on_loop(*args, **kwargs)
-            if result is not None:
-                callback()
-            return result
-
         store.job_insert_many = insert  # type: ignore[method-assign]
-        store.job_insert_many_async = insert_on_loop  # type: ignore[method-assign]
 
 
 def run(url: str, scenario) -> None:

@@ -147,7 +147,6 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         """
         if not self._started:
             self.run_store.shutdown()
-            await self.store.aio_close()
             self.store.dispose()
             return
         self._started = False
@@ -159,7 +158,6 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
             self._listener = None
         self.run_store.shutdown()
-        await self.store.aio_close()
         self.store.dispose()
 
     def _on_remote_wake(self, due_at: int) -> None:

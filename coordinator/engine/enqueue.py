@@ -142,9 +142,7 @@ class Enqueue(Reads):
                     prepared.append(self.prepare(job, now))
                 except InvalidArgument as e:
                     raise InvalidArgument(f"jobs[{index}]: {e}") from None
-        result = await self.store.job_insert_many_async(prepared)
-        if result is None:
-            result = await self.run_store(self.store.job_insert_many, prepared)
+        result = await self.run_store(self.store.job_insert_many, prepared)
         self.dispatcher.wake_at(j.due_at for j in prepared)
         self.telemetry.enqueued(prepared, result)
         return result
@@ -200,11 +198,7 @@ class Enqueue(Reads):
         direct, offered = self._direct_offers(jobs, now)
         existing: dict[str, JobRow] = {}
         try:
-            # On the event loop when the store can (one statement, no thread
-            # hand-off); else in a store thread.
-            results = await self.store.job_insert_many_async(jobs, direct)
-            if results is None:
-                results = await self.run_store(self.store.job_insert_many, jobs, direct, existing)
+            results = await self.run_store(self.store.job_insert_many, jobs, direct, existing)
         except (InvalidArgument, AlreadyExists):
             self._refund(offered.values())
             if len(batch) == 1:

@@ -3,9 +3,7 @@
 The store's named queries are blocking (SQLAlchemy Core over psycopg or
 sqlite3). Everything in the engine, the chores and the operator actions calls
 them through one ``StoreRunner``, so the pool is sized once (one thread for
-SQLite, whose single connection serialises anyway) and shut down once. The
-exception is the store's ``*_async`` queries (PostgreSQL's async driver,
-``coordinator/store/aio.py``), awaited on the event loop itself.
+SQLite, whose single connection serialises anyway) and shut down once.
 """
 
 from __future__ import annotations

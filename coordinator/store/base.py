@@ -1,9 +1,7 @@
 """Connection handling shared by every query module.
 
 The store is synchronous SQLAlchemy Core; the engine calls it from a thread
-pool so the gRPC event loop never blocks on the database. The few statements
-that run on the event loop instead (PostgreSQL, ``aio.py``) share their SQL
-with the threaded queries. Database errors are
+pool so the gRPC event loop never blocks on the database. Database errors are
 turned into ``coordinator.errors`` exceptions here, at the edge.
 """
 
@@ -14,7 +12,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -22,10 +20,7 @@ from sqlalchemy import event, exc
 from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
 from coordinator.store.schema import SCHEMA_REVISION
-from coordinator.store.urls import libpq_conninfo, sqlalchemy_url
-
-if TYPE_CHECKING:
-    from coordinator.store.aio import AsyncPool
+from coordinator.store.urls import sqlalchemy_url
 
 log = logging.getLogger(__name__)
 
@@ -267,14 +262,6 @@ class StoreBase:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.capabilities = POSTGRES_CAPABILITIES if self.is_postgres else SQLITE_CAPABILITIES
         self._event_listeners: list[Callable[[], None]] = []
-        # Hot statements run on the event loop on PostgreSQL (``store/aio.py``).
-        self._aio: AsyncPool | None = None
-        if self.is_postgres:
-            from coordinator.store.aio import AsyncPool
-
-            self._aio = AsyncPool(
-                libpq_conninfo(url), max_size=max(2, pool_size // 2), prepare=session_url is None
-            )
 
     def add_event_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from the store's thread) after every commit that wrote job events."""
@@ -342,11 +329,6 @@ class StoreBase:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-    async def aio_close(self) -> None:
-        """Close the event loop's connections (``store/aio.py``), if any were opened."""
-        if self._aio is not None:
-            await self._aio.close()
 
     def schema_revision(self) -> str | None:
         """The applied migration revision, or None on an empty database."""

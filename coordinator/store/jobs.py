@@ -526,36 +526,6 @@ class JobQueries(EventQueries):
             self._events_written(conn)
         return stored
 
-    async def job_insert_many_async(
-        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
-    ) -> list[tuple[str, bool, int]] | None:
-        """``job_insert_many`` on the event loop, for the batches it can take:
-        on PostgreSQL, up to ``_SMALL_BATCH`` jobs without idempotency or
-        ordering keys whose lanes are known, as the one autocommit statement
-        of ``_insert_small`` (the same SQL; ``direct`` leases as there). A
-        job with an ordering key needs its key's lock (``_insert_ordered``).
-
-        Returns None, having done nothing, for any other batch: the caller
-        runs ``job_insert_many`` in a store thread instead.
-        """
-        if (
-            self._aio is None
-            or not new_jobs
-            or len(new_jobs) > _SMALL_BATCH
-            or any(j.idempotency_key or j.ordering_key is not None for j in new_jobs)
-            or any((j.tenant_id, j.job_type, j.definition_id) not in self._known_lanes
-                   for j in new_jobs)
-        ):
-            return None
-        sql, params = _insert_small_statement(new_jobs, direct, keyed=False)
-        async with self._aio.connection() as conn:
-            cursor = await conn.execute(sql, params)
-            stored = {job_id: status for _, job_id, status in await cursor.fetchall()}
-        if stored:
-            self._after_commit(True)
-        pending = int(JobStatus.PENDING)
-        return [(j.id, False, stored.get(j.id, pending)) for j in new_jobs]
-
     def _copy_in(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> None:
         """Bulk insert with COPY: several times cheaper per row than INSERT.
 

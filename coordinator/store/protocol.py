@@ -82,8 +82,6 @@ class Store(Protocol):
     def statement(self) -> contextlib.AbstractContextManager[sa.Connection]: ...
     # Close every pooled connection.
     def dispose(self) -> None: ...
-    # Close the connections of the event loop's statements (``store/aio.py``).
-    async def aio_close(self) -> None: ...
     # Call ``listener`` (from a store thread) after each commit that wrote job events.
     def add_event_listener(self, listener: Callable[[], None]) -> None: ...
     # The applied migration revision, or None on an empty database.
@@ -104,11 +102,6 @@ class Store(Protocol):
         direct: DirectLeases | None = None,
         existing: dict[str, JobRow] | None = None,
     ) -> list[tuple[str, bool, int]]: ...
-    # The same on the event loop (PostgreSQL: a small batch without idempotency or
-    # ordering keys, of known lanes, in one statement); None, doing nothing, else.
-    async def job_insert_many_async(
-        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
-    ) -> list[tuple[str, bool, int]] | None: ...
     # Store one job already leased to ``owner`` (inline run): (row, deduplicated, held).
     def job_insert_leased(
         self,
