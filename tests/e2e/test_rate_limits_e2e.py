@@ -94,7 +94,7 @@ def test_rate_limit_of_10_per_second_holds_across_two_replicas(pg_url, processes
             page = admin.list_jobs(JobFilter(statuses=[JobStatus.PENDING]), page_size=1)
             assert page.jobs, "the backlog must outlast the measured window"
             reasons = admin.explain_job(page.jobs[0].id).reasons
-            return any("rate limited by job_type noop" in r.message for r in reasons)
+            return any("rate limited by job type noop" in r.message for r in reasons)
 
         wait_until(explained, 30, "ExplainJob to name the rate limit")
     starts = _start_times(pg_url)
