@@ -978,7 +978,7 @@ class JobQueries(EventQueries):
         while True:
             with self.tx() as conn:
                 columns = (jobs.c.id, jobs.c.status, jobs.c.tenant_id, jobs.c.ordering_key)
-                found = self._chunk(conn, flt, wanted, after, columns)
+                found = self._lock_chunk(conn, flt, wanted, after, columns, lock=False)
                 if not found:
                     break
                 after = found[-1].id
@@ -1035,23 +1035,6 @@ class JobQueries(EventQueries):
                 break
         return BulkCount(matched, changed)
 
-    def _chunk(
-        self,
-        conn: sa.Connection,
-        flt: JobFilter,
-        statuses: Sequence[int],
-        after: str,
-        columns: Sequence[Any],
-    ) -> list[Any]:
-        """The next ``BULK_CHUNK`` matches after ``after``, read without locks."""
-        query = (
-            sa.select(*columns)
-            .where(*_filter_clauses(flt), jobs.c.status.in_(statuses), jobs.c.id > after)
-            .order_by(jobs.c.id)
-            .limit(BULK_CHUNK)
-        )
-        return list(conn.execute(query))
-
     def _lock_rows(
         self,
         conn: sa.Connection,
@@ -1082,14 +1065,18 @@ class JobQueries(EventQueries):
         statuses: Sequence[int],
         after: str,
         columns: Sequence[Any],
+        *,
+        lock: bool = True,
     ) -> list[Any]:
+        """The next ``BULK_CHUNK`` matches after ``after``, locked on PostgreSQL
+        unless ``lock`` is false."""
         query = (
             sa.select(*columns)
             .where(*_filter_clauses(flt), jobs.c.status.in_(statuses), jobs.c.id > after)
             .order_by(jobs.c.id)
             .limit(BULK_CHUNK)
         )
-        if self.is_postgres:
+        if lock and self.is_postgres:
             # Wait for in-flight claims rather than skip their rows, so a dry
             # run and the real call count the same jobs.
             query = query.with_for_update()
