@@ -1024,6 +1024,22 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+def _scope_arguments(p: argparse.ArgumentParser) -> None:
+    """The KIND VALUE pair naming a limited scope (concurrency and rate limits)."""
+    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
+    p.add_argument(
+        "value",
+        help="tenant id, job type, definition id, concurrency key or category name; "
+        "'*' limits each value of the kind separately",
+    )
+
+
+def _tenant_category_arguments(p: argparse.ArgumentParser) -> None:
+    """The TENANT CATEGORY pair naming a category weight."""
+    p.add_argument("tenant", help="the tenant id")
+    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = argparse.ArgumentParser(
@@ -1171,12 +1187,7 @@ def build_parser() -> argparse.ArgumentParser:
     lsub = limits.add_subparsers(dest="limits_command", required=True, metavar="ACTION")
     add(lsub, "list", "limits_list", "every concurrency limit with its running count")
     p = add(lsub, "set", "limits_set", "limit running jobs of a scope cluster-wide (0 removes)")
-    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
-    p.add_argument(
-        "value",
-        help="tenant id, job type, definition id, concurrency key or category name; "
-        "'*' limits each value of the kind separately",
-    )
+    _scope_arguments(p)
     p.add_argument("max_running", type=int, help="most running at once; 0 removes the limit")
 
     tenants = sub.add_parser(
@@ -1201,8 +1212,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tenants_set_category_weight",
         "set a category's share of its tenant's starts",
     )
-    p.add_argument("tenant", help="the tenant id")
-    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
+    _tenant_category_arguments(p)
     p.add_argument("weight", type=int, help="1..10000 (default for every category: 1)")
     p = add(
         tsub,
@@ -1210,19 +1220,13 @@ def build_parser() -> argparse.ArgumentParser:
         "tenants_remove_category_weight",
         "put a category of a tenant back to weight 1",
     )
-    p.add_argument("tenant", help="the tenant id")
-    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
+    _tenant_category_arguments(p)
 
     rates = sub.add_parser("rate-limits", help="rate limits: list, set and remove")
     rsub = rates.add_subparsers(dest="rate_limits_command", required=True, metavar="ACTION")
     add(rsub, "list", "rate_limits_list", "every rate limit, with when it next admits a start")
     p = add(rsub, "set", "rate_limits_set", "allow at most STARTS job starts per period")
-    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
-    p.add_argument(
-        "value",
-        help="tenant id, job type, definition id, concurrency key or category name; "
-        "'*' limits each value of the kind separately",
-    )
+    _scope_arguments(p)
     p.add_argument("starts", type=int, help="starts allowed per period")
     p.add_argument("--period", type=float, default=1.0, help="the period in seconds (default 1)")
     p.add_argument(
