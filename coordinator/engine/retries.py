@@ -25,6 +25,7 @@ from coordinator.model import (
     JobStatus,
     LeasedForFailure,
     RetryPolicy,
+    at_attempt_ceiling,
 )
 
 # Longest backoff ever computed (one year), whatever a policy's max_backoff says,
@@ -93,7 +94,12 @@ def decide_failure(
         )
     policy = RetryPolicy.from_json(row.retry_policy)
     fatal_kind = bool(error_kind) and error_kind in policy.non_retryable_error_kinds
-    if non_retryable or fatal_kind or row.counted_attempts >= row.max_attempts:
+    if (
+        non_retryable
+        or fatal_kind
+        or row.counted_attempts >= row.max_attempts
+        or at_attempt_ceiling(row.attempt)
+    ):
         return AttemptEnd(
             job_id=row.id,
             outcome=outcome,

@@ -72,12 +72,35 @@ def test_fail_job_on_a_huge_attempt_number_is_retried_within_the_cap(store_url: 
     async def scenario(h: Harness) -> None:
         job_id = await h.enqueue(max_attempts=5)
         [(_, token)] = await h.lease()
-        _poison(h, job_id, attempt=2**31 - 3, max_attempts=2**31 - 1)
+        # 2 ** attempt overflows any float; one attempt number is left below the ceiling.
+        _poison(h, job_id, attempt=ATTEMPT_CEILING - 2, max_attempts=ATTEMPT_CEILING)
         result = await h.engine.report_one(Failure(job_id, token, "boom", "IOError"))
         assert result.accepted and result.status == JobStatus.PENDING
         job, _ = await h.job(job_id)
         # The default cap (300 s, jitter 20 %) is reached, never exceeded.
         assert T0 + 240 * 1_000_000 <= job.due_at <= T0 + 300 * 1_000_000
+
+    run(store_url, scenario)
+
+
+@pytest.mark.parametrize("ending", ["failure", "lease-expiry"])
+def test_an_attempt_failing_at_the_ceiling_faults_even_with_budget_left(
+    store_url: str, ending: str
+) -> None:
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=5, heartbeat_timeout_ms=2_000)
+        [(_, token)] = await h.lease()
+        # Released attempts do not count against the budget, so a job released
+        # many times can reach the ceiling with attempts left in it.
+        _poison(h, job_id, attempt=ATTEMPT_CEILING, released_attempts=ATTEMPT_CEILING - 2)
+        if ending == "failure":
+            result = await h.engine.report_one(Failure(job_id, token, "boom", "IOError"))
+            assert result.accepted and result.status == JobStatus.FAULTED
+        else:
+            h.clock.advance(3)
+            assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
+        assert _columns(h, job_id) == (JobStatus.FAULTED, ATTEMPT_CEILING, 5)
+        assert await h.lease() == []
 
     run(store_url, scenario)
 
