@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlalchemy as sa
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -271,6 +272,36 @@ def test_a_category_rate_limit_is_labelled_by_the_category_name(store_url: str) 
                                 counted[point.attributes["limit"]] = point.value
             assert counted.keys() == {"category:maintenance"}
             assert abs(counted["category:maintenance"] - 2.0) < 1e-9
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
+
+
+def test_a_row_set_aside_is_counted_by_chore(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        seen = Observed(h)
+        try:
+            ids = [await h.enqueue(max_attempts=5) for _ in range(2)]
+            assert len(await h.lease(2)) == 2
+            # A stored retry policy that does not parse: deciding its expiry raises.
+            with h.engine.store.engine.begin() as conn:
+                conn.execute(
+                    sa.text("UPDATE wfj_jobs SET retry_policy = :p WHERE id = :id"),
+                    {"p": '{"backoff_multiplier": 2.0, "written_by": "an old release"}',
+                     "id": ids[0]},
+                )
+            h.clock.advance(120)
+            assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
+            counted = {
+                point.attributes["chore"]: point.value
+                for resource in seen.reader.get_metrics_data().resource_metrics
+                for scope in resource.scope_metrics
+                for metric in scope.metrics
+                if metric.name == "wfjobs.rows.set_aside"
+                for point in metric.data.data_points
+            }
+            assert counted == {"lease-reaper": 1}
         finally:
             seen.close()
 
