@@ -858,7 +858,11 @@ class InlineRunner:
             raise error
         base: dict[str, Any] = {"job_id": ctx.job_id, "attempt": ctx.attempt}
         request = ctx._requested
-        if isinstance(request, ContinueAs):
+        # A cancel requested while the handler ran ends the job CANCELLED whatever it
+        # reports, so a continuation it asked for is not enqueued.
+        if isinstance(request, ContinueAs) and (
+            attempt.running.cancel_reason is not CancelReason.CANCEL_REQUESTED
+        ):
             try:
                 continuation = await self._enqueue_continuation(conn, ctx, request)
             except WorkflowJobsError as exc:
@@ -900,6 +904,18 @@ class InlineRunner:
         job_outcome = self._job_outcome(attempt, outcome)
         status = await self._report(conn, attempt, job_outcome)
         kind = job_outcome.WhichOneof("outcome")
+        if status == JobStatus.CANCELLED:
+            # The coordinator recorded the cancel (the attempt's own outcome stays in
+            # the job's history).
+            return InlineResult(
+                InlineStatus.CANCELLED,
+                job_status=status,
+                value=attempt.running.value if kind == "completed" else None,
+                error=job_outcome.failed.error if kind == "failed" else "",
+                exception=attempt.running.error,
+                reason="cancel requested while it ran",
+                **base,
+            )
         if kind == "released":
             return InlineResult(
                 InlineStatus.HANDED_OFF,
@@ -911,9 +927,8 @@ class InlineRunner:
             return InlineResult(
                 InlineStatus.COMPLETED, job_status=status, value=attempt.running.value, **base
             )
-        end = InlineStatus.CANCELLED if status == JobStatus.CANCELLED else InlineStatus.FAILED
         return InlineResult(
-            end,
+            InlineStatus.FAILED,
             job_status=status,
             error=job_outcome.failed.error,
             exception=attempt.running.error,

@@ -187,14 +187,19 @@ class FakeCoordinator(
                 del self.tokens[outcome.job_id]
                 kind = outcome.WhichOneof("outcome")
                 if kind == "completed":
-                    job.status = job_pb2.JOB_STATUS_COMPLETED
+                    # As the coordinator: a requested cancel wins over the outcome.
+                    job.status = (
+                        job_pb2.JOB_STATUS_CANCELLED
+                        if job.cancel_requested
+                        else job_pb2.JOB_STATUS_COMPLETED
+                    )
                     job.result.CopyFrom(outcome.completed.result)
+                elif job.cancel_requested:
+                    job.status = job_pb2.JOB_STATUS_CANCELLED
                 elif kind == "released":
                     job.status = job_pb2.JOB_STATUS_PENDING
                     if outcome.released.HasField("payload"):
                         job.payload.CopyFrom(outcome.released.payload)
-                elif job.cancel_requested:
-                    job.status = job_pb2.JOB_STATUS_CANCELLED
                 else:
                     job.last_error = outcome.failed.error
                     job.status = (
