@@ -332,8 +332,8 @@ class Enqueue(Reads):
         """
         records = [r for rs in leased.values() for r in rs]
         # Leased at insert is leased all the same: it counts against the
-        # tenant's fair share like a lease from an acquisition pass.
-        self.fair.charge([r.tenant_id for r in records])
+        # tenant's and the category's fair shares like a lease from a pass.
+        self.fair.charge([r.tenant_id for r in records], [r.category for r in records])
         self._leased(records, direct.now)
         return self.dispatcher.deliver(leased.items(), direct.lease_token)
 

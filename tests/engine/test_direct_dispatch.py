@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from coordinator.engine import LeaseBatch, WorkerSession
-from coordinator.model import JobStatus, PauseKind, PauseScope
+from coordinator.model import JobCategory, JobStatus, PauseKind, PauseScope
 from wfj_engine import Harness, run
 from wfj_testing import make_job
 
@@ -112,6 +112,30 @@ def test_jobs_leased_at_insert_count_against_the_tenants_fair_share(store_url: s
         leased = await h.lease(4, worker="w2")
         tenants = sorted(row.tenant_id for row, _ in leased)
         assert tenants == ["a", "a", "a", "b"]
+
+    run(store_url, scenario)
+
+
+def test_jobs_leased_at_insert_count_against_the_categorys_fair_share(store_url: str) -> None:
+    """The same within a tenant: direct leases advance their category's clock."""
+
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("direct dispatch at insert is the PostgreSQL path")
+        work, sync = JobCategory.ACTIVITY_WORK, JobCategory.INTEGRATION
+        await h.engine.enqueue([make_job(category=work), make_job(category=sync)])
+        await h.lease(2, worker="warm-up")
+        await h.engine.enqueue([make_job(category=work) for _ in range(8)])
+        idle = WorkerSession("idle", frozenset({"noop"}))
+        h.engine.open_session(idle)
+        for _ in range(4):
+            h.engine.grant(idle, 1)
+            row, _ = await h.engine.enqueue_one(make_job(category=sync))
+            assert row.status == JobStatus.RUNNING
+        h.engine.close_session(idle)
+        await h.engine.enqueue([make_job(category=sync) for _ in range(8)])
+        leased = await h.lease(4, worker="w2")
+        assert sorted(row.category for row, _ in leased) == [work, work, work, sync]
 
     run(store_url, scenario)
 
