@@ -25,7 +25,6 @@ EXTRA_MODULES = (
     "opentelemetry.sdk",
     "prometheus_client",
     "psycopg",
-    "psycopg_pool",
     "sqlalchemy",
 )
 

@@ -72,14 +72,14 @@ def test_wfjobs_coordinator_without_the_extra_names_the_extra_to_install() -> No
 
 def test_only_the_missing_modules_are_named() -> None:
     result = run_without(
-        {"psycopg_pool"},
+        {"prometheus_client"},
         """
         from coordinator.launch import missing_modules
         print(missing_modules())
         """,
     )
 
-    assert result.stdout.strip() == "['psycopg_pool']"
+    assert result.stdout.strip() == "['prometheus_client']"
 
 
 def test_wfjobs_coordinator_with_the_extra_runs_the_coordinator() -> None:
