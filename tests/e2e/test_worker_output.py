@@ -29,6 +29,10 @@ WORKER_APP = textwrap.dedent(
     def boom(payload: dict) -> None:
         raise ValueError("the disk is full")
 
+    @worker.handler("checksum")
+    def checksum(payload: bytes) -> bytes:
+        return sum(payload).to_bytes(2, "big")
+
     worker.run()
     """
 )
@@ -73,7 +77,7 @@ def test_worker_prints_start_connection_changes_and_failed_attempts(tmp_path: Pa
     log = worker.log()
     (started,) = lines_with(worker, "started")
     assert f"INFO worker_sdk.worker worker talker started (workflow-jobs {__version__})" in started
-    assert f"coordinator {target}, job types greet, boom, 4 slot(s)" in started
+    assert f"coordinator {target}, job types greet, boom, checksum, 4 slot(s)" in started
     (connected,) = lines_with(worker, "connected to coordinator")[:1]
     assert f"at {target} as worker talker" in connected
     assert "INFO worker_sdk.job greeting Ada" in log
@@ -204,3 +208,34 @@ def test_enqueue_wait_prints_the_result_or_the_error_and_show_decodes_payloads(
     assert shown_json["payload"]["value"] == {"name": "Ada"}
     assert shown_json["payload"]["content_type"] == "application/json"
     assert shown_json["result"]["value"] == {"greeting": "hello Ada"}
+
+
+def test_show_prints_binary_payload_and_result_as_hex_with_their_size(
+    tmp_path: Path, e2e_database: str
+) -> None:
+    coordinator = Coordinator(e2e_database, tmp_path / "coordinator.log")
+    target = coordinator.target
+    worker = start_worker(tmp_path, target)
+    data = bytes(range(70))  # more than the 64 bytes shown
+    try:
+        with SchedulerClient(target) as client:
+            job = client.enqueue("checksum", data)
+            done = client.wait_for_job(job.id, timeout=30)
+        shown = run_wfjobs(target, "jobs", "show", job.id)
+        shown_json = json.loads(run_wfjobs(target, "--json", "jobs", "show", job.id).stdout)
+    finally:
+        worker.stop()
+        coordinator.stop()
+
+    assert done.status.name == "COMPLETED"
+    assert shown.returncode == 0, shown.stderr
+    fields = dict(line.split(None, 1) for line in shown.stdout.split("\n\n")[0].splitlines())
+    first_64 = " ".join(f"{b:02x}" for b in range(64))
+    assert fields["payload"] == f"70 bytes application/octet-stream: {first_64} ..."
+    # sum(range(70)) == 2415 == 0x096f
+    assert fields["result"] == "2 bytes application/octet-stream: 09 6f"
+    assert shown_json["payload"]["content_type"] == "application/octet-stream"
+    assert shown_json["payload"]["hex"] == data.hex()
+    assert shown_json["payload"]["size"] == 70
+    assert shown_json["result"]["hex"] == "096f"
+    assert shown_json["result"]["size"] == 2
