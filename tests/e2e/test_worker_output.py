@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from wfj_testing import Coordinator, ManagedProcess, subprocess_env, wait_until
-from worker_sdk import SchedulerClient, __version__
+from worker_sdk import AdminClient, JobFilter, SchedulerClient, __version__
 
 # A worker as the README writes one: no logging set-up at all.
 WORKER_APP = textwrap.dedent(
@@ -239,3 +239,44 @@ def test_show_prints_binary_payload_and_result_as_hex_with_their_size(
     assert shown_json["payload"]["size"] == 70
     assert shown_json["result"]["hex"] == "096f"
     assert shown_json["result"]["size"] == 2
+
+
+def test_enqueue_wait_exits_8_when_the_job_is_cancelled_while_it_waits(
+    tmp_path: Path, e2e_database: str
+) -> None:
+    coordinator = Coordinator(e2e_database, tmp_path / "coordinator.log")
+    target = coordinator.target
+    # Nobody serves the job type: the job stays pending until another client cancels it.
+    waiting = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "wfjobs"),
+            "enqueue",
+            "nobody-serves-this",
+            "{}",
+            "--wait",
+            "60s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env({"WFJOBS_TARGET": target}),
+    )
+    try:
+        with AdminClient(target) as admin:
+            (job,) = wait_until(
+                lambda: admin.list_jobs(JobFilter(job_types=["nobody-serves-this"])).jobs,
+                30,
+                "the enqueued job",
+            )
+            assert waiting.poll() is None, "wfjobs returned before the job was cancelled"
+            admin.cancel_job(job.id, reason="not needed any more")
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.communicate()
+        coordinator.stop()
+
+    assert waiting.returncode == 8, err
+    assert err == ""
+    assert out.splitlines() == [f"{job.id} cancelled", "error: cancelled: not needed any more"]
