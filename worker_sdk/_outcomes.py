@@ -53,12 +53,17 @@ _NOT_RECORDED = grpc.StatusCode.FAILED_PRECONDITION.name
 
 
 class _ReportFailed(Exception):
-    """A batch got no answers: the call failed, or the stream ended first."""
+    """A batch got no answers: the call failed, or the stream ended first.
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    ``unary`` says the batch must not go on a job stream again: the stream it
+    was on ended refusing a message it carried.
+    """
+
+    def __init__(self, code: grpc.StatusCode, details: str, *, unary: bool = False) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.unary = unary
 
 
 class StreamLink:
@@ -105,8 +110,14 @@ class StreamLink:
         if future is not None and not future.done():
             future.set_result(answers.results)
 
-    def ended(self, reason: str) -> None:
-        """The stream ended: batches not answered yet are sent again."""
+    def ended(self, reason: str, code: grpc.StatusCode | None = None) -> None:
+        """The stream ended: batches not answered yet are sent again.
+
+        When the coordinator ended it refusing a message (``INVALID_ARGUMENT``),
+        one of those batches may be what it refused: they are sent again with
+        ``ReportOutcomes``, which answers each outcome on its own, instead of
+        ending the next stream too.
+        """
         self.sending = False
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
@@ -115,6 +126,7 @@ class StreamLink:
                     _ReportFailed(
                         grpc.StatusCode.UNAVAILABLE,
                         f"the job stream ended before the outcomes were answered ({reason})",
+                        unary=code == grpc.StatusCode.INVALID_ARGUMENT,
                     )
                 )
 
@@ -290,11 +302,12 @@ class OutcomeReporter:
             self._update_idle()
 
     async def _report(
-        self, batch: list[worker_service_pb2.JobOutcome]
+        self, batch: list[worker_service_pb2.JobOutcome], *, unary: bool = False
     ) -> Sequence[worker_service_pb2.OutcomeResult]:
-        """One report of ``batch``: its answers, in order; ``_ReportFailed`` without them."""
+        """One report of ``batch`` (on the job stream unless ``unary``): its answers,
+        in order; ``_ReportFailed`` without them."""
         link = self._link
-        if link is not None and link.sending:
+        if link is not None and link.sending and not unary:
             future = link.send(batch)
             try:
                 answers = await asyncio.wait_for(future, self._config.rpc_timeout)
@@ -315,7 +328,10 @@ class OutcomeReporter:
         return results
 
     async def _send(
-        self, batch: list[worker_service_pb2.JobOutcome], first_sent: float | None = None
+        self,
+        batch: list[worker_service_pb2.JobOutcome],
+        first_sent: float | None = None,
+        unary: bool = False,
     ) -> None:
         loop = asyncio.get_running_loop()
         if first_sent is None:
@@ -327,8 +343,9 @@ class OutcomeReporter:
         )
         while True:
             try:
-                results = await self._report(batch)
+                results = await self._report(batch, unary=unary)
             except _ReportFailed as exc:
+                unary = unary or exc.unary
                 if exc.code in _SPLIT_CODES and len(batch) > 1:
                     self._logger.warning(
                         "reporting %d outcome(s) failed (%s: %s); sending them in two halves",
@@ -336,7 +353,7 @@ class OutcomeReporter:
                         exc.code.name,
                         exc.details,
                     )
-                    await self._split(batch, first_sent)
+                    await self._split(batch, first_sent, unary)
                     return
                 if exc.code in RETRYABLE_CODES and not self._give_up.is_set():
                     if await self._retry_later(
@@ -346,7 +363,7 @@ class OutcomeReporter:
                     continue
                 if len(batch) > 1 and exc.code not in RETRYABLE_CODES:
                     for outcome in batch:
-                        await self._send([outcome], first_sent)
+                        await self._send([outcome], first_sent, unary)
                     return
                 self._logger.error(
                     "coordinator rejected outcome(s) for job(s) %s: %s: %s",
@@ -398,7 +415,9 @@ class OutcomeReporter:
         )
         return await self._wait_or_give_up(delay)
 
-    async def _split(self, batch: list[worker_service_pb2.JobOutcome], first_sent: float) -> None:
+    async def _split(
+        self, batch: list[worker_service_pb2.JobOutcome], first_sent: float, unary: bool
+    ) -> None:
         """Send both halves of ``batch`` at once; each leaves the in-flight set when done."""
         middle = len(batch) // 2
         halves = [batch[:middle], batch[middle:]]
@@ -408,7 +427,7 @@ class OutcomeReporter:
 
         async def send(half: list[worker_service_pb2.JobOutcome]) -> None:
             try:
-                await self._send(half, first_sent)
+                await self._send(half, first_sent, unary)
             finally:
                 self._in_flight.pop(id(half), None)
 

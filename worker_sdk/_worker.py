@@ -539,6 +539,8 @@ class Worker:
             )
             self._stream_call = call
             ended = "the coordinator closed the job stream"
+            ended_code: grpc.StatusCode | None = None
+            accepted = False
             try:
                 async for response in call:
                     kind = response.WhichOneof("kind")
@@ -548,6 +550,7 @@ class Worker:
                         if self._link is not None:
                             self._link.answered(response.outcomes)
                     elif kind == "accepted":
+                        accepted = True
                         backoff.reset()
                         self._on_accepted(response.accepted, queue)
                     elif kind == "drain":
@@ -557,14 +560,19 @@ class Worker:
                 self._on_disconnected(ended)
             except grpc.aio.AioRpcError as exc:
                 ended = f"{exc.code().name}: {exc.details()}"
+                ended_code = exc.code()
                 if self._stop_requested.is_set():
                     return
-                if exc.code() in _FATAL_STREAM_CODES:
+                # INVALID_ARGUMENT after the hello was accepted refuses a later
+                # message (an outcome batch): the link sends it again otherwise.
+                if exc.code() in _FATAL_STREAM_CODES and not (
+                    accepted and exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+                ):
                     raise error_from_rpc(exc) from exc
                 self._on_disconnected(ended)
             finally:
                 if self._link is not None:
-                    self._link.ended(ended)
+                    self._link.ended(ended, ended_code)
                     self._link = None
                     assert self._reporter is not None
                     self._reporter.use_stream(None)

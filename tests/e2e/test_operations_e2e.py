@@ -411,3 +411,36 @@ def test_a_nul_in_one_error_message_spoils_no_other_outcome(
         # Every other job ran once: no outcome was refused and no lease ran out.
         assert all(len(admin.get_job(j.id).attempts) <= 1 for j in good)
     assert "reconnect" not in worker.log().lower(), worker.log()[-3000:]
+
+
+def test_an_outcome_batch_the_coordinator_refuses_ends_one_stream_not_every_one(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    """A handler's raw result with a NUL in its content type makes the coordinator
+    refuse the whole OutcomeBatch and end the stream. The SDK sends that batch
+    again with ReportOutcomes, which answers each outcome on its own: the other
+    outcomes are recorded, the refused one is logged, and the next stream lives."""
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
+        bad = scheduler.enqueue("raw-result", {"content_type": "text/plain\x00"})
+        good = [scheduler.enqueue("noop", {"n": i}) for i in range(20)]
+        wait_until(
+            lambda: all(_status(admin, j.id) == JobStatus.COMPLETED for j in good),
+            30,
+            "the other jobs to complete",
+        )
+        wait_until(
+            lambda: f"rejected outcome(s) for job(s) {bad.id}: INVALID_ARGUMENT" in worker.log(),
+            30,
+            "the refused outcome to be logged",
+        )
+        assert _status(admin, bad.id) == JobStatus.RUNNING  # its lease runs out, then a retry
+        later = [scheduler.enqueue("noop", {"n": i}) for i in range(5)]
+        wait_until(
+            lambda: all(_status(admin, j.id) == JobStatus.COMPLETED for j in later),
+            30,
+            "jobs enqueued afterwards to complete",
+        )
+    # The refused batch ended one stream; sent again, it ended no other.
+    assert worker.log().count("reconnected to coordinator") <= 1, worker.log()[-3000:]

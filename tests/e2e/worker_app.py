@@ -12,6 +12,8 @@ Job types:
   spawn  enqueues payload["children"] keyless noop child jobs and one keyed
          ("summary") with ctx.enqueue_async, then fails its first attempt
   spawn-sync  the same from a blocking handler with ctx.enqueue
+  raw-result  returns a Payload message as is, with payload["content_type"] as its
+         content type (a value the coordinator may refuse)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import time
 
 from worker_sdk import JobContext, Worker
+from workflowjobs.v1 import job_pb2
 
 
 def main() -> None:
@@ -76,6 +79,12 @@ def main() -> None:
             raise RuntimeError(payload.get("message") or f"attempt {ctx.attempt} fails on purpose")
         log("end", ctx)
         return "done"
+
+    @worker.handler("raw-result")
+    async def raw_result(payload: dict, ctx: JobContext) -> job_pb2.Payload:
+        log("start", ctx)
+        log("end", ctx)
+        return job_pb2.Payload(data=b"raw", content_type=payload["content_type"])
 
     @worker.handler("cancellable")
     async def cancellable(payload: dict, ctx: JobContext) -> dict:
