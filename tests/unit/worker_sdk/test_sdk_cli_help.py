@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from worker_sdk import __version__
+from wfj_testing import Coordinator
+from worker_sdk import AdminClient, SchedulerClient, __version__
 from worker_sdk.cli import build_parser
 
 WFJOBS = str(Path(sys.executable).parent / "wfjobs")
@@ -53,13 +56,54 @@ def test_version() -> None:
     assert result.stdout == f"wfjobs {__version__}\n"
 
 
-@pytest.mark.parametrize("status", ["JOB_STATUS_PENDING", "pending", "job_status_faulted,running"])
-def test_status_names_in_grpcurl_form_are_accepted(status: str) -> None:
-    # Accepted statuses get as far as calling the (absent) coordinator: exit 5.
-    result = run("--target", "127.0.0.1:1", "--timeout", "2", "jobs", "list", "--status", status)
+@pytest.fixture(scope="module")
+def jobs_in_two_statuses(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, dict[str, set[str]]]]:
+    """A real coordinator holding two pending jobs and one cancelled job."""
+    tmp = tmp_path_factory.mktemp("statuses")
+    coordinator = Coordinator(f"sqlite:///{tmp / 'statuses.db'}", tmp / "coordinator.log")
+    try:
+        target = coordinator.target
+        with SchedulerClient(target) as client, AdminClient(target) as admin:
+            pending = {client.enqueue("nobody-serves-this", {}).id for _ in range(2)}
+            cancelled = client.enqueue("nobody-serves-this", {}).id
+            admin.cancel_job(cancelled)
+        yield target, {"pending": pending, "cancelled": {cancelled}}
+    finally:
+        coordinator.stop()
 
-    assert result.returncode == 5, result.stderr
-    assert result.stderr.startswith("wfjobs: cannot reach the coordinator at 127.0.0.1:1")
+
+def listed(target: str, *status_options: str) -> set[str]:
+    result = run("--target", target, "--json", "jobs", "list", *status_options)
+    assert result.returncode == 0, result.stderr
+    return {job["id"] for job in json.loads(result.stdout)["jobs"]}
+
+
+@pytest.mark.parametrize("status", ["JOB_STATUS_PENDING", "job_status_pending", "Pending"])
+def test_status_names_in_grpcurl_form_list_the_same_jobs_as_the_short_name(
+    jobs_in_two_statuses: tuple[str, dict[str, set[str]]], status: str
+) -> None:
+    target, ids = jobs_in_two_statuses
+
+    assert listed(target, "--status", "pending") == ids["pending"]
+    assert listed(target, "--status", status) == ids["pending"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--status", "JOB_STATUS_CANCELLED,pending"),
+        ("--status", "job_status_cancelled", "--status", "JOB_STATUS_PENDING"),
+    ],
+)
+def test_several_statuses_mix_both_forms(
+    jobs_in_two_statuses: tuple[str, dict[str, set[str]]], options: tuple[str, ...]
+) -> None:
+    target, ids = jobs_in_two_statuses
+
+    assert listed(target, "--status", "cancelled") == ids["cancelled"]
+    assert listed(target, *options) == ids["pending"] | ids["cancelled"]
 
 
 def test_an_unknown_status_is_named() -> None:
