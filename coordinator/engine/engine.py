@@ -117,7 +117,11 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
         self._started = False
 
     async def start(self) -> None:
-        """Check the schema, load tenant weights, start the chores. Idempotent."""
+        """Check the schema, sync the clock, load tenant weights, limits and the
+        cluster drain flag, start the wake listener and the dispatcher. Idempotent.
+
+        The chores run on the engine: their supervisor starts after.
+        """
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
