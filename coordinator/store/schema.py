@@ -306,15 +306,19 @@ sa.Index(
     postgresql_where=jobs.c.parent_job_id.isnot(None),
     sqlite_where=jobs.c.parent_job_id.isnot(None),
 )
-# PENDING or FAULTED jobs of a key that are not held: a key's head and what
-# could block it (store/ordering.py repeats these terms).
-ORDERING_AHEAD = "ordering_key IS NOT NULL AND status IN (1, 4) AND NOT ordering_held"
+# RUNNING jobs of a key, and its PENDING or FAULTED jobs that are not held: a
+# key's head and what could block it (store/ordering.py repeats these terms).
+ORDERING_RUNNING = f"ordering_key IS NOT NULL AND status = {JobStatus.RUNNING:d}"
+ORDERING_AHEAD = (
+    f"ordering_key IS NOT NULL AND status IN ({JobStatus.PENDING:d}, {JobStatus.FAULTED:d}) "
+    "AND NOT ordering_held"
+)
 sa.Index(
     "ix_wfj_jobs_ordering_running",
     jobs.c.tenant_id,
     jobs.c.ordering_key,
-    postgresql_where=sa.text("ordering_key IS NOT NULL AND status = 2"),
-    sqlite_where=sa.text("ordering_key IS NOT NULL AND status = 2"),
+    postgresql_where=sa.text(ORDERING_RUNNING),
+    sqlite_where=sa.text(ORDERING_RUNNING),
 )
 sa.Index(
     "ix_wfj_jobs_ordering_ahead",
