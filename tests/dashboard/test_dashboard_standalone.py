@@ -221,3 +221,49 @@ def test_the_tenants_page_lists_the_category_weights_set(
         dashboard.stop()
         with AdminClient(target, token=TOKENS["ops"][0]) as admin:
             admin.remove_category_weight("cw-tenant", "integration")
+
+
+def test_the_jobs_filter_takes_several_job_types(
+    coordinators: dict[str, Coordinator], tmp_path: Path
+) -> None:
+    from worker_sdk import SchedulerClient
+
+    target = coordinators["secured"].target
+    with SchedulerClient(target, token=TOKENS["ops"][0]) as client:
+        ids = {t: client.enqueue(t, {}, tenant_id="jt-tenant").id for t in ("jt-a", "jt-b", "jt-c")}
+    dashboard = Dashboard(
+        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
+        "--listen", "127.0.0.1:0",
+    )
+    try:
+        url = dashboard.url()
+        _, _, headers = fetch(url + "/")
+        cookie = {"Cookie": headers["Set-Cookie"].split(";")[0]}
+
+        def listed(query: str) -> tuple[set[str], str]:
+            status, body, _ = fetch(url + "/jobs?tenant_id=jt-tenant&" + query, headers=cookie)
+            assert status == 200, body
+            return {t for t, job_id in ids.items() if f'href="/jobs/{job_id}"' in body}, body
+
+        comma, body = listed("job_type=jt-a,+jt-b")
+        repeated, _ = listed("job_type=jt-a&job_type=jt-c")
+        one, _ = listed("job_type=jt-b")
+        _, paged = listed("job_type=jt-a,jt-b&page_size=1")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert csrf is not None
+        form = f"op=bulk_cancel&csrf={csrf.group(1)}&tenant_id=jt-tenant&job_type=jt-a%2C+jt-b"
+        status, confirm, _ = fetch(
+            url + "/action", data=form.encode(), headers={**cookie, "Origin": url}
+        )
+    finally:
+        dashboard.stop()
+
+    assert comma == {"jt-a", "jt-b"}
+    assert repeated == {"jt-a", "jt-c"}
+    assert one == {"jt-b"}
+    # The field shows the types as one comma-separated value, and the bulk forms carry it.
+    assert 'name="job_type" value="jt-a, jt-b"' in body
+    assert body.count('type="hidden" name="job_type" value="jt-a, jt-b"') == 2
+    assert "job_type=jt-a%2C+jt-b" in paged.split('id="next-page"', 1)[1].split(">", 1)[0]
+    assert status == 200
+    assert "Bulk cancel 2 matching job(s) (tenant jt-tenant, type jt-a/jt-b)?" in confirm

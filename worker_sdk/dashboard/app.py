@@ -400,9 +400,10 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         values: dict[str, Any] = {
             "statuses": statuses,
             "tenant_id": tenant_for(session, q.get("tenant_id", "").strip()),
+            # One field, comma-separated; repeated job_type parameters add to it.
+            "job_type": ", ".join(t for v in q.getall("job_type", []) for t in _job_types(v)),
         }
         for key in (
-            "job_type",
             "definition_id",
             "instance_id",
             "correlation_id",
@@ -429,8 +430,10 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             page_size=values["page_size"],
             page_token=request.query.get("page_token", ""),
         )
-        query = {k: v for k, v in request.query.items() if k != "status" and v}
+        query = {k: v for k, v in request.query.items() if k not in ("status", "job_type") and v}
         query["status"] = values["statuses"]
+        if values["job_type"]:
+            query["job_type"] = values["job_type"]
         body = render.jobs_page_body(result.jobs, result.next_page_token, values, query, session)
         return page(request, "Jobs", body)
 
@@ -949,7 +952,7 @@ def _job_filter(values: dict[str, Any]) -> JobFilter:
     return JobFilter(
         statuses=values.get("statuses", ()),
         tenant_id=values.get("tenant_id", ""),
-        job_type=values.get("job_type", ""),
+        job_types=_job_types(values.get("job_type", "")),
         definition_id=values.get("definition_id", ""),
         instance_id=values.get("instance_id", ""),
         correlation_id=values.get("correlation_id", ""),
@@ -962,13 +965,18 @@ def _job_filter(values: dict[str, Any]) -> JobFilter:
     )
 
 
+def _job_types(text: str) -> list[str]:
+    """The job types of the filter's field: comma-separated, a job of any of them matches."""
+    return [t for t in (part.strip() for part in text.split(",")) if t]
+
+
 def _filter_text(f: JobFilter) -> str:
     parts = []
     if f.statuses:
         parts.append("status " + "/".join(str(s).lower() for s in f.statuses))
     for label, value in (
         ("tenant", f.tenant_id),
-        ("type", f.job_type),
+        ("type", "/".join(f.job_types)),
         ("definition", f.definition_id),
         ("instance", f.instance_id),
         ("correlation", f.correlation_id),

@@ -399,14 +399,18 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
         else f'<input name="tenant_id" value="{e(values.get("tenant_id", ""))}">'
     )
 
-    def field(name: str, label: str) -> str:
-        return f'<label>{label}<input name="{name}" value="{e(values.get(name, ""))}"></label>'
+    def field(name: str, label: str, title: str = "") -> str:
+        hint = f' title="{e(title)}"' if title else ""
+        return (
+            f'<label>{label}<input name="{name}" value="{e(values.get(name, ""))}"{hint}>'
+            "</label>"
+        )
 
     return (
         '<form method="get" action="/jobs" class="filters" id="filters">'
         f'<div class="row">{boxes}</div><div class="row">'
         f"<label>tenant{tenant}</label>"
-        f"{field('job_type', 'job type')}{field('definition_id', 'definition')}"
+        f"{field('job_type', 'job type', 'comma-separate for any of several')}{field('definition_id', 'definition')}"
         f"{field('instance_id', 'instance')}{field('correlation_id', 'correlation')}"
         f"{field('parent_job_id', 'parent job')}"
         f'<label>category<select name="category"><option value="">any</option>{options}'
