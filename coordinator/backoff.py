@@ -1,14 +1,17 @@
 """Capped exponential backoff for the coordinator's own wait-and-retry loops:
-the store health probe (``api/health.py``) and the PostgreSQL wake listener's
-reconnect (``store/notify.py``).
+the store health probe (``api/health.py``), the PostgreSQL wake listener's
+reconnect (``store/notify.py``) and an event watcher's re-read while
+committed events wait above the release horizon (``engine/events.py``).
 
-The first wait is ``initial_s``; each further consecutive failure multiplies
-it by ``multiplier``, up to ``maximum_s``; a success starts over. There is no
-jitter: each loop is one per coordinator process, so there is no crowd of
-clients to spread. (Job retries use the formula of the ``RetryPolicy`` comment
-in ``job.proto``, in ``engine/retries.py``; the SDK's loops use
-``worker_sdk/_backoff.py``, which carries gRPC status codes the store must not
-import.)
+The first wait is ``initial_s``; each further consecutive failure (for a
+watcher: each further read that found events held back) multiplies it by
+``multiplier``, up to ``maximum_s``; a success starts over. There is no
+jitter: the probe and the listener are one per coordinator process, and one
+coordinator's watchers are woken together by its commits anyway, so there is
+no crowd of clients to spread. (Job retries use the formula of the
+``RetryPolicy`` comment in ``job.proto``, in ``engine/retries.py``; the SDK's
+loops use ``worker_sdk/_backoff.py``, which carries gRPC status codes the
+store must not import.)
 """
 
 from __future__ import annotations

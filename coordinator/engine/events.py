@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.backoff import CappedBackoff
 from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, OutOfRange, ShuttingDown
 from coordinator.model import EventCursor, EventFilter, JobEvent
@@ -51,7 +52,8 @@ class EventWatchConfig:
     page_size: int = 500
     # Safety-net re-read of an idle watcher (a lost notification costs at most this).
     idle_reread_s: float = 15.0
-    # First and longest re-read delay while committed events wait above the horizon.
+    # First and longest re-read delay while committed events wait above the
+    # horizon (doubling in between: CappedBackoff).
     held_back_min_s: float = 0.02
     held_back_max_s: float = 1.0
     # Least time between two cross-replica notifications sent by this coordinator.
@@ -160,7 +162,7 @@ class EventHub:
         position = after
         if position is None and not from_oldest:
             position = await self._run(self._store.event_tail)
-        held_back_delay = self.config.held_back_min_s
+        held_back = CappedBackoff(self.config.held_back_min_s, self.config.held_back_max_s)
         loop = asyncio.get_running_loop()
         yield [], position
         while True:
@@ -185,11 +187,10 @@ class EventHub:
             if page.more:
                 continue
             if page.held_back:
-                timeout = held_back_delay
-                held_back_delay = min(held_back_delay * 2, self.config.held_back_max_s)
+                timeout = held_back.next_delay()
             else:
                 timeout = self.config.idle_reread_s
-                held_back_delay = self.config.held_back_min_s
+                held_back.reset()
             read_at = loop.time()
             try:
                 await asyncio.wait_for(changed.wait(), timeout)
