@@ -151,7 +151,9 @@ class Operations:
         now = self._now()
         change = await self._call(self._store.job_unlock, job_id, now, attempts.limited)
         row = _applied(change, job_id, "unlocked", (JobStatus.RUNNING,))
-        # The job may run again at once, or its freed slot may admit a waiting job.
+        # What follows is every ended attempt's (``Attempts.ended``): a job
+        # unlocked to PENDING wakes acquisition at once, and under limits or
+        # ordering keys so does a job that ended (its slot, or its key, is free).
         end = AttemptEnd(
             job_id=job_id,
             outcome=AttemptOutcome.CANCELLED
@@ -162,8 +164,6 @@ class Operations:
             error=row.last_error,
         )
         attempts.ended({job_id: end}, now, forget=[(job_id, token)] if token is not None else [])
-        if row.status != JobStatus.PENDING:
-            self._engine.dispatcher.wake()
         return row
 
     async def replay_job(self, job_id: str) -> JobRow:

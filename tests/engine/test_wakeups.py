@@ -24,6 +24,7 @@ from coordinator.model import (
     ConcurrencyLimit,
     Failure,
     JobRow,
+    JobStatus,
     LimitKind,
     Release,
 )
@@ -86,7 +87,9 @@ async def _limited_pair(engine: Engine, **job: object) -> tuple[WorkerSession, J
     return session, row, token
 
 
-@pytest.mark.parametrize("event", ["complete", "fail", "cancel", "release", "unlock"])
+@pytest.mark.parametrize(
+    "event", ["complete", "fail", "cancel", "release", "unlock", "unlock-cancelled"]
+)
 def test_a_freed_limit_slot_is_refilled_at_once(store_url: str, event: str) -> None:
     async def scenario(engine: Engine) -> None:
         session, row, token = await _limited_pair(engine)
@@ -100,11 +103,27 @@ def test_a_freed_limit_slot_is_refilled_at_once(store_url: str, event: str) -> N
         elif event == "release":
             # Handed back: the job itself (or its sibling) takes the slot again.
             await engine.report([Release(row.id, token, "busy")])
-        else:
+        elif event == "unlock":
             await engine.ops.unlock_job(row.id)
+        else:
+            # A cancel was requested: the unlock ends the job, and frees its slot.
+            await engine.ops.cancel_job(row.id, "stop")
+            assert (await engine.ops.unlock_job(row.id)).status == JobStatus.CANCELLED
         [(nxt, _)] = await _next_leased(session)
         if event != "release":
             assert nxt.id != row.id
+
+    _run(store_url, scenario)
+
+
+def test_an_unlocked_job_is_leased_again_at_once(store_url: str) -> None:
+    async def scenario(engine: Engine) -> None:
+        await engine.enqueue([make_job()])
+        session = _worker(engine, "w1", 2)
+        [(row, _)] = await _next_leased(session)
+        assert (await engine.ops.unlock_job(row.id)).status == JobStatus.PENDING
+        [(again, _)] = await _next_leased(session)
+        assert (again.id, again.attempt) == (row.id, row.attempt + 1)
 
     _run(store_url, scenario)
 
