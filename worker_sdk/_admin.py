@@ -32,6 +32,20 @@ from ._transport import BlockingClient, ClientOptions
 __all__ = ["AdminClient", "BulkResult", "JobExplanation", "JobFilter", "JobPage"]
 
 
+def _short_names(enum_type: Any, prefix: str) -> tuple[str, ...]:
+    """The short names of an enum's values (``job_type``), in the order the
+    contract declares them, UNSPECIFIED left out."""
+    return tuple(
+        n.removeprefix(prefix).lower() for n in enum_type.keys() if not n.endswith("UNSPECIFIED")
+    )
+
+
+# The scope kinds by short name, read from the contract's enums: the CLI and
+# the dashboard offer these, so a kind added to the proto needs no list here.
+PAUSE_SCOPE_KINDS = _short_names(admin_service_pb2.PauseScopeKind, "PAUSE_SCOPE_KIND_")
+LIMIT_SCOPE_KINDS = _short_names(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_")
+
+
 def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> Any:
     if isinstance(value, int):
         return value
@@ -41,11 +55,7 @@ def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> Any
     try:
         return int(enum_type.Value(name))
     except ValueError:
-        choices = ", ".join(
-            n.removeprefix(prefix).lower()
-            for n in enum_type.keys()
-            if not n.endswith("UNSPECIFIED")
-        )
+        choices = ", ".join(_short_names(enum_type, prefix))
         raise ValueError(f"unknown {what} {value!r}; expected one of: {choices}") from None
 
 

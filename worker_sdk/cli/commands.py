@@ -33,6 +33,7 @@ from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
+from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
 from .._version import __version__
 from .completion import SHELLS, completion_script
 from .connection import DEFAULT_TARGET, Connection
@@ -93,8 +94,9 @@ EXIT_BY_CODE = {
 }
 
 _STATUSES = ("pending", "running", "completed", "faulted", "cancelled")
-_PAUSE_KINDS = ("tenant", "definition", "instance", "job-type", "category")
-_LIMIT_KINDS = ("tenant", "job-type", "definition", "concurrency-key", "category")
+# As the contract declares them, written as the CLI writes names (job-type).
+_PAUSE_KINDS = tuple(k.replace("_", "-") for k in PAUSE_SCOPE_KINDS)
+_LIMIT_KINDS = tuple(k.replace("_", "-") for k in LIMIT_SCOPE_KINDS)
 # Category names a weight takes; "unspecified" names jobs enqueued without one.
 _CATEGORIES = (
     "unspecified",

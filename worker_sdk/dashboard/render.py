@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from google.protobuf.json_format import MessageToDict
 
 from worker_sdk import JobAttemptView, JobView
+from worker_sdk._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
@@ -19,20 +20,13 @@ from .backend import Bucket, Overview
 
 STATUSES = ("PENDING", "RUNNING", "COMPLETED", "FAULTED", "CANCELLED")
 CATEGORIES = ("CONTINUATION", "ACTIVITY_WORK", "INTEGRATION", "MAINTENANCE", "CUSTOM")
+# (form value, label) of each scope kind, as the contract declares them; a
+# tenant's pause disables the tenant, offered last.
 PAUSE_KINDS = (
-    ("definition", "definition"),
-    ("instance", "instance"),
-    ("job_type", "job type"),
-    ("category", "category"),
+    *((k, k.replace("_", " ")) for k in PAUSE_SCOPE_KINDS if k != "tenant"),
     ("tenant", "tenant (disables it)"),
 )
-LIMIT_KINDS = (
-    ("tenant", "tenant"),
-    ("job_type", "job type"),
-    ("definition", "definition"),
-    ("concurrency_key", "concurrency key"),
-    ("category", "category"),
-)
+LIMIT_KINDS = tuple((k, k.replace("_", " ")) for k in LIMIT_SCOPE_KINDS)
 NAV = (
     ("/", "Overview"),
     ("/jobs", "Jobs"),

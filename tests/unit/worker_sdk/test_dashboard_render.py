@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from worker_sdk.dashboard import is_loopback, split_listen
 from worker_sdk.dashboard.backend import Bucket, _percentile
-from worker_sdk.dashboard.render import bar_chart, line_chart, payload_html, trace_id
+from worker_sdk.dashboard.render import (
+    bar_chart,
+    limits_body,
+    line_chart,
+    pauses_body,
+    payload_html,
+    rate_limits_body,
+    trace_id,
+)
+from workflowjobs.v1 import admin_service_pb2 as apb
 
 
 def test_json_payloads_are_pretty_printed_and_escaped() -> None:
@@ -110,3 +121,39 @@ def test_the_dashboard_imports_nothing_of_the_coordinator() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _options(html: str, form: str) -> list[tuple[str, str]]:
+    start = html.index(f'id="{form}"') if form else 0
+    select = html[html.index('<select name="kind">', start) : html.index("</select>", start)]
+    return re.findall(r'<option value="([a-z_]+)"[^>]*>([^<]*)</option>', select)
+
+
+def test_the_scope_kinds_offered_are_the_contract_s() -> None:
+    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
+    pauses = pauses_body([], [], session, {})
+    assert _options(pauses, "pause-form") == [
+        ("definition", "definition"),
+        ("instance", "instance"),
+        ("job_type", "job type"),
+        ("category", "category"),
+        ("tenant", "tenant (disables it)"),
+    ]
+    assert sorted(k for k, _ in _options(pauses, "pause-form")) == sorted(
+        n.removeprefix("PAUSE_SCOPE_KIND_").lower() for n in apb.PauseScopeKind.keys()[1:]
+    )
+    for html in (limits_body([], session), rate_limits_body([], session)):
+        assert _options(html, "") == [
+            (
+                n.removeprefix("LIMIT_SCOPE_KIND_").lower(),
+                n.removeprefix("LIMIT_SCOPE_KIND_").lower().replace("_", " "),
+            )
+            for n in apb.LimitScopeKind.keys()[1:]
+        ]
+        assert [label for _, label in _options(html, "")] == [
+            "tenant",
+            "job type",
+            "definition",
+            "concurrency key",
+            "category",
+        ]

@@ -150,3 +150,27 @@ def test_zsh_completion_is_the_bash_function_behind_bashcompinit() -> None:
         .replace("completion zsh", "completion bash")
         == bash
     )
+
+
+def _contract_kinds(enum_type: object, prefix: str) -> tuple[str, ...]:
+    names = enum_type.keys()  # type: ignore[attr-defined]
+    return tuple(n.removeprefix(prefix).lower().replace("_", "-") for n in names[1:])
+
+
+def test_scope_kinds_are_the_contract_s_in_its_order() -> None:
+    from workflowjobs.v1 import admin_service_pb2 as apb
+
+    pause = ("tenant", "definition", "instance", "job-type", "category")
+    limit = ("tenant", "job-type", "definition", "concurrency-key", "category")
+    assert _contract_kinds(apb.PauseScopeKind, "PAUSE_SCOPE_KIND_") == pause
+    assert _contract_kinds(apb.LimitScopeKind, "LIMIT_SCOPE_KIND_") == limit
+    parsers = dict(_parsers(build_parser()))
+    for path, kinds, help_text in (
+        ("wfjobs pause", pause, "what to pause: "),
+        ("wfjobs unpause", pause, "what to pause: "),
+        ("wfjobs limits set", limit, "scope kind: "),
+        ("wfjobs rate-limits set", limit, "scope kind: "),
+        ("wfjobs rate-limits remove", limit, "scope kind: "),
+    ):
+        [kind] = [a for a in parsers[path]._actions if a.dest == "kind"]
+        assert (tuple(kind.choices), kind.help) == (kinds, help_text + ", ".join(kinds)), path
