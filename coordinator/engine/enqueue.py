@@ -396,15 +396,7 @@ class Enqueue(Reads):
                     "retry when a running job of that scope ends, or set "
                     "enqueue_if_paused to queue it"
                 )
-            pauses = await self.run_store(
-                self.store.pauses_covering,
-                prepared.tenant_id,
-                prepared.job_type,
-                prepared.definition_id,
-                prepared.instance_id,
-                now,
-                prepared.category,
-            )
+            pauses = await self.run_store(self.store.pauses_covering, prepared, now)
             names = ", ".join(_pause_text(p) for p in pauses)
             raise FailedPrecondition(
                 f"cannot run inline: paused ({names or 'a pause'}); "

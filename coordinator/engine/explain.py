@@ -71,15 +71,7 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
         reasons.append(
             WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
         )
-    pauses = await engine.run_store(
-        engine.store.pauses_covering,
-        row.tenant_id,
-        row.job_type,
-        row.definition_id,
-        row.instance_id,
-        now,
-        row.category,
-    )
+    pauses = await engine.run_store(engine.store.pauses_covering, row, now)
     for p in pauses:
         kind = PauseKind(p.kind)
         who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"

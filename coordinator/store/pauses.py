@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from coordinator.model import (
+    JobRow,
+    NewJob,
     PauseKind,
     PauseScope,
 )
@@ -187,25 +189,14 @@ class PauseQueries(StoreBase):
                 )
             ).scalar()
 
-    def pauses_covering(
-        self,
-        tenant_id: str,
-        job_type: str,
-        definition_id: str,
-        instance_id: str,
-        now: int,
-        category: int = 0,
-    ) -> list[Any]:
-        """Active pauses that hold back a job with these attributes."""
+    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]:
+        """Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names)."""
         covers = sa.text(f"{ACTIVE_PAUSE} AND {pause_covers(lambda column: ':' + column)}")
-        params = {
-            "now": now,
-            "tenant_id": tenant_id,
-            "job_type": job_type,
-            "definition_id": definition_id,
-            "instance_id": instance_id,
-            "category": int(category),
-        }
+        params: dict[str, Any] = {"now": now, "tenant_id": job.tenant_id}
+        for column in PAUSE_COLUMNS.values():
+            if column is not None:
+                value = getattr(job, column)
+                params[column] = int(value) if column in NUMERIC_COLUMNS else value
         query = sa.select(_p).where(covers).order_by(_p.c.created_at, _p.c.id)
         with self.tx() as conn:
             return list(conn.execute(query, params))

@@ -266,16 +266,8 @@ class Store(Protocol):
     def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]: ...
     # The earliest future expiry among active pauses.
     def pause_next_expiry(self, now: int) -> int | None: ...
-    # Active pauses that hold back a job with these attributes.
-    def pauses_covering(
-        self,
-        tenant_id: str,
-        job_type: str,
-        definition_id: str,
-        instance_id: str,
-        now: int,
-        category: int = 0,
-    ) -> list[Any]: ...
+    # Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names).
+    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]: ...
 
     # -- ordering keys (ordering.py) ------------------------------------------------------
 

@@ -55,7 +55,7 @@ def test_inline_caller_dies_and_a_worker_finishes(store_url: str) -> None:
 def test_inline_request_for_a_paused_scope(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         await h.engine.pause(PauseScope(PauseKind.DEFINITION, "", "def-1"), "ops", "", None)
-        with pytest.raises(FailedPrecondition, match="paused"):
+        with pytest.raises(FailedPrecondition, match=r"paused \(definition def-1\)"):
             await h.engine.enqueue_inline(make_job(), "http-1", enqueue_if_paused=False)
         page = await h.engine.list_jobs(JobFilter(), 10, "")
         assert page.jobs == [], "a refused inline call stores nothing"

@@ -47,17 +47,7 @@ def test_a_pause_of_each_kind_holds_back_the_job_it_covers_and_no_other(
     store.pause_create("p1", scope, "ops", "", None, T0)
 
     def held(job) -> list[str]:
-        return [
-            p.id
-            for p in store.pauses_covering(
-                job.tenant_id,
-                job.job_type,
-                job.definition_id,
-                job.instance_id,
-                T0,
-                category=job.category,
-            )
-        ]
+        return [p.id for p in store.pauses_covering(job, T0)]
 
     assert held(covered) == ["p1"]
     assert held(other) == []
