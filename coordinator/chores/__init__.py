@@ -11,7 +11,8 @@ flag changed elsewhere) goes through ``Engine.hooks``, which this supervisor
 wires when it is built.
 
 ``serve`` starts the supervisor after the engine and stops it before the
-engine. Start order, and stop in reverse:
+engine. Start order (``ChoresConfig``'s field order), and stop in reverse,
+each chore stopped before the next one stops:
 
 1. ``clock-sync`` (PostgreSQL): the engine's clock stays on the database's
    (the engine synced it once at start, before anything read it);
@@ -32,7 +33,7 @@ coordinator owns the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from coordinator.chores.clock_sync import ClockSync, ClockSyncConfig
@@ -50,7 +51,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ChoresConfig:
-    """Settings of every chore; every field has a production default."""
+    """Settings of every chore; every field has a production default.
+
+    One field per chore, named like the chore's attribute on ``Chores``, in
+    start order: ``Chores.in_order`` follows these fields.
+    """
 
     # Re-measuring the offset to the database clock (PostgreSQL; coordinator/clock.py).
     clock_sync: ClockSyncConfig = field(default_factory=ClockSyncConfig)
@@ -92,15 +97,8 @@ class Chores:
 
     @property
     def in_order(self) -> list[Chore[Any]]:
-        """Every chore of this coordinator, in start order."""
-        chores: list[Chore[Any] | None] = [
-            self.clock_sync,
-            self.cluster_sync,
-            self.in_flight_audit,
-            self.lease_reaper,
-            self.execution_timeouts,
-            self.retention,
-        ]
+        """Every chore of this coordinator, in start order (``ChoresConfig``'s fields)."""
+        chores: list[Chore[Any] | None] = [getattr(self, f.name) for f in fields(ChoresConfig)]
         return [chore for chore in chores if chore is not None]
 
     async def start(self) -> None:
