@@ -398,13 +398,17 @@ def category_from_proto(value: int, field: str = "category") -> int:
     return int(value)
 
 
+def _one_of(kinds: type[PauseKind] | type[LimitKind]) -> str:
+    """The members of a scope kind enum, for a message ("TENANT, ... or CATEGORY")."""
+    *most, last = (k.name for k in kinds)
+    return f"{', '.join(most)} or {last}"
+
+
 def scope_from_proto(s: apb.PauseScope) -> PauseScope:
     try:
         kind = PauseKind(s.kind)
     except ValueError:
-        raise InvalidArgument(
-            "scope.kind must be TENANT, DEFINITION, INSTANCE, JOB_TYPE or CATEGORY"
-        ) from None
+        raise InvalidArgument(f"scope.kind must be {_one_of(PauseKind)}") from None
     return PauseScope(kind=kind, tenant_id=s.tenant_id, value=s.value)
 
 
@@ -425,9 +429,7 @@ def limit_from_proto(limit: apb.ConcurrencyLimit) -> ConcurrencyLimit:
     try:
         kind = LimitKind(limit.kind)
     except ValueError:
-        raise InvalidArgument(
-            "limit.kind must be TENANT, JOB_TYPE, DEFINITION, CONCURRENCY_KEY or CATEGORY"
-        ) from None
+        raise InvalidArgument(f"limit.kind must be {_one_of(LimitKind)}") from None
     return ConcurrencyLimit(kind, limit.value, limit.max_running)
 
 
@@ -444,9 +446,7 @@ def limit_kind_from_proto(kind: int, field: str = "limit.kind") -> LimitKind:
     try:
         return LimitKind(kind)
     except ValueError:
-        raise InvalidArgument(
-            f"{field} must be TENANT, JOB_TYPE, DEFINITION, CONCURRENCY_KEY or CATEGORY"
-        ) from None
+        raise InvalidArgument(f"{field} must be {_one_of(LimitKind)}") from None
 
 
 def rate_limit_from_proto(limit: apb.RateLimit) -> RateLimit:
