@@ -79,7 +79,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                   AND x.definition_id = l.definition_id AND x.category = k.category
                   AND {ready_job("x")} AND x.due_at <= :now
-                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)} AND {ordering_allows("x")}
+                  AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                 ORDER BY x.priority DESC, x.due_at, x.id
                 LIMIT :n
             ) j
@@ -245,7 +245,6 @@ class LeaseQueries(EventQueries):
                       AND {ready_job("x")} AND x.due_at <= :now
                       AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
                       AND (x.concurrency_key IS NULL OR NOT x.concurrency_key = ANY(:x_keys))
-                      AND {ordering_allows("x")}
                     ORDER BY x.priority DESC, x.due_at, x.id
                     LIMIT :per_lane
                 ) j
@@ -276,7 +275,6 @@ class LeaseQueries(EventQueries):
               AND {ready_job("x")} AND x.due_at <= :now
               AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)}
               AND (x.concurrency_key IS NULL OR x.concurrency_key NOT IN :x_keys)
-              AND {ordering_allows("x")}
             ORDER BY x.priority DESC, x.due_at, x.id
             LIMIT :per_lane
             """

@@ -20,6 +20,13 @@ Every statement that leases also re-checks ``ordering_allows`` (not held, no
 RUNNING job of the key, no earlier live job of the key that is not held), so
 a stale candidate list cannot lease a job behind its key on any replica, and
 two jobs of a key left unheld by concurrent enqueues still run one at a time.
+The candidate reads (``job_candidates``, the ``cand`` part of
+``job_claim_fair``) leave the check to that re-check and rely on the ready
+index alone, which holds only heads but for such a race: with the check's
+subqueries in the candidate read, PostgreSQL's planner cannot tell how many
+rows they keep and reads and sorts a lane's whole ready set instead of
+walking the index to its LIMIT (about 10× slower with 10,000 keys). A
+candidate behind its key takes a pick that its lease then refuses.
 
 Races. On PostgreSQL every transaction that decides or changes whether a
 key's job is held takes the key's transaction advisory lock (``lock_keys``)
@@ -64,19 +71,25 @@ _LOCK_CLASS = 0x0F0D
 # (tenant id, ordering key)
 Key = tuple[str, str]
 
+# Ends each per-key probe: a LIMIT keeps PostgreSQL from turning the EXISTS
+# into one hashed scan of every RUNNING (or PENDING) row, which costs
+# milliseconds per statement once the table has many dead row versions; each
+# probe then reads one small partial index entry for its key.
+_PROBE = " LIMIT 1"
+
 
 def _live_unheld(tenant: str, key: str, exclude: str | None = None) -> str:
     """SQL true when the key has a live job that is not held (other than ``exclude``)."""
     other = f" AND {{a}}.id <> {exclude}" if exclude else ""
     running = (
         f"EXISTS (SELECT 1 FROM wfj_jobs r WHERE r.tenant_id = {tenant} "
-        f"AND r.ordering_key = {key} AND r.status = {_RUNNING}{other.format(a='r')})"
+        f"AND r.ordering_key = {key} AND r.status = {_RUNNING}{other.format(a='r')}{_PROBE})"
     )
     waiting = (
         f"EXISTS (SELECT 1 FROM wfj_jobs w WHERE w.tenant_id = {tenant} "
         f"AND w.ordering_key = {key} AND w.status IN ({_PENDING}, {_FAULTED}) "
         f"AND NOT w.ordering_held AND NOT (w.status = {_FAULTED} AND w.ordering_skip_failed)"
-        f"{other.format(a='w')})"
+        f"{other.format(a='w')}{_PROBE})"
     )
     return f"({running} OR {waiting})"
 
@@ -86,11 +99,11 @@ def ordering_allows(alias: str) -> str:
     return (
         f"(NOT {alias}.ordering_held AND ({alias}.ordering_key IS NULL OR ("
         f"NOT EXISTS (SELECT 1 FROM wfj_jobs o1 WHERE o1.tenant_id = {alias}.tenant_id "
-        f"AND o1.ordering_key = {alias}.ordering_key AND o1.status = {_RUNNING}) "
+        f"AND o1.ordering_key = {alias}.ordering_key AND o1.status = {_RUNNING}{_PROBE}) "
         f"AND NOT EXISTS (SELECT 1 FROM wfj_jobs o2 WHERE o2.tenant_id = {alias}.tenant_id "
         f"AND o2.ordering_key = {alias}.ordering_key AND o2.id < {alias}.id "
         f"AND o2.status IN ({_PENDING}, {_FAULTED}) AND NOT o2.ordering_held "
-        f"AND NOT (o2.status = {_FAULTED} AND o2.ordering_skip_failed)))))"
+        f"AND NOT (o2.status = {_FAULTED} AND o2.ordering_skip_failed){_PROBE}))))"
     )
 
 
