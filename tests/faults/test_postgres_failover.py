@@ -11,9 +11,12 @@ NOT_SERVING while no read-write server is reachable, then reconnect to the new
 primary by themselves (their pools and their LISTEN connections). Afterwards a
 worker hangs (SIGSTOP: its streams stay open, its heartbeats stop) and is then
 SIGKILLed: its leases can only come back through the lease reaper, the chore
-one replica at a time runs under an advisory lock, which now lives on
-the new primary. Nothing acknowledged is lost, no job is recorded twice, and
-every extra execution is explained by a lease the reaper took back.
+one replica at a time runs: each run takes a transaction-scoped advisory lock,
+which now lives on the new primary. While the test holds that lock there,
+neither replica takes back the hung worker's expired leases; once it lets go,
+one reaper run (on one replica) takes them all back. Nothing acknowledged is
+lost, no job is recorded twice, and every extra execution is explained by a
+lease the reaper took back.
 """
 
 from __future__ import annotations
@@ -131,16 +134,31 @@ def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
         victim = pool.workers[0]
         victim_id = f"{pool.name}-1"
         wait_until(lambda: _leases_of(new_primary_url, victim_id), 30, "a worker's leases")
-        hung_at_us = time.time_ns() // 1000
-        os.kill(victim.proc.pid, signal.SIGSTOP)
+        # The reaper's lock, taken here on the new primary the way the reaper
+        # takes it (same key, same database): no replica's run gets it now.
+        with psycopg.connect(standby.admin_url("wfjobs"), autocommit=True) as lock:
+            lock.execute(f"SELECT pg_advisory_lock(hashtext('{REAPER_LOCK}'))")
+            hung_at_us = time.time_ns() // 1000
+            os.kill(victim.proc.pid, signal.SIGSTOP)
+
+            def past_due_or_reaped() -> tuple[set[str], dict[str, int]] | None:
+                past_due = _expired_leases_of(new_primary_url, victim_id, past_due_us=1_000_000)
+                reaped = _lease_expired_ends(new_primary_url, victim_id, hung_at_us)
+                return (past_due, reaped) if past_due or reaped else None
+
+            # Showing that nothing happens takes a span of time: once a lease
+            # is past due each replica's reaper tries again every 10 ms; the
+            # leases must have been past due for a second.
+            expired, reaped_while_held = wait_until(
+                past_due_or_reaped, 30, "the hung worker's leases to be past due for a second"
+            )
+            lock.execute(f"SELECT pg_advisory_unlock(hashtext('{REAPER_LOCK}'))")
         wait_until(
-            lambda: (
-                AttemptOutcome.LEASE_EXPIRED
-                in _ended_attempts(new_primary_url, victim_id, hung_at_us).values()
-            ),
+            lambda: expired <= _lease_expired_ends(new_primary_url, victim_id, hung_at_us).keys(),
             30,
             "the reaper to take back the hung worker's leases",
         )
+        reaped = _lease_expired_ends(new_primary_url, victim_id, hung_at_us)
         victim.kill()
         pool.kills += 1
         ids += steady.stop()
@@ -157,11 +175,61 @@ def test_primary_dies_standby_promoted(tmp_path, primary_and_standby) -> None:
         log = coordinator.log_text()
         assert "unexpected error" not in log, "a database error became INTERNAL"
     check_run(new_primary_url, ids, pool.records, 2, "primary failover", recovery_s=recovery)
+    # While the test held the reaper's lock on the new primary, the leases were
+    # past due for a second and no replica took them back without the lock.
+    assert reaped_while_held == {}, "a replica reaped without the reaper's lock"
+    assert expired
+    # Once it was free, one run took them all back: they share that run's time.
+    assert len({reaped[job_id] for job_id in expired}) == 1, reaped
     # The hung worker's leases were taken back by the reaper on the new primary
     # (LEASE_EXPIRED); jobs handed back when its streams closed are RELEASED.
     ended = _ended_attempts(new_primary_url, victim_id, hung_at_us)
     taken_back = {AttemptOutcome.LEASE_EXPIRED, AttemptOutcome.UNLOCKED, AttemptOutcome.RELEASED}
     assert set(ended.values()) <= {int(o) for o in taken_back}, ended
+
+
+# The key of the advisory lock each lease reaper run takes (coordinator/store/leases.py).
+REAPER_LOCK = "wfj_lease_reaper"
+
+
+def _expired_leases_of(url: str, worker_id: str, past_due_us: int) -> set[str]:
+    """The jobs ``worker_id`` holds leases on when every one of those leases
+    has been past due (by the database's clock) for ``past_due_us``, else none."""
+    engine = create_sa_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, lease_expires_at "
+                    "< CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS bigint) - :past_due "
+                    "FROM wfj_jobs WHERE status = :s AND lease_owner = :w"
+                ),
+                {"s": int(JobStatus.RUNNING), "w": worker_id, "past_due": past_due_us},
+            ).all()
+    finally:
+        engine.dispose()
+    if rows and all(past_due for _, past_due in rows):
+        return {job_id for job_id, _ in rows}
+    return set()
+
+
+def _lease_expired_ends(url: str, worker_id: str, since_us: int) -> dict[str, int]:
+    """job -> when (µs) the reaper first ended an attempt of ``worker_id``
+    (ended at or after ``since_us``) as LEASE_EXPIRED."""
+    engine = create_sa_engine(url, pool_size=1)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT job_id, min(ended_at) FROM wfj_job_attempts "
+                    "WHERE worker_id = :w AND outcome = :expired AND ended_at >= :since "
+                    "GROUP BY job_id"
+                ),
+                {"w": worker_id, "expired": int(AttemptOutcome.LEASE_EXPIRED), "since": since_us},
+            )
+            return {job_id: ended_at for job_id, ended_at in rows}
+    finally:
+        engine.dispose()
 
 
 def _leases_of(url: str, worker_id: str) -> list[str]:
