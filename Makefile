@@ -28,9 +28,14 @@ run: install
 dashboard-screenshots: install
 	WFJOBS_SCREENSHOTS=docs/images $(PY) -m pytest -q tests/dashboard/test_dashboard_browser.py
 
-## Run the whole test suite (needs PostgreSQL on 127.0.0.1:5432 for the PostgreSQL half).
+## Run the whole test suite (needs PostgreSQL on 127.0.0.1:5432 for the PostgreSQL half):
+## all but the fault scenarios in TEST_WORKERS pytest-xdist processes, a module's tests
+## on one worker (most tests wait on real processes and sockets, so more workers than
+## cores pays), then the fault scenarios alone, one at a time (they time recoveries).
+TEST_WORKERS ?= 4
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --ignore=tests/faults
+	$(PY) -m pytest tests/faults
 
 ## Run the fault-injection suite (part of `make test` too). A longer soak:
 ## WFJOBS_FAULTS_SCALE=10 make test-faults
