@@ -36,6 +36,10 @@ class LeaseReaperConfig:
     max_interval_s: float = 15.0
     # Attempts ended per run; a full batch triggers another run at once.
     batch_size: int = 500
+    # Wait before the next run when one ended nothing although a lease it saw
+    # had expired before it began: another replica holds the reaper's lock (and
+    # reclaims it) or a write holds the row; retrying at once would spin.
+    contended_retry_s: float = 1.0
 
 
 @dataclass
@@ -75,6 +79,8 @@ class LeaseReaper(Chore[ReaperResult]):
         # answer may predate those leases).
         self._noted_in_run: int | None = None
         self._in_run = False
+        # The time the last run reclaimed up to.
+        self._run_now: int | None = None
 
     def note_expiry(self, expires_at: int) -> None:
         """A lease was granted that expires at ``expires_at``."""
@@ -92,7 +98,7 @@ class LeaseReaper(Chore[ReaperResult]):
     async def run_once(self, now: int | None = None) -> ReaperResult:
         now = self.clock.now_us() if now is None else now
         started_ns = time.time_ns()
-        self._in_run, self._noted_in_run = True, None
+        self._in_run, self._noted_in_run, self._run_now = True, None, now
         try:
             result = await self.reap(now)
         finally:
@@ -148,6 +154,15 @@ class LeaseReaper(Chore[ReaperResult]):
         known = [t for t in (found, self._noted_in_run) if t is not None]
         self._next_known = min(known) if known else None
         delay = self.config.max_interval_s
+        run_now = self._run_now
+        if (
+            result is not None
+            and result.reclaimed == 0
+            and found is not None
+            and run_now is not None
+            and found < run_now
+        ):
+            return min(delay, self.config.contended_retry_s)
         if self._next_known is not None:
             delay = min(delay, (self._next_known - self.clock.now_us()) / US_PER_SECOND + 0.01)
         return max(delay, 0.01)

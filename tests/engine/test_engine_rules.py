@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+import sqlalchemy as sa
 
 from coordinator.errors import InvalidArgument, LeaseLost, NotFound
 from coordinator.model import Completion, Failure, JobStatus, RetryPolicy
@@ -196,5 +197,30 @@ def test_an_outcome_named_twice_in_one_report_is_recorded_once(store_url: str) -
         assert (first.accepted, second.accepted) == (True, False)
         job, attempts = await h.job(job_id)
         assert job.status == JobStatus.COMPLETED and len(attempts) == 1
+
+    run(store_url, scenario)
+
+
+def test_a_reaper_that_cannot_take_its_lock_waits_instead_of_spinning(store_url: str) -> None:
+    """While another replica holds the reaper's lock (it reclaims the expired
+    leases), this replica's run ends nothing and waits ``contended_retry_s``
+    before the next, instead of the 10 ms floor."""
+
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.capabilities.advisory_lock_leadership:
+            pytest.skip("one coordinator per SQLite file: no other replica holds the lock")
+        await h.enqueue(heartbeat_timeout_ms=2_000)
+        await h.lease()
+        h.clock.advance(3)
+        reaper = h.chores.lease_reaper
+        with h.engine.store.engine.connect() as other:
+            other.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('wfj_lease_reaper'))"))
+            result = await reaper.run_once(h.clock.now_us())
+            assert (result.reclaimed, result.next_expiry is not None) == (0, True)
+            assert reaper.delay_after(result) == reaper.config.contended_retry_s
+            other.rollback()
+        result = await reaper.run_once(h.clock.now_us())
+        assert result.reclaimed == 1
+        assert reaper.delay_after(result) == reaper.config.max_interval_s
 
     run(store_url, scenario)
