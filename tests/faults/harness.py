@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -175,18 +176,21 @@ def enqueue_work(
     return ids
 
 
-def count_status(database_url: str, status: JobStatus) -> int:
+def query_rows(database_url: str, sql: str, **params: object) -> list[Any]:
+    """The rows of one statement, on a connection of its own (closed after)."""
     engine = create_sa_engine(database_url, pool_size=1)
     try:
         with engine.connect() as conn:
-            return int(
-                conn.execute(
-                    sa.text("SELECT count(*) FROM wfj_jobs WHERE status = :s"), {"s": int(status)}
-                ).scalar()
-                or 0
-            )
+            return list(conn.execute(sa.text(sql), params).all())
     finally:
         engine.dispose()
+
+
+def count_status(database_url: str, status: JobStatus) -> int:
+    [(count,)] = query_rows(
+        database_url, "SELECT count(*) FROM wfj_jobs WHERE status = :s", s=int(status)
+    )
+    return int(count or 0)
 
 
 def wait_all_completed(database_url: str, total: int, timeout: float) -> None:

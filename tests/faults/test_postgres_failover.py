@@ -28,7 +28,6 @@ import time
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 from faults.harness import (
     NOT_SERVING,
     SERVING,
@@ -39,13 +38,13 @@ from faults.harness import (
     check_run,
     count_starts,
     enqueue_work,
+    query_rows,
     scaled,
     wait_all_completed,
     wait_health,
 )
 
 from coordinator.model import AttemptOutcome, JobStatus
-from coordinator.store.base import create_sa_engine
 from wfj_testing import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -195,19 +194,15 @@ REAPER_LOCK = "wfj_lease_reaper"
 def _expired_leases_of(url: str, worker_id: str, past_due_us: int) -> set[str]:
     """The jobs ``worker_id`` holds leases on when every one of those leases
     has been past due (by the database's clock) for ``past_due_us``, else none."""
-    engine = create_sa_engine(url, pool_size=1)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, lease_expires_at "
-                    "< CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS bigint) - :past_due "
-                    "FROM wfj_jobs WHERE status = :s AND lease_owner = :w"
-                ),
-                {"s": int(JobStatus.RUNNING), "w": worker_id, "past_due": past_due_us},
-            ).all()
-    finally:
-        engine.dispose()
+    rows = query_rows(
+        url,
+        "SELECT id, lease_expires_at "
+        "< CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS bigint) - :past_due "
+        "FROM wfj_jobs WHERE status = :s AND lease_owner = :w",
+        s=int(JobStatus.RUNNING),
+        w=worker_id,
+        past_due=past_due_us,
+    )
     if rows and all(past_due for _, past_due in rows):
         return {job_id for job_id, _ in rows}
     return set()
@@ -216,48 +211,36 @@ def _expired_leases_of(url: str, worker_id: str, past_due_us: int) -> set[str]:
 def _lease_expired_ends(url: str, worker_id: str, since_us: int) -> dict[str, int]:
     """job -> when (µs) the reaper first ended an attempt of ``worker_id``
     (ended at or after ``since_us``) as LEASE_EXPIRED."""
-    engine = create_sa_engine(url, pool_size=1)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT job_id, min(ended_at) FROM wfj_job_attempts "
-                    "WHERE worker_id = :w AND outcome = :expired AND ended_at >= :since "
-                    "GROUP BY job_id"
-                ),
-                {"w": worker_id, "expired": int(AttemptOutcome.LEASE_EXPIRED), "since": since_us},
-            )
-            return {job_id: ended_at for job_id, ended_at in rows}
-    finally:
-        engine.dispose()
+    rows = query_rows(
+        url,
+        "SELECT job_id, min(ended_at) FROM wfj_job_attempts "
+        "WHERE worker_id = :w AND outcome = :expired AND ended_at >= :since GROUP BY job_id",
+        w=worker_id,
+        expired=int(AttemptOutcome.LEASE_EXPIRED),
+        since=since_us,
+    )
+    return {job_id: ended_at for job_id, ended_at in rows}
 
 
 def _leases_of(url: str, worker_id: str) -> list[str]:
-    engine = create_sa_engine(url, pool_size=1)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT id FROM wfj_jobs WHERE status = :s AND lease_owner = :w"),
-                {"s": int(JobStatus.RUNNING), "w": worker_id},
-            )
-            return [r[0] for r in rows]
-    finally:
-        engine.dispose()
+    rows = query_rows(
+        url,
+        "SELECT id FROM wfj_jobs WHERE status = :s AND lease_owner = :w",
+        s=int(JobStatus.RUNNING),
+        w=worker_id,
+    )
+    return [job_id for (job_id,) in rows]
 
 
 def _ended_attempts(url: str, worker_id: str, since_us: int) -> dict[tuple[str, int], int]:
     """(job, attempt) -> outcome for the attempts of ``worker_id`` ended at or
     after ``since_us`` other than COMPLETED."""
-    engine = create_sa_engine(url, pool_size=1)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT job_id, number, outcome FROM wfj_job_attempts "
-                    "WHERE worker_id = :w AND outcome <> :done AND ended_at >= :since"
-                ),
-                {"w": worker_id, "done": int(AttemptOutcome.COMPLETED), "since": since_us},
-            )
-            return {(job_id, number): outcome for job_id, number, outcome in rows}
-    finally:
-        engine.dispose()
+    rows = query_rows(
+        url,
+        "SELECT job_id, number, outcome FROM wfj_job_attempts "
+        "WHERE worker_id = :w AND outcome <> :done AND ended_at >= :since",
+        w=worker_id,
+        done=int(AttemptOutcome.COMPLETED),
+        since=since_us,
+    )
+    return {(job_id, number): outcome for job_id, number, outcome in rows}
