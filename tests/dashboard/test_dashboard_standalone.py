@@ -6,6 +6,7 @@ login, or refuses to start.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -86,6 +87,23 @@ def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         env=subprocess_env(without=("WFJOBS_TOKEN",)),
     )
+
+
+
+@contextlib.contextmanager
+def ops_session(target: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A dashboard on loopback with the ops token against ``target``: its URL
+    and the session cookie header its first page set."""
+    dashboard = Dashboard(
+        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
+        "--listen", "127.0.0.1:0",
+    )
+    try:
+        url = dashboard.url()
+        _, _, headers = fetch(url + "/")
+        yield url, {"Cookie": headers["Set-Cookie"].split(";")[0]}
+    finally:
+        dashboard.stop()
 
 
 def test_on_loopback_it_serves_without_login_using_its_own_token(
@@ -203,22 +221,15 @@ def test_the_tenants_page_lists_the_category_weights_set(
     target = coordinators["secured"].target
     with AdminClient(target, token=TOKENS["ops"][0]) as admin:
         admin.set_category_weight("cw-tenant", "integration", 3)
-    dashboard = Dashboard(
-        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
-        "--listen", "127.0.0.1:0",
-    )
     try:
-        url = dashboard.url()
-        status, _, headers = fetch(url + "/")
-        cookie = headers["Set-Cookie"].split(";")[0]
-        status, body, _ = fetch(url + "/tenants", headers={"Cookie": cookie})
+        with ops_session(target, tmp_path) as (url, cookie):
+            status, body, _ = fetch(url + "/tenants", headers=cookie)
         assert status == 200
         section = body[body.index("<h2>Category weights</h2>") :]
         assert re.search(
             r"cw-tenant</a></td><td>integration</td><td><span class=\"weight\">3</span>", section
         ), section[:2000]
     finally:
-        dashboard.stop()
         with AdminClient(target, token=TOKENS["ops"][0]) as admin:
             admin.remove_category_weight("cw-tenant", "integration")
 
@@ -231,15 +242,7 @@ def test_the_jobs_filter_takes_several_job_types(
     target = coordinators["secured"].target
     with SchedulerClient(target, token=TOKENS["ops"][0]) as client:
         ids = {t: client.enqueue(t, {}, tenant_id="jt-tenant").id for t in ("jt-a", "jt-b", "jt-c")}
-    dashboard = Dashboard(
-        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
-        "--listen", "127.0.0.1:0",
-    )
-    try:
-        url = dashboard.url()
-        _, _, headers = fetch(url + "/")
-        cookie = {"Cookie": headers["Set-Cookie"].split(";")[0]}
-
+    with ops_session(target, tmp_path) as (url, cookie):
         def listed(query: str) -> tuple[set[str], str]:
             status, body, _ = fetch(url + "/jobs?tenant_id=jt-tenant&" + query, headers=cookie)
             assert status == 200, body
@@ -255,8 +258,6 @@ def test_the_jobs_filter_takes_several_job_types(
         status, confirm, _ = fetch(
             url + "/action", data=form.encode(), headers={**cookie, "Origin": url}
         )
-    finally:
-        dashboard.stop()
 
     assert comma == {"jt-a", "jt-b"}
     assert repeated == {"jt-a", "jt-c"}
