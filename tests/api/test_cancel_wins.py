@@ -25,23 +25,13 @@ from workflowjobs.v1 import (
 from workflowjobs.v1 import worker_service_pb2 as wpb
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def coordinator(request: pytest.FixtureRequest, tmp_path: Path):
-    drop = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'cancel.db'}"
-    else:
-        request.getfixturevalue("pg_database")
-        from conftest import new_pg_database
-
-        url, drop = new_pg_database()
-    c = Coordinator(url, tmp_path / "coordinator.log")
+@pytest.fixture
+def coordinator(database: str, tmp_path: Path):
+    c = Coordinator(database, tmp_path / "coordinator.log")
     try:
         yield c
     finally:
         c.stop()
-        if drop is not None:
-            drop()
 
 
 def test_a_raw_completion_after_cancel_requested_ends_cancelled(coordinator: Coordinator) -> None:

@@ -19,21 +19,6 @@ from workflowjobs.v1 import (
 from workflowjobs.v1 import worker_service_pb2 as wpb
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def database(request: pytest.FixtureRequest, tmp_path: Path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'resend.db'}"
-        return
-    request.getfixturevalue("pg_database")
-    from conftest import new_pg_database
-
-    url, drop = new_pg_database()
-    try:
-        yield url
-    finally:
-        drop()
-
-
 def test_resent_outcomes_are_already_recorded(database: str, tmp_path: Path) -> None:
     coordinator = Coordinator(database, tmp_path / "c.log")
     try:
