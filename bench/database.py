@@ -14,11 +14,11 @@ import psycopg
 # The second workflow-jobs database holds the large table of the ratio figures, so
 # that their two cases can alternate run by run.
 # The rate-limit figure has two of its own (no limit, a limit), the ordering
-# figure two (keyed, unkeyed).
+# figure three (long keys, short keys, unkeyed).
 BENCH_DATABASES = (
     "wfjobs_bench", "wfjobs_bench_large", "pgqueuer_bench", "procrastinate_bench",
     "wfjobs_bench_rate_none", "wfjobs_bench_rate", "wfjobs_bench_ordering",
-    "wfjobs_bench_unordered",
+    "wfjobs_bench_ordering_short", "wfjobs_bench_unordered",
 )
 # The bench's own measuring sessions (counters, samplers, the snapshot holder)
 # connect under this name, so that per-backend CPU leaves them out.
