@@ -114,7 +114,7 @@ job_attempts = sa.Table(
 )
 
 # The job event log, in ``(ord, id)`` order (store/events.py has the design note).
-# This is its SQLite layout, one event per row; on PostgreSQL (migration 0013)
+# This is its SQLite layout, one event per row; on PostgreSQL (migration 0015)
 # a row holds a statement's events, each event column an array of them.
 job_events = sa.Table(
     "wfj_job_events",
@@ -138,6 +138,11 @@ job_events = sa.Table(
     sa.Column("due_at", sa.BigInteger),
     sa.Column("error", sa.Text),
     sa.Column("error_kind", sa.Text),
+)
+# SQLite reads, resumes and purges the log through this index; on PostgreSQL
+# ``(ord, id)`` is the primary key of its row layout (migrations 0012, 0015).
+sa.Index("ix_wfj_job_events_order", job_events.c.ord, job_events.c.id, unique=True).ddl_if(
+    dialect="sqlite"
 )
 
 lanes = sa.Table(

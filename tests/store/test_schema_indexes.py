@@ -18,8 +18,6 @@ from coordinator.store import open_store
 from coordinator.store.migrate import upgrade
 from coordinator.store.schema import metadata
 
-DECLARED = sorted(str(index.name) for table in metadata.tables.values() for index in table.indexes)
-
 
 def _index_sql(url: str) -> dict[str, str]:
     """The definition of each named index (``ix_``, ``ux_``) as the database keeps it."""
@@ -80,5 +78,6 @@ def test_every_declared_index_is_the_one_the_migrations_create(
     migrated_and_declared: tuple[str, str],
 ) -> None:
     migrated, declared = (_index_sql(url) for url in migrated_and_declared)
-    assert sorted(declared) == DECLARED
-    assert {name: migrated.get(name) for name in DECLARED} == declared
+    # Both ways: what schema.py declares (for this dialect) is what the
+    # migrations create, and they create no named index it does not declare.
+    assert migrated == declared
