@@ -9,8 +9,9 @@ ordering, fairness, rate_limits, idle, memory, snapshot. With no figure named, a
 - `--output PATH` overrides the destination.
 
 A figure that fails is reported as a row with the error; the exit status is 0
-whatever the figures show (CI never fails on a figure), and 2 only for bad
-command-line usage.
+whatever the figures show (CI never fails on a figure), 2 for bad
+command-line usage, and 3 when another bench run holds the same PostgreSQL
+server (the runs would drop each other's databases).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from bench import profiling
 from bench.config import QUICK_SIZES, BenchConfig, Sizes
+from bench.database import ServerBusy
 from bench.processes import LOG_DIR
 from bench.results import (
     Row,
@@ -94,17 +96,22 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[profiling.ENV] = str(args.profile.resolve())
 
     machine = machine_description(config.server.version())
-    print(f"bench: {', '.join(figures)}; {runs} run(s) each; "
-          f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}", flush=True)
-    print(f"machine: {machine}", flush=True)
-    started = time.monotonic()
-    load_before = os.getloadavg()[0]
-    rows: list[Row] = []
-    for name in figures:
-        figure_started = time.monotonic()
-        print(f"== {name}", flush=True)
-        rows.extend(run_figure(name, config))
-        print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
+    try:
+        with config.server.exclusive():
+            print(f"bench: {', '.join(figures)}; {runs} run(s) each; "
+                  f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}", flush=True)
+            print(f"machine: {machine}", flush=True)
+            started = time.monotonic()
+            load_before = os.getloadavg()[0]
+            rows: list[Row] = []
+            for name in figures:
+                figure_started = time.monotonic()
+                print(f"== {name}", flush=True)
+                rows.extend(run_figure(name, config))
+                print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
+    except ServerBusy as busy:
+        print(f"bench: {busy}", file=sys.stderr)
+        return 3
 
     load = f"at start {load_before:.1f}, at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     report = render_report(rows, machine=machine, runs=runs, quick=args.quick,

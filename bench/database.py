@@ -6,7 +6,9 @@ one of `BENCH_DATABASES`, dropped and re-created when the figure starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -23,6 +25,13 @@ BENCH_DATABASES = (
 # The bench's own measuring sessions (counters, samplers, the snapshot holder)
 # connect under this name, so that per-backend CPU leaves them out.
 PROBE_APPLICATION_NAME = "wfjobs-bench-probe"
+# The session advisory lock a bench run holds on its server for as long as it
+# runs: two runs on one server would drop each other's databases.
+BENCH_LOCK = 0x7766_6A62  # "wfjb"
+
+
+class ServerBusy(Exception):
+    """Another bench run holds the server (`PostgresServer.exclusive`)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class PostgresServer:
     host: str = "127.0.0.1"
     port: int = 5432
     user: str = "root"
+    lock: int = BENCH_LOCK
 
     @classmethod
     def from_environment(cls) -> PostgresServer:
@@ -57,6 +67,34 @@ class PostgresServer:
 
     def connect(self, database: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(self.dsn(database), autocommit=True)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the server's bench lock while the block runs.
+
+        Raises `ServerBusy`, naming the holder's backend, when another bench
+        run holds it: every run re-creates the same databases, so two at once
+        would drop each other's tables mid-figure.
+        """
+        with psycopg.connect(self.dsn("postgres"), autocommit=True,
+                             application_name=PROBE_APPLICATION_NAME) as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.lock,)).fetchone()
+            if not (row and row[0]):
+                holder = conn.execute(
+                    "SELECT a.pid, a.client_addr, to_char(a.backend_start, 'HH24:MI:SS') "
+                    "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 "
+                    "AND l.objid = %s AND l.objsubid = 1", (self.lock,)).fetchone()
+                who = (f"backend pid {holder[0]} from {holder[1] or 'a local socket'}, "
+                       f"connected at {holder[2]}" if holder else "a session that just ended")
+                raise ServerBusy(
+                    f"another bench run is using the bench databases on {self.host}:{self.port} "
+                    f"({who}); wait for it to finish, or point this run at another server "
+                    "with BENCH_PGHOST / BENCH_PGPORT")
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (self.lock,))
 
     def recreate_database(self, name: str) -> None:
         """Drop `name` (ending its sessions) and create it empty."""
