@@ -79,6 +79,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                 for r in s["counts"]
             ],
             pending=totals[JobStatus.PENDING],
+            held=s["held"],
             running=totals[JobStatus.RUNNING],
             completed=totals[JobStatus.COMPLETED],
             faulted=totals[JobStatus.FAULTED],

@@ -85,6 +85,7 @@ class Reads(EngineCore):
     async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
         now = self.clock.now_us()
         counts = await self.run_store(self.store.job_count_by_status, tenant_id, category)
+        held = await self.run_store(self.store.job_count_held, tenant_id, category)
         oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id, category)
         recent = await self.run_store(
             self.store.attempt_outcome_counts, now - window_us, category, tenant_id
@@ -95,6 +96,7 @@ class Reads(EngineCore):
         return {
             "counts": counts,
             "totals": totals,
+            "held": held,
             "oldest_pending_age_us": (now - oldest) if oldest is not None else 0,
             "completions": recent.get(int(AttemptOutcome.COMPLETED), 0),
             "failures": sum(n for o, n in recent.items() if o != int(AttemptOutcome.COMPLETED)),

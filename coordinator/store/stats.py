@@ -44,6 +44,17 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             return list(conn.execute(query))
 
+    def job_count_held(self, tenant_id: str = "", category: int = 0) -> int:
+        """PENDING jobs held behind an earlier job of their ordering key (of one
+        tenant and category when given); they are counted as PENDING too."""
+        query = sa.select(sa.func.count()).select_from(jobs).where(sa.text("ordering_held"))
+        if tenant_id:
+            query = query.where(jobs.c.tenant_id == tenant_id)
+        if category:
+            query = query.where(jobs.c.category == int(category))
+        with self.tx() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> int | None:

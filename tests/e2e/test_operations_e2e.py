@@ -291,6 +291,22 @@ def grpcurl(target: str, *args: str, data: str | None = None) -> subprocess.Comp
     return subprocess.run([*cmd, target, *args], capture_output=True, text=True, timeout=60)
 
 
+def test_stats_say_how_many_pending_jobs_wait_behind_their_ordering_key(
+    sqlite_coordinator: Any,
+) -> None:
+    target = sqlite_coordinator.target
+    with SchedulerClient(target) as scheduler:
+        for step in range(3):
+            scheduler.enqueue("hello", {"step": step}, tenant_id="h", ordering_key="instance-1")
+    stats = grpcurl(target, "workflowjobs.v1.AdminService/GetStats", data='{"tenant_id": "h"}')
+    assert stats.returncode == 0, stats.stderr
+    answer = json.loads(stats.stdout)
+    assert (answer["pending"], answer["held"]) == ("3", "2")
+    out = wfjobs(target, "stats", "--tenant", "h")
+    assert out.returncode == 0, out.stderr
+    assert "of the pending, 2 held behind an earlier job of their ordering key" in out.stdout
+
+
 def test_grpcurl_against_a_live_coordinator(sqlite_coordinator: Any) -> None:
     target = sqlite_coordinator.target
     listed = grpcurl(target, "list")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.clock import US_PER_SECOND as SECOND
 from coordinator.engine.explain import explain
 from coordinator.errors import FailedPrecondition, InvalidArgument
 from coordinator.model import (
     Completion,
     Failure,
+    JobCategory,
     JobStatus,
     JobTypeDefaults,
     OrderingFailure,
@@ -122,6 +124,29 @@ def test_cancelling_a_pending_head_lets_the_next_run(store_url: str) -> None:
         first, second = [await h.enqueue(ordering_key="k") for _ in range(2)]
         await h.engine.ops.cancel_job(first, "not needed")
         assert [i for i, _ in await _ids(h)] == [second]
+
+    run(store_url, scenario)
+
+
+def test_stats_count_the_pending_jobs_held_behind_their_key(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        a_head = [await h.enqueue(ordering_key="k") for _ in range(3)][0]
+        await h.enqueue(ordering_key="k", tenant_id="tenant-b")
+        await h.enqueue(ordering_key="k2", tenant_id="tenant-b", category=JobCategory.INTEGRATION)
+        await h.enqueue(ordering_key="k2", tenant_id="tenant-b", category=JobCategory.INTEGRATION)
+        await h.enqueue()
+        everyone = await h.engine.ops.stats("", SECOND)
+        assert (everyone["totals"][JobStatus.PENDING], everyone["held"]) == (7, 3)
+        assert (await h.engine.ops.stats("tenant-a", SECOND))["held"] == 2
+        b = await h.engine.ops.stats("tenant-b", SECOND, int(JobCategory.INTEGRATION))
+        assert (b["totals"][JobStatus.PENDING], b["held"]) == (2, 1)
+        # Only the heads (and the unkeyed job) start; when tenant-a's head
+        # completes, the next job of its key is released: one fewer is held.
+        leased = dict(await _ids(h))
+        assert len(leased) == 4 and a_head in leased
+        await h.engine.report([Completion(a_head, leased[a_head], b"{}")])
+        assert (await h.engine.ops.stats("tenant-a", SECOND))["held"] == 1
+        assert (await h.engine.ops.stats("", SECOND))["held"] == 2
 
     run(store_url, scenario)
 

@@ -848,6 +848,8 @@ class Commands:
             f"pending {s.pending}  running {s.running}  completed {s.completed}  "
             f"faulted {s.faulted} (dead letter)  cancelled {s.cancelled}"
         )
+        if s.held:
+            self.out.line(f"of the pending, {s.held} held behind an earlier job of their ordering key")
         self.out.line(f"oldest pending job waits {age:.1f}s")
         self.out.line(
             f"last {window:g}s: {s.completions_in_window} completed, "

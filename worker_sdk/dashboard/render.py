@@ -312,6 +312,7 @@ def overview_live(view: Overview, session: Any) -> str:
     )
     cards = [
         ("pending", s.pending, "/jobs?status=PENDING"),
+        ("of them held behind their ordering key", s.held, ""),
         ("running", s.running, "/jobs?status=RUNNING"),
         ("oldest pending", age(oldest) if s.pending else "–", "/jobs?status=PENDING"),
         ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),
