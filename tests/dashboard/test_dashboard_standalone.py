@@ -89,14 +89,18 @@ def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-
 @contextlib.contextmanager
 def ops_session(target: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """A dashboard on loopback with the ops token against ``target``: its URL
     and the session cookie header its first page set."""
     dashboard = Dashboard(
-        tmp_path / "dash.log", "--target", target, "--token", TOKENS["ops"][0],
-        "--listen", "127.0.0.1:0",
+        tmp_path / "dash.log",
+        "--target",
+        target,
+        "--token",
+        TOKENS["ops"][0],
+        "--listen",
+        "127.0.0.1:0",
     )
     try:
         url = dashboard.url()
@@ -234,6 +238,57 @@ def test_the_tenants_page_lists_the_category_weights_set(
             admin.remove_category_weight("cw-tenant", "integration")
 
 
+def test_category_weights_are_set_and_removed_from_the_tenants_page(
+    coordinators: dict[str, Coordinator], tmp_path: Path
+) -> None:
+    from worker_sdk import AdminClient
+
+    target = coordinators["secured"].target
+
+    def weights() -> list[tuple[str, str, int]]:
+        with AdminClient(target, token=TOKENS["ops"][0]) as admin:
+            listed = admin.list_category_weights(tenant_id="cw-set")
+        return [(w.tenant_id, str(w.category), w.weight) for w in listed.weights]
+
+    with ops_session(target, tmp_path) as (url, cookie):
+        status, body, _ = fetch(url + "/tenants", headers=cookie)
+        assert status == 200 and 'id="category-weight-form"' in body
+        csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert csrf is not None
+        headers = {**cookie, "Origin": url, "Referer": url + "/tenants"}
+
+        def act(**fields: str) -> str:
+            """Post a confirmed action; the page it sends the browser to (with its flash)."""
+            data = "&".join(f"{k}={v}" for k, v in {"csrf": csrf.group(1), **fields}.items())
+            status, _, answer = fetch(url + "/action", data=data.encode(), headers=headers)
+            assert status == 303, status
+            return fetch(url + answer["Location"], headers=cookie)[1]
+
+        form = {"op": "category_weight", "tenant_id": "cw-set", "category": "integration"}
+        _, confirm, _ = fetch(
+            url + "/action",
+            data="&".join(
+                f"{k}={v}" for k, v in {"csrf": csrf.group(1), **form, "weight": "4"}.items()
+            ).encode(),
+            headers=headers,
+        )
+        assert "Set the weight of category integration in tenant cw-set to 4?" in confirm
+        assert weights() == []  # nothing until confirmed
+        shown = act(**form, weight="4", confirmed="1")
+        assert "category integration of tenant cw-set now has weight 4" in shown
+        assert weights() == [("cw-set", "3", 4)]
+        assert 'name="op" value="category_weight_remove"' in shown  # its Remove button
+        # The coordinator's own bound comes back as the action's error.
+        refused = act(**form, weight="0", confirmed="1")
+        assert "set category weight failed" in refused
+        assert weights() == [("cw-set", "3", 4)]
+        unknown = act(**{**form, "category": "nightly"}, weight="2", confirmed="1")
+        assert "unknown category &#x27;nightly&#x27;" in unknown
+        removed = act(**{**form, "op": "category_weight_remove"}, confirmed="1")
+        assert "category integration of tenant cw-set is back to weight 1" in removed
+        assert weights() == []
+
+
 def test_the_jobs_filter_takes_several_job_types(
     coordinators: dict[str, Coordinator], tmp_path: Path
 ) -> None:
@@ -243,6 +298,7 @@ def test_the_jobs_filter_takes_several_job_types(
     with SchedulerClient(target, token=TOKENS["ops"][0]) as client:
         ids = {t: client.enqueue(t, {}, tenant_id="jt-tenant").id for t in ("jt-a", "jt-b", "jt-c")}
     with ops_session(target, tmp_path) as (url, cookie):
+
         def listed(query: str) -> tuple[set[str], str]:
             status, body, _ = fetch(url + "/jobs?tenant_id=jt-tenant&" + query, headers=cookie)
             assert status == 200, body

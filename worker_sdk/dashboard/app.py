@@ -786,6 +786,50 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             raise ValueError("name the tenant")
         return tenant, weight
 
+    async def describe_category_weight(session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        tenant, category, weight = _category_weight(session, form, with_weight=True)
+        return f"Set the weight of category {category} in tenant {tenant} to {weight}?", False
+
+    async def run_category_weight(session: Session, form: dict[str, str]) -> tuple[str, str]:
+        tenant, category, weight = _category_weight(session, form, with_weight=True)
+        await call(session, AdminClient.set_category_weight, tenant, category, weight)
+        return f"category {category} of tenant {tenant} now has weight {weight}", ""
+
+    async def describe_category_weight_remove(
+        session: Session, form: dict[str, str]
+    ) -> tuple[str, bool]:
+        tenant, category, _ = _category_weight(session, form, with_weight=False)
+        return (
+            f"Remove the weight of category {category} in tenant {tenant} (back to 1)?",
+            True,
+        )
+
+    async def run_category_weight_remove(
+        session: Session, form: dict[str, str]
+    ) -> tuple[str, str]:
+        tenant, category, _ = _category_weight(session, form, with_weight=False)
+        await call(session, AdminClient.remove_category_weight, tenant, category)
+        return f"category {category} of tenant {tenant} is back to weight 1", ""
+
+    def _category_weight(
+        session: Session, form: dict[str, str], *, with_weight: bool
+    ) -> tuple[str, str, int]:
+        tenant = tenant_for(session, form.get("tenant_id", "").strip())
+        if not tenant:
+            raise ValueError("name the tenant")
+        category = form.get("category", "").strip().lower()
+        known = ("UNSPECIFIED", *render.CATEGORIES)
+        if category.upper() not in known:
+            names = ", ".join(c.lower() for c in known)
+            raise ValueError(f"unknown category {category!r}; choose one of {names}")
+        if not with_weight:
+            return tenant, category, 0
+        try:
+            weight = int(form.get("weight", ""))
+        except ValueError:
+            raise ValueError("the weight must be a whole number from 1 to 10000") from None
+        return tenant, category, weight
+
     async def describe_limit(session: Session, form: dict[str, str]) -> tuple[str, bool]:
         need_all_tenants(session)
         kind, value, most = _limit(form)
@@ -905,6 +949,12 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         "pause": Action("pause", describe_pause, run_pause),
         "unpause": Action("unpause", describe_unpause, run_unpause),
         "weight": Action("set weight", describe_weight, run_weight),
+        "category_weight": Action(
+            "set category weight", describe_category_weight, run_category_weight
+        ),
+        "category_weight_remove": Action(
+            "remove category weight", describe_category_weight_remove, run_category_weight_remove
+        ),
         "limit": Action("set limit", describe_limit, run_limit),
         "rate_limit": Action("set rate limit", describe_rate_limit, run_rate_limit),
         "rate_limit_remove": Action(

@@ -836,26 +836,58 @@ def tenants_body(
         + table(
             ["tenant", "state", "", "weight", "set weight"], rows, empty="no tenants with jobs"
         )
-        + category_weights_body(category_weights)
+        + category_weights_body(category_weights, session)
     )
 
 
-def category_weights_body(weights: Sequence[apb.CategoryWeight]) -> str:
-    """The category weights set (``ListCategoryWeights``), read only."""
-    rows = [
-        [
-            f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">{e(w.tenant_id)}</a>',
-            e(category_name(str(w.category))),
-            f'<span class="weight">{w.weight}</span>',
-        ]
-        for w in weights
-    ]
+def category_weights_body(weights: Sequence[apb.CategoryWeight], session: Any) -> str:
+    """The category weights set (``ListCategoryWeights``), each removable, and a
+    form setting one (``SetCategoryWeight``)."""
+    rows = []
+    for w in weights:
+        category = category_name(str(w.category))
+        rows.append(
+            [
+                f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">'
+                f"{e(w.tenant_id)}</a>",
+                e(category),
+                f'<span class="weight">{w.weight}</span>',
+                action_form(
+                    session.csrf,
+                    "category_weight_remove",
+                    "Remove",
+                    danger=True,
+                    tenant_id=w.tenant_id,
+                    category=category,
+                ),
+            ]
+        )
+    tenant = (
+        f'<input name="tenant_id" value="{e(session.tenant_id)}" readonly title="your session '
+        'is scoped to this tenant">'
+        if session.tenant_id
+        else '<input name="tenant_id" required placeholder="tenant">'
+    )
+    options = "".join(
+        f'<option value="{c.lower()}">{c.lower()}</option>' for c in ("UNSPECIFIED", *CATEGORIES)
+    )
+    form = (
+        '<form method="post" action="/action" id="category-weight-form">'
+        f"{hidden(csrf=session.csrf, op='category_weight')}"
+        f"<label>tenant{tenant}</label>"
+        f'<label>category<select name="category">{options}</select></label>'
+        '<label>weight<input type="number" name="weight" min="1" max="10000" required '
+        'class="short"></label>'
+        '<button class="btn" type="submit" data-op="category_weight">Set category weight…</button>'
+        "</form>"
+    )
     return (
         '<section class="category-weights"><h2>Category weights</h2>'
         '<p class="muted">Within a tenant, categories that all have eligible jobs share '
-        "its starts by these weights (1 for a category not listed); set them with "
-        "<code>wfjobs tenants set-category-weight</code>.</p>"
-        + table(["tenant", "category", "weight"], rows, empty="no category weights set")
+        "its starts by these weights (1 for a category not listed; "
+        "<code>wfjobs tenants set-category-weight</code> sets them too).</p>"
+        + table(["tenant", "category", "weight", ""], rows, empty="no category weights set")
+        + form
         + "</section>"
     )
 
