@@ -23,6 +23,15 @@ of 100 times. Readers unnest the rows and page through the events in
   horizon has ended, and every transaction still to write an event has an id
   at or above it, so no event can later appear below the horizon: a reader
   that has read everything below it resumes from its cursor without a gap.
+  Transactions of *other databases* of the server are left out of that
+  horizon (``HORIZON_SQL``): they never write this log, and a long one (a
+  report, a dump) would otherwise hold every watcher back for as long as it
+  runs. Only an id positively known to be another database's is left out:
+  of the reader's snapshot's running transactions (``pg_snapshot_xip``), those
+  that ``pg_stat_activity`` shows as a backend of another database (an id
+  whose transaction ended meanwhile, or a session the role may not see,
+  counts as this database's), so everything below the horizon that will ever
+  commit an event here is visible to the reader.
 * Two transactions can change the same job in an order opposite to their
   ids (the older one waited for the younger one's row lock). So that a job's
   events still sort in commit order, a state change sets the job's
@@ -60,6 +69,18 @@ from coordinator.store.schema import cluster_flags
 
 # The writing transaction's id, as a bigint (PostgreSQL).
 XID_SQL = "(pg_current_xact_id()::text::bigint)"
+
+# The release horizon (PostgreSQL; see the design note): the oldest running
+# transaction of the current snapshot that is not known to be another
+# database's, else the snapshot's next id. ``backend_xid`` is 32-bit; running
+# ids differ in their low 32 bits, so those identify them.
+HORIZON_SQL = (
+    "(SELECT COALESCE((SELECT min(x) FROM pg_snapshot_xip(q.s) AS x "
+    "WHERE mod(x::text::bigint, 4294967296) NOT IN (SELECT a.backend_xid::text::bigint "
+    "FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.datid IS DISTINCT FROM "
+    "(SELECT oid FROM pg_database WHERE datname = current_database()))), "
+    "pg_snapshot_xmax(q.s))::text::bigint FROM (SELECT pg_current_snapshot() AS s) q)"
+)
 
 # The job columns an event copies (its workflow references).
 REF_COLUMNS = (
@@ -334,7 +355,7 @@ class EventQueries(StoreBase):
             if self.is_postgres:
                 horizon = int(
                     conn.exec_driver_sql(
-                        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+                        f"SELECT {HORIZON_SQL}"
                     ).scalar_one()
                 )
                 params["horizon"] = horizon
@@ -440,7 +461,7 @@ class EventQueries(StoreBase):
             with self.statement() as conn:
                 horizon = int(
                     conn.exec_driver_sql(
-                        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+                        f"SELECT {HORIZON_SQL}"
                     ).scalar_one()
                 )
             return EventCursor(max(horizon - 1, 0), _MAX_ID)
@@ -481,7 +502,7 @@ class EventQueries(StoreBase):
                 ).scalar()
                 if not got:
                     return 0
-                horizon_sql = "WHERE ord < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
+                horizon_sql = f"WHERE ord < {HORIZON_SQL} "
             events = "cardinality(job_ids)" if self.is_postgres else "1"
             rows = conn.execute(
                 sa.text(

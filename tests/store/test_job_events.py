@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -33,7 +34,7 @@ K = JobEventKind
 
 def _read(store, flt: EventFilter, after: EventCursor | None, limit: int = 10_000):
     """A page read once every committed event is released (PostgreSQL: a transaction
-    open anywhere on the server holds the release horizon back for a moment)."""
+    open in the test's database holds the release horizon back for a moment)."""
     deadline = time.monotonic() + 30
     while True:
         page = store.event_read(flt, after, limit)
@@ -273,6 +274,31 @@ def test_a_reader_never_skips_an_event_committed_later_with_a_lower_id(store_url
             assert page.events[0].cursor.id < page.events[1].cursor.id
         finally:
             side.dispose()
+
+    run(store_url, scenario)
+
+
+def test_a_transaction_open_in_another_database_holds_no_event_back(store_url: str) -> None:
+    _pg_only(store_url)
+    from conftest import PG_ADMIN_URL
+
+    async def scenario(h: Harness) -> None:
+        store = h.engine.store
+        # A long transaction in another database of the server, holding a
+        # transaction id (a report, a dump): it never writes this log.
+        with psycopg.connect(PG_ADMIN_URL) as other:
+            other.execute("SELECT pg_current_xact_id()")
+            job = await h.enqueue()
+            deadline = time.monotonic() + 10
+            while True:
+                page = store.event_read(EventFilter(job_id=job), None, 10)
+                if [e.kind for e in page.events] == [K.ENQUEUED] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert [e.kind for e in page.events] == [K.ENQUEUED], page
+            tail = store.event_tail()
+            assert tail.ord >= page.events[0].cursor.ord
+            other.rollback()
 
     run(store_url, scenario)
 
