@@ -186,7 +186,33 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
                 count=ahead,
             )
         )
+    others = await engine.run_store(
+        engine.store.job_competing_tenants, row.job_type, row.tenant_id, now
+    )
+    if others:
+        reasons.append(await _fair_share(engine, row, others))
     return row, reasons
+
+
+async def _fair_share(engine: Engine, row: JobRow, others: list[str]) -> WaitReason:
+    """The job's tenant shares the workers of its job type with ``others``."""
+    stored = await engine.run_store(engine.store.tenant_weights)
+    default = engine.fair.default_weight
+
+    def weight(tenant: str) -> int:
+        return max(1, stored.get(tenant, default))
+
+    mine = weight(row.tenant_id)
+    total = mine + sum(weight(t) for t in others)
+    named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return WaitReason(
+        "FAIR_SHARE",
+        f"tenant {row.tenant_id} shares the workers of job type {row.job_type!r} with "
+        f"{len(others)} other tenant(s) that have eligible jobs of it ({named}): while they "
+        f"all do, it gets {mine} of every {total} starts (its weight; `wfjobs tenants "
+        f"set-weight {row.tenant_id} N` changes it)",
+        count=len(others),
+    )
 
 
 async def _leased(engine: Engine, row: JobRow, now: int) -> WaitReason:

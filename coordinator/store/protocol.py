@@ -352,6 +352,8 @@ class Store(Protocol):
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> int | None: ...
+    # The other tenants with a job of the type acquisition could start now.
+    def job_competing_tenants(self, job_type: str, tenant_id: str, now: int) -> list[str]: ...
     # Due PENDING jobs of the tenant that acquisition orders before this one.
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int

@@ -19,6 +19,7 @@ from coordinator.store.schema import (
     first_attempt_completed,
     job_attempts,
     jobs,
+    ready_job,
 )
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,24 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             found = [t for t in conn.execute(sa.select(*oldest)).one() if t is not None]
         return min(found) if found else None
+
+    def job_competing_tenants(self, job_type: str, tenant_id: str, now: int) -> list[str]:
+        """The other tenants with a job of ``job_type`` that acquisition could
+        start now (pending, due, not held behind its ordering key), in name
+        order: each lane is probed for one such job."""
+        sql = sa.text(
+            f"""
+            SELECT DISTINCT l.tenant_id FROM wfj_lanes l
+            WHERE l.job_type = :type AND l.tenant_id <> :tenant
+              AND EXISTS (SELECT 1 FROM wfj_jobs x WHERE x.tenant_id = l.tenant_id
+                          AND x.job_type = l.job_type AND x.definition_id = l.definition_id
+                          AND {ready_job("x")} AND x.due_at <= :now)
+            ORDER BY l.tenant_id
+            """
+        )
+        with self.tx() as conn:
+            rows = conn.execute(sql, {"type": job_type, "tenant": tenant_id, "now": now})
+            return [r.tenant_id for r in rows]
 
     def job_count_ahead(
         self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int

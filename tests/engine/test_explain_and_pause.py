@@ -70,6 +70,34 @@ def test_explain_eligible_job_has_no_reasons(store_url: str) -> None:
     run(store_url, scenario)
 
 
+def test_explain_says_which_tenants_share_the_workers_and_at_what_weight(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        h.engine.open_session(WorkerSession("w", frozenset({"noop", "other"})))
+        job_id = await h.enqueue(tenant_id="small")
+        # Another tenant's job of another type, and a third tenant's job that
+        # is not due yet, compete with nothing.
+        await h.enqueue(tenant_id="elsewhere", job_type="other")
+        await h.enqueue(tenant_id="later", due_at=T0 + 60 * SECOND)
+        _, reasons = await explain(h.engine, job_id)
+        assert reasons == []
+        for tenant in ("big", "bigger"):
+            await h.enqueue(tenant_id=tenant)
+        await h.engine.set_tenant_weight("big", 3)
+        _, reasons = await explain(h.engine, job_id)
+        assert kinds(reasons) == ["FAIR_SHARE"]
+        assert reasons[0].count == 2
+        assert (
+            "tenant small shares the workers of job type 'noop' with 2 other tenant(s) that "
+            "have eligible jobs of it (big, bigger): while they all do, it gets 1 of every 5 "
+            "starts" in reasons[0].message
+        )
+        assert "wfjobs tenants set-weight small N" in reasons[0].message
+
+    run(store_url, scenario)
+
+
 def test_pause_without_churn(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         paused = [make_job(tenant_id="acme", definition_id="billing") for _ in range(10_000)]

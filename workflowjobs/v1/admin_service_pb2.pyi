@@ -181,6 +181,7 @@ class WaitReason(_message.Message):
         KIND_NOT_PENDING: _ClassVar[WaitReason.Kind]
         KIND_RATE_LIMIT: _ClassVar[WaitReason.Kind]
         KIND_ORDERING: _ClassVar[WaitReason.Kind]
+        KIND_FAIR_SHARE: _ClassVar[WaitReason.Kind]
     KIND_UNSPECIFIED: WaitReason.Kind
     KIND_NOT_DUE: WaitReason.Kind
     KIND_PAUSED: WaitReason.Kind
@@ -193,6 +194,7 @@ class WaitReason(_message.Message):
     KIND_NOT_PENDING: WaitReason.Kind
     KIND_RATE_LIMIT: WaitReason.Kind
     KIND_ORDERING: WaitReason.Kind
+    KIND_FAIR_SHARE: WaitReason.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
