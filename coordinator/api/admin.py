@@ -8,7 +8,7 @@ from __future__ import annotations
 import grpc
 
 from coordinator.api import convert
-from coordinator.api.auth import ALL_TENANTS, ROLES, current_principal
+from coordinator.api.auth import ALL_TENANTS, ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain, last_failure
 from coordinator.model import JobStatus
@@ -201,7 +201,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ExplainJob(
         self, request: apb.ExplainJobRequest, context: grpc.aio.ServicerContext
     ) -> apb.ExplainJobResponse:
-        row, reasons = await explain(self._engine, request.job_id)
+        row, reasons = await explain(self._engine, request.job_id, tenant_scope())
         failure = await last_failure(self._engine, row)
         return apb.ExplainJobResponse(
             job=convert.job_to_proto(row),

@@ -10,6 +10,11 @@ coordinator's streams plus the worker registry every replica writes), so the
 answer is the same whichever replica is asked: a worker connected to another
 replica serves the job type, and a drained worker anywhere is named. A worker
 serves a job only if its credential's tenant scope covers the job's tenant.
+
+The answer names other tenants only to a caller that may see them
+(``visible_tenants``): a tenant-scoped caller's fair-share reason counts only
+the competing tenants in its scope, and workers scoped to other tenants are
+named without their tenants.
 """
 
 from __future__ import annotations
@@ -51,8 +56,13 @@ def _when(us: int) -> str:
     return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat(timespec="seconds")
 
 
-async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]]:
-    """The job and every reason it is not running now (empty: it is eligible)."""
+async def explain(
+    engine: Engine, job_id: str, visible_tenants: frozenset[str] | None = None
+) -> tuple[JobRow, list[WaitReason]]:
+    """The job and every reason it is not running now (empty: it is eligible).
+
+    ``visible_tenants``: the tenants the caller may see (None: every tenant).
+    """
     row, _ = await engine.get_job(job_id)
     now = engine.clock.now_us()
     status = JobStatus(row.status)
@@ -146,7 +156,12 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
     # A worker whose credential is scoped to other tenants never gets this job.
     serving = [w for w in of_type if w.serves(row.job_type, row.tenant_id)]
     if not serving and of_type:
-        names = ", ".join(f"{w.worker_id} (tenants {', '.join(w.tenants or ())})" for w in of_type)
+        names = ", ".join(
+            w.worker_id
+            if visible_tenants is not None
+            else f"{w.worker_id} (tenants {', '.join(w.tenants or ())})"
+            for w in of_type
+        )
         reasons.append(
             WaitReason(
                 "NO_WORKER",
@@ -189,6 +204,8 @@ async def explain(engine: Engine, job_id: str) -> tuple[JobRow, list[WaitReason]
     others = await engine.run_store(
         engine.store.job_competing_tenants, row.job_type, row.tenant_id, now
     )
+    if visible_tenants is not None:
+        others = [t for t in others if t in visible_tenants]
     if others:
         reasons.append(await _fair_share(engine, row, others))
     return row, reasons

@@ -94,6 +94,13 @@ def test_explain_says_which_tenants_share_the_workers_and_at_what_weight(
             "starts" in reasons[0].message
         )
         assert "wfjobs tenants set-weight small N" in reasons[0].message
+        # A caller scoped to some tenants hears only of those.
+        _, reasons = await explain(h.engine, job_id, frozenset({"small", "bigger"}))
+        assert kinds(reasons) == ["FAIR_SHARE"] and reasons[0].count == 1
+        assert "with 1 other tenant(s) that have eligible jobs of it (bigger)" in reasons[0].message
+        assert "it gets 1 of every 2 starts" in reasons[0].message
+        _, reasons = await explain(h.engine, job_id, frozenset({"small"}))
+        assert reasons == []
 
     run(store_url, scenario)
 
@@ -301,6 +308,10 @@ def test_no_worker_when_the_workers_of_the_type_serve_other_tenants(store_url: s
                 [no_worker] = [r for r in reasons if r.kind == "NO_WORKER"]
                 assert "serves job type 'noop' for tenant 'b'" in no_worker.message
                 assert "only-a (tenants a)" in no_worker.message, engine.coordinator_id
+            # A caller scoped to tenant b learns the worker, not the tenants it serves.
+            _, reasons = await explain(h.engine, job_id, frozenset({"b"}))
+            [no_worker] = [r for r in reasons if r.kind == "NO_WORKER"]
+            assert "scoped to other tenants (only-a);" in no_worker.message
             # A's job is served by the same worker.
             job_a = await h.enqueue(tenant_id="a")
             for engine in (h.engine, other):

@@ -396,6 +396,26 @@ def test_tenant_scoped_admin(channel) -> None:
     assert {c.tenant_id for c in stats.counts} <= {"a"}
 
 
+def test_a_tenant_scoped_explain_names_no_other_tenant(channel) -> None:
+    """Jobs of tenants a and b compete for a job type: ExplainJob names b to an
+    every-tenant admin and says nothing of it to an admin scoped to a."""
+    admin = apb_grpc.AdminServiceStub(channel)
+    [a_job] = enqueue(channel, "a", job_type="explain-share")
+    enqueue(channel, "b", job_type="explain-share")
+
+    def reasons(token: str) -> list[tuple[int, str]]:
+        answer = admin.ExplainJob(
+            apb.ExplainJobRequest(job_id=a_job), metadata=auth(token), timeout=10
+        )
+        return [(r.kind, r.message) for r in answer.reasons]
+
+    [share] = [m for k, m in reasons("root-secret") if k == apb.WaitReason.KIND_FAIR_SHARE]
+    assert "with 1 other tenant(s) that have eligible jobs of it (b)" in share
+    scoped = reasons("admin-a-secret")
+    assert apb.WaitReason.KIND_FAIR_SHARE not in [k for k, _ in scoped]
+    assert not any("tenant b" in m or "(b)" in m for _, m in scoped), scoped
+
+
 def test_tokens_rotate_without_restart(secured, channel) -> None:
     admin = apb_grpc.AdminServiceStub(channel)
     rotated = dict(CREDENTIALS)
