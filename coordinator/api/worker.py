@@ -20,6 +20,7 @@ from coordinator.engine import (
     OutcomesAnswered,
     WorkerSession,
 )
+from coordinator.engine.bounds import check_job_type_name
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,
@@ -399,6 +400,7 @@ def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
     for job_type in hello.job_types:
         if not job_type or len(job_type) > limit:
             raise InvalidArgument(f"hello.job_types entries must be 1 to {limit} characters")
+        check_job_type_name(job_type, "hello.job_types entry")
 
 
 # Bytes a LeasedJob costs inside JobBatch beyond its own size (field tag and

@@ -26,6 +26,21 @@ MAX_NON_RETRYABLE_KINDS = 100
 MAX_TRACEBACK_BYTES = 16 * 1024
 
 
+def check_job_type_name(name: str, field: str) -> None:
+    """A job type name lists as itself: the CLI and the dashboard take job types
+    comma-separated and trim each, so a name may hold no comma and may not start
+    or end with whitespace."""
+    if "," in name:
+        raise InvalidArgument(
+            f"{field} {name[:80]!r} contains ','; job type names may not contain commas "
+            "(the CLI and the dashboard take comma-separated lists of them)"
+        )
+    if name != name.strip():
+        raise InvalidArgument(
+            f"{field} {name[:80]!r} starts or ends with whitespace; job type names may not"
+        )
+
+
 def keep_tail(text: str, limit: int) -> str:
     """``text``, or its last ``limit`` UTF-8 bytes after a line saying how much was cut.
 

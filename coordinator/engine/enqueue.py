@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from coordinator.engine.bounds import check_retry_policy, check_timeout
+from coordinator.engine.bounds import check_job_type_name, check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
 from coordinator.engine.limits import scope_text
 from coordinator.engine.pauses import pause_subject
@@ -55,6 +55,7 @@ class Enqueue(Reads):
         limit = self.config.max_string_length
         if not job.job_type:
             raise InvalidArgument("job_type is required (e.g. 'send-email')")
+        check_job_type_name(job.job_type, "job_type")
         if not job.tenant_id:
             raise InvalidArgument("tenant_id is required (use 'default' for single-tenant use)")
         for name in (

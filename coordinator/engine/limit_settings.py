@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.engine.bounds import category_value, check_retry_policy, check_timeout
+from coordinator.engine.bounds import (
+    category_value,
+    check_job_type_name,
+    check_retry_policy,
+    check_timeout,
+)
 from coordinator.engine.core import EngineCore, rate_book_of
 from coordinator.engine.rates import RateBucket, level_at, next_start_at
 from coordinator.errors import InvalidArgument
@@ -29,6 +34,7 @@ class LimitSettings(EngineCore):
             raise InvalidArgument(
                 f"defaults.job_type is {len(job_type)} characters long; the limit is {limit}"
             )
+        check_job_type_name(job_type, "defaults.job_type")
         check_retry_policy(defaults.retry_policy, "defaults.retry_policy", limit)
         for name, value in (
             ("execution_timeout", defaults.execution_timeout_ms),

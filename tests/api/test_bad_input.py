@@ -54,6 +54,8 @@ def spec(**fields) -> jpb.JobSpec:
         (spec(payload=jpb.Payload(data=b"x" * (1024 * 1024 + 1))), "payload is 1048577 bytes"),
         (spec(category=99), "category 99 is not a known JobCategory"),
         (spec(job_type="x" * 600), "job_type is 600 characters long"),
+        (spec(job_type="mail,sms"), "job_type 'mail,sms' contains ','"),
+        (spec(job_type=" mail"), "job_type ' mail' starts or ends with whitespace"),
         (spec(retry_policy=jpb.RetryPolicy(max_attempts=-1)), "max_attempts must be between 1"),
         (spec(retry_policy=jpb.RetryPolicy(jitter=2)), "jitter must be between 0 and 1"),
     ],
@@ -63,6 +65,26 @@ def test_enqueue_rejects_bad_specs(channel: grpc.Channel, job, expected: str) ->
     code, details = code_of(stub.Enqueue, spb.EnqueueRequest(job=job))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert expected in details
+
+
+def test_job_type_names_the_cli_could_not_list_are_refused_everywhere(
+    channel: grpc.Channel,
+) -> None:
+    """The CLI and the dashboard take job types comma-separated and trimmed: a
+    name with a comma or surrounding whitespace is refused wherever it is named."""
+    admin = apb_grpc.AdminServiceStub(channel)
+    code, details = code_of(
+        admin.SetJobTypeDefaults,
+        apb.SetJobTypeDefaultsRequest(defaults=apb.JobTypeDefaults(job_type="a,b")),
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "defaults.job_type 'a,b' contains ','" in details
+    worker = wpb_grpc.WorkerServiceStub(channel)
+    hello = wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w-comma", job_types=["a,b"]))
+    with pytest.raises(grpc.RpcError) as info:
+        list(worker.AcquireJobs(iter([hello]), timeout=10))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "hello.job_types entry 'a,b' contains ','" in info.value.details()
 
 
 def test_batch_with_one_bad_job_stores_nothing(channel: grpc.Channel) -> None:
