@@ -75,11 +75,11 @@ XID_SQL = "(pg_current_xact_id()::text::bigint)"
 # database's, else the snapshot's next id. ``backend_xid`` is 32-bit; running
 # ids differ in their low 32 bits, so those identify them.
 HORIZON_SQL = (
-    "(SELECT COALESCE((SELECT min(x) FROM pg_snapshot_xip(q.s) AS x "
+    "(SELECT COALESCE((SELECT min(x::text::bigint) FROM pg_snapshot_xip(q.s) AS x "
     "WHERE mod(x::text::bigint, 4294967296) NOT IN (SELECT a.backend_xid::text::bigint "
     "FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.datid IS DISTINCT FROM "
     "(SELECT oid FROM pg_database WHERE datname = current_database()))), "
-    "pg_snapshot_xmax(q.s))::text::bigint FROM (SELECT pg_current_snapshot() AS s) q)"
+    "pg_snapshot_xmax(q.s)::text::bigint) FROM (SELECT pg_current_snapshot() AS s) q)"
 )
 
 # The job columns an event copies (its workflow references).
