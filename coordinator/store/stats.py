@@ -13,6 +13,7 @@ from coordinator.model import (
     JobStatus,
 )
 from coordinator.store.base import StoreBase
+from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
     READY_JOB,
@@ -74,15 +75,18 @@ class StatsQueries(StoreBase):
 
     def job_competing_tenants(self, job_type: str, tenant_id: str, now: int) -> list[str]:
         """The other tenants with a job of ``job_type`` that acquisition could
-        start now (pending, due, not held behind its ordering key), in name
-        order: each lane is probed for one such job."""
+        start now (pending, due, not held behind its ordering key, not paused),
+        in name order: each unpaused lane is probed for one such job, as the
+        candidate reads of acquisition find them."""
         sql = sa.text(
             f"""
             SELECT DISTINCT l.tenant_id FROM wfj_lanes l
             WHERE l.job_type = :type AND l.tenant_id <> :tenant
+              AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
               AND EXISTS (SELECT 1 FROM wfj_jobs x WHERE x.tenant_id = l.tenant_id
                           AND x.job_type = l.job_type AND x.definition_id = l.definition_id
-                          AND {ready_job("x")} AND x.due_at <= :now)
+                          AND {ready_job("x")} AND x.due_at <= :now
+                          AND NOT {pause_blocks("x", JOB_PAUSE_KINDS)})
             ORDER BY l.tenant_id
             """
         )

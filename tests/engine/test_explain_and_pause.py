@@ -94,6 +94,13 @@ def test_explain_says_which_tenants_share_the_workers_and_at_what_weight(
             "starts" in reasons[0].message
         )
         assert "wfjobs tenants set-weight small N" in reasons[0].message
+        # A disabled tenant's jobs, and a paused instance's, compete with nothing.
+        await h.engine.pause(PauseScope(PauseKind.TENANT, "bigger"), "ops", "", None)
+        await h.enqueue(tenant_id="held-up", instance_id="stuck")
+        await h.engine.pause(PauseScope(PauseKind.INSTANCE, "held-up", "stuck"), "ops", "", None)
+        _, reasons = await explain(h.engine, job_id)
+        assert "with 1 other tenant(s) that have eligible jobs of it (big)" in reasons[0].message
+        await h.engine.unpause(PauseScope(PauseKind.TENANT, "bigger"), "ops")
         # A caller scoped to some tenants hears only of those.
         _, reasons = await explain(h.engine, job_id, frozenset({"small", "bigger"}))
         assert kinds(reasons) == ["FAIR_SHARE"] and reasons[0].count == 1
