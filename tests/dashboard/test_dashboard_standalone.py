@@ -89,19 +89,21 @@ def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def loopback_dashboard(target: str, tmp_path: Path, token: str = "ops") -> Dashboard:
+    """A dashboard on loopback against ``target`` with the token ``TOKENS[token]``."""
+    return Dashboard(
+        tmp_path / f"dash-{token}.log", "--target", target, "--token", TOKENS[token][0],
+        "--listen", "127.0.0.1:0",
+    )  # fmt: skip
+
+
 @contextlib.contextmanager
-def ops_session(target: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A dashboard on loopback with the ops token against ``target``: its URL
-    and the session cookie header its first page set."""
-    dashboard = Dashboard(
-        tmp_path / "dash.log",
-        "--target",
-        target,
-        "--token",
-        TOKENS["ops"][0],
-        "--listen",
-        "127.0.0.1:0",
-    )
+def ops_session(
+    target: str, tmp_path: Path, token: str = "ops"
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """A loopback dashboard with ``TOKENS[token]`` (ops by default) against
+    ``target``: its URL and the session cookie header its first page set."""
+    dashboard = loopback_dashboard(target, tmp_path, token)
     try:
         url = dashboard.url()
         _, _, headers = fetch(url + "/")
@@ -113,15 +115,7 @@ def ops_session(target: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, st
 def test_on_loopback_it_serves_without_login_using_its_own_token(
     coordinators: dict[str, Coordinator], tmp_path: Path
 ) -> None:
-    dashboard = Dashboard(
-        tmp_path / "dash.log",
-        "--target",
-        coordinators["secured"].target,
-        "--token",
-        TOKENS["ops"][0],
-        "--listen",
-        "127.0.0.1:0",
-    )
+    dashboard = loopback_dashboard(coordinators["secured"].target, tmp_path)
     try:
         url = dashboard.url()
         status, body, headers = fetch(url + "/")
@@ -286,6 +280,23 @@ def test_category_weights_are_set_and_removed_from_the_tenants_page(
         assert "unknown category &#x27;nightly&#x27;" in unknown
         removed = act(**{**form, "op": "category_weight_remove"}, confirmed="1")
         assert "category integration of tenant cw-set is back to weight 1" in removed
+        assert weights() == []
+    # A session with a credential scoped to tenant acme sets no other tenant's weights.
+    with ops_session(target, tmp_path, "acme-admin") as (url, cookie):
+        _, body, _ = fetch(url + "/tenants", headers=cookie)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert csrf is not None
+        data = (
+            f"op=category_weight&csrf={csrf.group(1)}&tenant_id=cw-set&category=integration"
+            "&weight=4&confirmed=1"
+        )
+        status, _, answer = fetch(
+            url + "/action", data=data.encode(), headers={**cookie, "Origin": url}
+        )
+        assert status == 303
+        refused = fetch(url + answer["Location"], headers=cookie)[1]
+        assert "set category weight failed" in refused
+        assert "may not act on tenant &#x27;cw-set&#x27;" in refused
         assert weights() == []
 
 
