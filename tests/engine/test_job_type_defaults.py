@@ -86,3 +86,23 @@ def test_unbounded_policies_are_refused_by_the_engine(
         assert page.jobs == []
 
     run(store_url, scenario)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("mail,sms", "contains ','"), ("mail ", "starts or ends with whitespace")],
+    ids=["comma", "trailing-space"],
+)
+def test_job_type_names_no_list_could_name_are_refused_and_store_nothing(
+    store_url: str, name: str, why: str
+) -> None:
+    async def scenario(h: Harness) -> None:
+        with pytest.raises(InvalidArgument, match=f"defaults.job_type '{name}' {why}"):
+            await h.engine.set_job_type_defaults(name, JobTypeDefaults(retry_policy=RetryPolicy(max_attempts=2)))
+        assert h.engine.type_defaults == {}
+        # One bad job refuses its whole batch: nothing is stored.
+        with pytest.raises(InvalidArgument, match=rf"jobs\[1\]: job_type '{name}' {why}"):
+            await h.engine.enqueue([make_job(), make_job(job_type=name)])
+        assert (await h.engine.list_jobs(JobFilter(), 10, "")).jobs == []
+
+    run(store_url, scenario)
