@@ -77,6 +77,11 @@ class Gate:
             {"gate": LIMIT_GATE, "now": now},
         )
 
+    def advance_bucket(self, kind: int, value: str, tat: int) -> None:
+        """Hold a claim's advance of a rate bucket (``tat`` rewritten as a
+        claim's charge writes it), uncommitted."""
+        self._holder_store._rate_buckets_write(self._conn, {(kind, value): (tat, 0, 0)})
+
     def share_limit_gate(self) -> None:
         """Hold the limit gate's share lock, as a claim in flight does (PostgreSQL)."""
         self._conn.execute(
@@ -145,6 +150,69 @@ class Gate:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class PausedCommit:
+    """Holds ``store``'s next transaction at its COMMIT until ``release``.
+
+    The transaction has done all its work and keeps its locks (on SQLite the
+    write lock) while paused, which is the moment another writer's reads are
+    stale: what it read before the pause no longer holds once it commits.
+    ``racer_blocked`` waits until another connection waits for those locks.
+    """
+
+    def __init__(self, store: Store, url: str) -> None:
+        self.url = url
+        self.reached = threading.Event()
+        self._go = threading.Event()
+        self._armed = True
+        self._arrived = 0
+        self._lock = threading.Lock()
+
+        @sa.event.listens_for(store.engine, "commit")
+        def _hold(_conn: Any) -> None:
+            if self._armed:
+                self._armed = False
+                self.reached.set()
+                self._go.wait(WAIT_S)
+
+    def wait_reached(self) -> None:
+        assert self.reached.wait(WAIT_S), "the paused transaction never reached its commit"
+
+    def watch(self, racer: Store) -> None:
+        """Count ``racer``'s transactions that reach the SQLite write lock."""
+
+        @sa.event.listens_for(racer.engine, "before_cursor_execute")
+        def _arrive(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if statement.startswith("BEGIN IMMEDIATE"):
+                with self._lock:
+                    self._arrived += 1
+
+    def racer_blocked(self) -> None:
+        """Wait until a racer waits for the paused transaction's locks."""
+        if self.url.startswith("sqlite"):
+            wait_until(lambda: self._arrived >= 1, WAIT_S, "a racer to reach the write lock")
+            return
+        probe = open_store(self.url)
+        try:
+
+            def waiting() -> bool:
+                with probe.engine.connect() as conn:
+                    return bool(
+                        conn.execute(
+                            sa.text(
+                                "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                "current_database() AND wait_event_type = 'Lock'"
+                            )
+                        ).scalar_one()
+                    )
+
+            wait_until(waiting, WAIT_S, "a racer to wait for the paused transaction's locks")
+        finally:
+            probe.dispose()
+
+    def release(self) -> None:
+        self._go.set()
 
 
 def outcome_of(future: Future[Any]) -> Any:

@@ -1091,6 +1091,12 @@ class JobQueries(EventQueries):
         partial index of finished jobs (``ix_wfj_jobs_finished``). On
         PostgreSQL one replica at a time purges (transaction-level advisory
         lock).
+
+        The candidates are read without locks, so the DELETE checks status
+        and finish time again: a job an operator retried after the read (its
+        retry waited for no lock of ours, or we waited for its row lock) is
+        PENDING when the DELETE reaches it and is kept, with its attempts,
+        which are deleted only for the jobs the DELETE removed.
         """
         finished = {int(s) for s in FINISHED_STATUSES}
         clauses = [
@@ -1123,15 +1129,25 @@ class JobQueries(EventQueries):
             if not found:
                 return 0
             ids = [r.id for r in found]
-            conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(ids)))
-            deleted = conn.execute(jobs.delete().where(jobs.c.id.in_(ids))).rowcount
+            gone = set(
+                conn.execute(
+                    jobs.delete()
+                    .where(jobs.c.id.in_(ids), sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .returning(jobs.c.id)
+                ).scalars()
+            )
+            if not gone:
+                return 0
+            conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(list(gone))))
             # A FAULTED job that held its key is gone: the key's next job may run.
             holding = _keys_of(
-                r for r in found if r.status == JobStatus.FAULTED and not r.ordering_skip_failed
+                r
+                for r in found
+                if r.id in gone and r.status == JobStatus.FAULTED and not r.ordering_skip_failed
             )
             lock_keys(conn, self.is_postgres, holding)
             self._release(conn, holding)
-            return deleted
+            return len(gone)
 
     def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
         query = sa.select(jobs).where(jobs.c.id == job_id)

@@ -224,12 +224,18 @@ class LimitQueries(StoreBase):
 
     def rate_bucket_purge(self, now: int, limit: int) -> int:
         """Delete up to ``limit`` idle rate buckets: due (``tat <= now``) and not
-        slowed, which admit exactly as a missing bucket does. A claim that
-        rewrites one meanwhile moves its ``tat`` past ``now``, so it stays."""
+        slowed, which admit exactly as a missing bucket does.
+
+        A claim that rewrites one meanwhile moves its ``tat`` past ``now``. The
+        outer statement checks idleness again, on the row as the DELETE finds
+        it: a bucket whose advance commits while the DELETE waits for its row
+        lock is kept (the subquery alone would still name it and delete it,
+        and the next claim would admit a full burst again)."""
         sql = sa.text(
             "DELETE FROM wfj_rate_buckets WHERE (kind, value) IN ("
             "SELECT kind, value FROM wfj_rate_buckets "
-            "WHERE tat <= :now AND slow_level = 0 LIMIT :limit)"
+            "WHERE tat <= :now AND slow_level = 0 LIMIT :limit) "
+            "AND tat <= :now AND slow_level = 0"
         )
         with self.tx() as conn:
             return int(conn.execute(sql, {"now": now, "limit": limit}).rowcount or 0)
