@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import grpc
 
+from coordinator import tenancy
 from coordinator.api import convert
-from coordinator.api.auth import ALL_TENANTS, ROLES, current_principal, tenant_scope
+from coordinator.api.auth import ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain, last_failure
 from coordinator.model import JobStatus
@@ -291,11 +292,13 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.WhoAmIResponse:
         principal = current_principal()
         if principal is None:
-            return apb.WhoAmIResponse(authenticated=False, roles=ROLES, tenants=[ALL_TENANTS])
+            return apb.WhoAmIResponse(
+                authenticated=False, roles=ROLES, tenants=tenancy.names_of_scope(None)
+            )
         return apb.WhoAmIResponse(
             authenticated=True,
             name=principal.name,
             roles=sorted(principal.roles),
-            tenants=[ALL_TENANTS] if principal.tenants is None else sorted(principal.tenants),
+            tenants=tenancy.names_of_scope(principal.tenants),
             job_types=sorted(principal.job_types or ()),
         )

@@ -60,13 +60,14 @@ from typing import Any
 
 import grpc
 
+from coordinator import tenancy
 from coordinator.api.errors import status_for
 from coordinator.errors import NotFound, PermissionDenied, Unauthenticated
+from coordinator.tenancy import ALL_TENANTS, TenantScope
 
 log = logging.getLogger(__name__)
 
 ROLES = ("scheduler", "worker", "admin")
-ALL_TENANTS = "*"
 
 _PACKAGE = "workflowjobs.v1"
 _ROLE_OF_SERVICE = {
@@ -93,19 +94,16 @@ class Principal:
 
     name: str
     roles: frozenset[str]
-    # None means every tenant.
-    tenants: frozenset[str] | None
+    # None means every tenant (coordinator/tenancy.py decides what it allows).
+    tenants: TenantScope
     # None means every job type (workers only).
     job_types: frozenset[str] | None = None
     # Identifies the credential (its token's hash); two principals with the
     # same key are the same credential.
     key: str = ""
 
-    def allows_tenant(self, tenant_id: str) -> bool:
-        return self.tenants is None or tenant_id in self.tenants
-
     def describe_tenants(self) -> str:
-        return "every tenant" if self.tenants is None else ", ".join(sorted(self.tenants))
+        return tenancy.describe(self.tenants)
 
 
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
@@ -118,7 +116,7 @@ def current_principal() -> Principal | None:
     return _principal.get()
 
 
-def tenant_scope() -> frozenset[str] | None:
+def tenant_scope() -> TenantScope:
     """Tenants the caller may touch; None for every tenant (or auth off)."""
     principal = _principal.get()
     return None if principal is None else principal.tenants
@@ -162,7 +160,7 @@ def parse_tokens(text: str, source: str = "token file") -> dict[str, Principal]:
         book[digest] = Principal(
             name=str(entry.get("name") or digest[:12]),
             roles=frozenset(roles),
-            tenants=None if ALL_TENANTS in tenants else frozenset(tenants),
+            tenants=tenancy.scope_of_names(tenants),
             job_types=(
                 None
                 if job_types is None
@@ -247,7 +245,7 @@ Policy = Callable[[Any, Principal, Any], Awaitable[None]]
 
 
 def _require_tenant(principal: Principal, tenant_id: str, what: str) -> None:
-    if not principal.allows_tenant(tenant_id):
+    if not tenancy.allows(principal.tenants, tenant_id):
         raise PermissionDenied(
             f"credential {principal.name!r} may not act on tenant {tenant_id!r} ({what}); "
             f"it is scoped to: {principal.describe_tenants()}"
@@ -261,11 +259,9 @@ async def _specs(request: Any, principal: Principal, engine: Any) -> None:
 
 
 async def _job_id(request: Any, principal: Principal, engine: Any) -> None:
-    job_id = request.job_id
-    tenants = await engine.job_tenants([job_id])
-    if job_id in tenants and not principal.allows_tenant(tenants[job_id]):
+    if await tenancy.foreign_jobs(engine, principal.tenants, [request.job_id]):
         # Exactly what a job that does not exist gets: nothing leaks.
-        raise NotFound(f"job {job_id} not found")
+        raise NotFound(f"job {request.job_id} not found")
 
 
 def _one_tenant(principal: Principal, given: str, field: str) -> str:
@@ -273,9 +269,10 @@ def _one_tenant(principal: Principal, given: str, field: str) -> str:
     if given:
         _require_tenant(principal, given, field)
         return given
-    if principal.tenants is not None and len(principal.tenants) == 1:
-        return next(iter(principal.tenants))
-    if principal.tenants is not None:
+    only = tenancy.only_tenant(principal.tenants)
+    if only is not None:
+        return only
+    if not tenancy.every_tenant(principal.tenants):
         raise PermissionDenied(
             f"credential {principal.name!r} is scoped to several tenants; set {field} "
             f"to one of: {principal.describe_tenants()}"
@@ -292,7 +289,7 @@ async def _tenant_field(request: Any, principal: Principal, engine: Any) -> None
 
 
 async def _pause_scope(request: Any, principal: Principal, engine: Any) -> None:
-    if not request.scope.tenant_id and principal.tenants is not None:
+    if not request.scope.tenant_id and not tenancy.every_tenant(principal.tenants):
         raise PermissionDenied(
             f"credential {principal.name!r} may not pause or unpause across every tenant; "
             f"set scope.tenant_id to one of: {principal.describe_tenants()}"
@@ -342,7 +339,7 @@ _POLICIES = _policies()
 
 
 async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None:
-    if principal.tenants is not None:
+    if not tenancy.every_tenant(principal.tenants):
         raise PermissionDenied(
             f"this call acts on every tenant; credential {principal.name!r} is scoped to "
             f'{principal.describe_tenants()} (it needs tenants ["*"])'

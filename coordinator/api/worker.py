@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import grpc
 
+from coordinator import tenancy
 from coordinator.api import convert
 from coordinator.api.auth import Principal, TokenBook, current_principal, tenant_scope
 from coordinator.engine import (
@@ -111,8 +112,8 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         for session, now, reason in ended:
             keep: set[str] = set()
             if now is not None and "worker" in now.roles and session.in_flight:
-                tenants = await self._engine.job_tenants(list(session.in_flight))
-                keep = {job_id for job_id, t in tenants.items() if now.allows_tenant(t)}
+                held = set(session.in_flight)
+                keep = held - await tenancy.foreign_jobs(self._engine, now.tenants, held)
             handed_back = await self._engine.end_session(session, session.ended_by, reason, keep)
             log.warning(
                 "worker %r: %s; stream ended, %d job(s) handed back",
@@ -261,9 +262,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             )
             results = [OutcomeResult(o.job_id, False, error=error) for o in batch.outcomes]
         else:
-            outcomes = convert.outcomes_from_proto(batch.outcomes)
-            if session.tenants is not None:
-                outcomes = await self._outside_scope(session, outcomes)
+            outcomes = await self._outside_scope(
+                session, convert.outcomes_from_proto(batch.outcomes)
+            )
             results = await self._engine.report_each(outcomes)
         session.outbox.put_nowait(OutcomesAnswered(batch.batch_id, results))
 
@@ -279,38 +280,24 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             for o in outcomes
             if not isinstance(o, OutcomeResult) and o.job_id not in session.in_flight
         ]
-        if not unknown:
-            return outcomes
         try:
-            tenants = await self._engine.job_tenants(unknown)
+            foreign = await tenancy.foreign_jobs(self._engine, session.tenants, unknown)
         except StoreUnavailable as e:
             return [
                 OutcomeResult(o.job_id, False, error=e) if o.job_id in unknown else o
                 for o in outcomes
             ]
-        foreign = {job_id for job_id, tenant in tenants.items() if not session.covers(tenant)}
-        return [
-            OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
-            if not isinstance(o, OutcomeResult) and o.job_id in foreign
-            else o
-            for o in outcomes
-        ]
-
-    async def _foreign_jobs(self, job_ids: list[str]) -> set[str]:
-        """Jobs of tenants outside the caller's scope (none without a scope)."""
-        scope = tenant_scope()
-        if scope is None or not job_ids:
-            return set()
-        if len(job_ids) > self._engine.config.max_batch_size:
-            return set()  # the engine rejects the batch as too large
-        tenants = await self._engine.job_tenants(job_ids)
-        return {job_id for job_id, tenant in tenants.items() if tenant not in scope}
+        return _lost_if_foreign(outcomes, foreign)
 
     async def Heartbeat(
         self, request: wpb.HeartbeatRequest, context: grpc.aio.ServicerContext
     ) -> wpb.HeartbeatResponse:
         refs = [(lease.job_id, lease.lease_token) for lease in request.leases]
-        foreign = await self._foreign_jobs([job_id for job_id, _ in refs])
+        foreign: set[str] = set()
+        if len(refs) <= self._engine.config.max_batch_size:  # else the engine refuses the call
+            foreign = await tenancy.foreign_jobs(
+                self._engine, tenant_scope(), [job_id for job_id, _ in refs]
+            )
         own = [ref for ref in refs if ref[0] not in foreign]
         principal = current_principal()
         answers = await self._engine.heartbeat(
@@ -371,24 +358,32 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             )
         # Answered per outcome: a malformed one is refused on its own, like on the stream.
         outcomes = convert.outcomes_from_proto(request.outcomes)
-        foreign = await self._foreign_jobs(
-            [o.job_id for o in outcomes if not isinstance(o, OutcomeResult)]
+        foreign = await tenancy.foreign_jobs(
+            self._engine,
+            tenant_scope(),
+            [o.job_id for o in outcomes if not isinstance(o, OutcomeResult)],
         )
-        if foreign:
-            # Another tenant's job answers exactly like a lease that is gone.
-            outcomes = [
-                OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
-                if not isinstance(o, OutcomeResult) and o.job_id in foreign
-                else o
-                for o in outcomes
-            ]
-        results = await self._engine.report_each(outcomes)
+        results = await self._engine.report_each(_lost_if_foreign(outcomes, foreign))
         for r in results:
             if isinstance(r.error, StoreUnavailable):
                 raise r.error  # the call fails UNAVAILABLE; the caller sends it again
         response = wpb.ReportOutcomesResponse()
         convert.fill_outcome_results(response.results, results)
         return response
+
+
+def _lost_if_foreign(
+    outcomes: list[Outcome | OutcomeResult], foreign: set[str]
+) -> list[Outcome | OutcomeResult]:
+    """Another tenant's job answers exactly like a lease that is gone."""
+    if not foreign:
+        return outcomes
+    return [
+        OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id))
+        if not isinstance(o, OutcomeResult) and o.job_id in foreign
+        else o
+        for o in outcomes
+    ]
 
 
 def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:

@@ -182,7 +182,7 @@ class Dispatcher:
             if session.closed:
                 orphans.extend((r.id, lease_token) for r in owned)
                 continue
-            foreign = [r for r in owned if not session.covers(r.tenant_id)]
+            foreign = [r for r in owned if not session.takes(r.job_type, r.tenant_id)]
             if foreign:
                 log.error(
                     "not delivering %d job(s) to worker %r: their tenant is outside its "
@@ -191,7 +191,7 @@ class Dispatcher:
                     session.worker_id,
                 )
                 orphans.extend((r.id, lease_token) for r in foreign)
-                owned = [r for r in owned if session.covers(r.tenant_id)]
+                owned = [r for r in owned if session.takes(r.job_type, r.tenant_id)]
             for r in owned:
                 session.in_flight[r.id] = lease_token
                 self._owner_of[r.id] = session

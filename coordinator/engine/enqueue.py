@@ -276,11 +276,7 @@ class Enqueue(Reads):
             if job.due_at > now or job.ordering_key is not None:
                 continue
             for session in idle:
-                if (
-                    session.credits > 0
-                    and job.job_type in session.job_types
-                    and (session.tenants is None or job.tenant_id in session.tenants)
-                ):
+                if session.credits > 0 and session.takes(job.job_type, job.tenant_id):
                     session.credits -= 1
                     offered[job.id] = session
                     break

@@ -23,6 +23,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coordinator import tenancy
 from coordinator.engine.limits import scope_text
 from coordinator.engine.pauses import pause_subject
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
@@ -35,6 +36,7 @@ from coordinator.model import (
     PauseKind,
     candidate_of,
 )
+from coordinator.tenancy import TenantScope
 
 if TYPE_CHECKING:
     from coordinator.engine.engine import Engine
@@ -57,7 +59,7 @@ def _when(us: int) -> str:
 
 
 async def explain(
-    engine: Engine, job_id: str, visible_tenants: frozenset[str] | None = None
+    engine: Engine, job_id: str, visible_tenants: TenantScope = None
 ) -> tuple[JobRow, list[WaitReason]]:
     """The job and every reason it is not running now (empty: it is eligible).
 
@@ -154,11 +156,11 @@ async def explain(
                 )
     of_type = [w for w in await engine.ops.list_workers() if row.job_type in w.job_types]
     # A worker whose credential is scoped to other tenants never gets this job.
-    serving = [w for w in of_type if w.serves(row.job_type, row.tenant_id)]
+    serving = [w for w in of_type if w.takes(row.job_type, row.tenant_id)]
     if not serving and of_type:
         names = ", ".join(
             w.worker_id
-            if visible_tenants is not None
+            if not tenancy.every_tenant(visible_tenants)
             else f"{w.worker_id} (tenants {', '.join(w.tenants or ())})"
             for w in of_type
         )
@@ -204,8 +206,7 @@ async def explain(
     others = await engine.run_store(
         engine.store.job_competing_tenants, row.job_type, row.tenant_id, now
     )
-    if visible_tenants is not None:
-        others = [t for t in others if t in visible_tenants]
+    others = tenancy.visible(visible_tenants, others)
     if others:
         reasons.append(await _fair_share(engine, row, others))
     return row, reasons

@@ -32,9 +32,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator import tenancy
 from coordinator.engine.core import OperationsConfig, check_id
 from coordinator.engine.reads import Reads
-from coordinator.engine.sessions import DrainSignal, WorkerSession
+from coordinator.engine.sessions import DrainSignal, WorkerSession, takes
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
@@ -79,9 +80,9 @@ class WorkerView:
     # The tenants its credential covers; None: every tenant.
     tenants: tuple[str, ...] | None = None
 
-    def serves(self, job_type: str, tenant_id: str) -> bool:
-        """True when this worker takes jobs of ``job_type`` for ``tenant_id``."""
-        return job_type in self.job_types and (self.tenants is None or tenant_id in self.tenants)
+    def takes(self, job_type: str, tenant_id: str) -> bool:
+        """True when this worker may be given a job of ``job_type`` for ``tenant_id``."""
+        return takes(self.job_types, self.tenants, job_type, tenant_id)
 
 
 class Operations:
@@ -392,7 +393,7 @@ class Operations:
         stats["draining"] = self.draining
         workers = await self.list_workers()
         if tenant_id:
-            workers = [w for w in workers if w.tenants is None or tenant_id in w.tenants]
+            workers = [w for w in workers if tenancy.allows(w.tenants, tenant_id)]
         stats["connected_workers"] = len(workers)
         return stats
 

@@ -14,11 +14,14 @@ session holds the same label later.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator import tenancy
 from coordinator.ids import new_token
 from coordinator.model import JobRow
+from coordinator.tenancy import TenantScope
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +67,7 @@ class WorkerSession:
     # Largest message the worker accepts (hello.max_receive_message_bytes).
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # Tenants this worker's credential may receive jobs of; None = every tenant.
-    tenants: frozenset[str] | None = None
+    tenants: TenantScope = None
     # The credential that opened the stream (an opaque key; None = auth off),
     # and its name for messages.
     principal: str | None = None
@@ -117,6 +120,16 @@ class WorkerSession:
             self.outbox.put_nowait(None)  # the sender may still wait for its marker
         return refs
 
-    def covers(self, tenant_id: str) -> bool:
-        """True when this session's credential may receive ``tenant_id``'s jobs."""
-        return self.tenants is None or tenant_id in self.tenants
+    def takes(self, job_type: str, tenant_id: str) -> bool:
+        """True when this stream may be given a job of ``job_type`` for ``tenant_id``."""
+        return takes(self.job_types, self.tenants, job_type, tenant_id)
+
+
+def takes(job_types: Collection[str], tenants: TenantScope, job_type: str, tenant_id: str) -> bool:
+    """Who may take what: a worker announcing ``job_types`` under a credential
+    scoped to ``tenants`` takes a job of ``job_type`` for ``tenant_id``.
+
+    The dispatcher's delivery, direct dispatch at insert, and the cluster's
+    worker view (stats, ExplainJob) all ask this.
+    """
+    return job_type in job_types and tenancy.allows(tenants, tenant_id)

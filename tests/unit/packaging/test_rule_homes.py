@@ -1,0 +1,101 @@
+"""Rules decided once: each has one home module, and nothing else spells it.
+
+Read from the source (ast), so a second spelling fails here before it drifts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+# -- tenant scope: coordinator/tenancy.py ----------------------------------------------
+
+TENANCY_HOME = "coordinator/tenancy.py"
+# The store renders a scope as SQL for acquisition's candidate read; the same rule,
+# inside the statement (coordinator/tenancy.py's design note says so).
+TENANCY_SQL = {"coordinator/store/leases.py"}
+_SCOPE_NAME = re.compile(r"(^|_)tenants$|^scope$")
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def tenant_scope_decisions(source: str) -> list[str]:
+    """Expressions in ``source`` that decide on a tenant scope themselves.
+
+    A scope is a value named ``tenants``, ``*_tenants`` or ``scope``; deciding
+    on it is a membership test (``t in scope``), a test for "every tenant"
+    (``scope is None``) or a count (``len(scope)``). Turning one representation
+    into another (``None if s.tenants is None else sorted(s.tenants)``) is not
+    a decision and passes.
+    """
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        decides = False
+        if isinstance(node, ast.Compare):
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, ast.In | ast.NotIn) and _SCOPE_NAME.search(_name(right)):
+                    decides = True
+                if (
+                    isinstance(op, ast.Is | ast.IsNot)
+                    and _is_none(right)
+                    and _SCOPE_NAME.search(_name(node.left))
+                ):
+                    parent = parents.get(node)
+                    conversion = (
+                        isinstance(parent, ast.IfExp)
+                        and parent.test is node
+                        and (_is_none(parent.body) or _is_none(parent.orelse))
+                    )
+                    decides = decides or not conversion
+        elif isinstance(node, ast.Call) and _name(node.func) == "len" and node.args:
+            decides = bool(_SCOPE_NAME.search(_name(node.args[0])))
+        if decides:
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_tenant_scope_check_finds_every_spelling() -> None:
+    spellings = [
+        "ok = principal.tenants is None or tenant in principal.tenants",
+        "bad = tenant not in scope",
+        "if session.tenants is not None:\n    pass",
+        "one = len(principal.tenants) == 1",
+        "names = w.id if visible_tenants is not None else w.name",
+    ]
+    for spelling in spellings:
+        assert tenant_scope_decisions(spelling), spelling
+    conversions = [
+        "names = None if s.tenants is None else sorted(s.tenants)",
+        "exclusions.tenants.add(value)",
+        "ok = tenancy.allows(session.tenants, job.tenant_id)",
+    ]
+    for conversion in conversions:
+        assert tenant_scope_decisions(conversion) == [], conversion
+
+
+def test_no_tenant_scope_decision_outside_its_module() -> None:
+    assert (REPO / TENANCY_HOME).exists()
+    elsewhere = {}
+    for path in sorted((REPO / "coordinator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == TENANCY_HOME or rel in TENANCY_SQL:
+            continue
+        found = tenant_scope_decisions(path.read_text())
+        if found:
+            elsewhere[rel] = found
+    assert elsewhere == {}, f"tenant scope decided outside {TENANCY_HOME}: {elsewhere}"
