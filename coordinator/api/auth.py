@@ -332,10 +332,20 @@ def _policies() -> dict[str, Policy]:
     }
     for name in ("GetJob", "ExplainJob", "RetryJob", "CancelJob", "UnlockJob", "ReplayJob"):
         table[a + name] = _job_id
+    for name in (
+        "SetConcurrencyLimit",
+        "ListConcurrencyLimits",
+        "SetRateLimit",
+        "ListRateLimits",
+        "RemoveRateLimit",
+        "Drain",
+        "Undrain",
+        "ListWorkers",
+        "SetJobTypeDefaults",
+        "ListJobTypeDefaults",
+    ):
+        table[a + name] = _cluster_wide
     return table
-
-
-_POLICIES = _policies()
 
 
 async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None:
@@ -344,6 +354,12 @@ async def _cluster_wide(request: Any, principal: Principal, engine: Any) -> None
             f"this call acts on every tenant; credential {principal.name!r} is scoped to "
             f'{principal.describe_tenants()} (it needs tenants ["*"])'
         )
+
+
+# Every RPC of the three services has its line (tests/unit/coordinator/test_policy_table.py
+# enumerates the service descriptors); a method missing here would still be refused
+# to a scoped credential (``_cluster_wide``), but never silently.
+_POLICIES = _policies()
 
 
 # -- the interceptor ------------------------------------------------------------------------
