@@ -76,6 +76,14 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "it off (env WFJOBS_DASHBOARD_LISTEN)",
     )
     serve.add_argument(
+        "--dashboard-allowed-hosts",
+        default=defaults.dashboard_allowed_hosts,
+        metavar="NAME[:PORT],...",
+        help="with --tokens-file, the host names browsers reach the dashboard by, besides "
+        "127.0.0.1/localhost; any other Host is answered 421 "
+        "(env WFJOBS_DASHBOARD_ALLOWED_HOSTS)",
+    )
+    serve.add_argument(
         "--tls-cert", default=defaults.tls_cert, help="PEM certificate chain (env WFJOBS_TLS_CERT)"
     )
     serve.add_argument(
@@ -203,6 +211,7 @@ def _check_dashboard(settings: Settings) -> None:
     import importlib.util
 
     from worker_sdk.dashboard import is_loopback
+    from worker_sdk.dashboard.guard import parse_allowed_hosts
 
     if importlib.util.find_spec("aiohttp") is None:
         raise ValueError(
@@ -218,6 +227,15 @@ def _check_dashboard(settings: Settings) -> None:
             f"refusing to serve the dashboard on {settings.dashboard_listen} without "
             "authentication: set --tokens-file (WFJOBS_TOKENS_FILE) so operators log in "
             "with a token, or serve it on 127.0.0.1"
+        )
+    try:
+        parse_allowed_hosts(settings.dashboard_allowed_hosts)
+    except ValueError as e:
+        raise ValueError(f"--dashboard-allowed-hosts: {e}") from None
+    if settings.dashboard_allowed_hosts and not settings.tokens_file:
+        raise ValueError(
+            "--dashboard-allowed-hosts needs --tokens-file: without login the dashboard "
+            "answers its loopback names only"
         )
     if settings.tls_cert:
         raise ValueError(
@@ -314,12 +332,14 @@ async def serve(settings: Settings) -> None:
     dashboard = None
     if settings.dashboard_listen:
         from worker_sdk.dashboard import Dashboard, DashboardConfig, DashboardError
+        from worker_sdk.dashboard.guard import parse_allowed_hosts
 
         dashboard = Dashboard(
             DashboardConfig(
                 target=_dashboard_target(settings, server.port),
                 listen=settings.dashboard_listen,
                 login=bool(settings.tokens_file),
+                allowed_hosts=parse_allowed_hosts(settings.dashboard_allowed_hosts),
             )
         )
         try:
@@ -369,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             retention=args.retention,
             event_retention=args.event_retention,
             dashboard_listen=args.dashboard_listen,
+            dashboard_allowed_hosts=args.dashboard_allowed_hosts,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,

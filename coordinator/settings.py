@@ -36,6 +36,9 @@ class Settings:
 
     # host:port of the web dashboard (docs/dashboard.md); empty turns it off.
     dashboard_listen: str = ""
+    # With --tokens-file: host names (name or name:port, comma-separated) the
+    # dashboard answers besides its loopback ones (docs/dashboard.md).
+    dashboard_allowed_hosts: str = ""
 
     # -- security (docs/security.md) --
     # PEM certificate chain and key: serve TLS instead of plaintext.
@@ -86,6 +89,7 @@ class Settings:
             retention=env.get("WFJOBS_RETENTION", "7d"),
             event_retention=env.get("WFJOBS_EVENT_RETENTION", "7d"),
             dashboard_listen=env.get("WFJOBS_DASHBOARD_LISTEN", ""),
+            dashboard_allowed_hosts=env.get("WFJOBS_DASHBOARD_ALLOWED_HOSTS", ""),
             tls_cert=env.get("WFJOBS_TLS_CERT") or None,
             tls_key=env.get("WFJOBS_TLS_KEY") or None,
             tls_client_ca=env.get("WFJOBS_TLS_CLIENT_CA") or None,

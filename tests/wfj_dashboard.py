@@ -7,17 +7,22 @@ used. Under ``CI=true`` a missing chromium fails the tests; elsewhere they skip.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from wfj_testing import REPO, ManagedProcess, coordinator_args, wait_until
+from wfj_testing import REPO, ManagedProcess, coordinator_args, subprocess_env, wait_until
 
 CHROMIUM = os.environ.get("WFJOBS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -128,3 +133,85 @@ def screenshot(page: object, name: str) -> None:
         directory = Path(SCREENSHOTS)
         directory.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(directory / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+# -- plain HTTP to a dashboard (no browser) -------------------------------------------
+
+LISTENING = re.compile(r"dashboard listening on http://([^\s:]+):(\d+)")
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def fetch(
+    url: str, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, str]]:
+    """One request (redirects not followed): status, body, headers."""
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with OPENER.open(request, timeout=10) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+class Dashboard(ManagedProcess):
+    """``wfjobs dashboard ARGS`` in a subprocess."""
+
+    def __init__(self, log_path: Path, *args: str) -> None:
+        self._spawn([sys.executable, "-m", "worker_sdk.cli", "dashboard", *args], log_path)
+
+    def url(self) -> str:
+        def port() -> int | None:
+            if not self.alive():
+                raise AssertionError(f"dashboard exited: {self.log()}")
+            match = LISTENING.search(self.log())
+            return int(match.group(2)) if match else None
+
+        return f"http://127.0.0.1:{wait_until(port, 30, 'the dashboard to listen')}"
+
+
+def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
+    """``wfjobs dashboard ARGS`` expected to exit (it refuses to start)."""
+    return subprocess.run(
+        [sys.executable, "-m", "worker_sdk.cli", "dashboard", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=subprocess_env(without=("WFJOBS_TOKEN",)),
+    )
+
+
+def loopback_dashboard(target: str, tmp_path: Path, token: str = "ops") -> Dashboard:
+    """A dashboard on loopback against ``target`` with the token ``TOKENS[token]``."""
+    return Dashboard(
+        tmp_path / f"dash-{token}.log", "--target", target, "--token", TOKENS[token][0],
+        "--listen", "127.0.0.1:0",
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def ops_session(
+    target: str, tmp_path: Path, token: str = "ops"
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """A loopback dashboard with ``TOKENS[token]`` (ops by default) against
+    ``target``: its URL and the session cookie header its first page set."""
+    dashboard = loopback_dashboard(target, tmp_path, token)
+    try:
+        url = dashboard.url()
+        _, _, headers = fetch(url + "/")
+        yield url, {"Cookie": headers["Set-Cookie"].split(";")[0]}
+    finally:
+        dashboard.stop()
+
+
+def csrf_of(body: str) -> str:
+    """The CSRF token of the first form on a page."""
+    match = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert match is not None, body[:2000]
+    return match.group(1)

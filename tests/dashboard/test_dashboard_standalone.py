@@ -6,57 +6,25 @@ login, or refuses to start.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import subprocess
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from wfj_dashboard import TOKENS, write_tokens
-from wfj_testing import Coordinator, ManagedProcess, coordinator_args, subprocess_env, wait_until
+from wfj_dashboard import (
+    TOKENS,
+    Dashboard,
+    fetch,
+    loopback_dashboard,
+    ops_session,
+    run_to_exit,
+    write_tokens,
+)
+from wfj_testing import Coordinator, coordinator_args, subprocess_env
 
 pytestmark = pytest.mark.e2e
-
-LISTENING = re.compile(r"dashboard listening on http://([^\s:]+):(\d+)")
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-OPENER = urllib.request.build_opener(NoRedirect)
-
-
-def fetch(
-    url: str, data: bytes | None = None, headers: dict[str, str] | None = None
-) -> tuple[int, str, dict[str, str]]:
-    request = urllib.request.Request(url, data=data, headers=headers or {})
-    try:
-        with OPENER.open(request, timeout=10) as response:
-            return response.status, response.read().decode(), dict(response.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(), dict(e.headers)
-
-
-class Dashboard(ManagedProcess):
-    def __init__(self, log_path: Path, *args: str) -> None:
-        self._spawn([sys.executable, "-m", "worker_sdk.cli", "dashboard", *args], log_path)
-
-    def url(self) -> str:
-        def port() -> int | None:
-            if not self.alive():
-                raise AssertionError(f"dashboard exited: {self.log()}")
-            match = LISTENING.search(self.log())
-            return int(match.group(2)) if match else None
-
-        return f"http://127.0.0.1:{wait_until(port, 30, 'the dashboard to listen')}"
-
 
 @pytest.fixture(scope="module")
 def coordinators(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Coordinator]]:
@@ -77,39 +45,6 @@ def coordinators(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     finally:
         secured.stop()
         open_.stop()
-
-
-def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker_sdk.cli", "dashboard", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=subprocess_env(without=("WFJOBS_TOKEN",)),
-    )
-
-
-def loopback_dashboard(target: str, tmp_path: Path, token: str = "ops") -> Dashboard:
-    """A dashboard on loopback against ``target`` with the token ``TOKENS[token]``."""
-    return Dashboard(
-        tmp_path / f"dash-{token}.log", "--target", target, "--token", TOKENS[token][0],
-        "--listen", "127.0.0.1:0",
-    )  # fmt: skip
-
-
-@contextlib.contextmanager
-def ops_session(
-    target: str, tmp_path: Path, token: str = "ops"
-) -> Iterator[tuple[str, dict[str, str]]]:
-    """A loopback dashboard with ``TOKENS[token]`` (ops by default) against
-    ``target``: its URL and the session cookie header its first page set."""
-    dashboard = loopback_dashboard(target, tmp_path, token)
-    try:
-        url = dashboard.url()
-        _, _, headers = fetch(url + "/")
-        yield url, {"Cookie": headers["Set-Cookie"].split(";")[0]}
-    finally:
-        dashboard.stop()
 
 
 def test_on_loopback_it_serves_without_login_using_its_own_token(
@@ -249,11 +184,13 @@ def test_category_weights_are_set_and_removed_from_the_tenants_page(
         assert status == 200 and 'id="category-weight-form"' in body
         csrf = re.search(r'name="csrf" value="([^"]+)"', body)
         assert csrf is not None
-        headers = {**cookie, "Origin": url, "Referer": url + "/tenants"}
+        headers = {**cookie, "Origin": url}
+        assert 'name="back" value="/tenants"' in body  # pages send no Referer: forms say it
 
         def act(**fields: str) -> str:
             """Post a confirmed action; the page it sends the browser to (with its flash)."""
-            data = "&".join(f"{k}={v}" for k, v in {"csrf": csrf.group(1), **fields}.items())
+            sent = {"csrf": csrf.group(1), "back": "/tenants", **fields}
+            data = "&".join(f"{k}={v}" for k, v in sent.items())
             status, _, answer = fetch(url + "/action", data=data.encode(), headers=headers)
             assert status == 303, status
             return fetch(url + answer["Location"], headers=cookie)[1]

@@ -77,6 +77,9 @@ class DashboardConfig:
         actor: Who pauses are recorded as when the coordinator runs without
             authentication (otherwise the coordinator records the token's name).
         secure_cookie: Mark the session cookie Secure (when HTTPS terminates in front).
+        allowed_hosts: With login, the host names (``name`` or ``name:port``)
+            browsers reach the dashboard by, besides the loopback ones; every
+            other ``Host`` is answered 421 (a DNS-rebinding defence).
     """
 
     target: str
@@ -87,6 +90,7 @@ class DashboardConfig:
     login: bool = False
     actor: str = "dashboard"
     secure_cookie: bool = False
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def login_required(self) -> bool:
@@ -123,12 +127,20 @@ class Dashboard:
 
         from .app import AppConfig, build_app
         from .backend import Backend
+        from .guard import HostCheck
 
         config = self.config
         try:
             host, port = split_listen(config.listen)
+            hosts = HostCheck(config.allowed_hosts, login=config.login_required)
         except ValueError as exc:
             raise DashboardError(str(exc)) from None
+        if config.allowed_hosts and not config.login_required:
+            raise DashboardError(
+                "allowed hosts apply with login only: without login the dashboard answers "
+                "its loopback names alone (127.0.0.1, localhost, [::1]); turn login on "
+                "(--login, or --tokens-file for the built-in dashboard)"
+            )
         if config.credentials is not None:
             self._channel = grpc.secure_channel(config.target, config.credentials)
             self._events_channel = grpc.aio.secure_channel(config.target, config.credentials)
@@ -149,6 +161,7 @@ class Dashboard:
                     actor=self._actor,
                     secure_cookie=config.secure_cookie,
                 ),
+                hosts=hosts,
             )
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
@@ -169,13 +182,18 @@ class Dashboard:
             raise
         self._runner = runner
         addresses = runner.addresses
-        self.port = int(addresses[0][1]) if addresses else port
+        self.port = hosts.port = int(addresses[0][1]) if addresses else port
         log.info(
             "dashboard listening on %s (coordinator %s, %s)",
             self.url,
             config.target,
             "token login required" if config.login_required else "no login: loopback only",
         )
+        if config.login_required and not is_loopback(config.listen) and not config.allowed_hosts:
+            log.warning(
+                "dashboard: no --allowed-hosts, so it answers only loopback host names "
+                "(127.0.0.1, localhost); name the host browsers use to reach it"
+            )
 
     async def _check(self, backend: Backend) -> None:
         config = self.config

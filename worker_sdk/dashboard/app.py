@@ -5,7 +5,11 @@ cookie. With login on, a session holds the token it logged in with and the
 tenant it is scoped to; every call the dashboard makes for that session
 carries that token, so the coordinator enforces the token's role and tenants.
 Without login (loopback only), every session calls with the dashboard's own
-token. Every POST must carry the session's CSRF token.
+token. Every POST must carry the session's CSRF token. A session is made only
+when one is needed (a login, or a page visit without login) and there are at
+most :data:`MAX_SESSIONS`; the login form, before any session, carries a CSRF
+token that a cookie of its own repeats. Which host names are answered and how
+failed logins are throttled: :mod:`.guard`.
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ import contextlib
 import dataclasses
 import hmac
 import logging
+import math
+import re
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
 import grpc
 from aiohttp import web
 
@@ -30,13 +38,16 @@ from worker_sdk import AdminClient, JobEventFilter, JobFilter, WorkflowJobsError
 
 from . import render
 from .backend import Backend
+from .guard import HostCheck, LoginThrottle
 
 log = logging.getLogger("worker_sdk.dashboard")
 
 COOKIE = "wfjobs_dashboard"
+# The login form's CSRF token (no session exists before the login).
+LOGIN_COOKIE = "wfjobs_login"
 SESSION_IDLE_S = 12 * 3600
-# A session that never logged in (it only holds the login form's CSRF token).
-ANONYMOUS_IDLE_S = 3600
+# Sessions kept at once; past this the one unused longest is dropped.
+MAX_SESSIONS = 1000
 # The live part of a page is fetched this often while it is open (at most 1/s).
 LIVE_INTERVAL_MS = 2000
 # An event stream with nothing to say sends a comment this often, so a closed
@@ -55,11 +66,13 @@ class Session:
     token: str
     tenant_id: str
     name: str
-    logged_in: bool
     # Logged in with a token (not the dashboard's own, as on loopback without login).
     by_login: bool = False
     last_seen: float = dataclasses.field(default_factory=time.monotonic)
     flash: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    # Every session is a signed-in one (render.page asks).
+    logged_in = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,17 +85,25 @@ class AppConfig:
         actor: The name of sessions without login (the dashboard token's name,
             or who pauses are recorded as when the coordinator authenticates nobody).
         secure_cookie: Mark the session cookie Secure (served behind HTTPS).
+        allowed_hosts: Host names answered besides the loopback ones, with login only.
     """
 
     login: bool
     token: str = ""
     actor: str = "dashboard"
     secure_cookie: bool = False
+    allowed_hosts: tuple[str, ...] = ()
 
 
 class Sessions:
-    def __init__(self) -> None:
-        self._by_id: dict[str, Session] = {}
+    """The sessions in memory, at most ``limit``: past it, the one unused longest goes."""
+
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+        self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently seen first
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
     def get(self, session_id: str | None) -> Session | None:
         if not session_id:
@@ -95,25 +116,23 @@ class Sessions:
             del self._by_id[session_id]
             return None
         session.last_seen = now
+        self._by_id.move_to_end(session_id)
         return session
 
-    def _prune(self) -> None:
+    def new(self, *, token: str, tenant_id: str, name: str, by_login: bool) -> Session:
         now = time.monotonic()
-        for session in list(self._by_id.values()):
-            idle = now - session.last_seen
-            if idle > SESSION_IDLE_S or (not session.logged_in and idle > ANONYMOUS_IDLE_S):
-                del self._by_id[session.id]
-
-    def new(self, *, token: str, tenant_id: str, name: str, logged_in: bool) -> Session:
-        if len(self._by_id) % 100 == 99:
-            self._prune()
+        while self._by_id:
+            oldest = next(iter(self._by_id.values()))
+            if len(self._by_id) < self._limit and now - oldest.last_seen <= SESSION_IDLE_S:
+                break
+            del self._by_id[oldest.id]
         session = Session(
             id=secrets.token_urlsafe(32),
             csrf=secrets.token_urlsafe(32),
             token=token,
             tenant_id=tenant_id,
             name=name,
-            logged_in=logged_in,
+            by_login=by_login,
         )
         self._by_id[session.id] = session
         return session
@@ -125,6 +144,62 @@ class Sessions:
         return {s.token for s in self._by_id.values()}
 
 
+class FormError(ValueError):
+    """A request body that is not a form the dashboard can read."""
+
+
+async def read_form(request: web.Request) -> dict[str, str]:
+    """The POSTed form as text fields; :class:`FormError` says what is wrong with it."""
+    try:
+        form = await request.post()
+    except web.HTTPException:
+        raise  # e.g. 413: the body is over the size limit
+    except (ValueError, UnicodeError, aiohttp.ClientError, aiohttp.http.HttpProcessingError):
+        raise FormError(
+            "refused: the request body is not a form the dashboard can read "
+            "(URL-encoded or multipart, in UTF-8)"
+        ) from None
+    fields = {}
+    for key, value in form.items():
+        if not isinstance(value, str):
+            raise FormError(f"refused: the dashboard takes no file uploads (field {key!r})")
+        fields[key] = value
+    return fields
+
+
+def same_csrf(sent: str, expected: str) -> bool:
+    """Constant-time comparison of a form's CSRF token (any text) with the expected one."""
+    return bool(sent) and hmac.compare_digest(sent.encode(), expected.encode())
+
+
+def safe_back(back: str) -> str:
+    """``back`` if it is a path on this dashboard, else ``/``.
+
+    A browser reads a backslash as a slash, so ``/\\evil.example`` would be
+    ``//evil.example``, another site: backslashes and control characters refuse it.
+    """
+    if (
+        not back.startswith("/")
+        or back.startswith("//")
+        or any(c == "\\" or ord(c) < 0x20 or ord(c) == 0x7F for c in back)
+    ):
+        return "/"
+    parts = urlsplit(back)
+    if parts.scheme or parts.netloc:
+        return "/"
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def page_path(request: web.Request) -> str:
+    """The page a request belongs to (a live part's is its page's), with its query."""
+    path = request.path
+    if path == "/live/overview":
+        path = "/"
+    elif path.startswith("/live/"):
+        path = path.removeprefix("/live")
+    return path + (f"?{request.query_string}" if request.query_string else "")
+
+
 def _static(name: str) -> bytes:
     return resources.files("worker_sdk.dashboard").joinpath("static", name).read_bytes()
 
@@ -133,9 +208,21 @@ def _error_text(error: WorkflowJobsError) -> str:
     return f"{error.message} ({error.code.name})"
 
 
-def build_app(backend: Backend, config: AppConfig) -> web.Application:
-    """The aiohttp application serving the dashboard against ``backend``."""
+def build_app(
+    backend: Backend,
+    config: AppConfig,
+    *,
+    hosts: HostCheck | None = None,
+    throttle: LoginThrottle | None = None,
+) -> web.Application:
+    """The aiohttp application serving the dashboard against ``backend``.
+
+    ``hosts`` decides which host names are answered (its ``port`` is set once
+    the dashboard listens); ``throttle`` counts failed logins.
+    """
     sessions = Sessions()
+    hosts = hosts or HostCheck(config.allowed_hosts, login=config.login)
+    throttle = throttle or LoginThrottle()
     static = {
         "dashboard.css": (_static("dashboard.css"), "text/css"),
         "dashboard.js": (_static("dashboard.js"), "text/javascript"),
@@ -154,100 +241,105 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     def session_of(request: web.Request) -> Session | None:
         return sessions.get(request.cookies.get(COOKIE))
 
+    def refused(status: int, text: str) -> web.Response:
+        return web.Response(status=status, text=text)
+
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not hosts.allows(request.host):
+            return refused(421, hosts.refusal(request.host))
         if request.path.startswith("/static/"):
             return await handler(request)
+        live = request.path.startswith(("/live/", "/events/"))
+        if request.method == "POST":
+            try:
+                request["form"] = await read_form(request)
+            except FormError as exc:
+                return refused(400, str(exc))
+            origin = request.headers.get("Origin")
+            if origin is not None and not hosts.allows_origin(origin):
+                return refused(403, "refused: a cross-site request")
+        render.PAGE.set(page_path(request))
         session = session_of(request)
         fresh = None
         if session is None:
             if config.login:
-                # An anonymous session only carries the login form's CSRF token.
-                fresh = sessions.new(token="", tenant_id="", name="", logged_in=False)
-            else:
-                fresh = sessions.new(
-                    token=config.token, tenant_id="", name=config.actor, logged_in=True
-                )
-            session = fresh
-        request["session"] = session
-        if request.method == "POST":
-            form = await request.post()
-            sent = str(form.get("csrf", ""))
-            if not sent or not hmac.compare_digest(sent, session.csrf):
-                return web.Response(
-                    status=403,
-                    text="refused: this form has no valid CSRF token; reload the page and "
-                    "try again",
-                )
-            origin = request.headers.get("Origin")
-            if origin and origin != "null" and urlsplit(origin).netloc != request.host:
-                return web.Response(status=403, text="refused: a cross-site request")
-        if config.login and not session.logged_in and request.path not in ("/login",):
-            if request.path.startswith(("/live/", "/events/")):
-                response: web.StreamResponse = web.Response(status=401, text="log in again")
-            else:
-                response = web.HTTPSeeOther("/login")
-        else:
-            live = request.path.startswith(("/live/", "/events/"))
-            try:
-                response = await handler(request)
-            except web.HTTPError as exc:
-                response = exc
-                if not live and exc.text:
-                    response = html(
-                        render.page(
-                            "Error",
-                            f'<p class="flash error" id="error">{render.e(exc.text)}</p>'
-                            '<p><a href="/">back to the overview</a></p>',
-                            path=request.path,
-                            session=session,
-                        ),
-                        status=exc.status,
-                    )
-            except web.HTTPException as exc:
-                response = exc
-            except WorkflowJobsError as exc:
-                if exc.code == grpc.StatusCode.UNAUTHENTICATED and session.by_login:
-                    # The token was revoked: log in again.
-                    sessions.drop(session)
-                    if live:
-                        return web.Response(status=401, text="log in again")
-                    return web.HTTPSeeOther("/login")
-                status = {
-                    grpc.StatusCode.NOT_FOUND: 404,
-                    grpc.StatusCode.PERMISSION_DENIED: 403,
-                    grpc.StatusCode.UNAUTHENTICATED: 401,
-                    grpc.StatusCode.INVALID_ARGUMENT: 400,
-                    grpc.StatusCode.FAILED_PRECONDITION: 409,
-                    grpc.StatusCode.UNAVAILABLE: 503,
-                }.get(exc.code, 502)
+                if request.path == "/login":
+                    return await handler(request)
                 if live:
-                    response = web.Response(status=status, text=_error_text(exc))
-                else:
-                    response = html(
-                        render.page(
-                            "Error",
-                            f'<p class="flash error" id="error">{render.e(_error_text(exc))}</p>'
-                            '<p><a href="/">back to the overview</a></p>',
-                            path=request.path,
-                            session=session,
-                        ),
-                        status=status,
-                    )
-        if response.prepared:
-            # An event stream: its headers went out when it started.
-            return response
-        if fresh is not None:
+                    return refused(401, "log in again")
+                return web.HTTPSeeOther("/login")
+            if request.method != "GET" or live:
+                # A form or live part of a page from a session that is gone.
+                return refused(
+                    403 if request.method == "POST" else 401,
+                    "refused: this form has no valid CSRF token; reload the page and try again",
+                )
+            fresh = session = sessions.new(
+                token=config.token, tenant_id="", name=config.actor, by_login=False
+            )
+        request["session"] = session
+        if request.method == "POST" and not same_csrf(
+            request["form"].get("csrf", ""), session.csrf
+        ):
+            return refused(
+                403, "refused: this form has no valid CSRF token; reload the page and try again"
+            )
+        try:
+            response = await handler(request)
+        except web.HTTPError as exc:
+            response = exc
+            if not live and exc.text:
+                response = error_page(request, exc.text, exc.status)
+        except web.HTTPException as exc:
+            response = exc
+        except WorkflowJobsError as exc:
+            if exc.code == grpc.StatusCode.UNAUTHENTICATED and session.by_login:
+                # The token was revoked: log in again.
+                sessions.drop(session)
+                if live:
+                    return refused(401, "log in again")
+                return web.HTTPSeeOther("/login")
+            status = {
+                grpc.StatusCode.NOT_FOUND: 404,
+                grpc.StatusCode.PERMISSION_DENIED: 403,
+                grpc.StatusCode.UNAUTHENTICATED: 401,
+                grpc.StatusCode.INVALID_ARGUMENT: 400,
+                grpc.StatusCode.FAILED_PRECONDITION: 409,
+                grpc.StatusCode.UNAVAILABLE: 503,
+            }.get(exc.code, 502)
+            if live:
+                response = refused(status, _error_text(exc))
+            else:
+                response = error_page(request, _error_text(exc), status)
+        if fresh is not None and not response.prepared:
             set_cookie(response, fresh)
+        return response
+
+    async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+        # Every response, event streams and errors included, just before its headers go out.
+        response.headers.popall("Server", None)
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers.setdefault(
             "Content-Security-Policy",
             "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
             "frame-ancestors 'none'; form-action 'self'",
         )
-        return response
+
+    def error_page(request: web.Request, text: str, status: int) -> web.Response:
+        return html(
+            render.page(
+                "Error",
+                f'<p class="flash error" id="error">{render.e(text)}</p>'
+                '<p><a href="/">back to the overview</a></p>',
+                path=request.path,
+                session=request.get("session"),
+            ),
+            status=status,
+        )
 
     def html(text: str, status: int = 200) -> web.Response:
         return web.Response(text=text, content_type="text/html", status=status)
@@ -301,18 +393,58 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         )
 
     async def login_form(request: web.Request) -> web.Response:
-        session: Session = request["session"]
-        if session.logged_in:
+        if request.get("session") is not None:
             raise web.HTTPSeeOther("/")
-        return page(request, "Log in", render.login_body(session.csrf))
+        csrf = request.cookies.get(LOGIN_COOKIE, "")
+        fresh = not (csrf.isascii() and len(csrf) == 43)
+        if fresh:
+            csrf = secrets.token_urlsafe(32)
+        response = login_page(csrf)
+        if fresh:
+            set_login_cookie(response, csrf)
+        return response
+
+    def login_page(csrf: str, error: str = "", choices: list[str] | None = None) -> web.Response:
+        return html(
+            render.page(
+                "Log in",
+                render.login_body(csrf, error, choices or []),
+                path="/login",
+                session=None,
+            ),
+            status=401 if error else 200,
+        )
+
+    def set_login_cookie(response: web.StreamResponse, csrf: str) -> None:
+        response.set_cookie(
+            LOGIN_COOKIE,
+            csrf,
+            httponly=True,
+            samesite="Strict",
+            secure=config.secure_cookie,
+            path="/login",
+        )
 
     async def login(request: web.Request) -> web.StreamResponse:
-        session: Session = request["session"]
-        if not config.login:
+        if not config.login or request.get("session") is not None:
             raise web.HTTPSeeOther("/")
-        form = await request.post()
-        token = str(form.get("token", "")).strip()
-        chosen = str(form.get("tenant_id", "")).strip()
+        form: dict[str, str] = request["form"]
+        csrf = request.cookies.get(LOGIN_COOKIE, "")
+        if not csrf or not same_csrf(form.get("csrf", ""), csrf):
+            return refused(
+                403, "refused: this form has no valid CSRF token; reload the login page"
+            )
+        address = request.remote or ""
+        wait = throttle.wait_s(address)
+        if wait > 0:
+            response = login_page(
+                csrf, f"too many failed logins from {address}; try again in {wait:.0f} s"
+            )
+            response.set_status(429)
+            response.headers["Retry-After"] = str(max(1, round(wait)))
+            return response
+        token = form.get("token", "").strip()
+        chosen = form.get("tenant_id", "").strip()
         error, tenant, name, choices = "", "", "", []
         if not token:
             error = "enter a token"
@@ -323,6 +455,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             except WorkflowJobsError as exc:
                 if exc.code == grpc.StatusCode.UNAUTHENTICATED:
                     error = "the coordinator does not know this token"
+                    throttle.failed(address)
                 else:
                     error = f"cannot check the token: {_error_text(exc)}"
             else:
@@ -333,6 +466,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                         f"the token {me.name!r} has no admin role (roles: "
                         f"{', '.join(me.roles) or 'none'}); log in with an admin token"
                     )
+                    throttle.failed(address)
                 elif "*" in me.tenants:
                     tenant = ""
                 elif len(tenants) == 1:
@@ -348,21 +482,12 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         if error:
             if token and token not in sessions.tokens_in_use():
                 backend.forget(token)
-            return html(
-                render.page(
-                    "Log in",
-                    render.login_body(session.csrf, error, choices),
-                    path="/login",
-                    session=session,
-                ),
-                status=401,
-            )
-        sessions.drop(session)  # a new id after login: no fixation
-        fresh = sessions.new(token=token, tenant_id=tenant, name=name, logged_in=True)
-        fresh.by_login = True
+            return login_page(csrf, error, choices)
+        fresh = sessions.new(token=token, tenant_id=tenant, name=name, by_login=True)
         log.info("dashboard login as %s (%s)", fresh.name, tenant or "all tenants")
         response = web.HTTPSeeOther("/")
         set_cookie(response, fresh)
+        response.del_cookie(LOGIN_COOKIE, path="/login")
         return response
 
     async def logout(request: web.Request) -> web.StreamResponse:
@@ -609,12 +734,12 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
 
     async def action(request: web.Request) -> web.StreamResponse:
         session: Session = request["session"]
-        form = {k: str(v) for k, v in (await request.post()).items()}
+        form: dict[str, str] = request["form"]
         op = form.get("op", "")
         spec = ACTIONS.get(op)
         if spec is None:
             raise web.HTTPBadRequest(text=f"unknown action {op!r}")
-        back = _back(request, form)
+        back = safe_back(form.get("back", "/"))
         try:
             summary, danger = await spec.describe(session, form)
         except ValueError as exc:
@@ -644,17 +769,6 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         session.flash.append(("ok", message))
         raise web.HTTPSeeOther(where or back)
 
-    def _back(request: web.Request, form: dict[str, str]) -> str:
-        back: str = form.get("back") or request.headers.get("Referer") or "/"
-        parts = urlsplit(back)
-        if parts.netloc and parts.netloc != request.host:
-            return "/"
-        path: str = parts.path or "/"
-        query: str = parts.query
-        if not path.startswith("/") or path.startswith("//"):
-            return "/"
-        return path + (f"?{query}" if query else "")
-
     # Each action: how to describe it (for the confirmation) and how to run it.
     @dataclasses.dataclass(frozen=True)
     class Action:
@@ -663,8 +777,14 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         run: Callable[[Session, dict[str, str]], Awaitable[tuple[str, str]]]
 
     def job_action(verb: str, method: Callable[..., Any], danger: bool) -> Action:
+        def job_id(form: dict[str, str]) -> str:
+            value = form.get("job_id", "").strip()
+            if not value:
+                raise ValueError(f"name the job to {verb} (job_id)")
+            return value
+
         async def describe(session: Session, form: dict[str, str]) -> tuple[str, bool]:
-            job = await call(session, AdminClient.get_job, form["job_id"])
+            job = await call(session, AdminClient.get_job, job_id(form))
             return (
                 f"{verb.capitalize()} job {job.id} ({job.job_type}, tenant {job.tenant_id}, "
                 f"now {job.status.value})?",
@@ -677,7 +797,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
                 kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
             if method is AdminClient.cancel_job:
                 kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
-            job = await call(session, method, form["job_id"], **kwargs)
+            job = await call(session, method, job_id(form), **kwargs)
             return f"{verb} job {job.id}: now {job.status.value}", f"/jobs/{job.id}"
 
         return Action(verb, describe, run)
@@ -778,10 +898,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
 
     def _weight(session: Session, form: dict[str, str]) -> tuple[str, int]:
         tenant = tenant_for(session, form.get("tenant_id", "").strip())
-        try:
-            weight = int(form.get("weight", ""))
-        except ValueError:
-            raise ValueError("the weight must be a whole number above 0") from None
+        weight = whole(form.get("weight", ""), "the weight must be a whole number above 0")
         if not tenant:
             raise ValueError("name the tenant")
         return tenant, weight
@@ -824,10 +941,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
             raise ValueError(f"unknown category {category!r}; choose one of {names}")
         if not with_weight:
             return tenant, category, 0
-        try:
-            weight = int(form.get("weight", ""))
-        except ValueError:
-            raise ValueError("the weight must be a whole number from 1 to 10000") from None
+        weight = whole(form.get("weight", ""), "the weight must be a whole number from 1 to 10000")
         return tenant, category, weight
 
     async def describe_limit(session: Session, form: dict[str, str]) -> tuple[str, bool]:
@@ -851,10 +965,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         value = form.get("value", "").strip()
         if not value:
             raise ValueError("name what the limit applies to")
-        try:
-            most = int(form.get("max_running", ""))
-        except ValueError:
-            raise ValueError("the limit must be a whole number (0 removes it)") from None
+        most = whole(form.get("max_running", ""), "the limit must be a whole number (0 removes it)")
         return kind, value, most
 
     async def describe_rate_limit(session: Session, form: dict[str, str]) -> tuple[str, bool]:
@@ -880,16 +991,16 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
         value = form.get("value", "").strip()
         if not value:
             raise ValueError("name what the rate limit applies to")
-        try:
-            starts = int(form.get("starts", ""))
-            period = float(form.get("period", "") or 1)
-            burst = int(form.get("burst", "") or 0)
-        except ValueError:
-            raise ValueError(
-                "starts and burst must be whole numbers, the period a number of seconds"
-            ) from None
+        numbers = "starts and burst must be whole numbers, the period a number of seconds"
+        starts = whole(form.get("starts", ""), numbers)
+        burst = whole(form.get("burst", "") or "0", numbers)
+        period = number(form.get("period", "") or "1", numbers)
         if starts <= 0 or period <= 0 or burst < 0:
             raise ValueError("starts and the period must be above 0, the burst 0 or more")
+        if period > MAX_RATE_PERIOD_S:
+            raise ValueError(
+                f"the period must be at most {MAX_RATE_PERIOD_S // 86400} days ({period:g}s given)"
+            )
         return kind, value, starts, period, burst
 
     async def describe_rate_limit_remove(
@@ -967,6 +1078,7 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     }
 
     app = web.Application(middlewares=[middleware], client_max_size=256 * 1024)
+    app.on_response_prepare.append(security_headers)
     app.router.add_get("/", overview)
     app.router.add_get("/live/overview", overview_live)
     app.router.add_get("/jobs", jobs)
@@ -988,14 +1100,41 @@ def build_app(backend: Backend, config: AppConfig) -> web.Application:
     return app
 
 
+# The longest rate-limit period the coordinator takes (docs/limits.md).
+MAX_RATE_PERIOD_S = 366 * 86400
+INT32_MAX = 2**31 - 1
+
+
+def whole(text: str, message: str) -> int:
+    """A form's whole number within int32 (what the API carries); ValueError(message) else."""
+    text = text.strip()
+    if re.fullmatch(r"-?[0-9]{1,10}", text) is None or abs(int(text)) > INT32_MAX:
+        raise ValueError(f"{message} (not {text[:40]!r})")
+    return int(text)
+
+
+def number(text: str, message: str) -> float:
+    """A form's finite number; ValueError(message) for anything else (inf, nan, words)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"{message} (not {text.strip()[:40]!r})")
+    return value
+
+
 def _local_time(text: str, what: str) -> datetime | None:
     if not text:
         return None
     try:
         value = datetime.fromisoformat(text)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{what} must be a date and time, not {text!r}") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise web.HTTPBadRequest(
+            text=f"{what} must be a date and time from year 1 to 9999 in UTC, "
+            f"not {text[:60]!r}"
+        ) from None
 
 
 def _job_filter(values: dict[str, Any]) -> JobFilter:

@@ -15,8 +15,10 @@ import sys
 from typing import Any
 
 from . import DEFAULT_LISTEN, DashboardConfig, DashboardError, run_dashboard
+from .guard import parse_allowed_hosts
 
 LISTEN_ENV = "WFJOBS_DASHBOARD_LISTEN"
+ALLOWED_HOSTS_ENV = "WFJOBS_DASHBOARD_ALLOWED_HOSTS"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,6 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default $USER); with it, actions are recorded under the token's name",
     )
     p.add_argument(
+        "--allowed-hosts",
+        default=os.environ.get(ALLOWED_HOSTS_ENV, ""),
+        metavar="NAME[:PORT],...",
+        help=f"with login, the host names browsers reach the dashboard by (env "
+        f"{ALLOWED_HOSTS_ENV}), e.g. dash.example.com; loopback names are always answered, "
+        "any other Host gets 421",
+    )
+    p.add_argument(
         "--secure-cookie",
         action="store_true",
         help="mark the session cookie Secure (HTTPS terminates in front of the dashboard)",
@@ -55,6 +65,11 @@ def run(args: argparse.Namespace, connection: Any) -> int:
         )
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        allowed_hosts = parse_allowed_hosts(args.allowed_hosts)
+    except ValueError as e:
+        sys.stderr.write(f"wfjobs: --allowed-hosts: {e}\n")
+        return 2
     config = DashboardConfig(
         target=connection.target,
         listen=args.listen,
@@ -64,6 +79,7 @@ def run(args: argparse.Namespace, connection: Any) -> int:
         login=args.login,
         actor=args.actor,
         secure_cookie=args.secure_cookie,
+        allowed_hosts=allowed_hosts,
     )
     try:
         run_dashboard(config)

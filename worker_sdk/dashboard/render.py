@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any
@@ -39,6 +40,12 @@ NAV = (
 TIME_FILTERS = ("created_after", "created_before", "due_after", "due_before")
 # Where a scoped session may not go: these act on every tenant.
 ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
+
+
+# The page being rendered (path and query): where an action's form sends the
+# browser back to. Forms carry it because pages send no Referer
+# (Referrer-Policy: no-referrer); set per request by the app.
+PAGE: ContextVar[str] = ContextVar("PAGE", default="/")
 
 
 def e(value: Any) -> str:
@@ -148,6 +155,11 @@ def hidden(**fields: Any) -> str:
     return "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in fields.items())
 
 
+def action_fields(csrf: str, op: str, **fields: Any) -> str:
+    """The hidden fields every action form starts with: CSRF token, action, way back."""
+    return hidden(csrf=csrf, op=op, back=PAGE.get(), **fields)
+
+
 def action_form(
     csrf: str, op: str, label: str, *, danger: bool = False, extra: str = "", **fields: Any
 ) -> str:
@@ -155,7 +167,7 @@ def action_form(
     cls = "btn danger" if danger else "btn"
     return (
         f'<form method="post" action="/action" class="inline">'
-        f"{hidden(csrf=csrf, op=op, **fields)}{extra}"
+        f"{action_fields(csrf, op, **fields)}{extra}"
         f'<button class="{cls}" type="submit" data-op="{e(op)}">{e(label)}</button></form>'
     )
 
@@ -472,11 +484,11 @@ def jobs_page_body(
     bulk = (
         '<section class="bulk"><h2>Bulk actions on every job this filter matches</h2>'
         '<p class="muted">You see how many jobs match before anything changes.</p>'
-        f'<form method="post" action="/action" class="inline">{hidden(csrf=session.csrf, op="bulk_retry")}'
+        f'<form method="post" action="/action" class="inline">{action_fields(session.csrf, "bulk_retry")}'
         f'{bulk_fields}<label class="check"><input type="checkbox" name="keep_attempts" value="1"> '
         'keep attempt counts</label> <button class="btn" type="submit" data-op="bulk_retry">'
         "Retry matching…</button></form> "
-        f'<form method="post" action="/action" class="inline">{hidden(csrf=session.csrf, op="bulk_cancel")}'
+        f'<form method="post" action="/action" class="inline">{action_fields(session.csrf, "bulk_cancel")}'
         f'{bulk_fields}<input name="reason" placeholder="reason"> <button class="btn danger" '
         'type="submit" data-op="bulk_cancel">Cancel matching…</button></form></section>'
     )
@@ -758,7 +770,7 @@ def pauses_body(
     readonly = " readonly" if session.tenant_id else ""
     form = (
         '<form method="post" action="/action" class="stack" id="pause-form">'
-        f"{hidden(csrf=session.csrf, op='pause')}"
+        f"{action_fields(session.csrf, 'pause')}"
         f'<label>what<select name="kind">{kinds}</select></label>'
         f'<label>definition id, instance id, job type or category name (empty for a tenant)<input name="value" value="{e(prefill.get("value", ""))}"></label>'
         f'<label>tenant (empty: every tenant; required to disable one)<input name="tenant_id" value="{e(tenant_value)}"{readonly}></label>'
@@ -811,7 +823,7 @@ def tenants_body(
             )
         weight = (
             f'<form method="post" action="/action" class="inline">'
-            f"{hidden(csrf=session.csrf, op='weight', tenant_id=t)}"
+            f"{action_fields(session.csrf, 'weight', tenant_id=t)}"
             '<input type="number" name="weight" min="1" required placeholder="weight" class="short">'
             '<button class="btn" type="submit" data-op="weight">Set weight…</button></form>'
         )
@@ -873,7 +885,7 @@ def category_weights_body(weights: Sequence[apb.CategoryWeight], session: Any) -
     )
     form = (
         '<form method="post" action="/action" id="category-weight-form">'
-        f"{hidden(csrf=session.csrf, op='category_weight')}"
+        f"{action_fields(session.csrf, 'category_weight')}"
         f"<label>tenant{tenant}</label>"
         f'<label>category<select name="category">{options}</select></label>'
         '<label>weight<input type="number" name="weight" min="1" max="10000" required '
@@ -916,7 +928,7 @@ def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
     kinds = "".join(f'<option value="{k}">{label}</option>' for k, label in LIMIT_KINDS)
     form = (
         '<form method="post" action="/action" class="stack" id="limit-form">'
-        f"{hidden(csrf=session.csrf, op='limit')}"
+        f"{action_fields(session.csrf, 'limit')}"
         f'<label>scope<select name="kind">{kinds}</select></label>'
         '<label>value (a category by name; "*": each value separately)<input name="value" required></label>'
         '<label>most running at once (0 removes)<input type="number" min="0" name="max_running" required></label>'
@@ -957,7 +969,7 @@ def rate_limits_body(limits: Sequence[apb.RateLimit], session: Any) -> str:
     kinds = "".join(f'<option value="{k}">{label}</option>' for k, label in LIMIT_KINDS)
     form = (
         '<form method="post" action="/action" class="stack" id="rate-limit-form">'
-        f"{hidden(csrf=session.csrf, op='rate_limit')}"
+        f"{action_fields(session.csrf, 'rate_limit')}"
         f'<label>scope<select name="kind">{kinds}</select></label>'
         '<label>value (a category by name; "*": each value separately)<input name="value" required></label>'
         '<label>starts per period<input type="number" min="1" name="starts" required></label>'
@@ -1068,11 +1080,22 @@ def login_body(csrf: str, error: str = "", tenants: Sequence[str] = ()) -> str:
     )
 
 
+# The longest expiry a pause form takes: ten years.
+MAX_EXPIRY_MINUTES = 10 * 366 * 24 * 60
+
+
 def duration_minutes(minutes: str) -> timedelta | None:
+    """A pause's expiry field (minutes, empty: none); ValueError says what is wrong."""
     text = minutes.strip()
     if not text:
         return None
-    value = float(text)
-    if value <= 0:
-        raise ValueError("the expiry must be a positive number of minutes")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"the expiry must be a number of minutes, not {text[:40]!r}") from None
+    if not 0 < value <= MAX_EXPIRY_MINUTES:  # nan and inf fail here too
+        raise ValueError(
+            f"the expiry must be above 0 and at most {MAX_EXPIRY_MINUTES} minutes (ten years), "
+            f"not {text[:40]!r}; leave it empty for a pause that lifts only when unpaused"
+        )
     return timedelta(minutes=value)
