@@ -12,7 +12,6 @@ makes the decision fail are set aside (``engine/set_aside.py``).
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -121,16 +120,9 @@ class LeaseReaper(Chore[ReaperResult]):
             return self.decide(now, row)
 
         skipped = engine.set_aside.skipped(NAME, now)
-        refused, set_aside = engine.set_aside.collector()
-        ends = await engine.run_store(
-            functools.partial(store.lease_reclaim_expired, wake=engine.attempts.limited),
-            decide,
-            now,
-            self.config.batch_size,
-            skipped,
-            set_aside,
+        ends, _ = await engine.attempts.in_store(
+            NAME, now, store.lease_reclaim_expired, decide, now, self.config.batch_size, skipped
         )
-        engine.set_aside.record(NAME, refused, now)
         engine.attempts.ended(
             ends,
             now,

@@ -19,9 +19,11 @@ and it is written here once (``Attempts.ended``):
 4. wake callers waiting for the jobs that reached a final status
    (``WaitForJob`` / enqueue with wait).
 
-Store calls that end attempts by rule (``job_end_attempts``) go through
-``Attempts.apply`` so rows whose own data makes processing fail are set aside
-(``set_aside.py``) under the caller's chore name.
+Every store call that ends attempts (``job_end_attempts`` by rule, the
+completions of ``job_complete_many``, the reaper's ``lease_reclaim_expired``)
+goes through ``Attempts.in_store``, which sets aside rows whose own data makes
+processing fail (``set_aside.py``) under the caller's chore name and wakes the
+other replicas when limits or ordering keys are in use.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.runner import StoreRunner
@@ -45,6 +47,7 @@ from coordinator.model import (
 from coordinator.telemetry.hooks import EngineTelemetry
 
 Ref = str | tuple[str, str]
+T = TypeVar("T")
 Decide = Callable[[LeasedForFailure], AttemptEnd]
 
 
@@ -117,16 +120,22 @@ class Attempts:
         Rows the store could not process are set aside under ``chore`` and
         returned with their errors; nothing else follows (see ``end``).
         """
+        return await self.in_store(chore, now, self._store.job_end_attempts, refs, decide, now)
+
+    async def in_store(
+        self, chore: str, now: int, query: Callable[..., T], *args: Any
+    ) -> tuple[T, Collected]:
+        """Run ``query`` (a store call that ends attempts) with the poisoned-row
+        set-aside: rows it refuses are logged, counted and skipped under
+        ``chore``, and returned with their errors beside its result. The call
+        is given ``set_aside=`` and ``wake=`` (wake every replica when limits
+        or ordering keys are in use)."""
         refused, set_aside = self._set_aside.collector()
-        ends: dict[str, AttemptEnd] = await self._run(
-            functools.partial(self._store.job_end_attempts, wake=self.limited),
-            refs,
-            decide,
-            now,
-            set_aside,
+        result = await self._run(
+            functools.partial(query, *args, set_aside=set_aside, wake=self.limited)
         )
         self._set_aside.record(chore, refused, now)
-        return ends, refused
+        return result, refused
 
     async def end(
         self,

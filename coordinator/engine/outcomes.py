@@ -106,18 +106,13 @@ class Outcomes(EngineCore):
         done: set[str] = set()
         ends: dict[str, AttemptEnd] = {}
         refused: list[tuple[str, BaseException]] = []
-        # Under concurrency limits every ended attempt frees a slot that a
-        # waiting job may take: wake acquisition here and on every replica.
-        limited = self.attempts.limited
         # Completions whose values the database refused (nothing changed).
         unstorable: dict[str, InvalidArgument] = {}
         if completions:
             # A completion the database refuses is set aside; its neighbours land.
-            refused_completions, collect = self.set_aside.collector()
-            completed = await self.run_store(
-                self.store.job_complete_many, completions, now, wake=limited, set_aside=collect
+            completed, refused_completions = await self.attempts.in_store(
+                "outcomes", now, self.store.job_complete_many, completions, now
             )
-            self.set_aside.record("outcomes", refused_completions, now)
             unstorable = {job_id: _unstorable(job_id, e) for job_id, e in refused_completions}
             done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
             # A cancel was requested: the job ended CANCELLED, its attempt COMPLETED.

@@ -99,3 +99,43 @@ def test_no_tenant_scope_decision_outside_its_module() -> None:
         if found:
             elsewhere[rel] = found
     assert elsewhere == {}, f"tenant scope decided outside {TENANCY_HOME}: {elsewhere}"
+
+
+# -- the poisoned-row set-aside of an ended attempt: Attempts.in_store -----------------
+
+SET_ASIDE_HOME = "coordinator/engine/attempts.py"
+
+
+def set_aside_spellings(source: str) -> list[str]:
+    """Calls that collect set-aside rows themselves: ``book.collector()``, or a
+    store query handed a ``set_aside=`` callback directly (handing on the book
+    itself, ``set_aside=self.set_aside``, is wiring and passes)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        callback = any(
+            k.arg == "set_aside" and _name(k.value) != "set_aside" for k in node.keywords
+        )
+        if _name(node.func) == "collector" or callback:
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_set_aside_check_finds_both_spellings() -> None:
+    assert set_aside_spellings("refused, collect = engine.set_aside.collector()")
+    assert set_aside_spellings("store.job_complete_many(done, now, set_aside=collect)")
+    assert set_aside_spellings("await attempts.in_store('x', now, store.job_complete_many)") == []
+    assert set_aside_spellings("Attempts(store=store, set_aside=self.set_aside)") == []
+
+
+def test_every_store_call_ending_attempts_goes_through_in_store() -> None:
+    elsewhere = {}
+    for path in sorted((REPO / "coordinator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == SET_ASIDE_HOME or rel.startswith("coordinator/store/"):
+            continue
+        found = set_aside_spellings(path.read_text())
+        if found:
+            elsewhere[rel] = found
+    assert elsewhere == {}, f"set-aside collected outside {SET_ASIDE_HOME}: {elsewhere}"
