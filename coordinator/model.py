@@ -378,6 +378,65 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 )
 
 
+class UniqueRule(enum.IntEnum):
+    """How a uniqueness key admits jobs (``Uniqueness``; docs/uniqueness.md)."""
+
+    # At most one job of the key in one of ``statuses`` (default PENDING, RUNNING).
+    WHILE = 1
+    # One job per ``period_us`` from the admitted job's enqueue, whatever its state.
+    PERIOD = 2
+    # An enqueue while the key's job is PENDING and not yet due replaces its
+    # payload and moves its due time (never past the first enqueue + max wait).
+    DEBOUNCE = 3
+
+
+class UniqueOutcome(enum.IntEnum):
+    """What an enqueue with a uniqueness key did."""
+
+    # A new job was stored (the key had none that blocks it).
+    CREATED = 1
+    # The key's job was returned unchanged (deduplicated).
+    EXISTING = 2
+    # The key's pending job took this enqueue's payload and a later due time.
+    DEBOUNCED = 3
+
+
+UNIQUE_WHILE_DEFAULT = (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class Uniqueness:
+    """The uniqueness rule an enqueue asks for, per tenant and key."""
+
+    key: str
+    rule: UniqueRule
+    # WHILE: the statuses in which the key's job blocks another.
+    statuses: tuple[JobStatus, ...] = UNIQUE_WHILE_DEFAULT
+    # PERIOD: the window's length.
+    period_us: int = 0
+    # DEBOUNCE: how long after the latest enqueue the job becomes due, and the
+    # most the first enqueue's job may be put off in all (0: no bound).
+    delay_us: int = 0
+    max_wait_us: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueKeyRow:
+    """A stored uniqueness key: the job it names and what debounce did to it."""
+
+    tenant_id: str
+    unique_key: str
+    job_id: str
+    rule: int
+    # When the key's job was admitted, and (PERIOD) when its window ends.
+    admitted_at: int
+    window_ends_at: int | None
+    # DEBOUNCE: times the job's due time was moved, when last, and its bound.
+    debounced: int
+    debounced_at: int | None
+    max_due_at: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class JobTypeDefaults:
     """Settings a job of this type gets when its enqueue leaves them unset."""

@@ -82,6 +82,7 @@ def _clean(store: Store) -> None:
             "wfj_cluster_flags",
             "wfj_job_events",
             "wfj_job_type_defaults",
+            "wfj_unique_keys",
         ):
             conn.execute(sa.text(f"DELETE FROM {table}"))
 

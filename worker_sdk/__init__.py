@@ -40,6 +40,7 @@ from ._convert import (
     JobStatus,
     JobView,
     RetryPolicy,
+    Uniqueness,
     WorkflowRef,
 )
 from ._errors import (
@@ -125,6 +126,7 @@ __all__ = [
     "SchedulerClient",
     "UnauthenticatedError",
     "UnavailableError",
+    "Uniqueness",
     "Worker",
     "WorkflowJobsError",
     "WorkflowRef",

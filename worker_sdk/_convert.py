@@ -236,6 +236,63 @@ class RetryPolicy:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Uniqueness:
+    """At most one job per tenant and ``key``, by one rule (docs/uniqueness.md).
+
+    Build it with :meth:`unique_while`, :meth:`for_period` or :meth:`debounce`.
+
+    Attributes:
+        key: The uniqueness key, per tenant.
+        statuses: Unique while: the statuses in which the key's job blocks
+            another (empty: ``PENDING`` and ``RUNNING``).
+        period: Unique for a period: one job per period from the admitted
+            job's enqueue, whatever its state.
+        delay: Debounce: the job becomes due this long after the latest enqueue.
+        max_wait: Debounce: never later than this long after the first
+            enqueue of the job (None: no maximum).
+    """
+
+    key: str
+    statuses: tuple[JobStatus, ...] = ()
+    period: timedelta | float | None = None
+    delay: timedelta | float | None = None
+    max_wait: timedelta | float | None = None
+
+    @classmethod
+    def unique_while(cls, key: str, *statuses: JobStatus) -> Uniqueness:
+        """A second enqueue returns the key's job while it is in ``statuses``
+        (default ``PENDING``, ``RUNNING``)."""
+        return cls(key, statuses=tuple(statuses))
+
+    @classmethod
+    def for_period(cls, key: str, period: timedelta | float) -> Uniqueness:
+        """The key admits one job per ``period`` (seconds or timedelta)."""
+        return cls(key, period=period)
+
+    @classmethod
+    def debounce(
+        cls, key: str, delay: timedelta | float, max_wait: timedelta | float | None = None
+    ) -> Uniqueness:
+        """Enqueues while the key's job is pending and not yet due replace its
+        payload and put it off to ``delay`` after the latest, at most
+        ``max_wait`` after the first."""
+        return cls(key, delay=delay, max_wait=max_wait)
+
+    def to_proto(self) -> job_pb2.Uniqueness:
+        """Build the ``workflowjobs.v1.Uniqueness`` message."""
+        message = job_pb2.Uniqueness(key=self.key)
+        if self.delay is not None:
+            message.debounce.delay.CopyFrom(to_duration(self.delay))
+            if self.max_wait is not None:
+                message.debounce.max_wait.CopyFrom(to_duration(self.max_wait))
+        elif self.period is not None:
+            message.period.CopyFrom(to_duration(self.period))
+        else:
+            message.unique_while.statuses.extend(s.to_proto() for s in self.statuses)  # type: ignore[misc]
+        return message
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobRequest:
     """Everything needed to enqueue one job; used by ``enqueue_batch``.
 
@@ -262,6 +319,8 @@ class JobRequest:
             ``ctx.enqueue``; see :meth:`JobContext.enqueue_async`).
         ordering_key: Jobs of the same tenant and key run one at a time, in
             enqueue order.
+        uniqueness: At most one job per tenant and uniqueness key
+            (:class:`Uniqueness`: unique while, for a period, or debounce).
     """
 
     job_type: str
@@ -283,6 +342,7 @@ class JobRequest:
     tracestate: str | None = None
     parent_job_id: str | None = None
     ordering_key: str | None = None
+    uniqueness: Uniqueness | None = None
 
     def to_proto(self) -> job_pb2.JobSpec:
         """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
@@ -329,6 +389,8 @@ class JobRequest:
             spec.execution_timeout.CopyFrom(to_duration(self.execution_timeout))
         if self.heartbeat_timeout is not None:
             spec.heartbeat_timeout.CopyFrom(to_duration(self.heartbeat_timeout))
+        if self.uniqueness is not None:
+            spec.uniqueness.CopyFrom(self.uniqueness.to_proto())
         return spec
 
 
@@ -411,6 +473,8 @@ class JobView:
         ordering_key: The job's ordering key (empty: none).
         attempts: Attempt history, when it was asked for.
         deduplicated: True when ``enqueue`` returned an existing job.
+        debounced: True when ``enqueue`` debounced: the key's pending job took
+            its payload and a later due time.
         raw: The underlying ``workflowjobs.v1.Job`` message.
         released_attempts: Attempts a worker handed back; they do not count
             against ``max_attempts``.
@@ -445,6 +509,7 @@ class JobView:
     released_attempts: int = 0
     parent_job_id: str = ""
     ordering_key: str = ""
+    debounced: bool = False
 
     @property
     def is_terminal(self) -> bool:
@@ -476,7 +541,9 @@ class JobView:
         return decode_payload(self.payload, self.payload_content_type, type_hint)
 
     @classmethod
-    def from_proto(cls, job: job_pb2.Job, *, deduplicated: bool = False) -> JobView:
+    def from_proto(
+        cls, job: job_pb2.Job, *, deduplicated: bool = False, debounced: bool = False
+    ) -> JobView:
         """Read a ``workflowjobs.v1.Job`` message."""
         return cls(
             id=job.id,
@@ -508,4 +575,5 @@ class JobView:
             released_attempts=job.released_attempts,
             parent_job_id=job.parent_job_id,
             ordering_key=job.ordering_key,
+            debounced=debounced,
         )

@@ -27,6 +27,7 @@ from ._convert import (
     JobStatus,
     JobView,
     RetryPolicy,
+    Uniqueness,
     WorkflowRef,
     job_specs,
 )
@@ -48,11 +49,14 @@ class EnqueueResult:
         job_id: Id of the job (the existing one when deduplicated).
         deduplicated: True when an existing job with the same idempotency key was returned.
         status: The job's status.
+        debounced: True when the job's uniqueness key debounced this one (the
+            key's pending job took its payload and a later due time).
     """
 
     job_id: str
     deduplicated: bool
     status: JobStatus
+    debounced: bool = False
 
 
 def _enqueue_request(
@@ -68,7 +72,10 @@ def _enqueue_request(
 def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list[EnqueueResult]:
     return [
         EnqueueResult(
-            job_id=r.job_id, deduplicated=r.deduplicated, status=JobStatus.from_proto(r.status)
+            job_id=r.job_id,
+            deduplicated=r.deduplicated,
+            status=JobStatus.from_proto(r.status),
+            debounced=r.debounced,
         )
         for r in response.results
     ]
@@ -113,6 +120,7 @@ class SchedulerClient(BlockingClient):
         tracestate: str | None = None,
         parent_job_id: str | None = None,
         ordering_key: str | None = None,
+        uniqueness: Uniqueness | None = None,
     ) -> JobView:
         """Enqueue one job.
 
@@ -139,9 +147,12 @@ class SchedulerClient(BlockingClient):
                 handler use ``ctx.enqueue``, which sets it and deduplicates).
             ordering_key: Jobs of the same tenant and ordering key run one at a
                 time, in enqueue order (e.g. a workflow instance id).
+            uniqueness: At most one job per tenant and uniqueness key
+                (:class:`Uniqueness`: unique while, for a period, or debounce).
 
         Returns:
-            The job; ``deduplicated`` tells whether it already existed.
+            The job; ``deduplicated`` tells whether it already existed, and
+            ``debounced`` whether it took this call's payload and a later due time.
 
         Raises:
             InvalidArgumentError: The coordinator rejected the job.
@@ -170,9 +181,12 @@ class SchedulerClient(BlockingClient):
                 tracestate=tracestate,
                 parent_job_id=parent_job_id,
                 ordering_key=ordering_key,
+                uniqueness=uniqueness,
             )
             response = self._call(self._stub.Enqueue, request)
-        return JobView.from_proto(response.job, deduplicated=response.deduplicated)
+        return JobView.from_proto(
+            response.job, deduplicated=response.deduplicated, debounced=response.debounced
+        )
 
     def enqueue_batch(self, jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[EnqueueResult]:
         """Enqueue several jobs atomically: all or none.
@@ -236,7 +250,6 @@ class SchedulerClient(BlockingClient):
             view = JobView.from_proto(response.job)
             if view.is_terminal:
                 return view
-
 
     def watch_events(
         self,
@@ -359,6 +372,7 @@ class AsyncSchedulerClient:
         tracestate: str | None = None,
         parent_job_id: str | None = None,
         ordering_key: str | None = None,
+        uniqueness: Uniqueness | None = None,
     ) -> JobView:
         """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
         with _tracing.enqueue_span(job_type, tenant_id) as context:
@@ -384,9 +398,12 @@ class AsyncSchedulerClient:
                 tracestate=tracestate,
                 parent_job_id=parent_job_id,
                 ordering_key=ordering_key,
+                uniqueness=uniqueness,
             )
             response = await self._call(self._stub.Enqueue, request)
-        return JobView.from_proto(response.job, deduplicated=response.deduplicated)
+        return JobView.from_proto(
+            response.job, deduplicated=response.deduplicated, debounced=response.debounced
+        )
 
     async def enqueue_batch(
         self, jobs: Sequence[JobRequest | job_pb2.JobSpec]

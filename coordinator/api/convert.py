@@ -19,6 +19,7 @@ from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, keep_tail
 from coordinator.engine.explain import WaitReason
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
+    UNIQUE_WHILE_DEFAULT,
     AttemptRow,
     Completion,
     ConcurrencyLimit,
@@ -38,6 +39,8 @@ from coordinator.model import (
     RateLimit,
     Release,
     RetryPolicy,
+    Uniqueness,
+    UniqueRule,
 )
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2 as jpb
@@ -160,6 +163,34 @@ def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
     if spec.HasField("heartbeat_timeout"):
         job.heartbeat_timeout_ms = duration_ms(spec.heartbeat_timeout, "heartbeat_timeout") or None
     return job
+
+
+def uniqueness_from_spec(spec: jpb.JobSpec) -> Uniqueness | None:
+    """The uniqueness rule of a job spec, or None (read only when the spec has one)."""
+    if not spec.HasField("uniqueness"):
+        return None
+    u = spec.uniqueness
+    which = u.WhichOneof("rule")
+    if which == "unique_while":
+        statuses = tuple(JobStatus(s) for s in u.unique_while.statuses if s in _STATUSES)
+        if len(statuses) != len(u.unique_while.statuses):
+            raise InvalidArgument(
+                "uniqueness.unique_while.statuses: every status must be a known JobStatus"
+            )
+        return Uniqueness(u.key, UniqueRule.WHILE, statuses or UNIQUE_WHILE_DEFAULT)
+    if which == "period":
+        period = duration_ms(u.period, "uniqueness.period") * 1000
+        return Uniqueness(u.key, UniqueRule.PERIOD, period_us=period)
+    if which == "debounce":
+        delay = duration_ms(u.debounce.delay, "uniqueness.debounce.delay") * 1000
+        max_wait = duration_ms(u.debounce.max_wait, "uniqueness.debounce.max_wait") * 1000
+        return Uniqueness(u.key, UniqueRule.DEBOUNCE, delay_us=delay, max_wait_us=max_wait)
+    raise InvalidArgument(
+        "uniqueness names no rule: set unique_while, period or debounce (docs/uniqueness.md)"
+    )
+
+
+_STATUSES = frozenset(int(s) for s in JobStatus)
 
 
 def _set_ts(ts: timestamp_pb2.Timestamp, us: int) -> None:

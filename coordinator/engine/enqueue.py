@@ -18,6 +18,7 @@ from coordinator.engine.pauses import pause_subject
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
+from coordinator.engine.uniqueness import check_uniqueness, first_due_at
 from coordinator.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (
@@ -32,6 +33,8 @@ from coordinator.model import (
     OrderingFailure,
     PauseKind,
     RetryPolicy,
+    Uniqueness,
+    UniqueOutcome,
 )
 
 log = logging.getLogger(__name__)
@@ -127,14 +130,17 @@ class Enqueue(Reads):
             policy = RetryPolicy.from_json(job.retry_policy)
             job.max_attempts = policy.max_attempts or DEFAULT_RETRY_POLICY.max_attempts or 3
 
-    async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
-        """Store jobs atomically; returns (id, deduplicated, status) per job."""
+    def _check_batch_size(self, jobs: Sequence[NewJob]) -> None:
         if not jobs:
             raise InvalidArgument("no jobs given; send at least one JobSpec")
         if len(jobs) > self.config.max_batch_size:
             raise InvalidArgument(
                 f"batch of {len(jobs)} jobs exceeds the limit of {self.config.max_batch_size}"
             )
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+        """Store jobs atomically; returns (id, deduplicated, status) per job."""
+        self._check_batch_size(jobs)
         now = self.clock.now_us()
         if len(jobs) == 1:
             prepared = [self.prepare(jobs[0], now)]
@@ -149,6 +155,39 @@ class Enqueue(Reads):
         self.dispatcher.wake_at(j.due_at for j in prepared)
         self.telemetry.enqueued(prepared, result)
         return result
+
+    async def enqueue_unique(
+        self, jobs: Sequence[NewJob], uniqueness: Sequence[Uniqueness | None]
+    ) -> list[tuple[str, UniqueOutcome, int]]:
+        """Store jobs atomically, each under its uniqueness rule (None: none).
+
+        Returns ``(id, outcome, status)`` per job: CREATED, EXISTING (the
+        key's job, unchanged) or DEBOUNCED (the key's pending job took this
+        payload and a later due time). Only callers that ask for uniqueness
+        come here; plain enqueues never read a key.
+        """
+        self._check_batch_size(jobs)
+        now = self.clock.now_us()
+        prepared = []
+        for index, (job, rule) in enumerate(zip(jobs, uniqueness, strict=True)):
+            try:
+                if rule is not None:
+                    check_uniqueness(rule, job, self.config.max_string_length)
+                    job.due_at = job.due_at or first_due_at(rule, now)
+                prepared.append(self.prepare(job, now))
+            except InvalidArgument as e:
+                raise InvalidArgument(f"jobs[{index}]: {e}" if len(jobs) > 1 else str(e)) from None
+        stored = await self.run_store(self.store.job_insert_unique, prepared, uniqueness, now)
+        results = [(job_id, UniqueOutcome(outcome), status) for job_id, outcome, status in stored]
+        self.dispatcher.wake_at(
+            j.due_at
+            for j, (_, outcome, _) in zip(prepared, results, strict=True)
+            if outcome == UniqueOutcome.CREATED
+        )
+        self.telemetry.enqueued(
+            prepared, [(i, o != UniqueOutcome.CREATED, s) for i, o, s in results]
+        )
+        return results
 
     async def enqueue_one(self, job: NewJob) -> tuple[JobRow, bool]:
         """Store one job; returns it and whether it was deduplicated.

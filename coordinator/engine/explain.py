@@ -34,6 +34,7 @@ from coordinator.model import (
     JobRow,
     JobStatus,
     PauseKind,
+    UniqueKeyRow,
     candidate_of,
 )
 from coordinator.tenancy import TenantScope
@@ -83,6 +84,9 @@ async def explain(
         reasons.append(
             WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
         )
+        key = await engine.run_store(engine.store.unique_key_of_job, row.id)
+        if key is not None and key.debounced:
+            reasons.append(_debounced(key))
     pauses = await engine.run_store(engine.store.pauses_covering, row, now)
     for p in pauses:
         kind = PauseKind(p.kind)
@@ -210,6 +214,23 @@ async def explain(
     if others:
         reasons.append(await _fair_share(engine, row, others))
     return row, reasons
+
+
+def _debounced(key: UniqueKeyRow) -> WaitReason:
+    """Later enqueues of the job's uniqueness key moved its due time."""
+    bound = (
+        f"; it cannot be moved past {_when(key.max_due_at)} (the debounce's max wait)"
+        if key.max_due_at is not None
+        else "; its debounce has no max wait"
+    )
+    last = _when(key.debounced_at) if key.debounced_at is not None else "?"
+    return WaitReason(
+        "DEBOUNCED",
+        f"debounced: {key.debounced} later enqueue(s) of uniqueness key {key.unique_key!r} "
+        f"replaced its payload and moved its due time (last at {last}){bound}",
+        until=key.max_due_at,
+        count=key.debounced,
+    )
 
 
 async def _fair_share(engine: Engine, row: JobRow, others: list[str]) -> WaitReason:

@@ -18,10 +18,12 @@ from coordinator.store.ordering import OrderingQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.protocol import Store
 from coordinator.store.stats import StatsQueries
+from coordinator.store.uniqueness import UniqueQueries
 from coordinator.store.workers import WorkerQueries
 
 
 class SqlStore(
+    UniqueQueries,
     JobQueries,
     LeaseQueries,
     PauseQueries,

@@ -46,6 +46,8 @@ from coordinator.model import (
     RetryGrantRule,
     RunningDeadline,
     StateChange,
+    UniqueKeyRow,
+    Uniqueness,
     WorkerRecord,
     operator_retry_grant,
 )
@@ -113,6 +115,13 @@ class Store(Protocol):
         keep_if_held: bool,
         limits: AdmissionFor | None = None,
     ) -> tuple[JobRow | None, bool, str | None]: ...
+    # Store jobs under their uniqueness rules (store/uniqueness.py), atomically:
+    # (job id, UniqueOutcome, status) per job in input order.
+    def job_insert_unique(
+        self, new_jobs: Sequence[NewJob], uniqueness: Sequence[Uniqueness | None], now: int
+    ) -> list[tuple[str, int, int]]: ...
+    # The uniqueness key naming this job, or None.
+    def unique_key_of_job(self, job_id: str) -> UniqueKeyRow | None: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0015"
+SCHEMA_REVISION = "0020"
 
 metadata = sa.MetaData()
 
@@ -217,6 +217,23 @@ rate_buckets = sa.Table(
     sa.Column("slow_level", sa.SmallInteger, nullable=False, server_default="0"),
     sa.Column("slowed_at", sa.BigInteger, nullable=False, server_default="0"),
 )
+
+# One row per (tenant, uniqueness key): the job the key admitted last, and
+# what its rule decides the next enqueue by (store/uniqueness.py).
+unique_keys = sa.Table(
+    "wfj_unique_keys",
+    metadata,
+    sa.Column("tenant_id", sa.Text, primary_key=True),
+    sa.Column("unique_key", sa.Text, primary_key=True),
+    sa.Column("job_id", sa.Text, nullable=False),
+    sa.Column("rule", sa.SmallInteger, nullable=False),
+    sa.Column("admitted_at", sa.BigInteger, nullable=False),
+    sa.Column("window_ends_at", sa.BigInteger),
+    sa.Column("debounced", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("debounced_at", sa.BigInteger),
+    sa.Column("max_due_at", sa.BigInteger),
+)
+sa.Index("ix_wfj_unique_keys_job", unique_keys.c.job_id)
 
 # One row per worker stream of each coordinator: keyed by (coordinator,
 # worker id), since workers on different replicas may announce the same id.

@@ -25,8 +25,10 @@ from worker_sdk import (
     JobEventFilter,
     JobEventKind,
     JobFilter,
+    JobStatus,
     JobView,
     SchedulerClient,
+    Uniqueness,
     WorkflowJobsError,
 )
 from worker_sdk import WorkflowRef as SdkWorkflowRef
@@ -945,6 +947,7 @@ class Commands:
                 idempotency_key=a.idempotency_key,
                 category=a.category,
                 ordering_key=a.ordering_key,
+                uniqueness=_uniqueness(a),
             )
             if a.wait is None:
                 return self._enqueued(job)
@@ -965,9 +968,38 @@ class Commands:
         if self.out.as_json:
             self.out.json(job_json(job))
         else:
-            note = " (already existed)" if job.deduplicated else ""
+            note = (
+                " (debounced: the existing job took this payload)"
+                if job.debounced
+                else " (already existed)"
+                if job.deduplicated
+                else ""
+            )
             self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
+
+
+def _uniqueness(a: argparse.Namespace) -> Uniqueness | None:
+    """The uniqueness rule of ``wfjobs enqueue``'s options (None: none asked for)."""
+    if a.unique_key is None:
+        if a.unique_while or a.unique_for or a.debounce or a.max_wait:
+            raise UsageError("--unique-while, --unique-for and --debounce need --unique-key")
+        return None
+    if a.max_wait is not None and a.debounce is None:
+        raise UsageError("--max-wait goes with --debounce")
+    if a.debounce is not None:
+        return Uniqueness.debounce(a.unique_key, a.debounce, a.max_wait)
+    if a.unique_for is not None:
+        return Uniqueness.for_period(a.unique_key, a.unique_for)
+    names = [n.strip() for n in (a.unique_while or "").split(",") if n.strip()]
+    try:
+        statuses = [JobStatus[n.upper()] for n in names]
+    except KeyError as e:
+        raise UsageError(
+            f"--unique-while: {e.args[0]!r} is not a status (pending, running, completed, "
+            "faulted, cancelled)"
+        ) from None
+    return Uniqueness.unique_while(a.unique_key, *statuses)
 
 
 # -- the parser ------------------------------------------------------------------------------
@@ -1318,6 +1350,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--ordering-key",
         default=None,
         help="jobs of the same tenant and ordering key run one at a time, in enqueue order",
+    )
+    p.add_argument(
+        "--unique-key",
+        default=None,
+        help="uniqueness key (same tenant): with --unique-while (the default), "
+        "--unique-for or --debounce; see docs/uniqueness.md",
+    )
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--unique-while",
+        default=None,
+        metavar="STATUSES",
+        help="the key's job blocks another while in one of these comma-separated "
+        "statuses (default: pending,running)",
+    )
+    rule.add_argument(
+        "--unique-for",
+        type=parse_duration,
+        default=None,
+        metavar="PERIOD",
+        help="the key admits one job per period, whatever its state (a duration: 90s, 10m, 1h)",
+    )
+    rule.add_argument(
+        "--debounce",
+        type=parse_duration,
+        default=None,
+        metavar="DELAY",
+        help="the key's pending job takes this payload and runs DELAY after the latest enqueue "
+        "(a duration: 30s, 5m)",
+    )
+    p.add_argument(
+        "--max-wait",
+        type=parse_duration,
+        default=None,
+        help="with --debounce: never later than this long after the first enqueue (a duration: 90s, 5m)",
     )
     p.add_argument(
         "--wait",

@@ -182,6 +182,7 @@ class WaitReason(_message.Message):
         KIND_RATE_LIMIT: _ClassVar[WaitReason.Kind]
         KIND_ORDERING: _ClassVar[WaitReason.Kind]
         KIND_FAIR_SHARE: _ClassVar[WaitReason.Kind]
+        KIND_DEBOUNCED: _ClassVar[WaitReason.Kind]
     KIND_UNSPECIFIED: WaitReason.Kind
     KIND_NOT_DUE: WaitReason.Kind
     KIND_PAUSED: WaitReason.Kind
@@ -195,6 +196,7 @@ class WaitReason(_message.Message):
     KIND_RATE_LIMIT: WaitReason.Kind
     KIND_ORDERING: WaitReason.Kind
     KIND_FAIR_SHARE: WaitReason.Kind
+    KIND_DEBOUNCED: WaitReason.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]

@@ -103,7 +103,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_multiplier: _Optional[float] = ..., max_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., jitter: _Optional[float] = ..., non_retryable_error_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key")
+    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key", "uniqueness")
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,7 @@ class JobSpec(_message.Message):
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
+    UNIQUENESS_FIELD_NUMBER: _ClassVar[int]
     job_type: str
     tenant_id: str
     workflow: WorkflowRef
@@ -136,7 +137,34 @@ class JobSpec(_message.Message):
     concurrency_key: str
     parent_job_id: str
     ordering_key: str
-    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ...) -> None: ...
+    uniqueness: Uniqueness
+    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., uniqueness: _Optional[_Union[Uniqueness, _Mapping]] = ...) -> None: ...
+
+class Uniqueness(_message.Message):
+    __slots__ = ("key", "unique_while", "period", "debounce")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_WHILE_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    unique_while: UniqueWhile
+    period: _duration_pb2.Duration
+    debounce: Debounce
+    def __init__(self, key: _Optional[str] = ..., unique_while: _Optional[_Union[UniqueWhile, _Mapping]] = ..., period: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., debounce: _Optional[_Union[Debounce, _Mapping]] = ...) -> None: ...
+
+class UniqueWhile(_message.Message):
+    __slots__ = ("statuses",)
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    statuses: _containers.RepeatedScalarFieldContainer[JobStatus]
+    def __init__(self, statuses: _Optional[_Iterable[_Union[JobStatus, str]]] = ...) -> None: ...
+
+class Debounce(_message.Message):
+    __slots__ = ("delay", "max_wait")
+    DELAY_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    delay: _duration_pb2.Duration
+    max_wait: _duration_pb2.Duration
+    def __init__(self, delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobAttempt(_message.Message):
     __slots__ = ("number", "worker_id", "start_time", "end_time", "outcome", "error", "error_kind", "traceback")

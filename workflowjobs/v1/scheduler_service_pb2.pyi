@@ -115,16 +115,18 @@ class InlineExecution(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., enqueue_if_paused: _Optional[bool] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
-    __slots__ = ("job", "deduplicated", "lease_token", "lease_expire_time")
+    __slots__ = ("job", "deduplicated", "lease_token", "lease_expire_time", "debounced")
     JOB_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCED_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     deduplicated: bool
     lease_token: str
     lease_expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    debounced: bool
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., debounced: _Optional[bool] = ...) -> None: ...
 
 class EnqueueBatchRequest(_message.Message):
     __slots__ = ("jobs",)
@@ -133,14 +135,16 @@ class EnqueueBatchRequest(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.JobSpec, _Mapping]]] = ...) -> None: ...
 
 class EnqueueResult(_message.Message):
-    __slots__ = ("job_id", "deduplicated", "status")
+    __slots__ = ("job_id", "deduplicated", "status", "debounced")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCED_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     deduplicated: bool
     status: _job_pb2.JobStatus
-    def __init__(self, job_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ...) -> None: ...
+    debounced: bool
+    def __init__(self, job_id: _Optional[str] = ..., deduplicated: _Optional[bool] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., debounced: _Optional[bool] = ...) -> None: ...
 
 class EnqueueBatchResponse(_message.Message):
     __slots__ = ("results",)
