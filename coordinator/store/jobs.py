@@ -59,6 +59,7 @@ from coordinator.store.schema import (
     job_attempts,
     jobs,
     lanes,
+    unique_keys,
 )
 
 log = logging.getLogger(__name__)
@@ -1139,6 +1140,7 @@ class JobQueries(EventQueries):
             if not gone:
                 return 0
             conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(list(gone))))
+            self._unique_keys_forget(conn, list(gone))
             # A FAULTED job that held its key is gone: the key's next job may run.
             holding = _keys_of(
                 r
@@ -1148,6 +1150,24 @@ class JobQueries(EventQueries):
             lock_keys(conn, self.is_postgres, holding)
             self._release(conn, holding)
             return len(gone)
+
+    def _unique_keys_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
+        """Delete the uniqueness keys naming purged jobs (store/uniqueness.py).
+
+        A key row an enqueue holds is skipped, not waited for (that enqueue
+        takes the key row before the job row, the purge the other way round),
+        and a key naming a deleted job blocks nothing anyway.
+        """
+        held = sa.select(unique_keys.c.tenant_id, unique_keys.c.unique_key).where(
+            unique_keys.c.job_id.in_(job_ids)
+        )
+        if self.is_postgres:
+            held = held.with_for_update(skip_locked=True)
+        conn.execute(
+            unique_keys.delete().where(
+                sa.tuple_(unique_keys.c.tenant_id, unique_keys.c.unique_key).in_(held)
+            )
+        )
 
     def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
         query = sa.select(jobs).where(jobs.c.id == job_id)

@@ -224,3 +224,20 @@ def test_bad_rules_are_refused_and_store_nothing(
             await h.job(plain.id)
 
     run(store_url, scenario)
+
+
+def test_retention_purging_the_keys_job_frees_and_forgets_the_key(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        rule = Uniqueness("digest", UniqueRule.PERIOD, period_us=3600 * SECOND)
+        first, _, _ = await _put(h, rule)
+        await _finish(h, first)
+        store = h.engine.store
+        purged = await h.engine.run_store(
+            store.job_purge_finished, {int(JobStatus.COMPLETED): T0 + 10 * SECOND}, 100
+        )
+        assert purged == 1
+        assert await h.engine.run_store(store.unique_key_of_job, first) is None
+        second, outcome, _ = await _put(h, rule)
+        assert outcome == CREATED and second != first
+
+    run(store_url, scenario)
