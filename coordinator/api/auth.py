@@ -460,7 +460,32 @@ class TokenGate(grpc.aio.ServerInterceptor):
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
-        # Other shapes (health's Watch) are checked by AuthInterceptor alone.
+        if handler.unary_stream is not None:
+            # WatchJobEvents, and health's Watch when health is not open.
+            inner_us = handler.unary_stream
+
+            async def admit(context: grpc.aio.ServicerContext) -> None:
+                try:
+                    authorize(method, metadata)
+                except (Unauthenticated, PermissionDenied) as e:
+                    await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await admit(context)
+                async for item in inner_us(request, context):
+                    yield item
+
+            async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
+                await admit(context)
+                await inner_us(request, context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # No service of ours takes a client stream with a single answer
+        # (AuthInterceptor refuses one).
         return handler
 
 
