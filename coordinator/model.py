@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -155,29 +156,71 @@ class EventCursor:
     ``n`` is ``WHOLE_ROW`` (the form every cursor had before rows held
     several events, so such cursors stay valid), else ``"<ord>-<id>-<n>"``;
     clients treat it as opaque.
+
+    ``history`` (PostgreSQL) names the database history the position belongs
+    to: 8 hex digits of a hash of the server's system identifier and
+    timeline (``EVENT_HISTORY_LENGTH``), written after a ``.``
+    (``"<ord>-<id>.<history>"``). Transaction ids, and so ``ord``, mean
+    something only within one history: a server promoted from a standby that
+    missed transactions may hand out ids a reader has already passed.
+    Cursors without it (SQLite, and every cursor handed out before it
+    existed) are read as positions of the current history. It takes no part
+    in comparisons.
     """
 
     ord: int
     id: int
     n: int = WHOLE_ROW
+    history: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        if self.n == WHOLE_ROW:
-            return f"{self.ord}-{self.id}"
-        return f"{self.ord}-{self.id}-{self.n}"
+        text = f"{self.ord}-{self.id}" if self.n == WHOLE_ROW else f"{self.ord}-{self.id}-{self.n}"
+        return f"{text}.{self.history}" if self.history else text
 
     @classmethod
     def parse(cls, text: str) -> EventCursor:
-        """Raises ValueError when ``text`` is not a cursor this log wrote."""
-        parts = text.strip().split("-")
-        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        """Raises ValueError when ``text`` is not a cursor this log wrote.
+
+        Only the exact forms ``__str__`` writes are read: ASCII digits without
+        leading zeros, nothing around them (no whitespace, no other digits).
+        """
+        match = _CURSOR_FORM.fullmatch(text)
+        if match is None:
             raise ValueError(
-                f"{text!r} is not an event cursor (expected 'ORD-ID' or 'ORD-ID-N', all numbers)"
+                f"{shown(text)} is not an event cursor (expected 'ORD-ID' or 'ORD-ID-N', "
+                "ASCII digits, optionally followed by '.' and the 8 hex digits of a history)"
             )
-        cursor = cls(*(int(p) for p in parts))
+        ord_, id_, n, history = match.groups()
+        cursor = cls(int(ord_), int(id_), int(n) if n else WHOLE_ROW, history or "")
         if cursor.ord >= 2**63 or cursor.id >= 2**63 or not 0 < cursor.n <= WHOLE_ROW:
-            raise ValueError(f"{text!r} is not an event cursor (out of range)")
+            raise ValueError(f"{shown(text)} is not an event cursor (out of range)")
         return cursor
+
+    def in_history(self, history: str) -> EventCursor:
+        """This position, as a cursor of ``history``."""
+        return EventCursor(self.ord, self.id, self.n, history)
+
+
+# Hex digits of ``EventCursor.history``.
+EVENT_HISTORY_LENGTH = 8
+# What ``EventCursor.__str__`` writes: numbers of at most 19 digits (below
+# 2**63), no leading zero.
+_CURSOR_NUMBER = "(0|[1-9][0-9]{0,18})"
+_CURSOR_FORM = re.compile(
+    rf"{_CURSOR_NUMBER}-{_CURSOR_NUMBER}(?:-{_CURSOR_NUMBER})?"
+    rf"(?:\.([0-9a-f]{{{EVENT_HISTORY_LENGTH}}}))?"
+)
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """``value`` quoted for an error message, cut to its first ``limit`` characters.
+
+    Errors never echo a whole caller's value: a long one would make the
+    answer's status message (a header) too large to deliver.
+    """
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
 
 
 class PauseKind(enum.IntEnum):

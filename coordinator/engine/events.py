@@ -41,7 +41,7 @@ from coordinator.backoff import CappedBackoff
 from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, OutOfRange, ShuttingDown
 from coordinator.model import EventCursor, EventFilter, JobEvent
-from coordinator.store.events import EventsPurged
+from coordinator.store.events import EventLogBounds, EventsPurged
 
 log = logging.getLogger(__name__)
 
@@ -159,9 +159,14 @@ class EventHub:
         Raises:
             OutOfRange: retention deleted events after ``after``.
         """
+        bounds = await self._run(self._store.event_bounds)
+        history = bounds.history
         position = after
+        if after is not None:
+            check_resumable(after, bounds)
+            position = after.in_history(history)
         if position is None and not from_oldest:
-            position = await self._run(self._store.event_tail)
+            position = bounds.tail
         held_back = CappedBackoff(self.config.held_back_min_s, self.config.held_back_max_s)
         loop = asyncio.get_running_loop()
         yield [], position
@@ -177,9 +182,12 @@ class EventHub:
             except EventsPurged as e:
                 raise OutOfRange(
                     f"events after cursor {position} were deleted by retention; the oldest "
-                    f"cursor still accepted is {e.purged_through} (pass it as 'after' to read "
+                    f"cursor still accepted is {e.purged_through.in_history(history)} (pass it as 'after' to read "
                     "every event kept, or leave 'after' empty to watch from now)"
                 ) from None
+            if page.history != history:
+                # The database failed over under this watch (or is another one).
+                raise OutOfRange(_other_history(position, history, page.history))
             if page.events:
                 yield page.events, page.events[-1].cursor
             if page.scanned_to is not None and (position is None or page.scanned_to > position):
@@ -201,6 +209,34 @@ class EventHub:
                 await asyncio.sleep(wait)
 
 
+def check_resumable(after: EventCursor, bounds: EventLogBounds) -> None:
+    """Raise ``OutOfRange`` unless ``after`` is a position of this log as it stands.
+
+    A cursor of another history (a failover to a standby, another database)
+    or ahead of every cursor this log can have handed out (a database
+    recreated under a client that kept its cursor) cannot be resumed from
+    without risking a gap.
+    """
+    if after.history and after.history != bounds.history:
+        raise OutOfRange(_other_history(after, after.history, bounds.history))
+    if after > bounds.end:
+        raise OutOfRange(
+            f"cursor {after} is ahead of this event log (it ends at {bounds.end}): it was not "
+            "handed out by this database (was it recreated, or restored from a backup?); "
+            "pass from_oldest to read every event kept, or leave 'after' empty to watch from now"
+        )
+
+
+def _other_history(position: EventCursor | None, was: str, now: str) -> str:
+    here = f"history {now}" if now else "a database without histories (SQLite)"
+    return (
+        f"cursor {position} belongs to database history {was}, and the coordinator now reads "
+        f"{here} (a failover to a standby, or another database): events after that cursor may "
+        "have been lost or numbered again; pass from_oldest to read every event kept (some "
+        "again), or leave 'after' empty to watch from now"
+    )
+
+
 def check_cursor(text: str) -> EventCursor | None:
     """The cursor a client sent (empty: none)."""
     if not text:
@@ -213,4 +249,4 @@ def check_cursor(text: str) -> EventCursor | None:
         ) from None
 
 
-__all__ = ["EventHub", "EventWatchConfig", "check_cursor"]
+__all__ = ["EventHub", "EventWatchConfig", "check_cursor", "check_resumable"]

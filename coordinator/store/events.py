@@ -50,6 +50,7 @@ cursor falls before that is told so instead of silently missing events.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from coordinator.model import (
+    EVENT_HISTORY_LENGTH,
     WHOLE_ROW,
     EventCursor,
     EventFilter,
@@ -78,9 +80,26 @@ HORIZON_SQL = (
     "(SELECT COALESCE((SELECT min(x::text::bigint) FROM pg_snapshot_xip(q.s) AS x "
     "WHERE mod(x::text::bigint, 4294967296) NOT IN (SELECT a.backend_xid::text::bigint "
     "FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.datid IS DISTINCT FROM "
-    "(SELECT oid FROM pg_database WHERE datname = current_database()))), "
+    "(SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "UNION ALL SELECT p.transaction::text::bigint FROM pg_prepared_xacts p "
+    "WHERE p.database <> current_database())), "
     "pg_snapshot_xmax(q.s)::text::bigint) FROM (SELECT pg_current_snapshot() AS s) q)"
 )
+# What identifies the server's history (PostgreSQL; see ``EventCursor.history``):
+# its system identifier and the timeline it writes WAL on (a promoted standby
+# keeps the identifier and starts a new timeline).
+HISTORY_SQL = (
+    "((SELECT system_identifier::text FROM pg_control_system()) || '/' || "
+    "substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))"
+)
+# The next transaction id (PostgreSQL): no cursor handed out has an ``ord`` at or above it.
+NEXT_XID_SQL = "(pg_snapshot_xmax(pg_current_snapshot())::text::bigint)"
+
+
+def history_tag(identity: str) -> str:
+    """The ``EventCursor.history`` of a server history (``HISTORY_SQL``'s value)."""
+    return hashlib.sha256(identity.encode()).hexdigest()[:EVENT_HISTORY_LENGTH]
+
 
 # The job columns an event copies (its workflow references).
 REF_COLUMNS = (
@@ -218,6 +237,21 @@ class EventPage:
     held_back: bool
     # The page stopped at its size (events or log rows read): read on at once.
     more: bool = False
+    # The history the page was read in (``EventCursor.history``; "" on SQLite);
+    # every cursor of the page carries it.
+    history: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogBounds:
+    """Where the log stands, for checking a cursor a client brings back."""
+
+    # The current history (``EventCursor.history``; "" on SQLite).
+    history: str
+    # Watching from here sees only later events (``event_tail``).
+    tail: EventCursor
+    # No cursor this log handed out is after this one.
+    end: EventCursor
 
 
 class EventsPurged(Exception):
@@ -351,13 +385,12 @@ class EventQueries(StoreBase):
             clauses.append(f"u.kind IN ({kinds})")
             row_clauses.append(f"AND kinds && CAST(ARRAY[{kinds}] AS smallint[]) ")
         horizon: int | None = None
+        history = ""
         with self.tx() as conn:
             if self.is_postgres:
-                horizon = int(
-                    conn.exec_driver_sql(
-                        f"SELECT {HORIZON_SQL}"
-                    ).scalar_one()
-                )
+                bounds = conn.exec_driver_sql(f"SELECT {HORIZON_SQL}, {HISTORY_SQL}").one()
+                horizon = int(bounds[0])
+                history = history_tag(bounds[1])
                 params["horizon"] = horizon
                 # The rows from the cursor's on that may match, as many as
                 # hold the page's budget of events (found by their event
@@ -424,7 +457,7 @@ class EventQueries(StoreBase):
             purged = _parse_flag(rows[0].purged) if rows else None
             if purged is not None and after is not None and after < purged:
                 raise EventsPurged(purged)
-            events = [_event_of(r) for r in rows if r[_EVENT_AT + 1] is not None]
+            events = [_event_of(r, history) for r in rows if r[_EVENT_AT + 1] is not None]
             held_back = False
             if len(events) < limit and horizon is not None:
                 held_back = bool(
@@ -434,19 +467,21 @@ class EventQueries(StoreBase):
                     ).scalar()
                 )
         if len(events) >= limit:
-            return EventPage(events, events[-1].cursor, held_back, more=True)
+            return EventPage(events, events[-1].cursor, held_back, more=True, history=history)
         if rows and rows[0].rows_follow:
             # The rows read held fewer (matching) events than ``limit``.
             last_row = EventCursor(int(rows[0].last_ord), int(rows[0].last_id))
-            return EventPage(events, max(last_row, start), held_back, more=True)
+            return EventPage(
+                events, max(last_row, start).in_history(history), held_back, True, history
+            )
         if horizon is not None:
             # Every event below the horizon has been seen.
-            scanned = EventCursor(horizon - 1, _MAX_ID) if horizon > 0 else None
+            scanned = EventCursor(horizon - 1, _MAX_ID, history=history) if horizon > 0 else None
         else:
             scanned = self._newest_cursor()
         if scanned is not None and scanned <= start:
             scanned = None
-        return EventPage(events, scanned, held_back)
+        return EventPage(events, scanned, held_back, history=history)
 
     def _newest_cursor(self) -> EventCursor | None:
         with self.statement() as conn:
@@ -457,15 +492,28 @@ class EventQueries(StoreBase):
 
     def event_tail(self) -> EventCursor:
         """Where the released log ends now: watching from here sees only later events."""
+        return self.event_bounds().tail
+
+    def event_bounds(self) -> EventLogBounds:
+        """The current history, the tail, and the last cursor this log can have handed out."""
         if self.is_postgres:
             with self.statement() as conn:
-                horizon = int(
-                    conn.exec_driver_sql(
-                        f"SELECT {HORIZON_SQL}"
-                    ).scalar_one()
-                )
-            return EventCursor(max(horizon - 1, 0), _MAX_ID)
-        return self._newest_cursor() or EventCursor(0, 0)
+                row = conn.exec_driver_sql(
+                    f"SELECT {HORIZON_SQL}, {HISTORY_SQL}, {NEXT_XID_SQL}"
+                ).one()
+            history = history_tag(row[1])
+            return EventLogBounds(
+                history,
+                EventCursor(max(int(row[0]) - 1, 0), _MAX_ID, history=history),
+                EventCursor(max(int(row[2]) - 1, 0), _MAX_ID, history=history),
+            )
+        with self.statement() as conn:
+            # AUTOINCREMENT: the largest id ever given, even once purged.
+            given = conn.execute(
+                sa.text("SELECT seq FROM sqlite_sequence WHERE name = 'wfj_job_events'")
+            ).scalar()
+        tail = self._newest_cursor() or EventCursor(0, 0)
+        return EventLogBounds("", tail, max(tail, EventCursor(0, int(given or 0))))
 
     def event_notify(self) -> None:
         """Tell every replica that job events were committed (PostgreSQL NOTIFY ``wfj_events``)."""
@@ -543,13 +591,13 @@ _STATUSES = {int(st): st for st in JobStatus}
 _EVENT_AT = 4
 
 
-def _event_of(row: Any) -> JobEvent:
+def _event_of(row: Any, history: str) -> JobEvent:
     """The event of a page row: e_ord, e_id, e_n, ``EVENT_COLUMNS``, result, its content type."""
     v = row[_EVENT_AT:]
     kind = _KINDS[v[3]]
     completed = kind is JobEventKind.COMPLETED
     return JobEvent(
-        EventCursor(v[0], v[1], v[2]),
+        EventCursor(v[0], v[1], v[2], history),
         kind,
         v[4],
         v[5],
@@ -575,6 +623,7 @@ def _event_of(row: Any) -> JobEvent:
 __all__ = [
     "EVENT_SOURCE_COLUMNS",
     "EventEntry",
+    "EventLogBounds",
     "EventPage",
     "EventQueries",
     "EventsPurged",

@@ -52,7 +52,7 @@ from coordinator.model import (
     operator_retry_grant,
 )
 from coordinator.store.base import StoreCapabilities
-from coordinator.store.events import EventPage
+from coordinator.store.events import EventLogBounds, EventPage
 from coordinator.store.leases import SetAside
 from coordinator.store.limits import AdmissionFor, BucketRows
 
@@ -249,6 +249,8 @@ class Store(Protocol):
     def event_read(self, flt: EventFilter, after: EventCursor | None, limit: int) -> EventPage: ...
     # Where the released log ends now (watching from here sees only later events).
     def event_tail(self) -> EventCursor: ...
+    # The current history, the tail, and the last cursor the log can have handed out.
+    def event_bounds(self) -> EventLogBounds: ...
     # Tell every replica that job events were committed (NOTIFY; nothing on SQLite).
     def event_notify(self) -> None: ...
     # The last cursor retention deleted; None when nothing was purged.

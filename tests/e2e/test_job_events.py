@@ -172,6 +172,77 @@ def test_a_cursor_older_than_retention_is_out_of_range(
             next(iter(scheduler.watch_events(after="yesterday")))
 
 
+def _open_watch(target: str, after: str) -> tuple[Any, str]:
+    """The status a watch from ``after`` ends with, over raw gRPC, and its details;
+    OK and the first cursor when it opens."""
+    import grpc
+
+    from workflowjobs.v1 import scheduler_service_pb2 as spb
+    from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+
+    with grpc.insecure_channel(target) as channel:
+        call = spb_grpc.JobSchedulerServiceStub(channel).WatchJobEvents(
+            spb.WatchJobEventsRequest(after=after), timeout=10
+        )
+        try:
+            first = next(iter(call))
+        except grpc.RpcError as e:
+            return e.code(), e.details()
+        call.cancel()
+        return grpc.StatusCode.OK, first.cursor
+
+
+def test_only_cursors_of_this_log_are_resumed(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    """docs/events.md: only the exact forms the coordinator hands out parse
+    (INVALID_ARGUMENT otherwise, the value echoed at most in part); a
+    well-formed cursor ahead of the log, or of another database history, is
+    OUT_OF_RANGE saying what to do."""
+    import grpc
+
+    coordinator = processes["coordinator"](e2e_database)
+    with SchedulerClient(coordinator.target) as scheduler:
+        scheduler.enqueue("noop", {})
+        [event] = _take(scheduler.watch_events(from_oldest=True), 1)
+    code, opened = _open_watch(coordinator.target, event.cursor)
+    assert code == grpc.StatusCode.OK, opened
+    position = event.cursor.split(".")[0]
+    postgres = e2e_database.startswith("postgresql")
+    # PostgreSQL cursors name their history; SQLite's have none.
+    assert ("." in event.cursor) == postgres, event.cursor
+    for bad in (
+        f" {position}",
+        f"{position} ",
+        f"{position}\n",
+        "\uff11-\uff12",  # fullwidth digits
+        "\u0661-\u0662",  # Arabic-Indic digits
+        f"0{position}",
+        "1-2-0",
+        f"{position}.XYZ",
+        "7" * 16_384,
+        "x" * 16_384,
+    ):
+        code, details = _open_watch(coordinator.target, bad)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (bad[:40], code, details)
+        assert "is not an event cursor" in details, details
+        assert len(details) < 400, len(details)
+    # Ahead of every cursor this log handed out (a database recreated under a
+    # client that kept its cursor): refused, not an empty stream.
+    code, details = _open_watch(coordinator.target, "9000000000000000000-1")
+    assert code == grpc.StatusCode.OUT_OF_RANGE, (code, details)
+    assert "ahead of this event log" in details and "from_oldest" in details, details
+    # Of another history (a failover to a standby that missed transactions).
+    code, details = _open_watch(coordinator.target, f"{position}.0123abcd")
+    assert code == grpc.StatusCode.OUT_OF_RANGE, (code, details)
+    assert "belongs to database history 0123abcd" in details, details
+    assert "from_oldest" in details, details
+    # The cursor handed out, and the position alone (cursors of before), resume.
+    for good in (event.cursor, position):
+        code, opened = _open_watch(coordinator.target, good)
+        assert code == grpc.StatusCode.OK, (good, opened)
+
+
 def test_a_tenant_token_sees_only_its_tenant_s_events(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.jsonl"
     tokens.write_text(
