@@ -89,15 +89,13 @@ def test_health_and_reflection_stay_open(channel) -> None:
     assert "workflowjobs.v1.AdminService" in names
 
 
-def test_closed_health_and_reflection_take_any_valid_token(tmp_path) -> None:
-    """WFJOBS_AUTH_OPEN_HEALTH=0 / _REFLECTION=0: any known token, whatever its
-    roles and tenants, may probe; no token or an unknown one is refused."""
+def _closed_coordinator(tmp_path):
+    """A coordinator on SQLite requiring tokens, with health and reflection closed."""
     from faults.harness import CoordinatorProcess
-    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
     tokens = tmp_path / "tokens.jsonl"
     write_tokens(tokens, CREDENTIALS)
-    coordinator = CoordinatorProcess(
+    return CoordinatorProcess(
         f"sqlite:///{tmp_path / 'closed.db'}",
         tmp_path,
         env={
@@ -106,6 +104,14 @@ def test_closed_health_and_reflection_take_any_valid_token(tmp_path) -> None:
             "WFJOBS_AUTH_OPEN_REFLECTION": "0",
         },
     )
+
+
+def test_closed_health_and_reflection_take_any_valid_token(tmp_path) -> None:
+    """WFJOBS_AUTH_OPEN_HEALTH=0 / _REFLECTION=0: any known token, whatever its
+    roles and tenants, may probe; no token or an unknown one is refused."""
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    coordinator = _closed_coordinator(tmp_path)
     try:
         with grpc.insecure_channel(coordinator.target) as ch:
             health = health_pb2_grpc.HealthStub(ch)
@@ -567,19 +573,7 @@ def test_every_rpc_checks_token_and_role_before_decoding(tmp_path) -> None:
     """docs/security.md: the token and the role are checked before the request
     bytes are decoded, for every RPC of every service, streaming ones included
     (health and reflection closed, so every service needs a token)."""
-    from faults.harness import CoordinatorProcess
-
-    tokens = tmp_path / "tokens.jsonl"
-    write_tokens(tokens, CREDENTIALS)
-    coordinator = CoordinatorProcess(
-        f"sqlite:///{tmp_path / 'every-rpc.db'}",
-        tmp_path,
-        env={
-            "WFJOBS_TOKENS_FILE": str(tokens),
-            "WFJOBS_AUTH_OPEN_HEALTH": "0",
-            "WFJOBS_AUTH_OPEN_REFLECTION": "0",
-        },
-    )
+    coordinator = _closed_coordinator(tmp_path)
     # A token without the service's role, and one with it.
     lacking = {"JobSchedulerService": "worker-a-secret", "WorkerService": "sched-a-secret"}
     any_token = ("/grpc.", "/workflowjobs.v1.AdminService/WhoAmI")
