@@ -70,28 +70,31 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
         category = convert.category_from_proto(request.category)
         s = await self._engine.ops.stats(request.tenant_id, window, category)
-        totals = s["totals"]
-        age_us = s["oldest_pending_age_us"]
+        totals = s.totals
+        age_us = s.oldest_pending_age_us
         return apb.GetStatsResponse(
             counts=[
                 apb.StatusCount(
-                    tenant_id=r.tenant_id, job_type=r.job_type, status=r.status, count=r.n
+                    tenant_id=r.tenant_id,
+                    job_type=r.job_type,
+                    status=r.status,
+                    count=r.count,
                 )
-                for r in s["counts"]
+                for r in s.counts
             ],
             pending=totals[JobStatus.PENDING],
-            held=s["held"],
+            held=s.held,
             running=totals[JobStatus.RUNNING],
             completed=totals[JobStatus.COMPLETED],
             faulted=totals[JobStatus.FAULTED],
             cancelled=totals[JobStatus.CANCELLED],
             oldest_pending_age=convert.ms_to_duration(age_us // 1000),
-            retries_in_window=s["retries"],
-            failures_in_window=s["failures"],
-            completions_in_window=s["completions"],
+            retries_in_window=s.retries,
+            failures_in_window=s.failures,
+            completions_in_window=s.completions,
             dead_letter=totals[JobStatus.FAULTED],
-            draining=s["draining"],
-            connected_workers=s["connected_workers"],
+            draining=s.draining,
+            connected_workers=s.connected_workers,
         )
 
     async def Pause(

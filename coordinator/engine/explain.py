@@ -78,7 +78,7 @@ async def explain(
         reasons.append(
             WaitReason("DRAINING", "the cluster is drained: no coordinator hands out jobs")
         )
-    elif engine.dispatcher.paused:
+    elif engine.draining:
         reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
     if row.due_at > now:
         reasons.append(

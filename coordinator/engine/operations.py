@@ -17,6 +17,12 @@ records which workers are drained, so ``ListWorkers`` and ``ExplainJob`` on
 any replica see it. Health stays SERVING: only SIGTERM takes a coordinator
 out of the load balancer.
 
+The drain state is held here alone (``local_drain``, ``cluster_drain``;
+``draining`` is either). ``_apply_drain`` throws the dispatcher's switch
+(``Dispatcher.paused``) to match, which only acquisition reads (the
+dispatcher's passes and direct dispatch at insert); stats, ExplainJob and
+``Engine.draining`` read ``draining``.
+
 ::
 
     serving --Drain / cluster flag set--> draining --Undrain / flag cleared--> serving
@@ -85,8 +91,42 @@ class WorkerView:
         return takes(self.job_types, self.tenants, job_type, tenant_id)
 
 
+@dataclass(frozen=True, slots=True)
+class StatusCount:
+    """Jobs of one tenant and job type in one status."""
+
+    tenant_id: str
+    job_type: str
+    status: JobStatus
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What ``GetStats`` answers, for one tenant (or all) and one category (or all)."""
+
+    counts: tuple[StatusCount, ...]
+    # Jobs per status, every status present.
+    totals: Mapping[JobStatus, int]
+    # PENDING jobs held behind an earlier job of their ordering key (counted as PENDING too).
+    held: int
+    # Age of the oldest due PENDING job; 0 when none is due.
+    oldest_pending_age_us: int
+    # Attempts that ended COMPLETED in the window (completed first attempts included).
+    completions: int
+    # Attempts that ended FAILED, LEASE_EXPIRED or TIMED_OUT in the window.
+    failures: int
+    # Those of them after which the job was tried again or is waiting to be.
+    retries: int
+    # This coordinator (or the whole cluster) is drained.
+    draining: bool
+    # The cluster's open worker streams; for one tenant, those whose credential
+    # covers it (a tenant-scoped caller learns nothing of other tenants' workers).
+    connected_workers: int
+
+
 class Operations:
-    """Operator actions over one engine; owns the drain state."""
+    """Operator actions over one engine; owns the drain state and the stats."""
 
     def __init__(self, engine: Reads, config: OperationsConfig | None = None) -> None:
         self._engine = engine
@@ -196,9 +236,7 @@ class Operations:
         statuses = _bulk_statuses(flt, CANCELLABLE_STATUSES, "cancelled")
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
-        result = await self._call(
-            self._store.job_bulk_cancel, flt, statuses, reason, self._now()
-        )
+        result = await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
         if result.changed and self._engine.attempts.limited:
             # A cancelled head of an ordering key lets the key's next job run.
             self._engine.dispatcher.wake()
@@ -372,30 +410,35 @@ class Operations:
         remote = [_row_view(r) for r in rows if r.coordinator_id != me]
         return sorted(local + remote, key=lambda w: (w.worker_id, w.coordinator_id))
 
-    async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
-        """``Engine.stats`` with honest failure/retry counts, drain state, cluster workers.
-
-        ``connected_workers``: the cluster's open worker streams; for one
-        tenant, those whose credential covers it (a tenant-scoped caller
-        learns nothing of other tenants' workers).
-
-        ``failures``: attempts that ended FAILED, LEASE_EXPIRED or TIMED_OUT in
-        the window. ``retries``: those of them after which the job was tried
-        again or is waiting to be (not its final attempt).
-        """
-        stats = await self._engine.stats(tenant_id, window_us, category)
-        since = self._now() - window_us
-        failed, retried = await self._call(
-            self._store.attempt_failure_counts, since, tenant_id, category
-        )
-        stats["failures"] = failed
-        stats["retries"] = retried
-        stats["draining"] = self.draining
+    async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> Stats:
+        """The job counts, recent attempts, drain state and cluster workers
+        (of one tenant and one category when given; see ``Stats``)."""
+        store, now = self._store, self._now()
+        since = now - window_us
+        counts = await self._call(store.job_count_by_status, tenant_id, category)
+        held = await self._call(store.job_count_held, tenant_id, category)
+        oldest = await self._call(store.job_oldest_pending_due, now, tenant_id, category)
+        outcomes = await self._call(store.attempt_outcome_counts, since, category, tenant_id)
+        failed, retried = await self._call(store.attempt_failure_counts, since, tenant_id, category)
+        totals = dict.fromkeys(JobStatus, 0)
+        for row in counts:
+            totals[JobStatus(row.status)] += row.n
         workers = await self.list_workers()
         if tenant_id:
             workers = [w for w in workers if tenancy.allows(w.tenants, tenant_id)]
-        stats["connected_workers"] = len(workers)
-        return stats
+        return Stats(
+            counts=tuple(
+                StatusCount(r.tenant_id, r.job_type, JobStatus(r.status), r.n) for r in counts
+            ),
+            totals=totals,
+            held=held,
+            oldest_pending_age_us=(now - oldest) if oldest is not None else 0,
+            completions=outcomes.get(int(AttemptOutcome.COMPLETED), 0),
+            failures=failed,
+            retries=retried,
+            draining=self.draining,
+            connected_workers=len(workers),
+        )
 
     # -- the cluster registry (read and written by the cluster-sync chore) -------------
 
@@ -535,4 +578,4 @@ def _row_view(r: Any) -> WorkerView:
     )
 
 
-__all__ = ["Operations", "OperationsConfig", "WorkerView"]
+__all__ = ["Operations", "OperationsConfig", "Stats", "StatusCount", "WorkerView"]

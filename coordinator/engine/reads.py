@@ -7,18 +7,15 @@ import base64
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.engine.core import EngineCore, check_id
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id
 from coordinator.model import (
     FINISHED_STATUSES,
-    AttemptOutcome,
     AttemptRow,
     JobFilter,
     JobRow,
-    JobStatus,
 )
 
 log = logging.getLogger(__name__)
@@ -81,28 +78,6 @@ class Reads(EngineCore):
                 pass
             finally:
                 self.attempts.waiters.done_with(job_id, event)
-
-    async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> dict[str, Any]:
-        now = self.clock.now_us()
-        counts = await self.run_store(self.store.job_count_by_status, tenant_id, category)
-        held = await self.run_store(self.store.job_count_held, tenant_id, category)
-        oldest = await self.run_store(self.store.job_oldest_pending_due, now, tenant_id, category)
-        recent = await self.run_store(
-            self.store.attempt_outcome_counts, now - window_us, category, tenant_id
-        )
-        totals = dict.fromkeys(JobStatus, 0)
-        for row in counts:
-            totals[JobStatus(row.status)] += row.n
-        return {
-            "counts": counts,
-            "totals": totals,
-            "held": held,
-            "oldest_pending_age_us": (now - oldest) if oldest is not None else 0,
-            "completions": recent.get(int(AttemptOutcome.COMPLETED), 0),
-            "failures": sum(n for o, n in recent.items() if o != int(AttemptOutcome.COMPLETED)),
-            "connected_workers": len(self.dispatcher.sessions),
-            "draining": self.dispatcher.paused,
-        }
 
 
 def _encode_page_token(last_id: str) -> str:

@@ -122,9 +122,9 @@ def test_stats_and_list_filter_by_category(store_url: str) -> None:
         await h.engine.enqueue([make_job(category=INTEGRATION) for _ in range(4)])
         await h.engine.enqueue([make_job(category=MAINTENANCE) for _ in range(2)])
         stats = await h.engine.ops.stats("", 60_000_000, INTEGRATION)
-        assert stats["totals"][JobStatus.PENDING] == 4
+        assert stats.totals[JobStatus.PENDING] == 4
         everything = await h.engine.ops.stats("", 60_000_000)
-        assert everything["totals"][JobStatus.PENDING] == 6
+        assert everything.totals[JobStatus.PENDING] == 6
         page = await h.engine.list_jobs(JobFilter(category=MAINTENANCE), 100, "")
         assert len(page.jobs) == 2
         assert {j.category for j in page.jobs} == {MAINTENANCE}

@@ -218,7 +218,7 @@ def test_drain_stops_acquisition_and_undrain_resumes(store_url: str) -> None:
         [batch] = drain_outbox(first)
         assert isinstance(batch, LeaseBatch) and batch.jobs[0].id == running
         await ops.drain(cluster=False, worker_id="")
-        assert h.engine.draining and (await ops.stats("", 60 * SECOND))["draining"]
+        assert h.engine.draining and (await ops.stats("", 60 * SECOND)).draining
         [signal] = drain_outbox(first)
         assert isinstance(signal, DrainSignal)
         late = open_worker(h, "w2")  # connecting while drained: told at once
@@ -319,15 +319,15 @@ def test_list_workers_across_coordinators_and_drain_one_by_id(store_url: str) ->
                 ("noop", "x"),
                 4,
             )
-            assert (await h.engine.ops.stats("", SECOND))["connected_workers"] == 2
+            assert (await h.engine.ops.stats("", SECOND)).connected_workers == 2
             scoped = WorkerSession(
                 "scoped-b", frozenset({"noop"}), slots=1, tenants=frozenset({"b"})
             )
             h.engine.open_session(scoped)
             # One tenant's stats count only the workers that may serve it.
-            assert (await h.engine.ops.stats("", SECOND))["connected_workers"] == 3
-            assert (await h.engine.ops.stats("a", SECOND))["connected_workers"] == 2
-            assert (await h.engine.ops.stats("b", SECOND))["connected_workers"] == 3
+            assert (await h.engine.ops.stats("", SECOND)).connected_workers == 3
+            assert (await h.engine.ops.stats("a", SECOND)).connected_workers == 2
+            assert (await h.engine.ops.stats("b", SECOND)).connected_workers == 3
             h.engine.close_session(scoped)
             # Drain one worker by id: local at once, remote through the cluster sync.
             await h.engine.ops.drain(cluster=False, worker_id="local-1")
@@ -356,8 +356,8 @@ def test_stats_count_retries_apart_from_final_failures(store_url: str) -> None:
         tokens = {row.id: token for row, token in await h.lease()}
         await h.engine.report([Failure(j, tokens[j], "boom") for j in (retried, final)])
         stats = await h.engine.ops.stats("", 60 * SECOND)
-        assert (stats["failures"], stats["retries"]) == (2, 1)
-        assert stats["totals"][JobStatus.FAULTED] == 1
+        assert (stats.failures, stats.retries) == (2, 1)
+        assert stats.totals[JobStatus.FAULTED] == 1
 
     run(store_url, scenario)
 
@@ -376,9 +376,9 @@ def test_stats_of_a_tenant_count_only_its_own_completions(store_url: str) -> Non
         a = await h.engine.ops.stats("a", 60 * SECOND)
         b = await h.engine.ops.stats("b", 60 * SECOND)
         everyone = await h.engine.ops.stats("", 60 * SECOND)
-        assert (a["completions"], a["failures"]) == (1, 0)
-        assert (b["completions"], b["failures"]) == (1, 1)
-        assert (everyone["completions"], everyone["failures"]) == (2, 1)
+        assert (a.completions, a.failures) == (1, 0)
+        assert (b.completions, b.failures) == (1, 1)
+        assert (everyone.completions, everyone.failures) == (2, 1)
 
     run(store_url, scenario)
 

@@ -136,17 +136,17 @@ def test_stats_count_the_pending_jobs_held_behind_their_key(store_url: str) -> N
         await h.enqueue(ordering_key="k2", tenant_id="tenant-b", category=JobCategory.INTEGRATION)
         await h.enqueue()
         everyone = await h.engine.ops.stats("", SECOND)
-        assert (everyone["totals"][JobStatus.PENDING], everyone["held"]) == (7, 3)
-        assert (await h.engine.ops.stats("tenant-a", SECOND))["held"] == 2
+        assert (everyone.totals[JobStatus.PENDING], everyone.held) == (7, 3)
+        assert (await h.engine.ops.stats("tenant-a", SECOND)).held == 2
         b = await h.engine.ops.stats("tenant-b", SECOND, int(JobCategory.INTEGRATION))
-        assert (b["totals"][JobStatus.PENDING], b["held"]) == (2, 1)
+        assert (b.totals[JobStatus.PENDING], b.held) == (2, 1)
         # Only the heads (and the unkeyed job) start; when tenant-a's head
         # completes, the next job of its key is released: one fewer is held.
         leased = dict(await _ids(h))
         assert len(leased) == 4 and a_head in leased
         await h.engine.report([Completion(a_head, leased[a_head], b"{}")])
-        assert (await h.engine.ops.stats("tenant-a", SECOND))["held"] == 1
-        assert (await h.engine.ops.stats("", SECOND))["held"] == 2
+        assert (await h.engine.ops.stats("tenant-a", SECOND)).held == 1
+        assert (await h.engine.ops.stats("", SECOND)).held == 2
 
     run(store_url, scenario)
 

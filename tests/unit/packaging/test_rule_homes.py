@@ -139,3 +139,26 @@ def test_every_store_call_ending_attempts_goes_through_in_store() -> None:
         if found:
             elsewhere[rel] = found
     assert elsewhere == {}, f"set-aside collected outside {SET_ASIDE_HOME}: {elsewhere}"
+
+
+# -- drain: Operations holds it; the dispatcher's switch is for acquisition alone ------
+
+DRAIN_HOME = "coordinator/engine/operations.py"
+# The dispatcher's passes and direct dispatch at insert: acquisition itself.
+DRAIN_SWITCH_READERS = {"coordinator/engine/dispatch.py", "coordinator/engine/enqueue.py"}
+
+
+def test_drain_is_read_from_operations_everywhere_else() -> None:
+    elsewhere = {}
+    for path in sorted((REPO / "coordinator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == DRAIN_HOME or rel in DRAIN_SWITCH_READERS:
+            continue
+        found = [
+            f"line {node.lineno}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute) and node.attr == "paused"
+        ]
+        if found:
+            elsewhere[rel] = found
+    assert elsewhere == {}, f"read Operations.draining instead of Dispatcher.paused: {elsewhere}"
