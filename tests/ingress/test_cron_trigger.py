@@ -20,7 +20,8 @@ EXAMPLE = REPO / "examples" / "cron_trigger.py"
 def test_two_triggers_on_one_schedule_enqueue_one_job_per_fire(tmp_path: Path) -> None:
     coordinator = start_coordinator(f"sqlite:///{tmp_path / 'cron.db'}", free_port(), tmp_path / "c.log")
     # Both start firing at the same second, so every fire happens on both: a double fire.
-    start_at = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    # Far enough ahead that both have started by then with every core busy.
+    start_at = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
     triggers = [
         Process(
             [
