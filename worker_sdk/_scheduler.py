@@ -31,7 +31,7 @@ from ._convert import (
     WorkflowRef,
     job_specs,
 )
-from ._errors import DeadlineExceededError, error_from_rpc
+from ._errors import DeadlineExceededError, WorkflowJobsError, error_from_rpc
 from ._events import JobEvent, JobEventFilter, watch_request
 from ._transport import BlockingClient, ChannelConfig, ClientOptions
 
@@ -39,6 +39,15 @@ __all__ = ["AsyncSchedulerClient", "EnqueueResult", "SchedulerClient"]
 
 # Delays between reconnections of an event watch while the coordinator is unavailable.
 WATCH_RECONNECT = BackoffConfig(initial=0.1, maximum=5.0)
+
+
+def _wait_error(exc: grpc.RpcError, job_id: str, timeout: float | None) -> WorkflowJobsError:
+    """The error of a failed WaitForJob call; its deadline is the caller's ``timeout``."""
+    if timeout is not None and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceededError(
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"job {job_id} did not finish within {timeout:g}s"
+        )
+    return error_from_rpc(exc)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -246,7 +255,7 @@ class SchedulerClient(BlockingClient):
                     request, timeout=remaining, metadata=self._metadata
                 )
             except grpc.RpcError as exc:
-                raise error_from_rpc(exc) from exc
+                raise _wait_error(exc, job_id, timeout) from exc
             view = JobView.from_proto(response.job)
             if view.is_terminal:
                 return view
@@ -437,7 +446,7 @@ class AsyncSchedulerClient:
                     request, timeout=remaining, metadata=self._metadata
                 )
             except grpc.aio.AioRpcError as exc:
-                raise error_from_rpc(exc) from exc
+                raise _wait_error(exc, job_id, timeout) from exc
             view = JobView.from_proto(response.job)
             if view.is_terminal:
                 return view

@@ -210,9 +210,9 @@ def test_cli_commands_against_a_live_coordinator(
 
     enqueued = wfjobs(target, "enqueue", "noop", "{}", "--tenant", "acme", "--wait", "30s")
     assert enqueued.returncode == 0, enqueued.stderr
-    first, result = enqueued.stdout.splitlines()
+    queued, first, result = enqueued.stdout.splitlines()
     job_id, status = first.split()
-    assert status == "completed"
+    assert (queued, status) == (f"{job_id} pending", "completed")
     assert result == 'result: {"ok": true}'
 
     listed = wfjobs(target, "jobs", "list", "--tenant", "acme")

@@ -195,11 +195,17 @@ def test_enqueue_wait_prints_the_result_or_the_error_and_show_decodes_payloads(
         coordinator.stop()
 
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.splitlines() == [f"{job_id} completed", 'result: {"greeting": "hello Ada"}']
+    # The id first, as soon as the job is enqueued, then how it ended.
+    assert ok.stdout.splitlines() == [
+        f"{job_id} pending",
+        f"{job_id} completed",
+        'result: {"greeting": "hello Ada"}',
+    ]
     assert bad.returncode == 8
     lines = bad.stdout.splitlines()
-    assert lines[0].endswith(" faulted")
-    assert lines[1] == "error: ValueError: the disk is full"
+    assert lines[0].endswith(" pending")
+    assert lines[1] == f"{lines[0].split()[0]} faulted"
+    assert lines[2] == "error: ValueError: the disk is full"
     assert "traceback of attempt 1 (talker):" in lines
     assert lines[-1] == "  ValueError: the disk is full"
     fields = dict(line.split(None, 1) for line in shown.stdout.split("\n\n")[0].splitlines())
@@ -208,6 +214,37 @@ def test_enqueue_wait_prints_the_result_or_the_error_and_show_decodes_payloads(
     assert shown_json["payload"]["value"] == {"name": "Ada"}
     assert shown_json["payload"]["content_type"] == "application/json"
     assert shown_json["result"]["value"] == {"greeting": "hello Ada"}
+
+
+def test_enqueue_wait_that_ends_first_prints_the_id_and_why_the_job_still_waits(
+    tmp_path: Path,
+) -> None:
+    """No worker takes the type: ``--wait 3s`` ends after its own 3 s (not the
+    30 s call timeout), with the id printed first, the job's status and its first
+    ExplainJob reason, and exit code 10, not 5 (coordinator unreachable)."""
+    coordinator = Coordinator(f"sqlite:///{tmp_path / 'wait.db'}", tmp_path / "coordinator.log")
+    target = coordinator.target
+    try:
+        waited = run_wfjobs(target, "enqueue", "nobody.runs", "{}", "--wait", "3s", "--timeout", "120")
+        as_json = run_wfjobs(target, "--json", "enqueue", "nobody.runs", "{}", "--wait", "250ms")
+        with AdminClient(target) as admin:
+            jobs = list(admin.iter_jobs(JobFilter(job_type="nobody.runs")))
+    finally:
+        coordinator.stop()
+    assert waited.returncode == 10, waited.stderr
+    [line] = waited.stdout.splitlines()
+    job_id, status = line.split()
+    assert status == "pending"
+    assert (
+        f"wfjobs: job {job_id} is still pending after 3s (--wait): no_worker: " in waited.stderr
+    ), waited.stderr
+    assert f"wfjobs jobs explain {job_id}" in waited.stderr
+    assert "did not answer" not in waited.stderr
+    assert as_json.returncode == 10, as_json.stderr
+    assert json.loads(as_json.stdout)["status"] == "JOB_STATUS_PENDING"
+    assert "after 0.25s (--wait)" in as_json.stderr
+    # Both jobs stay enqueued, once each: the user need not enqueue again.
+    assert sorted(j.id for j in jobs) == sorted([job_id, json.loads(as_json.stdout)["id"]])
 
 
 def test_show_prints_binary_payload_and_result_as_hex_with_their_size(
@@ -262,12 +299,13 @@ def test_enqueue_wait_exits_8_when_the_job_is_cancelled_while_it_waits(
         env=subprocess_env({"WFJOBS_TARGET": target}),
     )
     try:
+        # The id comes first, while it waits.
+        assert waiting.stdout is not None
+        job_id, status = waiting.stdout.readline().split()
+        assert status == "pending"
         with AdminClient(target) as admin:
-            (job,) = wait_until(
-                lambda: admin.list_jobs(JobFilter(job_types=["nobody-serves-this"])).jobs,
-                30,
-                "the enqueued job",
-            )
+            (job,) = admin.list_jobs(JobFilter(job_types=["nobody-serves-this"])).jobs
+            assert job.id == job_id
             assert waiting.poll() is None, "wfjobs returned before the job was cancelled"
             admin.cancel_job(job.id, reason="not needed any more")
         out, err = waiting.communicate(timeout=60)

@@ -20,6 +20,7 @@ import grpc
 
 from worker_sdk import (
     AdminClient,
+    DeadlineExceededError,
     JobCategory,
     JobEvent,
     JobEventFilter,
@@ -27,7 +28,9 @@ from worker_sdk import (
     JobFilter,
     JobStatus,
     JobView,
+    PermissionDeniedError,
     SchedulerClient,
+    UnauthenticatedError,
     Uniqueness,
     WorkflowJobsError,
 )
@@ -66,6 +69,7 @@ Exit codes (stable, for scripts):
     7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
     8  enqueue --wait: the job faulted or was cancelled
     9  a bulk action across every tenant was not confirmed (see --yes)
+   10  enqueue --wait: the wait ended first; the job is still pending or running
   141  the reader of the output went away (e.g. `| head`); nothing is printed
 """
 
@@ -81,6 +85,7 @@ EXIT_UNIMPLEMENTED = 6
 EXIT_DENIED = 7
 EXIT_JOB_FAILED = 8
 EXIT_NOT_CONFIRMED = 9
+EXIT_WAIT_ENDED = 10
 
 EXIT_BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
@@ -951,10 +956,21 @@ class Commands:
             )
             if a.wait is None:
                 return self._enqueued(job)
-            job = scheduler.wait_for_job(job.id, timeout=a.wait.total_seconds() or None)
+            if not self.out.as_json:
+                # The id before the wait: a user who gives up still knows the job.
+                self._enqueued(job)
+                self.out.flush()
+            wait_s = a.wait.total_seconds() or None
+            try:
+                job = scheduler.wait_for_job(job.id, timeout=wait_s)
+            except DeadlineExceededError:
+                return self._still_waiting(scheduler, job.id, a.wait)
             if job.status.name != "COMPLETED":
                 job = scheduler.get_job(job.id, include_attempts=True)
-        self._enqueued(job)
+        if self.out.as_json:
+            self._enqueued(job)
+        else:
+            self.out.line(f"{job.id} {enum_name(job.status)}")
         if job.status.name == "COMPLETED":
             if not self.out.as_json:
                 self.out.line(f"result: {payload_text(job.result, job.result_content_type)}")
@@ -963,6 +979,33 @@ class Commands:
             self.out.line(f"error: {job.last_error or '(none recorded)'}")
             self._last_traceback(job)
         return EXIT_JOB_FAILED
+
+    def _still_waiting(self, scheduler: SchedulerClient, job_id: str, wait: timedelta) -> int:
+        """``--wait`` ran out: the job is still there; say where it stands and why."""
+        # The coordinator answers this (else exit 5 as any call): it is the job that waits.
+        job = scheduler.get_job(job_id)
+        why = self._first_reason(job_id)
+        if self.out.as_json:
+            self.out.json(job_json(job))
+        sys.stderr.write(
+            f"wfjobs: job {job_id} is still {enum_name(job.status)} after "
+            f"{wait.total_seconds():g}s (--wait){': ' + why if why else ''}\n"
+            f"  It stays enqueued: `wfjobs jobs explain {job_id}` says why it waits, "
+            f"`wfjobs jobs show {job_id}` how it ends.\n"
+        )
+        return EXIT_WAIT_ENDED
+
+    def _first_reason(self, job_id: str) -> str:
+        """ExplainJob's first reason, as the CLI prints it; empty when it is not allowed."""
+        try:
+            explanation = self.admin.explain_job(job_id)
+        except (PermissionDeniedError, UnauthenticatedError):
+            return ""  # a scheduler-only token may enqueue but not explain
+        if not explanation.reasons:
+            return "nothing holds it back: it runs as soon as a worker has a free slot"
+        reason = explanation.reasons[0]
+        kind = apb.WaitReason.Kind.Name(reason.kind).removeprefix("KIND_").lower()
+        return f"{kind}: {reason.message}"
 
     def _enqueued(self, job: JobView) -> int:
         if self.out.as_json:
@@ -1393,6 +1436,7 @@ def build_parser() -> argparse.ArgumentParser:
         const=timedelta(0),
         default=None,
         help="wait for the outcome (optionally at most this long: 30s, 5m, ...); prints the "
-        "result, or the error and traceback and exits 8 when the job faults or is cancelled",
+        "job id first, then the result, or the error and traceback and exits 8 when the job "
+        "faults or is cancelled; exits 10 when the wait ends first (the job stays enqueued)",
     )
     return parser

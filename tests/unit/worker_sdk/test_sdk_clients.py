@@ -210,7 +210,8 @@ def test_wait_for_job_keeps_waiting_until_terminal(
         job = client.enqueue("t", None)
         done = client.wait_for_job(job.id, timeout=5)
         never = client.enqueue("never")
-        with pytest.raises(DeadlineExceededError):
+        # The call's deadline is the wait's: the error names the job and the wait.
+        with pytest.raises(DeadlineExceededError, match=f"job {never.id} did not finish within 5s"):
             client.wait_for_job(never.id, timeout=5)
 
     assert done.status is JobStatus.COMPLETED
