@@ -39,7 +39,7 @@ from .commands import (
 from .connection import ConfigError, Connection, resolve_connection
 from .output import Output
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console", "main"]
 
 # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe.
 EXIT_BROKEN_PIPE = 141
@@ -84,6 +84,37 @@ def _denied_hint(connection: Connection, error: WorkflowJobsError) -> str:
         f"wfjobs: {error.message} (PERMISSION_DENIED).\n"
         "  The token is valid but lacks the role or tenant this command needs "
         "(admin role for most commands, scheduler role for enqueue)."
+    )
+
+
+# Set either and gRPC core's own log lines reach stderr as usual (asked for).
+GRPC_LOG_ENV = ("GRPC_VERBOSITY", "GRPC_TRACE")
+
+
+def console() -> None:
+    """The ``wfjobs`` console script: :func:`main`, with gRPC core's log lines
+    (``I1201 ... ssl_transport_security.cc ... Handshake failed``) kept off
+    stderr unless ``GRPC_VERBOSITY`` or ``GRPC_TRACE`` asks for them; the CLI
+    says what went wrong itself."""
+    if not any(os.environ.get(name) for name in GRPC_LOG_ENV):
+        _python_only_stderr()
+    sys.exit(main())
+
+
+def _python_only_stderr() -> None:
+    """Point file descriptor 2 at /dev/null and ``sys.stderr`` at a copy of it.
+
+    gRPC core reads its verbosity when grpc is imported (before any of our
+    code runs) and writes to descriptor 2 directly, so its lines are dropped
+    there while Python's own writes (our messages, tracebacks) go on as before.
+    """
+    sys.stderr.flush()
+    kept = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    sys.stderr = os.fdopen(
+        kept, "w", buffering=1, encoding=sys.stderr.encoding, errors="backslashreplace"
     )
 
 
