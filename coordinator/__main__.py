@@ -151,6 +151,11 @@ def _server_options(settings: Settings) -> dict[str, Any]:
             max_credits_per_stream=settings.max_credits_per_stream,
             max_streams_per_connection=settings.max_streams_per_connection,
             max_streams_total=settings.max_streams_total,
+            max_watches_per_connection=settings.max_watches_per_connection,
+            max_watches_per_credential=settings.max_watches_per_credential,
+            max_watches_total=settings.max_watches_total,
+            max_waits_per_connection=settings.max_waits_per_connection,
+            max_waits_total=settings.max_waits_total,
             rate_per_credential=settings.rate_per_credential,
             rate_burst=settings.rate_burst,
         )

@@ -61,6 +61,12 @@ class Settings:
     max_credits_per_stream: int = 10_000
     max_streams_per_connection: int = 1_000
     max_streams_total: int = 10_000
+    # Open WatchJobEvents streams and waiting WaitForJob calls (docs/limits.md).
+    max_watches_per_connection: int = 100
+    max_watches_per_credential: int = 1_000
+    max_watches_total: int = 10_000
+    max_waits_per_connection: int = 1_000
+    max_waits_total: int = 10_000
     # Requests per second per credential (0 = unlimited) and the burst above it.
     rate_per_credential: float = 1_000.0
     rate_burst: int = 2_000
@@ -103,6 +109,11 @@ class Settings:
             max_credits_per_stream=int(env.get("WFJOBS_MAX_CREDITS_PER_STREAM", 10_000)),
             max_streams_per_connection=int(env.get("WFJOBS_MAX_STREAMS_PER_CONNECTION", 1_000)),
             max_streams_total=int(env.get("WFJOBS_MAX_STREAMS_TOTAL", 10_000)),
+            max_watches_per_connection=int(env.get("WFJOBS_MAX_WATCHES_PER_CONNECTION", 100)),
+            max_watches_per_credential=int(env.get("WFJOBS_MAX_WATCHES_PER_CREDENTIAL", 1_000)),
+            max_watches_total=int(env.get("WFJOBS_MAX_WATCHES_TOTAL", 10_000)),
+            max_waits_per_connection=int(env.get("WFJOBS_MAX_WAITS_PER_CONNECTION", 1_000)),
+            max_waits_total=int(env.get("WFJOBS_MAX_WAITS_TOTAL", 10_000)),
             rate_per_credential=float(env.get("WFJOBS_RATE_PER_CREDENTIAL", 1_000)),
             rate_burst=int(env.get("WFJOBS_RATE_BURST", 2_000)),
         )

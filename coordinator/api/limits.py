@@ -14,6 +14,10 @@ are open:
   one more than allowed fails with RESOURCE_EXHAUSTED at once, after taking
   the client's opening message (as authentication refusals do), so a worker
   that writes its hello as it opens the call sees that status.
+* open ``WatchJobEvents`` streams per connection, per credential and in
+  total, and ``WaitForJob`` calls in progress per connection and in total:
+  each holds a watcher or a waiter on this coordinator for as long as it
+  lasts; one more than allowed fails with RESOURCE_EXHAUSTED before it starts.
 
 Install it inside the authentication interceptor (later in the list) so the
 caller is known, and inside the error-mapping interceptor so its errors get
@@ -34,6 +38,8 @@ from coordinator.api.auth import current_principal, take_first_message
 from coordinator.errors import ResourceExhausted
 
 ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
+WATCH_JOB_EVENTS = "/workflowjobs.v1.JobSchedulerService/WatchJobEvents"
+WAIT_FOR_JOB = "/workflowjobs.v1.JobSchedulerService/WaitForJob"
 
 
 @dataclass
@@ -46,6 +52,14 @@ class ApiLimits:
     max_streams_per_connection: int = 1_000
     # Most AcquireJobs streams open at once on this coordinator.
     max_streams_total: int = 10_000
+    # Most WatchJobEvents streams open at once: on one connection, for one
+    # credential (authentication on), on this coordinator.
+    max_watches_per_connection: int = 100
+    max_watches_per_credential: int = 1_000
+    max_watches_total: int = 10_000
+    # Most WaitForJob calls waiting at once: on one connection, on this coordinator.
+    max_waits_per_connection: int = 1_000
+    max_waits_total: int = 10_000
     # Sustained requests per second per credential (0 = unlimited).
     rate_per_credential: float = 1_000.0
     # Requests a credential may make in a burst above the sustained rate.
@@ -96,32 +110,56 @@ class RateLimiter:
 
 
 class StreamCounter:
-    """Open AcquireJobs streams per peer and in total."""
+    """Open calls of one kind (AcquireJobs streams by default) per peer, per
+    credential (0: no such limit) and in total."""
 
-    def __init__(self, per_connection: int, total: int) -> None:
+    def __init__(
+        self,
+        per_connection: int,
+        total: int,
+        *,
+        per_credential: int = 0,
+        what: str = "AcquireJobs streams",
+        hint: str = "one stream per worker is enough",
+    ) -> None:
         self.per_connection = per_connection
+        self.per_credential = per_credential
         self.total = total
+        self.what = what
+        self.hint = hint
         self.open_total = 0
         self._by_peer: collections.Counter[str] = collections.Counter()
+        self._by_credential: collections.Counter[str] = collections.Counter()
 
-    def open(self, peer: str) -> None:
+    def open(self, peer: str, credential: str | None = None) -> None:
         if self.open_total >= self.total:
             raise ResourceExhausted(
-                f"this coordinator already serves {self.open_total} AcquireJobs streams, "
+                f"this coordinator already serves {self.open_total} {self.what}, "
                 f"its limit; connect to another replica or retry later"
             )
         if self._by_peer[peer] >= self.per_connection:
             raise ResourceExhausted(
-                f"this connection already has {self._by_peer[peer]} AcquireJobs streams open, "
-                f"the limit per connection; one stream per worker is enough"
+                f"this connection already has {self._by_peer[peer]} {self.what} open, "
+                f"the limit per connection; {self.hint}"
             )
+        if credential is not None and self.per_credential:
+            if self._by_credential[credential] >= self.per_credential:
+                raise ResourceExhausted(
+                    f"credential {credential!r} already has {self._by_credential[credential]} "
+                    f"{self.what} open, the limit per credential; {self.hint}"
+                )
+            self._by_credential[credential] += 1
         self._by_peer[peer] += 1
         self.open_total += 1
 
-    def close(self, peer: str) -> None:
+    def close(self, peer: str, credential: str | None = None) -> None:
         self._by_peer[peer] -= 1
         if self._by_peer[peer] <= 0:
             del self._by_peer[peer]
+        if credential is not None and self.per_credential:
+            self._by_credential[credential] -= 1
+            if self._by_credential[credential] <= 0:
+                del self._by_credential[credential]
         self.open_total -= 1
 
 
@@ -132,11 +170,27 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         self.limits = limits
         self.rate = RateLimiter(limits.rate_per_credential, limits.rate_burst, clock)
         self.streams = StreamCounter(limits.max_streams_per_connection, limits.max_streams_total)
+        self.watches = StreamCounter(
+            limits.max_watches_per_connection,
+            limits.max_watches_total,
+            per_credential=limits.max_watches_per_credential,
+            what="WatchJobEvents streams",
+            hint="one watch with a filter covers many jobs; close watches no longer read",
+        )
+        self.waits = StreamCounter(
+            limits.max_waits_per_connection,
+            limits.max_waits_total,
+            what="WaitForJob calls waiting",
+            hint="watch job events (WatchJobEvents) to follow many jobs",
+        )
 
-    def _charge(self) -> None:
+    def _charge(self) -> str | None:
+        """Charge the caller's bucket; the caller's credential name (None: auth off)."""
         principal = current_principal()
-        if principal is not None:
-            self.rate.check(principal.name)
+        if principal is None:
+            return None
+        self.rate.check(principal.name)
+        return principal.name
 
     async def intercept_service(
         self,
@@ -152,7 +206,14 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
 
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 self._charge()
-                return await inner(request, context)
+                if method != WAIT_FOR_JOB:
+                    return await inner(request, context)
+                peer = context.peer() or "unknown"
+                self.waits.open(peer)
+                try:
+                    return await inner(request, context)
+                finally:
+                    self.waits.close(peer)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary,
@@ -180,6 +241,24 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
 
             return grpc.stream_stream_rpc_method_handler(
                 stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None and method == WATCH_JOB_EVENTS:
+            inner_watch = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                peer = context.peer() or "unknown"
+                credential = self._charge()
+                self.watches.open(peer, credential)
+                try:
+                    async for item in inner_watch(request, context):
+                        yield item
+                finally:
+                    self.watches.close(peer, credential)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream,
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

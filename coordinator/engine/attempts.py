@@ -29,6 +29,7 @@ other replicas when limits or ordering keys are in use.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -52,19 +53,34 @@ Decide = Callable[[LeasedForFailure], AttemptEnd]
 
 
 class FinishWaiters:
-    """Events of callers waiting for jobs to reach a final status."""
+    """Events of callers waiting for jobs to reach a final status.
+
+    An entry lives while some caller waits on it: each ``event`` is paired
+    with a ``done_with`` (however the wait ends: the job finished here or on
+    another replica, or the caller's deadline passed), and the last one out
+    removes it.
+    """
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
+        self._waiting: collections.Counter[str] = collections.Counter()
+
+    def __len__(self) -> int:
+        """Jobs with an entry."""
+        return len(self._events)
 
     def event(self, job_id: str) -> asyncio.Event:
         """The event set when ``job_id`` finishes here (shared by its waiters)."""
+        self._waiting[job_id] += 1
         return self._events.setdefault(job_id, asyncio.Event())
 
     def done_with(self, job_id: str, event: asyncio.Event) -> None:
-        """A waiter stops waiting on ``event``; the entry goes once it fired or was replaced."""
-        if event.is_set() or self._events.get(job_id) is not event:
-            self._events.pop(job_id, None)
+        """A waiter stops waiting on ``event``; the entry goes with its last waiter."""
+        self._waiting[job_id] -= 1
+        if self._waiting[job_id] <= 0:
+            del self._waiting[job_id]
+            if self._events.get(job_id) is event or event.is_set():
+                self._events.pop(job_id, None)
 
     def notify(self, job_ids: Iterable[str]) -> None:
         if not self._events:

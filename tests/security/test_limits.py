@@ -204,3 +204,113 @@ def test_refused_streams_see_resource_exhausted_even_when_they_say_hello_at_once
     assert {code for code, _ in answers} == {grpc.StatusCode.RESOURCE_EXHAUSTED}, answers
     assert any("per connection" in details for _, details in answers)
     assert any("rate limit" in details for _, details in answers)
+
+
+def _own_connection(target: str) -> grpc.Channel:
+    """A channel on a connection of its own (channels to one target share one)."""
+    return grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
+def _watch(channel: grpc.Channel, token: str):
+    """A WatchJobEvents call and its first answer's status (OK once it opened)."""
+    call = spb_grpc.JobSchedulerServiceStub(channel).WatchJobEvents(
+        spb.WatchJobEventsRequest(), metadata=auth(token), timeout=60
+    )
+    try:
+        next(iter(call))
+    except grpc.RpcError as e:
+        return call, e.code(), e.details()
+    return call, grpc.StatusCode.OK, ""
+
+
+def test_watches_and_waits_are_bounded(tmp_path) -> None:
+    """docs/limits.md: open WatchJobEvents streams per connection, per
+    credential and in total, and waiting WaitForJob calls per connection and
+    in total; past them RESOURCE_EXHAUSTED, and a slot frees when its call
+    ends (cancelled, or its deadline passed)."""
+    from wfj_testing import wait_until
+
+    tokens = tmp_path / "tokens.jsonl"
+    write_tokens(tokens, CREDENTIALS)
+    coordinator = CoordinatorProcess(
+        f"sqlite:///{tmp_path / 'watches.db'}",
+        tmp_path,
+        env={
+            "WFJOBS_TOKENS_FILE": str(tokens),
+            "WFJOBS_MAX_WATCHES_PER_CONNECTION": "2",
+            "WFJOBS_MAX_WATCHES_PER_CREDENTIAL": "3",
+            "WFJOBS_MAX_WATCHES_TOTAL": "4",
+            "WFJOBS_MAX_WAITS_PER_CONNECTION": "2",
+            "WFJOBS_MAX_WAITS_TOTAL": "3",
+        },
+    )
+    exhausted = grpc.StatusCode.RESOURCE_EXHAUSTED
+    channels = [_own_connection(coordinator.target) for _ in range(4)]
+    calls = []
+    try:
+        one, two, three, four = channels
+        for ch in (one, one, two):
+            call, code, details = _watch(ch, "sched-a-secret")
+            calls.append(call)
+            assert code == grpc.StatusCode.OK, details
+        _, code, details = _watch(one, "root-secret")
+        assert (code, "the limit per connection" in details) == (exhausted, True), details
+        _, code, details = _watch(two, "sched-a-secret")
+        assert (code, "the limit per credential" in details) == (exhausted, True), details
+        call, code, details = _watch(two, "root-secret")
+        calls.append(call)
+        assert code == grpc.StatusCode.OK, details
+        _, code, details = _watch(three, "root-secret")
+        assert code == exhausted and "serves 4 WatchJobEvents streams, its limit" in details
+        # A watch that ends frees its slot.
+        calls.pop(0).cancel()
+        reopened = wait_until(
+            lambda: (lambda c: c if c[1] == grpc.StatusCode.OK else None)(
+                _watch(three, "root-secret")
+            ),
+            30,
+            "a freed watch slot",
+        )
+        calls.append(reopened[0])
+
+        job_id = spb_grpc.JobSchedulerServiceStub(one).Enqueue(
+            spb.EnqueueRequest(job=spec("a")), metadata=auth("root-secret"), timeout=10
+        ).job.id
+
+        def wait(ch: grpc.Channel, timeout: float):
+            return spb_grpc.JobSchedulerServiceStub(ch).WaitForJob.future(
+                spb.WaitForJobRequest(job_id=job_id), metadata=auth("root-secret"), timeout=timeout
+            )
+
+        def refused(ch: grpc.Channel, what: str) -> bool:
+            """A further wait is refused (once the waits before it arrived)."""
+            try:
+                wait(ch, 2).result()
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    return False
+                assert e.code() == exhausted and what in e.details(), e.details()
+                return True
+            raise AssertionError("a pending job's wait returned")
+
+        waits = [wait(one, 60), wait(one, 60)]
+        wait_until(lambda: refused(one, "the limit per connection"), 30, "a refused wait")
+        short = wait(two, 5)
+        assert wait_until(
+            lambda: refused(four, "serves 3 WaitForJob calls waiting, its limit"),
+            30,
+            "a wait refused past the total",
+        )
+        # The wait whose deadline passed frees its slot: a new one waits.
+        with pytest.raises(grpc.RpcError) as info:
+            short.result()
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert wait_until(lambda: not refused(four, "its limit"), 30, "a freed wait slot")
+        for w in waits:
+            w.cancel()
+    finally:
+        for call in calls:
+            call.cancel()
+        for ch in channels:
+            ch.close()
+        coordinator.stop()
