@@ -118,12 +118,16 @@ class JobPage:
     """One page of :meth:`AdminClient.list_jobs`.
 
     Attributes:
-        jobs: The jobs, in creation order.
-        next_page_token: Pass to the next call; empty on the last page.
+        jobs: The jobs, in the order asked for (oldest first unless ``newest_first``).
+        next_page_token: Pass to the next call for the page after; empty on the last page.
+        prev_page_token: Pass to the next call for the page before; empty on the first.
+        total_count: Every job the filter matches (with ``include_total``; else 0).
     """
 
     jobs: list[JobView]
     next_page_token: str
+    prev_page_token: str = ""
+    total_count: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -224,21 +228,37 @@ class AdminClient(BlockingClient):
         *,
         page_size: int = 100,
         page_token: str = "",
+        newest_first: bool = False,
+        include_total: bool = False,
+        last_page: bool = False,
     ) -> JobPage:
-        """List jobs matching ``filter``, one page at a time, in creation order.
+        """List jobs matching ``filter``, one page at a time, by creation time.
 
         Args:
             filter: Which jobs; None lists all.
             page_size: 1..1000.
-            page_token: ``next_page_token`` of the previous page.
+            page_token: ``next_page_token`` or ``prev_page_token`` of a page
+                listed in the same order.
+            newest_first: Newest jobs first (default: oldest first).
+            include_total: Also count every job the filter matches (``total_count``).
+            last_page: The last page instead of the first (without ``page_token``).
         """
         request = admin_service_pb2.ListJobsRequest(
-            filter=_filter(filter), page_size=page_size, page_token=page_token
+            filter=_filter(filter),
+            page_size=page_size,
+            page_token=page_token,
+            order=admin_service_pb2.JOB_LIST_ORDER_NEWEST_FIRST
+            if newest_first
+            else admin_service_pb2.JOB_LIST_ORDER_OLDEST_FIRST,
+            include_total=include_total,
+            last_page=last_page,
         )
         response = self._call(self._stub.ListJobs, request)
         return JobPage(
             jobs=[JobView.from_proto(j) for j in response.jobs],
             next_page_token=response.next_page_token,
+            prev_page_token=response.prev_page_token,
+            total_count=response.total_count,
         )
 
     def iter_jobs(
@@ -246,11 +266,14 @@ class AdminClient(BlockingClient):
         filter: JobFilter | admin_service_pb2.JobFilter | None = None,
         *,
         page_size: int = 100,
+        newest_first: bool = False,
     ) -> Iterator[JobView]:
         """Iterate over every job matching ``filter``, fetching pages as needed."""
         token = ""
         while True:
-            page = self.list_jobs(filter, page_size=page_size, page_token=token)
+            page = self.list_jobs(
+                filter, page_size=page_size, page_token=token, newest_first=newest_first
+            )
             yield from page.jobs
             token = page.next_page_token
             if not token:

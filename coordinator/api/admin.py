@@ -53,11 +53,18 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListJobsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListJobsResponse:
         page = await self._engine.list_jobs(
-            convert.filter_from_proto(request.filter), request.page_size, request.page_token
+            convert.filter_from_proto(request.filter),
+            request.page_size,
+            request.page_token,
+            newest_first=convert.newest_first(request.order),
+            include_total=request.include_total,
+            last_page=request.last_page,
         )
         return apb.ListJobsResponse(
             jobs=[convert.job_to_proto(r) for r in page.jobs],
             next_page_token=page.next_page_token,
+            prev_page_token=page.prev_page_token,
+            total_count=page.total,
         )
 
     async def GetStats(
@@ -79,11 +86,13 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                     job_type=r.job_type,
                     status=r.status,
                     count=r.count,
+                    scheduled=r.scheduled,
                 )
                 for r in s.counts
             ],
             pending=totals[JobStatus.PENDING],
             held=s.held,
+            scheduled=s.scheduled,
             running=totals[JobStatus.RUNNING],
             completed=totals[JobStatus.COMPLETED],
             faulted=totals[JobStatus.FAULTED],

@@ -422,6 +422,13 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
     )
 
 
+def newest_first(order: int) -> bool:
+    """A ListJobs order: True for newest first; INVALID_ARGUMENT for an unknown one."""
+    if order not in apb.JobListOrder.values():
+        raise InvalidArgument(f"order {order} is not a known JobListOrder")
+    return order == apb.JOB_LIST_ORDER_NEWEST_FIRST
+
+
 def category_from_proto(value: int, field: str = "category") -> int:
     """A JobCategory number from a request (0: any), or INVALID_ARGUMENT."""
     if value not in _CATEGORIES:

@@ -99,6 +99,8 @@ class StatusCount:
     job_type: str
     status: JobStatus
     count: int
+    # Of a PENDING count, the jobs not due yet; 0 for other statuses.
+    scheduled: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ class Stats:
     totals: Mapping[JobStatus, int]
     # PENDING jobs held behind an earlier job of their ordering key (counted as PENDING too).
     held: int
+    # PENDING jobs not due yet (a delay, or a retry's backoff); counted as PENDING too.
+    scheduled: int
     # Age of the oldest due PENDING job; 0 when none is due.
     oldest_pending_age_us: int
     # Attempts that ended COMPLETED in the window (completed first attempts included).
@@ -417,6 +421,10 @@ class Operations:
         since = now - window_us
         counts = await self._call(store.job_count_by_status, tenant_id, category)
         held = await self._call(store.job_count_held, tenant_id, category)
+        scheduled = {
+            (r.tenant_id, r.job_type): r.n
+            for r in await self._call(store.job_count_scheduled, now, tenant_id, category)
+        }
         oldest = await self._call(store.job_oldest_pending_due, now, tenant_id, category)
         outcomes = await self._call(store.attempt_outcome_counts, since, category, tenant_id)
         failed, retried = await self._call(store.attempt_failure_counts, since, tenant_id, category)
@@ -428,10 +436,20 @@ class Operations:
             workers = [w for w in workers if tenancy.allows(w.tenants, tenant_id)]
         return Stats(
             counts=tuple(
-                StatusCount(r.tenant_id, r.job_type, JobStatus(r.status), r.n) for r in counts
+                StatusCount(
+                    r.tenant_id,
+                    r.job_type,
+                    JobStatus(r.status),
+                    r.n,
+                    scheduled.get((r.tenant_id, r.job_type), 0)
+                    if r.status == JobStatus.PENDING
+                    else 0,
+                )
+                for r in counts
             ),
             totals=totals,
             held=held,
+            scheduled=sum(scheduled.values()),
             oldest_pending_age_us=(now - oldest) if oldest is not None else 0,
             completions=outcomes.get(int(AttemptOutcome.COMPLETED), 0),
             failures=failed,

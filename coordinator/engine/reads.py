@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 class ListPage:
     jobs: list[JobRow]
     next_page_token: str
+    prev_page_token: str = ""
+    # Every job the filter matches (when asked for).
+    total: int = 0
 
 
 class Reads(EngineCore):
@@ -52,14 +55,50 @@ class Reads(EngineCore):
         attempts = await self.run_store(self.store.job_attempts, job_id) if with_attempts else []
         return row, attempts
 
-    async def list_jobs(self, flt: JobFilter, page_size: int, page_token: str) -> ListPage:
+    async def list_jobs(
+        self,
+        flt: JobFilter,
+        page_size: int,
+        page_token: str,
+        *,
+        newest_first: bool = False,
+        include_total: bool = False,
+        last_page: bool = False,
+    ) -> ListPage:
+        """One page of the jobs matching ``flt``, oldest or newest first.
+
+        Keyset paging over job ids: a token names a job id and a direction
+        (the page after it, or the page before it, in the list's order), and
+        the order it belongs to. The page before is read in the opposite
+        order and turned round; so is the last page.
+        """
         if page_size < 0 or page_size > 1000:
             raise InvalidArgument("page_size must be between 1 and 1000 (0 means 100)")
+        if last_page and page_token:
+            raise InvalidArgument("last_page reads the last page: send it without page_token")
         size = page_size or 100
-        after = _decode_page_token(page_token) if page_token else None
-        rows = await self.run_store(self.store.job_list, flt, after, size + 1)
-        next_token = _encode_page_token(rows[size - 1].id) if len(rows) > size else ""
-        return ListPage(rows[:size], next_token)
+        backward, after = False, None
+        if page_token:
+            backward, after = _decode_page_token(page_token, newest_first)
+        elif last_page:
+            backward = True
+        rows = await self.run_store(
+            self.store.job_list, flt, after, size + 1, newest_first=newest_first != backward
+        )
+        more = len(rows) > size
+        rows = rows[:size]
+        if backward:
+            rows.reverse()
+            before, beyond = more, not last_page and bool(rows)
+        else:
+            before, beyond = after is not None and bool(rows), more
+        total = await self.run_store(self.store.job_count, flt) if include_total else 0
+        return ListPage(
+            rows,
+            _encode_page_token(rows[-1].id, newest_first, False) if beyond else "",
+            _encode_page_token(rows[0].id, newest_first, True) if before else "",
+            total,
+        )
 
     async def wait_for_finish(self, job_id: str) -> JobRow:
         """Return the job once it is COMPLETED, FAULTED or CANCELLED.
@@ -80,18 +119,31 @@ class Reads(EngineCore):
                 self.attempts.waiters.done_with(job_id, event)
 
 
-def _encode_page_token(last_id: str) -> str:
-    return base64.urlsafe_b64encode(f"v1:{last_id}".encode()).decode()
+def _encode_page_token(job_id: str, newest_first: bool, backward: bool) -> str:
+    """``v2:<order>:<direction>:<job id>``: o(ldest)/n(ewest) first, a(fter)/b(efore)."""
+    text = f"v2:{'n' if newest_first else 'o'}:{'b' if backward else 'a'}:{job_id}"
+    return base64.urlsafe_b64encode(text.encode()).decode()
 
 
-def _decode_page_token(token: str) -> str:
+def _decode_page_token(token: str, newest_first: bool) -> tuple[bool, str]:
+    """(backward, job id) of a token of a list in this order (v1: oldest first, after)."""
     try:
         text = base64.urlsafe_b64decode(token.encode()).decode()
     except (ValueError, UnicodeDecodeError):
         text = ""
-    if not text.startswith("v1:") or not is_valid_id(text[3:]):
+    order, direction, job_id = "o", "a", ""
+    if text.startswith("v1:"):
+        job_id = text[3:]
+    elif text.startswith("v2:") and text.count(":") == 3:
+        _, order, direction, job_id = text.split(":")
+    if order not in ("o", "n") or direction not in ("a", "b") or not is_valid_id(job_id):
         raise InvalidArgument("page_token is not one this server issued; start without it")
-    return text[3:]
+    if (order == "n") != newest_first:
+        raise InvalidArgument(
+            "page_token belongs to a list in the other order; ask in the order it came "
+            "from, or start without it"
+        )
+    return direction == "b", job_id
 
 
 __all__ = ["ListPage", "Reads"]

@@ -663,13 +663,23 @@ class JobQueries(EventQueries):
         with self.statement() as conn:
             return list(conn.execute(query))  # type: ignore[arg-type]
 
-    def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]:
-        """Jobs matching ``flt`` in id order, starting after ``after_id``."""
-        query = sa.select(jobs).where(*_filter_clauses(flt)).order_by(jobs.c.id).limit(limit)
+    def job_list(
+        self, flt: JobFilter, after_id: str | None, limit: int, *, newest_first: bool = False
+    ) -> list[JobRow]:
+        """Jobs matching ``flt`` in id (creation) order, or newest first,
+        starting past ``after_id`` in that order."""
+        order = jobs.c.id.desc() if newest_first else jobs.c.id
+        query = sa.select(jobs).where(*_filter_clauses(flt)).order_by(order).limit(limit)
         if after_id:
-            query = query.where(jobs.c.id > after_id)
+            query = query.where(jobs.c.id < after_id if newest_first else jobs.c.id > after_id)
         with self.statement() as conn:
             return [JobRecord(*r) for r in conn.execute(query)]
+
+    def job_count(self, flt: JobFilter) -> int:
+        """How many jobs match ``flt``."""
+        query = sa.select(sa.func.count()).select_from(jobs).where(*_filter_clauses(flt))
+        with self.statement() as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     def job_retry(
         self,

@@ -129,7 +129,11 @@ class Store(Protocol):
     # A job's attempt history, oldest first (a completed first attempt read from the job row).
     def job_attempts(self, job_id: str) -> list[AttemptRow]: ...
     # Jobs matching ``flt`` in id order, after ``after_id``.
-    def job_list(self, flt: JobFilter, after_id: str | None, limit: int) -> list[JobRow]: ...
+    def job_list(
+        self, flt: JobFilter, after_id: str | None, limit: int, *, newest_first: bool = False
+    ) -> list[JobRow]: ...
+    # How many jobs match the filter (ListJobs' total_count).
+    def job_count(self, flt: JobFilter) -> int: ...
     # A job in ``statuses`` -> PENDING with the budget ``grant`` gives (guarded).
     def job_retry(
         self,
@@ -360,6 +364,10 @@ class Store(Protocol):
     # The due time of the oldest due PENDING job.
     # PENDING jobs held behind an earlier job of their ordering key.
     def job_count_held(self, tenant_id: str = "", category: int = 0) -> int: ...
+    # (tenant, job type, count) of PENDING jobs not due by ``now``.
+    def job_count_scheduled(
+        self, now: int, tenant_id: str = "", category: int = 0
+    ) -> list[Any]: ...
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> int | None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -31,6 +32,15 @@ log = logging.getLogger(__name__)
 _PENDING_PARTS = (sa.text(READY_JOB), sa.text("ordering_held"))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScheduledCount:
+    """PENDING jobs of a tenant and type not due yet."""
+
+    tenant_id: str
+    job_type: str
+    n: int
+
+
 class StatsQueries(StoreBase):
     """Aggregates over ``wfj_jobs`` and ``wfj_job_attempts``."""
 
@@ -56,6 +66,26 @@ class StatsQueries(StoreBase):
             query = query.where(jobs.c.category == int(category))
         with self.tx() as conn:
             return int(conn.execute(query).scalar() or 0)
+
+    def job_count_scheduled(self, now: int, tenant_id: str = "", category: int = 0) -> list[Any]:
+        """(tenant, job type, n) of PENDING jobs not due by ``now`` (held ones
+        included), each part of the pending set read by its own index."""
+        counts: dict[tuple[str, str], int] = {}
+        with self.tx() as conn:
+            for pending in _PENDING_PARTS:
+                query = (
+                    sa.select(jobs.c.tenant_id, jobs.c.job_type, sa.func.count().label("n"))
+                    .where(pending, jobs.c.due_at > now)
+                    .group_by(jobs.c.tenant_id, jobs.c.job_type)
+                )
+                if tenant_id:
+                    query = query.where(jobs.c.tenant_id == tenant_id)
+                if category:
+                    query = query.where(jobs.c.category == int(category))
+                for row in conn.execute(query):
+                    key = (row.tenant_id, row.job_type)
+                    counts[key] = counts.get(key, 0) + int(row.n)
+        return [ScheduledCount(t, j, n) for (t, j), n in sorted(counts.items())]
 
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0

@@ -291,6 +291,32 @@ def test_list_jobs_filters_and_pages(store: Store) -> None:
     assert ids == sorted(j.id for j in jobs if j.correlation_id == "c1")[:4]
 
 
+def test_list_jobs_newest_first_pages_back_from_the_newest(store: Store) -> None:
+    from coordinator.model import JobFilter
+
+    jobs = [make_job(tenant_id="t-order") for _ in range(5)]
+    store.job_insert_many(jobs)
+    flt = JobFilter(tenant_id="t-order")
+    newest = sorted((j.id for j in jobs), reverse=True)
+    page1 = store.job_list(flt, None, 2, newest_first=True)
+    page2 = store.job_list(flt, page1[-1].id, 2, newest_first=True)
+    page3 = store.job_list(flt, page2[-1].id, 2, newest_first=True)
+    assert [r.id for r in page1 + page2 + page3] == newest
+    assert store.job_count(flt) == 5
+    assert store.job_count(JobFilter(tenant_id="t-order", job_type="other")) == 0
+
+
+def test_scheduled_jobs_are_counted_apart_from_due_ones(store: Store) -> None:
+    due = [make_job(tenant_id="t-sched", job_type="a") for _ in range(2)]
+    later = [make_job(tenant_id="t-sched", job_type=t, due_at=T0 + 60 * SECOND) for t in "aab"]
+    keyed = make_job(tenant_id="t-sched", job_type="b", due_at=T0 + 60 * SECOND)
+    store.job_insert_many([*due, *later, keyed])
+    counts = [(r.tenant_id, r.job_type, r.n) for r in store.job_count_scheduled(T0, "t-sched")]
+    assert counts == [("t-sched", "a", 2), ("t-sched", "b", 2)]
+    assert store.job_count_scheduled(T0 + 61 * SECOND, "t-sched") == []
+    assert store.job_count_scheduled(T0, "another-tenant") == []
+
+
 def test_list_jobs_filters_by_any_of_several_job_types(store: Store) -> None:
     from coordinator.model import JobFilter
 

@@ -314,7 +314,9 @@ class Commands:
         jobs: list[JobView] = []
         token = a.page_token
         while True:
-            page = self.admin.list_jobs(flt, page_size=a.limit, page_token=token)
+            page = self.admin.list_jobs(
+                flt, page_size=a.limit, page_token=token, newest_first=a.sort == "newest"
+            )
             jobs.extend(page.jobs)
             token = page.next_page_token
             if not a.all or not token:
@@ -855,6 +857,10 @@ class Commands:
             f"pending {s.pending}  running {s.running}  completed {s.completed}  "
             f"faulted {s.faulted} (dead letter)  cancelled {s.cancelled}"
         )
+        self.out.line(
+            f"of the pending, {s.pending - s.scheduled} due (ready to run) and {s.scheduled} "
+            "scheduled (not due yet)"
+        )
         if s.held:
             self.out.line(f"of the pending, {s.held} held behind an earlier job of their ordering key")
         self.out.line(f"oldest pending job waits {age:.1f}s")
@@ -1140,8 +1146,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     jobs = sub.add_parser("jobs", help="list, inspect and act on jobs")
     jsub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
-    p = add(jsub, "list", "jobs_list", "list jobs, oldest first")
+    p = add(jsub, "list", "jobs_list", "list jobs, newest first (--sort oldest: oldest first)")
     _add_filter_options(p)
+    p.add_argument(
+        "--sort",
+        choices=("newest", "oldest"),
+        default="newest",
+        help="by creation time, newest first (the default) or oldest first",
+    )
     p.add_argument("--limit", type=int, default=50, help="jobs per page (1..1000, default 50)")
     p.add_argument("--page-token", default="", help="continue a previous listing")
     p.add_argument("--all", action="store_true", help="follow every page")

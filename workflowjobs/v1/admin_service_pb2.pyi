@@ -12,6 +12,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class JobListOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_LIST_ORDER_UNSPECIFIED: _ClassVar[JobListOrder]
+    JOB_LIST_ORDER_OLDEST_FIRST: _ClassVar[JobListOrder]
+    JOB_LIST_ORDER_NEWEST_FIRST: _ClassVar[JobListOrder]
+
 class PauseScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PAUSE_SCOPE_KIND_UNSPECIFIED: _ClassVar[PauseScopeKind]
@@ -35,6 +41,9 @@ class OrderingFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ORDERING_FAILURE_UNSPECIFIED: _ClassVar[OrderingFailure]
     ORDERING_FAILURE_BLOCK: _ClassVar[OrderingFailure]
     ORDERING_FAILURE_SKIP: _ClassVar[OrderingFailure]
+JOB_LIST_ORDER_UNSPECIFIED: JobListOrder
+JOB_LIST_ORDER_OLDEST_FIRST: JobListOrder
+JOB_LIST_ORDER_NEWEST_FIRST: JobListOrder
 PAUSE_SCOPE_KIND_UNSPECIFIED: PauseScopeKind
 PAUSE_SCOPE_KIND_TENANT: PauseScopeKind
 PAUSE_SCOPE_KIND_DEFINITION: PauseScopeKind
@@ -94,22 +103,32 @@ class JobFilter(_message.Message):
     def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("filter", "page_size", "page_token")
+    __slots__ = ("filter", "page_size", "page_token", "order", "include_total", "last_page")
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    LAST_PAGE_FIELD_NUMBER: _ClassVar[int]
     filter: JobFilter
     page_size: int
     page_token: str
-    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    order: JobListOrder
+    include_total: bool
+    last_page: bool
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., order: _Optional[_Union[JobListOrder, str]] = ..., include_total: _Optional[bool] = ..., last_page: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs", "next_page_token")
+    __slots__ = ("jobs", "next_page_token", "total_count", "prev_page_token")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PREV_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
     next_page_token: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    total_count: int
+    prev_page_token: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_count: _Optional[int] = ..., prev_page_token: _Optional[str] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
     __slots__ = ("tenant_id", "window", "category")
@@ -122,19 +141,21 @@ class GetStatsRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ...) -> None: ...
 
 class StatusCount(_message.Message):
-    __slots__ = ("tenant_id", "job_type", "status", "count")
+    __slots__ = ("tenant_id", "job_type", "status", "count", "scheduled")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     job_type: str
     status: _job_pb2.JobStatus
     count: int
-    def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ...) -> None: ...
+    scheduled: int
+    def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held")
+    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled")
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +170,7 @@ class GetStatsResponse(_message.Message):
     DRAINING_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_WORKERS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     counts: _containers.RepeatedCompositeFieldContainer[StatusCount]
     pending: int
     running: int
@@ -163,7 +185,8 @@ class GetStatsResponse(_message.Message):
     draining: bool
     connected_workers: int
     held: int
-    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ...) -> None: ...
+    scheduled: int
+    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
 
 class WaitReason(_message.Message):
     __slots__ = ("kind", "message", "until", "pause_id", "count", "limit")
