@@ -275,6 +275,15 @@ def category_label(value: int) -> str:
         return str(value)
 
 
+def scope_text(kind: PauseKind | LimitKind, value: str) -> str:
+    """How messages name the scope of a pause or a limit by its kind and value:
+    "job type send-email", "definition d-1", "category integration" (a category
+    stored by its number is named). Pauses add their tenant through
+    ``engine.pauses.pause_scope_text``."""
+    shown = category_label(int(value)) if kind.name == "CATEGORY" and value.isdigit() else value
+    return f"{kind.name.lower().replace('_', ' ')} {shown}"
+
+
 def parse_category(text: str) -> JobCategory | None:
     """A category named by its number, its name in any case, or its proto
     name (``JOB_CATEGORY_INTEGRATION``); None when it names none."""

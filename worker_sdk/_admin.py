@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack, cast
 
-from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
+from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc, job_pb2
 
 from ._convert import (
     JobAttemptView,
@@ -44,6 +44,36 @@ def _short_names(enum_type: Any, prefix: str) -> tuple[str, ...]:
 # the dashboard offer these, so a kind added to the proto needs no list here.
 PAUSE_SCOPE_KINDS = _short_names(admin_service_pb2.PauseScopeKind, "PAUSE_SCOPE_KIND_")
 LIMIT_SCOPE_KINDS = _short_names(admin_service_pb2.LimitScopeKind, "LIMIT_SCOPE_KIND_")
+
+
+def category_name(value: str) -> str:
+    """A category as records carry it (its number, "3") by its name ("integration")."""
+    if value.isdigit() and int(value) in job_pb2.JobCategory.values():
+        return job_pb2.JobCategory.Name(int(value)).removeprefix("JOB_CATEGORY_").lower()
+    return value
+
+
+def pause_scope_text(
+    scope: admin_service_pb2.PauseScope,
+    *,
+    kind_words: str = " ",
+    in_tenant: str = " (tenant {})",
+    every_tenant: str = "",
+) -> str:
+    """A pause scope as the CLI and the dashboard word it.
+
+    A tenant pause is "tenant acme"; any other is its kind and value ("job type
+    send-email", "category integration": a category by its name), then its
+    tenant as ``in_tenant`` words it, or ``every_tenant`` when it has none.
+    ``kind_words`` joins the words of a kind (the CLI writes "job-type", as its
+    arguments do).
+    """
+    kind = admin_service_pb2.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_")
+    if kind == "TENANT":
+        return f"tenant {scope.tenant_id}"
+    value = category_name(scope.value) if kind == "CATEGORY" else scope.value
+    where = in_tenant.format(scope.tenant_id) if scope.tenant_id else every_tenant
+    return f"{kind.lower().replace('_', kind_words)} {value}{where}"
 
 
 def _enum_value(enum_type: Any, prefix: str, value: str | int, what: str) -> Any:
@@ -170,7 +200,7 @@ def _filter(value: JobFilter | admin_service_pb2.JobFilter | None) -> admin_serv
     return value
 
 
-def _pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:
+def pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:
     return admin_service_pb2.PauseScope(
         kind=_enum_value(
             admin_service_pb2.PauseScopeKind, "PAUSE_SCOPE_KIND_", kind, "pause scope"
@@ -406,7 +436,7 @@ class AdminClient(BlockingClient):
             expire_time: The pause lifts by itself at this time.
         """
         request = admin_service_pb2.PauseRequest(
-            scope=_pause_scope(kind, value, tenant_id), actor=actor, reason=reason
+            scope=pause_scope(kind, value, tenant_id), actor=actor, reason=reason
         )
         if expire_time is not None:
             request.expire_time.CopyFrom(to_timestamp(expire_time))
@@ -417,7 +447,7 @@ class AdminClient(BlockingClient):
     ) -> list[admin_service_pb2.PauseRecord]:
         """Lift the pauses of a scope (arguments as for :meth:`pause`); returns those lifted."""
         request = admin_service_pb2.UnpauseRequest(
-            scope=_pause_scope(kind, value, tenant_id), actor=actor
+            scope=pause_scope(kind, value, tenant_id), actor=actor
         )
         return list(self._call(self._stub.Unpause, request).lifted)
 

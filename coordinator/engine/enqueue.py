@@ -9,12 +9,11 @@ import asyncio
 import functools
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from coordinator.engine.bounds import check_job_type_name, check_retry_policy, check_timeout
 from coordinator.engine.core import admission_for
-from coordinator.engine.limits import scope_text
-from coordinator.engine.pauses import pause_subject
+from coordinator.engine.limits import limit_scope_text
+from coordinator.engine.pauses import pause_scope_text, scope_of_pause
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
@@ -31,7 +30,6 @@ from coordinator.model import (
     JobStatus,
     NewJob,
     OrderingFailure,
-    PauseKind,
     RetryPolicy,
     Uniqueness,
     UniqueOutcome,
@@ -435,7 +433,9 @@ class Enqueue(Reads):
                     "enqueue_if_paused to queue it"
                 )
             pauses = await self.run_store(self.store.pauses_covering, prepared, now)
-            names = ", ".join(_pause_text(p) for p in pauses)
+            names = ", ".join(
+                pause_scope_text(scope_of_pause(p), with_tenant=False) for p in pauses
+            )
             raise FailedPrecondition(
                 f"cannot run inline: paused ({names or 'a pause'}); "
                 "retry after unpause or set enqueue_if_paused to queue it"
@@ -466,16 +466,11 @@ class Enqueue(Reads):
         await self.reload_limits()
         running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
         full = [
-            f"{scope_text(kind, value)}: {running.get((kind, value), 0)} of {limit} running"
+            f"{limit_scope_text(kind, value)}: {running.get((kind, value), 0)} of {limit} running"
             for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
             if running.get((kind, value), 0) >= limit
         ]
         return "; ".join(full) or "a limit of its scope"
-
-
-def _pause_text(p: Any) -> str:
-    """What a stored pause names, for a message (a category by its name)."""
-    return pause_subject(PauseKind(p.kind), p.value or p.tenant_id)
 
 
 def record_of_new(job: NewJob) -> JobRecord:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordinator import tenancy
-from coordinator.engine.limits import scope_text
-from coordinator.engine.pauses import pause_subject
+from coordinator.engine.limits import limit_scope_text
+from coordinator.engine.pauses import pause_scope_text, scope_of_pause
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.model import (
     FAILED_OUTCOMES,
@@ -93,11 +93,12 @@ async def explain(
         who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
         why = f": {p.reason}" if p.reason else ""
         until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
+        scope = pause_scope_text(scope_of_pause(p), with_tenant=False)
         if kind == PauseKind.TENANT:
-            text = f"tenant {row.tenant_id} is disabled {who}{why}{until}"
+            text = f"{scope} is disabled {who}{why}{until}"
             reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
         else:
-            text = f"{pause_subject(kind, p.value)} is paused {who}{why}{until} (pause {p.id})"
+            text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
             reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
     if row.ordering_key is not None:
         blocker = await engine.run_store(
@@ -152,7 +153,7 @@ async def explain(
                 reasons.append(
                     WaitReason(
                         "CONCURRENCY_LIMIT",
-                        f"concurrency limit of {scope_text(kind, value)} is full: "
+                        f"concurrency limit of {limit_scope_text(kind, value)} is full: "
                         f"{count}/{limit} running",
                         count=count,
                         limit=limit,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, category_label
+from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, scope_text
 
 ScopeKey = tuple[int, str]
 
@@ -35,10 +35,9 @@ def scope_value(kind: LimitKind, job: Candidate) -> str | None:
     return job.concurrency_key
 
 
-def scope_text(kind: int, value: str) -> str:
+def limit_scope_text(kind: int, value: str) -> str:
     """How messages name a limited scope: "job type send-email", "category integration"."""
-    shown = category_label(int(value)) if kind == LimitKind.CATEGORY and value.isdigit() else value
-    return f"{LimitKind(kind).name.lower().replace('_', ' ')} {shown}"
+    return scope_text(LimitKind(kind), value)
 
 
 class LimitBook:

@@ -12,18 +12,26 @@ from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import new_id
-from coordinator.model import JobCategory, PauseKind, PauseScope, category_label
+from coordinator.model import JobCategory, PauseKind, PauseScope, scope_text
 
 log = logging.getLogger(__name__)
 
 
-def pause_subject(kind: PauseKind, value: str) -> str:
-    """What a pause of ``kind`` on ``value`` holds back, as ExplainJob words it
-    ("definition d-1", "category integration")."""
-    if kind == PauseKind.CATEGORY and value.isdigit():
-        value = category_label(int(value))
-    # "definition d-1", "instance i-7", "job type send-email": any scope by its name.
-    return f"{kind.name.lower().replace('_', ' ')} {value}"
+def pause_scope_text(scope: PauseScope, *, with_tenant: bool = True) -> str:
+    """A pause scope as every message words it: "tenant acme" for a tenant
+    pause; otherwise its kind and value ("definition d-1", "job type
+    send-email", "category integration"), followed by "(tenant acme)" when it
+    has a tenant and ``with_tenant`` (a job's own pause leaves it out: the
+    tenant is the job's)."""
+    if scope.kind == PauseKind.TENANT:
+        return f"tenant {scope.tenant_id}"
+    text = scope_text(scope.kind, scope.value)
+    return f"{text} (tenant {scope.tenant_id})" if with_tenant and scope.tenant_id else text
+
+
+def scope_of_pause(p: Any) -> PauseScope:
+    """The scope of a stored pause row."""
+    return PauseScope(PauseKind(p.kind), p.tenant_id, p.value)
 
 
 class Pauses(EngineCore):
@@ -47,7 +55,7 @@ class Pauses(EngineCore):
         scope = _check_scope(scope)
         lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
         if not lifted:
-            raise NotFound(f"no active pause on {scope.kind.name.lower()} {_scope_text(scope)}")
+            raise NotFound(f"no active pause on {pause_scope_text(scope)}")
         self.dispatcher.wake()
         return lifted
 
@@ -123,11 +131,4 @@ def _check_scope(scope: PauseScope) -> PauseScope:
     return scope
 
 
-def _scope_text(scope: PauseScope) -> str:
-    parts = [scope.value] if scope.value else []
-    if scope.tenant_id:
-        parts.append(f"(tenant {scope.tenant_id})")
-    return " ".join(parts)
-
-
-__all__ = ["Pauses", "pause_subject"]
+__all__ = ["Pauses", "pause_scope_text", "scope_of_pause"]

@@ -31,7 +31,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from coordinator.engine.limits import WILDCARD, ScopeKey, scope_text, scope_value
+from coordinator.engine.limits import WILDCARD, ScopeKey, limit_scope_text, scope_value
 from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit
 
 # Most doublings of the emission interval a push-back report can cause.
@@ -200,7 +200,7 @@ def when_precise(us: int) -> str:
 def rate_limit_text(key: ScopeKey, limit: RateLimit) -> str:
     """How a message names a rate limit: "job type send-email (10 per 1s, burst 10)"."""
     period = limit.period_ms / 1000
-    return f"{scope_text(*key)} ({limit.starts} per {period:g}s, burst {limit.burst})"
+    return f"{limit_scope_text(*key)} ({limit.starts} per {period:g}s, burst {limit.burst})"
 
 
 __all__ = [

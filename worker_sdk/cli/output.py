@@ -14,8 +14,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from worker_sdk import JobView
+from worker_sdk._admin import category_name, pause_scope_text
 from workflowjobs.v1 import admin_service_pb2 as apb
-from workflowjobs.v1 import job_pb2 as jpb
 
 __all__ = [
     "Output",
@@ -161,20 +161,9 @@ def duration_text(start: datetime | None, end: datetime | None) -> str | None:
     return f"{(end - start).total_seconds():.3f}s"
 
 
-def _category_name(value: str) -> str:
-    """A category stored by its number ("3") as its name ("integration")."""
-    if value.isdigit() and int(value) in jpb.JobCategory.values():
-        return jpb.JobCategory.Name(int(value)).removeprefix("JOB_CATEGORY_").lower()
-    return value
-
-
 def scope_text(scope: Any) -> str:
-    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
-    if kind == "tenant":
-        return f"tenant {scope.tenant_id}"
-    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
-    value = _category_name(scope.value) if kind == "category" else scope.value
-    return f"{kind.replace('_', '-')} {value}{where}"
+    """A pause scope in the CLI's words ("job-type send-email (tenant acme)")."""
+    return pause_scope_text(scope, kind_words="-")
 
 
 def limit_kind_text(kind: int) -> str:
@@ -185,4 +174,4 @@ def limit_kind_text(kind: int) -> str:
 
 def limit_value_text(kind: int, value: str) -> str:
     """A limit's value; a category's by its name."""
-    return _category_name(value) if kind == apb.LIMIT_SCOPE_KIND_CATEGORY else value
+    return category_name(value) if kind == apb.LIMIT_SCOPE_KIND_CATEGORY else value

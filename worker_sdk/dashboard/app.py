@@ -35,6 +35,7 @@ import grpc
 from aiohttp import web
 
 from worker_sdk import AdminClient, JobEventFilter, JobFilter, WorkflowJobsError
+from worker_sdk._admin import pause_scope, pause_scope_text
 
 from . import render
 from .backend import Backend
@@ -861,7 +862,7 @@ def build_app(
             reason=form.get("reason", ""),
             expire_time=datetime.now(UTC) + expiry if expiry else None,
         )
-        return f"paused {render.scope_text(record.scope)} (pause {record.id})", ""
+        return f"paused {pause_scope_text(record.scope)} (pause {record.id})", ""
 
     async def describe_unpause(session: Session, form: dict[str, str]) -> tuple[str, bool]:
         kind, value, tenant = _scope(session, form)
@@ -1182,7 +1183,5 @@ def _filter_text(f: JobFilter) -> str:
 
 
 def _scope_text(kind: str, value: str, tenant: str) -> str:
-    if kind == "tenant":
-        return f"tenant {tenant}"
-    where = f" in tenant {tenant}" if tenant else " in every tenant"
-    return f"{kind.replace('_', ' ')} {value}{where}"
+    scope = pause_scope(kind, value, tenant)
+    return pause_scope_text(scope, in_tenant=" in tenant {}", every_tenant=" in every tenant")

@@ -13,7 +13,12 @@ from urllib.parse import urlencode
 from google.protobuf.json_format import MessageToDict
 
 from worker_sdk import JobAttemptView, JobView
-from worker_sdk._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
+from worker_sdk._admin import (
+    LIMIT_SCOPE_KINDS,
+    PAUSE_SCOPE_KINDS,
+    category_name,
+    pause_scope_text,
+)
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
@@ -126,22 +131,6 @@ def payload_html(data: bytes, content_type: str) -> str:
         f'<div class="muted">{e(kind)}, {len(data)} bytes{more}</div>'
         f'<pre class="hex">{e(chr(10).join(lines))}</pre>'
     )
-
-
-def category_name(value: str) -> str:
-    """A category as records carry it (its number, "3") by its name ("integration")."""
-    if value.isdigit() and int(value) in job_pb2.JobCategory.values():
-        return job_pb2.JobCategory.Name(int(value)).removeprefix("JOB_CATEGORY_").lower()
-    return value
-
-
-def scope_text(scope: apb.PauseScope) -> str:
-    kind = apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
-    if kind == "tenant":
-        return f"tenant {scope.tenant_id}"
-    where = f" (tenant {scope.tenant_id})" if scope.tenant_id else ""
-    value = category_name(scope.value) if kind == "category" else scope.value
-    return f"{kind.replace('_', ' ')} {value}{where}"
 
 
 def pause_kind(scope: apb.PauseScope) -> str:
@@ -348,7 +337,7 @@ def overview_live(view: Overview, session: Any) -> str:
         state.append('<span class="badge s-completed" id="draining">handing out jobs</span>')
     for p in view.pauses:
         state.append(
-            f'<span class="badge s-pending">paused: {e(scope_text(p.scope))}'
+            f'<span class="badge s-pending">paused: {e(pause_scope_text(p.scope))}'
             f"{' – ' + e(p.reason) if p.reason else ''}</span>"
         )
     charts = bar_chart(
@@ -744,7 +733,7 @@ def pauses_body(
         expire = ts(p, "expire_time")
         rows.append(
             [
-                e(scope_text(p.scope)),
+                e(pause_scope_text(p.scope)),
                 e(p.actor),
                 e(p.reason),
                 e(ago(ts(p, "create_time"), now)),
@@ -783,7 +772,7 @@ def pauses_body(
         lifted = ts(p, "lift_time")
         hist_rows.append(
             [
-                e(scope_text(p.scope)),
+                e(pause_scope_text(p.scope)),
                 e(p.actor),
                 e(p.reason),
                 e(when(ts(p, "create_time"))),
