@@ -35,6 +35,7 @@ from coordinator.engine.reads import ListPage
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.set_aside import SetAsideBook
+from coordinator.engine.weights import Weights
 from coordinator.errors import InvalidArgument
 from coordinator.ids import new_id
 from coordinator.model import JobTypeDefaults
@@ -44,7 +45,7 @@ from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 log = logging.getLogger(__name__)
 
 
-class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
+class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
     """Owns the store, the dispatcher and the operator actions; the chores run on it."""
 
     def __init__(
@@ -118,7 +119,8 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
 
     async def start(self) -> None:
         """Check the schema, sync the clock, load tenant weights, limits and the
-        cluster drain flag, start the wake listener and the dispatcher. Idempotent.
+        cluster drain flag, start the wake listener, read the pause expiries to
+        wake at, and start the dispatcher. Idempotent.
 
         The chores run on the engine: their supervisor starts after.
         """
@@ -141,6 +143,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, LimitSettings):
             )
             self._listener.start()
         await self.ops.start()
+        await self.wake_at_pause_expiries()
         self.dispatcher.start()
         self._started = True
 

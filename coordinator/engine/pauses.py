@@ -1,6 +1,6 @@
-"""Pauses and weights: pausing and unpausing a scope (tenant, job type,
-definition, instance, category), listing pauses, and the fair-share weights of
-tenants and of categories within a tenant.
+"""Pauses: pausing and unpausing a scope (tenant, job type, definition,
+instance, category), listing pauses, and how every message words a pause scope
+(``pause_scope_text``). The fair-share weights are ``weights.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import new_id
-from coordinator.model import JobCategory, PauseKind, PauseScope, scope_text
+from coordinator.model import PauseKind, PauseScope, scope_text
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def scope_of_pause(p: Any) -> PauseScope:
 
 
 class Pauses(EngineCore):
-    """Pauses by scope, tenant weights and category weights."""
+    """Pauses by scope."""
 
     async def pause(
         self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
@@ -59,6 +59,17 @@ class Pauses(EngineCore):
         self.dispatcher.wake()
         return lifted
 
+    async def wake_at_pause_expiries(self) -> None:
+        """Wake the dispatcher at the expiry of every active timed pause.
+
+        ``pause`` wakes this replica's dispatcher at the expiry it sets (and the
+        others through the store's wake notification); a coordinator starting
+        after that reads the expiries here, so a timed pause lifts at its
+        expiry rather than at the next idle poll.
+        """
+        expiries = await self.run_store(self.store.pause_expiries, self.clock.now_us())
+        self.dispatcher.wake_at(expiries)
+
     async def list_pauses(self, include_lifted: bool, tenant_id: str) -> list[Any]:
         return await self.run_store(
             self.store.pause_list,
@@ -66,55 +77,6 @@ class Pauses(EngineCore):
             include_lifted=include_lifted,
             tenant_id=tenant_id,
         )
-
-    async def set_tenant_weight(self, tenant_id: str, weight: int) -> None:
-        if not tenant_id:
-            raise InvalidArgument("tenant_id is required")
-        if weight < 1 or weight > 10_000:
-            raise InvalidArgument("weight must be between 1 and 10000")
-        await self.run_store(self.store.tenant_set_weight, tenant_id, weight)
-        self.fair.set_weights({tenant_id: weight})
-
-    async def list_tenant_weights(self, tenant_id: str = "") -> dict[str, int]:
-        """The weights set per tenant, as the store holds them (shared by every replica)."""
-        weights = await self.run_store(self.store.tenant_weights)
-        if tenant_id:
-            return {t: w for t, w in weights.items() if t == tenant_id}
-        return dict(weights)
-
-    @property
-    def default_tenant_weight(self) -> int:
-        return self.fair.default_weight
-
-    async def set_category_weight(self, tenant_id: str, category: int, weight: int) -> None:
-        """Set a category's share of its tenant's starts; every replica applies it."""
-        _check_category_weight_scope(tenant_id, category)
-        if weight < 1 or weight > 10_000:
-            raise InvalidArgument("weight must be between 1 and 10000")
-        await self.run_store(self.store.category_set_weight, tenant_id, category, weight)
-        await self.reload_limits()
-
-    async def remove_category_weight(self, tenant_id: str, category: int) -> bool:
-        """Put a category back to weight 1; False when no weight was set."""
-        _check_category_weight_scope(tenant_id, category)
-        removed = await self.run_store(self.store.category_remove_weight, tenant_id, category)
-        if removed:
-            await self.reload_limits()
-        return bool(removed)
-
-    async def list_category_weights(self, tenant_id: str = "") -> dict[tuple[str, int], int]:
-        """The weights set per (tenant, category), as the store holds them."""
-        weights = await self.run_store(self.store.category_weights)
-        if tenant_id:
-            return {k: w for k, w in weights.items() if k[0] == tenant_id}
-        return dict(weights)
-
-
-def _check_category_weight_scope(tenant_id: str, category: int) -> None:
-    if not tenant_id:
-        raise InvalidArgument("tenant_id is required: category weights share a tenant's starts")
-    if category not in {int(c) for c in JobCategory}:
-        raise InvalidArgument(f"category {category} is not a known JobCategory")
 
 
 def _check_scope(scope: PauseScope) -> PauseScope:

@@ -1,4 +1,5 @@
-"""Named queries over pauses, tenants (weights) and concurrency limits.
+"""Named queries over pauses (``wfj_pauses``): create, lift, list, the ones
+covering a job. Tenant and category weights and the limits are ``limits.py``.
 
 Pause matching is written once, here: ``PAUSE_COLUMNS`` says which job column
 each ``PauseKind`` matches, ``pause_covers`` turns that into SQL, and every
@@ -180,14 +181,17 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             return list(conn.execute(query))
 
-    def pause_next_expiry(self, now: int) -> int | None:
-        """Earliest future expiry among active pauses (a wake-up time)."""
+    def pause_expiries(self, now: int) -> list[int]:
+        """The future expiry times of active pauses, earliest first, each once:
+        the times a restarted coordinator wakes its dispatcher at."""
+        query = (
+            sa.select(pauses.c.expires_at)
+            .where(pauses.c.lifted_at.is_(None), pauses.c.expires_at > now)
+            .distinct()
+            .order_by(pauses.c.expires_at)
+        )
         with self.tx() as conn:
-            return conn.execute(
-                sa.select(sa.func.min(pauses.c.expires_at)).where(
-                    pauses.c.lifted_at.is_(None), pauses.c.expires_at > now
-                )
-            ).scalar()
+            return [int(t) for t in conn.execute(query).scalars()]
 
     def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]:
         """Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names)."""

@@ -2,8 +2,9 @@
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
 ``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``pauses.py``, ``limits.py``, ``workers.py``, ``stats.py``, with
-connection handling in ``base.py``. PostgreSQL and SQLite implement every
+``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``, ``limits.py``,
+``workers.py``, ``stats.py``, ``events.py``, with connection handling in
+``base.py``. PostgreSQL and SQLite implement every
 query under the same name with the same meaning (one class, ``SqlStore``;
 the dialect differences stay inside each query); what only one dialect can do
 is said by ``capabilities``, never by asking which dialect it is. Time is a
@@ -279,8 +280,8 @@ class Store(Protocol):
     def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]: ...
     # Pauses by creation time: active ones, or all; a tenant's and the global ones.
     def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]: ...
-    # The earliest future expiry among active pauses.
-    def pause_next_expiry(self, now: int) -> int | None: ...
+    # The future expiry times of active pauses, earliest first (each once).
+    def pause_expiries(self, now: int) -> list[int]: ...
     # Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names).
     def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]: ...
 
@@ -361,13 +362,13 @@ class Store(Protocol):
 
     # (tenant, job type, status, count) rows.
     def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[Any]: ...
-    # The due time of the oldest due PENDING job.
     # PENDING jobs held behind an earlier job of their ordering key.
     def job_count_held(self, tenant_id: str = "", category: int = 0) -> int: ...
     # (tenant, job type, count) of PENDING jobs not due by ``now``.
     def job_count_scheduled(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> list[Any]: ...
+    # The due time of the oldest due PENDING job.
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0
     ) -> int | None: ...

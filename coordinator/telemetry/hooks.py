@@ -1,8 +1,11 @@
 """The hooks the engine calls to report what it did; this base does nothing.
 
-The engine, dispatcher and reaper hold an ``EngineTelemetry`` and call it once
-per batch (never per job), so with telemetry off the cost is one empty method
-call per enqueue, acquisition, report or reaper run. ``coordinator.telemetry``
+The engine holds one ``EngineTelemetry`` (``Engine.telemetry``); its concepts
+(enqueue, the dispatcher, acquisition, ``Attempts``) and the chores (the lease
+reaper; every chore's set-aside rows through the engine's ``SetAsideBook``)
+call it through the engine, once per batch (never per job), so with telemetry
+off the cost is one empty method call per enqueue, acquisition, report or
+reaper run. ``coordinator.telemetry``
 replaces it with an OpenTelemetry-backed one when traces or metrics are on.
 This module imports nothing beyond the engine's vocabulary.
 """
