@@ -69,6 +69,32 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "or 'forever' (env WFJOBS_EVENT_RETENTION)",
     )
     serve.add_argument(
+        "--database-timeout",
+        type=float,
+        default=defaults.database_timeout_s,
+        metavar="SECONDS",
+        help="PostgreSQL: how long a liveness ping or a new connection may wait for the "
+        "database before health turns NOT_SERVING and the LISTEN connection is replaced "
+        "(default 5; env WFJOBS_DATABASE_TIMEOUT)",
+    )
+    serve.add_argument(
+        "--database-tcp-timeout",
+        type=float,
+        default=defaults.database_tcp_timeout_s,
+        metavar="SECONDS",
+        help="PostgreSQL: how long sent bytes may go unacknowledged before a connection "
+        "is dropped (tcp_user_timeout and keepalives; default 10; "
+        "env WFJOBS_DATABASE_TCP_TIMEOUT)",
+    )
+    serve.add_argument(
+        "--statement-timeout",
+        type=float,
+        default=defaults.statement_timeout_s,
+        metavar="SECONDS",
+        help="PostgreSQL: server-side limit on one statement (default 30, 0 turns it off; "
+        "migrations are exempt; env WFJOBS_STATEMENT_TIMEOUT)",
+    )
+    serve.add_argument(
         "--dashboard-listen",
         default=defaults.dashboard_listen,
         metavar="HOST:PORT",
@@ -289,7 +315,11 @@ async def serve(settings: Settings) -> None:
     file_lock = lock_sqlite_file(settings.database_url)
     if settings.migrate_on_start:
         migrate(settings.database_url)
-    store = open_store(settings.database_url, session_url=settings.session_database_url)
+    store = open_store(
+        settings.database_url,
+        session_url=settings.session_database_url,
+        bounds=settings.connection_bounds(),
+    )
     if store.capabilities.listen_notify:
         from coordinator.store.pooler import check_session_urls
 
@@ -393,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             drain_timeout_s=args.drain_timeout,
             retention=args.retention,
             event_retention=args.event_retention,
+            database_timeout_s=args.database_timeout,
+            database_tcp_timeout_s=args.database_tcp_timeout,
+            statement_timeout_s=args.statement_timeout,
             dashboard_listen=args.dashboard_listen,
             dashboard_allowed_hosts=args.dashboard_allowed_hosts,
             tls_cert=args.tls_cert,
@@ -405,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         # A malformed setting fails here, before anything starts.
         _engine_config(settings)
         _chores_config(settings)
+        settings.connection_bounds()
         asyncio.run(serve(settings))
         return 0
     except SchemaMismatch as e:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 
 from coordinator.masking import display_url
+from coordinator.store.liveness import ConnectionBounds
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///wfjobs.db"
@@ -33,6 +35,16 @@ class Settings:
     retention: str = "7d"
     # How long job events are kept (the WatchJobEvents log): "7d" or "forever".
     event_retention: str = "7d"
+
+    # -- database liveness (PostgreSQL; docs/reliability.md) --
+    # Seconds a liveness ping (health, the LISTEN connection) or a new
+    # connection may wait for the database before it counts as gone.
+    database_timeout_s: float = 5.0
+    # Seconds sent bytes may stay unacknowledged before a connection is
+    # dropped (tcp_user_timeout; the keepalives find a dead idle one within it).
+    database_tcp_timeout_s: float = 10.0
+    # Server-side limit on one statement, in seconds; 0 turns it off.
+    statement_timeout_s: float = 30.0
 
     # host:port of the web dashboard (docs/dashboard.md); empty turns it off.
     dashboard_listen: str = ""
@@ -71,6 +83,15 @@ class Settings:
     rate_per_credential: float = 1_000.0
     rate_burst: int = 2_000
 
+    def connection_bounds(self) -> ConnectionBounds:
+        """The PostgreSQL connection limits these settings give (``ValueError`` when out of range)."""
+        return ConnectionBounds(
+            connect_timeout_s=max(2, math.ceil(self.database_timeout_s)),
+            tcp_timeout_s=self.database_tcp_timeout_s,
+            statement_timeout_s=self.statement_timeout_s,
+            liveness_timeout_s=self.database_timeout_s,
+        )
+
     def __repr__(self) -> str:
         # Settings get logged and printed; the database password must not be.
         fields = []
@@ -94,6 +115,9 @@ class Settings:
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
             retention=env.get("WFJOBS_RETENTION", "7d"),
             event_retention=env.get("WFJOBS_EVENT_RETENTION", "7d"),
+            database_timeout_s=float(env.get("WFJOBS_DATABASE_TIMEOUT", "5")),
+            database_tcp_timeout_s=float(env.get("WFJOBS_DATABASE_TCP_TIMEOUT", "10")),
+            statement_timeout_s=float(env.get("WFJOBS_STATEMENT_TIMEOUT", "30")),
             dashboard_listen=env.get("WFJOBS_DASHBOARD_LISTEN", ""),
             dashboard_allowed_hosts=env.get("WFJOBS_DASHBOARD_ALLOWED_HOSTS", ""),
             tls_cert=env.get("WFJOBS_TLS_CERT") or None,

@@ -1,16 +1,25 @@
 """Store health watch: NOT_SERVING while the database cannot be reached.
 
-Design note. Health is not polled: the coordinator says SERVING until a call
-fails with ``StoreUnavailable``. That failure starts one probe task, which
-turns health to NOT_SERVING and pings the store with capped backoff until a
-ping succeeds, then turns health back to SERVING. Further failures while the
-probe runs change nothing, so a database outage costs one ping per interval,
-not one per failed call. After ``stop()`` the watch never touches health again
+Design note. The coordinator says SERVING until the store fails a call with
+``StoreUnavailable``, or does not answer a liveness ping in time. Either
+starts one probe task, which turns health to NOT_SERVING and pings the store
+with capped backoff until a ping succeeds, then turns health back to SERVING.
+Further failures while the probe runs change nothing, so a database outage
+costs one ping per interval, not one per failed call.
+
+A database that goes silent (the connection stays open, nothing answers)
+fails no call: calls just wait. So while SERVING the watch also pings every
+``liveness_interval_s`` (``watch``); a ping that has no answer after
+``liveness_timeout_s`` starts the probe, which waits for that same ping
+before it sends another (a silent database is not sent a ping per interval).
+Health is thus NOT_SERVING at most ``liveness_interval_s +
+liveness_timeout_s`` after the database stopped answering, and SERVING again
+once it answers. After ``stop()`` the watch never touches health again
 (shutdown owns it from then on).
 
-    SERVING --call fails: store unavailable--> NOT_SERVING (probing)
-       ^                                            |
-       +------------- ping succeeds ----------------+
+    SERVING --call fails, or a ping goes unanswered--> NOT_SERVING (probing)
+       ^                                                    |
+       +------------------ ping succeeds -------------------+
 """
 
 from __future__ import annotations
@@ -32,6 +41,10 @@ class HealthWatchConfig:
     initial_interval_s: float = 0.2
     # Cap on the wait between pings, in seconds.
     max_interval_s: float = 2.0
+    # While SERVING: seconds between liveness pings, and how long one may go
+    # unanswered before health turns NOT_SERVING (store/liveness.py).
+    liveness_interval_s: float = 2.0
+    liveness_timeout_s: float = 5.0
 
 
 @dataclass
@@ -53,22 +66,55 @@ class StoreHealthWatch:
         self._ping = ping
         self._set_serving = set_serving
         self._task: asyncio.Task[ProbeResult] | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._stopped = False
 
     @property
     def probing(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def report_unavailable(self) -> None:
-        """A call failed because the store is unreachable; start probing (once)."""
+    def start(self) -> None:
+        """Start the liveness pings (``watch``); idempotent."""
+        if self._watch is None and not self._stopped:
+            self._watch = asyncio.get_running_loop().create_task(
+                self.watch(), name="store-liveness-watch"
+            )
+
+    def report_unavailable(self, pending: asyncio.Future[None] | None = None) -> None:
+        """A call failed because the store is unreachable (or ``pending``, a
+        ping, went unanswered); start probing (once)."""
         if self._stopped or self.probing:
             return
         self._task = asyncio.get_running_loop().create_task(
-            self.run_once(), name="store-health-probe"
+            self.run_once(pending), name="store-health-probe"
         )
 
-    async def run_once(self) -> ProbeResult:
-        """NOT_SERVING, ping until the store answers, SERVING again."""
+    async def watch(self) -> None:
+        """Ping every ``liveness_interval_s`` while not probing; a ping
+        unanswered after ``liveness_timeout_s``, or failing, starts the probe."""
+        while not self._stopped:
+            await asyncio.sleep(self.config.liveness_interval_s)
+            if self.probing or self._stopped:
+                continue
+            ping = asyncio.ensure_future(self._ping())
+            try:
+                await asyncio.wait_for(asyncio.shield(ping), self.config.liveness_timeout_s)
+            except TimeoutError:
+                log.warning(
+                    "database did not answer a ping within %.1fs",
+                    self.config.liveness_timeout_s,
+                )
+                self.report_unavailable(ping)
+            except StoreUnavailable:
+                self.report_unavailable()
+            except Exception:  # noqa: BLE001 - keep watching, but say why
+                log.exception("store ping failed unexpectedly")
+
+    async def run_once(self, pending: asyncio.Future[None] | None = None) -> ProbeResult:
+        """NOT_SERVING, ping until the store answers, SERVING again.
+
+        ``pending``, a ping already sent and not answered, is waited for
+        before any other ping is sent."""
         log.warning("database unreachable: health is NOT_SERVING until it answers again")
         await self._set_serving(False)
         backoff = CappedBackoff(self.config.initial_interval_s, self.config.max_interval_s)
@@ -76,7 +122,11 @@ class StoreHealthWatch:
         while not self._stopped:
             pings += 1
             try:
-                await self._ping()
+                if pending is not None:
+                    ping, pending = pending, None
+                    await ping
+                else:
+                    await self._ping()
             except StoreUnavailable:
                 pass
             except Exception:  # noqa: BLE001 - keep probing, but say why
@@ -92,10 +142,11 @@ class StoreHealthWatch:
     async def stop(self) -> None:
         """Stop probing; idempotent."""
         self._stopped = True
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        for task in (self._watch, self._task):
+            if task is not None and not task.done():
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        self._watch = self._task = None

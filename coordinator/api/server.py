@@ -22,7 +22,7 @@ from coordinator.api.admin import AdminServicer
 from coordinator.api.auth import AuthConfig, AuthInterceptor, TokenBook
 from coordinator.api.decoding import RequestDecodingInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
-from coordinator.api.health import StoreHealthWatch
+from coordinator.api.health import HealthWatchConfig, StoreHealthWatch
 from coordinator.api.limits import ApiLimits, LimitsInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
 from coordinator.api.tls import TlsConfig
@@ -62,7 +62,15 @@ class CoordinatorServer:
         self.tls = tls
         self.limits = limits or ApiLimits()
         self.health = health.aio.HealthServicer()
-        self.health_watch = StoreHealthWatch(engine.ping_store, self._set_serving)
+        bounds = engine.store.bounds
+        self.health_watch = StoreHealthWatch(
+            engine.ping_store,
+            self._set_serving,
+            HealthWatchConfig(
+                liveness_interval_s=bounds.liveness_interval_s,
+                liveness_timeout_s=bounds.liveness_timeout_s,
+            ),
+        )
         self._token_watch: asyncio.Task[None] | None = None
         interceptors: list[grpc.aio.ServerInterceptor] = [
             # Tracing (when on) is outermost, so RPC spans see every status code.
@@ -123,6 +131,10 @@ class CoordinatorServer:
             raise OSError(f"cannot listen on {self.listen}")
         await self.server.start()
         await self._set_serving(True)
+        if self.engine.store.is_postgres:
+            # A file on local disk does not go silent the way a server across
+            # a network does (and SQLite's one connection would queue pings).
+            self.health_watch.start()
         if self.auth is not None:
             self._token_watch = asyncio.get_running_loop().create_task(
                 self._watch_tokens(self.auth.book), name="token-file-watch"

@@ -139,7 +139,10 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
             from coordinator.store.notify import WakeListener
 
             self._listener = WakeListener(
-                self.store.session_url, self._on_remote_wake, self.events.on_remote_events
+                self.store.session_url,
+                self._on_remote_wake,
+                self.events.on_remote_events,
+                bounds=self.store.bounds,
             )
             self._listener.start()
         await self.ops.start()

@@ -14,6 +14,7 @@ from coordinator.store.base import StoreCapabilities
 from coordinator.store.jobs import JobQueries
 from coordinator.store.leases import LeaseQueries
 from coordinator.store.limits import LimitQueries
+from coordinator.store.liveness import DEFAULT_BOUNDS, ConnectionBounds
 from coordinator.store.ordering import OrderingQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.protocol import Store
@@ -35,13 +36,20 @@ class SqlStore(
     """Every named query of ``Store``, over one SQLAlchemy engine, for both dialects."""
 
 
-def open_store(url: str, *, pool_size: int = 8, session_url: str | None = None) -> SqlStore:
+def open_store(
+    url: str,
+    *,
+    pool_size: int = 8,
+    session_url: str | None = None,
+    bounds: ConnectionBounds = DEFAULT_BOUNDS,
+) -> SqlStore:
     """Open the store at ``url`` (no schema check; see ``Store.check_schema``).
 
     ``session_url``: a direct connection for LISTEN when ``url`` goes through a
-    pooler in transaction mode (``store/pooler.py``).
+    pooler in transaction mode (``store/pooler.py``). ``bounds``: the time
+    limits of PostgreSQL connections (``store/liveness.py``).
     """
-    return SqlStore(url, pool_size=pool_size, session_url=session_url)
+    return SqlStore(url, pool_size=pool_size, session_url=session_url, bounds=bounds)
 
 
 __all__ = ["SqlStore", "Store", "StoreCapabilities", "open_store"]

@@ -19,6 +19,12 @@ from sqlalchemy import event, exc
 
 from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
+from coordinator.store.liveness import (
+    DEFAULT_BOUNDS,
+    ConnectionBounds,
+    server_options,
+    tcp_connect_args,
+)
 from coordinator.store.schema import SCHEMA_REVISION
 from coordinator.store.urls import sqlalchemy_url
 
@@ -83,11 +89,21 @@ def driver_sql(sql: str) -> str:
     return out
 
 
-def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> sa.Engine:
+def create_sa_engine(
+    url: str,
+    *,
+    pool_size: int = 8,
+    prepare: bool = True,
+    bounds: ConnectionBounds = DEFAULT_BOUNDS,
+) -> sa.Engine:
     """An SQLAlchemy engine configured for the dialect in ``url``.
 
     ``prepare=False`` turns psycopg's server-side prepared statements off, for
     statements sent through a pooler in transaction mode (``store/pooler.py``).
+    PostgreSQL connections get ``bounds`` (``store/liveness.py``): keepalives,
+    ``tcp_user_timeout`` and ``connect_timeout`` always; JIT off and the
+    statement and idle-transaction limits as startup options, except through
+    such a pooler (``prepare=False``), which refuses them.
 
     Raises:
         ValueError: ``url`` is not an SQLite or PostgreSQL URL (the message
@@ -127,9 +143,16 @@ def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> s
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    connect_args: dict[str, Any] = tcp_connect_args(bounds)
+    if prepare:
+        connect_args["options"] = server_options(
+            bounds, sa.engine.make_url(url).query.get("options")  # type: ignore[arg-type]
+        )
+    else:
+        connect_args["prepare_threshold"] = None
     engine = sa.create_engine(
         url,
-        connect_args={} if prepare else {"prepare_threshold": None},
+        connect_args=connect_args,
         pool_size=pool_size,
         max_overflow=pool_size,
         # No pre-ping: it costs a round trip per checkout. A dropped connection
@@ -137,19 +160,6 @@ def create_sa_engine(url: str, *, pool_size: int = 8, prepare: bool = True) -> s
         # StoreUnavailable; callers retry.
         pool_recycle=1800,
     )
-
-    @event.listens_for(engine, "connect")
-    def _no_jit(dbapi_conn: Any, _record: Any) -> None:
-        # Every statement here is short. PostgreSQL JIT-compiles a statement
-        # whose estimated cost passes jit_above_cost, and the acquisition
-        # statements' estimates grow with the lanes and backlog they might
-        # read (not what they do read, a few index probes): compiling then
-        # costs hundreds of milliseconds per pass. Committed, so the pool's
-        # rollback on check-in keeps it.
-        cur = dbapi_conn.cursor()
-        cur.execute("SET jit = off")
-        cur.close()
-        dbapi_conn.commit()
 
     return engine
 
@@ -247,14 +257,24 @@ def _take_events_mark(conn: sa.Connection) -> bool:
 class StoreBase:
     """Owns the SQLAlchemy engine and the transaction helper."""
 
-    def __init__(self, url: str, *, pool_size: int = 8, session_url: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        session_url: str | None = None,
+        bounds: ConnectionBounds = DEFAULT_BOUNDS,
+    ) -> None:
         self.url = url
+        self.bounds = bounds
         # The URL of the connection that must keep one server session (LISTEN):
         # ``url`` itself unless statements go through a transaction pooler.
         self.session_url = session_url or url
         # A separate session URL means statements are pooled per transaction:
         # a statement prepared in one server session is unknown in the next.
-        self.engine = create_sa_engine(url, pool_size=pool_size, prepare=session_url is None)
+        self.engine = create_sa_engine(
+            url, pool_size=pool_size, prepare=session_url is None, bounds=bounds
+        )
         self.is_postgres = self.engine.dialect.name == "postgresql"
         if session_url is not None and not self.is_postgres:
             raise ValueError("a session database URL is only for PostgreSQL; SQLite needs none")
@@ -360,5 +380,5 @@ class StoreBase:
             )
 
     def ping(self) -> None:
-        with self.tx() as conn:
-            conn.execute(sa.text("SELECT 1"))
+        with self.statement() as conn:
+            conn.exec_driver_sql("SELECT 1")

@@ -43,6 +43,10 @@ def upgrade(store: StoreBase, revision: str = "head") -> MigrationResult:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with domain_errors(), store.engine.begin() as conn:
+        if store.is_postgres:
+            # A migration may rewrite a large table: the coordinator's
+            # statement limit (store/liveness.py) is lifted for this transaction.
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
         before = _revision(conn)
         config.attributes["connection"] = conn
         command.upgrade(config, revision)

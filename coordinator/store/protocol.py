@@ -56,6 +56,7 @@ from coordinator.store.base import StoreCapabilities
 from coordinator.store.events import EventLogBounds, EventPage
 from coordinator.store.leases import SetAside
 from coordinator.store.limits import AdmissionFor, BucketRows
+from coordinator.store.liveness import ConnectionBounds
 
 # How an attempt ends, decided by the engine for each locked row.
 Decide = Callable[[LeasedForFailure], AttemptEnd]
@@ -70,6 +71,8 @@ class Store(Protocol):
     url: str
     # The URL of the connection that keeps one server session (LISTEN).
     session_url: str
+    # Time limits of PostgreSQL connections (liveness.py).
+    bounds: ConnectionBounds
     # The SQLAlchemy engine (migrations run on it).
     engine: sa.Engine
     # What the dialect can do (one-statement claim, lease at insert, LISTEN/NOTIFY, ...).

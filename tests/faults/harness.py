@@ -15,7 +15,9 @@ soak run uses e.g. 10).
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import os
 import random
 import shutil
@@ -541,6 +543,79 @@ class SteadyEnqueuer:
         self._thread.join(timeout=30)
         assert not self._thread.is_alive(), "the enqueuer did not stop"
         return list(dict.fromkeys(self.acknowledged))
+
+
+class StallingProxy:
+    """Forwards TCP to ``upstream`` while ``flowing`` is set; holds bytes otherwise."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        self._writers += [writer, up_writer]
+        for src, dst in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.create_task(self._pump(src, dst))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            while data := await src.read(65536):
+                await self.flowing.wait()
+                dst.write(data)
+                await dst.drain()
+        dst.close()
+
+    async def close(self) -> None:
+        self.server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for writer in self._writers:
+            writer.close()
+
+
+class StalledPath:
+    """A ``StallingProxy`` on an event loop of its own (a thread), for
+    synchronous tests: ``port`` forwards to ``upstream_port`` until ``stall``,
+    and again after ``resume``. Connections stay open throughout, and while
+    stalled new ones are accepted and held, as a hung network path does."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.proxy = StallingProxy(upstream_port)
+        self.port = self._call(self.proxy.start())
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(30)
+
+    def stall(self) -> None:
+        self._loop.call_soon_threadsafe(self.proxy.flowing.clear)
+
+    def resume(self) -> None:
+        self._loop.call_soon_threadsafe(self.proxy.flowing.set)
+
+    def url(self, direct_url: str) -> str:
+        """``direct_url`` with host and port replaced by the proxy's."""
+        parsed = sa.engine.make_url(direct_url)
+        return parsed.set(host="127.0.0.1", port=self.port).render_as_string(hide_password=False)
+
+    def close(self) -> None:
+        self.resume()
+        self._call(self.proxy.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
 
 
 class PgBouncer:

@@ -9,12 +9,11 @@ hung network path looks like to both ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 
 import grpc
 import pytest
-from faults.harness import CoordinatorProcess, check_run
+from faults.harness import CoordinatorProcess, StallingProxy, check_run
 from google.protobuf import duration_pb2
 
 from workflowjobs.v1 import admin_service_pb2 as apb
@@ -26,44 +25,6 @@ from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
 
 pytestmark = pytest.mark.e2e
-
-
-class StallingProxy:
-    """Forwards TCP to ``upstream`` while ``flowing`` is set; holds bytes otherwise."""
-
-    def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.flowing = asyncio.Event()
-        self.flowing.set()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: list[asyncio.StreamWriter] = []
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        self._writers += [writer, up_writer]
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pump(src, dst))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-            while data := await src.read(65536):
-                await self.flowing.wait()
-                dst.write(data)
-                await dst.drain()
-        dst.close()
-
-    async def close(self) -> None:
-        self.server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        for writer in self._writers:
-            writer.close()
 
 
 def test_stalled_worker_loses_its_lease_and_late_complete_is_rejected(tmp_path) -> None:
