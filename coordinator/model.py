@@ -588,13 +588,18 @@ class JobRecord:
     parent_job_id: str | None = None
     # The order of the job's last event (see ``store/events.py``).
     event_tx: int = 0
-    # Jobs of one tenant and ordering key run one at a time, in id order.
+    # Jobs of one tenant and ordering key run one at a time, in the order
+    # they were stored (``ordering_seq``).
     ordering_key: str | None = None
     # A FAULTED job of the key lets the next one run (else it holds the key).
     ordering_skip_failed: bool = False
     # PENDING behind an earlier live job of its key, out of acquisition's reach
     # until that job ends (``store/ordering.py``).
     ordering_held: bool = False
+    # The database's number for the job, given as it is stored: a key's jobs
+    # run in its order (``store/ordering.py``); None for a job without a key
+    # stored on SQLite.
+    ordering_seq: int | None = None
 
     @property
     def counted_attempts(self) -> int:

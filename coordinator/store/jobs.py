@@ -868,6 +868,8 @@ class JobQueries(EventQueries):
                 "released_attempts",
                 "event_tx",
                 "ordering_held",
+                # A new job of the key: numbered as it is stored (the column's default).
+                "ordering_seq",
             }
         ]
         source = sa.select(

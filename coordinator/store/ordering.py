@@ -1,4 +1,4 @@
-"""Ordering keys: jobs of one tenant and ``ordering_key`` run one at a time, in id order.
+"""Ordering keys: jobs of one tenant and ``ordering_key`` run one at a time, in enqueue order.
 
 Design note. A key's *live* jobs are its RUNNING and PENDING jobs and its
 FAULTED jobs with the blocking policy (``ordering_skip_failed`` false). Only a
@@ -15,6 +15,13 @@ queue, however long it is. The rules:
   job, unless the key still has a live job that is not held
   (``release_next``). A job is never held while nothing of its key could
   release it: a held job's key always has a live job that is not held.
+
+Enqueue order is ``ordering_seq``, a number the database gives each job as
+it is stored (a sequence on PostgreSQL, a trigger on SQLite; migration 0018),
+never the job's id: ids are UUIDv7 from the enqueuing replica's host clock,
+and a replica whose clock is behind would put a later job first. An enqueue
+takes its keys' locks before it inserts, so within a key the numbers follow
+commit order; an operator retry keeps the job's number (its place in the key).
 
 Every statement that leases also re-checks ``ordering_allows`` (not held, no
 RUNNING job of the key, no earlier live job of the key that is not held), so
@@ -45,7 +52,7 @@ PENDING jobs, which no transaction of the first kind holds while it waits
 for a key, so the two orders cannot deadlock. SQLite runs one writing
 transaction at a time.
 
-The probes use small partial indexes keyed by (tenant, key[, id]):
+The probes use small partial indexes keyed by (tenant, key[, ordering_seq]):
 ``ix_wfj_jobs_ordering_running`` (RUNNING rows), ``ix_wfj_jobs_ordering_ahead``
 (PENDING and FAULTED rows not held) and ``ix_wfj_jobs_ordering_held``. Where
 an EXISTS over RUNNING jobs sits under OR or NOT, PostgreSQL runs it as one
@@ -100,7 +107,7 @@ def ordering_allows(alias: str) -> str:
         f"NOT EXISTS (SELECT 1 FROM wfj_jobs o1 WHERE o1.tenant_id = {alias}.tenant_id "
         f"AND o1.ordering_key = {alias}.ordering_key AND o1.status = {_RUNNING}) "
         f"AND NOT EXISTS (SELECT 1 FROM wfj_jobs o2 WHERE o2.tenant_id = {alias}.tenant_id "
-        f"AND o2.ordering_key = {alias}.ordering_key AND o2.id < {alias}.id "
+        f"AND o2.ordering_key = {alias}.ordering_key AND o2.ordering_seq < {alias}.ordering_seq "
         f"AND o2.status IN ({_PENDING}, {_FAULTED}) AND NOT o2.ordering_held "
         f"AND NOT (o2.status = {_FAULTED} AND o2.ordering_skip_failed)))))"
     )
@@ -168,7 +175,7 @@ def release_next(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) ->
         return []
     first_held = (
         "(SELECT h.id FROM wfj_jobs h WHERE h.tenant_id = {t} AND h.ordering_key = {k} "
-        "AND h.ordering_held ORDER BY h.id LIMIT 1)"
+        "AND h.ordering_held ORDER BY h.ordering_seq LIMIT 1)"
     )
     if is_postgres:
         sql = (
@@ -203,12 +210,15 @@ class OrderingQueries(StoreBase):
         )
         ahead = sa.text(
             f"SELECT id, status FROM wfj_jobs WHERE tenant_id = :tenant AND ordering_key = :key "
-            f"AND id <> :id AND (id < :id OR :held) AND status IN ({_PENDING}, {_FAULTED}) "
+            f"AND id <> :id AND (ordering_seq < :seq OR :held) "
+            f"AND status IN ({_PENDING}, {_FAULTED}) "
             f"AND NOT ordering_held AND NOT (status = {_FAULTED} AND ordering_skip_failed) "
-            "ORDER BY id LIMIT 1"
+            "ORDER BY ordering_seq LIMIT 1"
         )
-        held = sa.text("SELECT ordering_held FROM wfj_jobs WHERE id = :id")
+        own = sa.text("SELECT ordering_held, ordering_seq FROM wfj_jobs WHERE id = :id")
         params: dict[str, Any] = {"tenant": tenant_id, "key": ordering_key, "id": job_id}
         with self.tx() as conn:
-            params["held"] = bool(conn.execute(held, params).scalar())
+            row = conn.execute(own, params).first()
+            params["held"] = bool(row is not None and row.ordering_held)
+            params["seq"] = row.ordering_seq if row is not None else None
             return conn.execute(running, params).first() or conn.execute(ahead, params).first()

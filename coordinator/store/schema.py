@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0020"
+SCHEMA_REVISION = "0018"
 
 metadata = sa.MetaData()
 
@@ -72,13 +72,17 @@ jobs = sa.Table(
     # The ``ord`` of the job's last event (``job_events``): a later event of
     # the job sorts at or after it even when its transaction started earlier.
     sa.Column("event_tx", sa.BigInteger, nullable=False, server_default="0"),
-    # Jobs of one tenant and ordering key run one at a time, in id order.
+    # Jobs of one tenant and ordering key run one at a time, in ``ordering_seq`` order.
     sa.Column("ordering_key", sa.Text),
     # Fixed at enqueue: a FAULTED job of the key lets the next run (else it holds the key).
     sa.Column("ordering_skip_failed", sa.Boolean, nullable=False, server_default=sa.false()),
     # PENDING behind an earlier live job of its ordering key (store/ordering.py):
     # kept out of the ready index until the key's head ends and releases it.
     sa.Column("ordering_held", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The database's number for the job, given as it is stored (migration
+    # 0018: a sequence on PostgreSQL, a trigger on SQLite): a key's jobs run in
+    # its order, whatever clock made their ids.
+    sa.Column("ordering_seq", sa.BigInteger),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
@@ -346,7 +350,7 @@ sa.Index(
     "ix_wfj_jobs_ordering_ahead",
     jobs.c.tenant_id,
     jobs.c.ordering_key,
-    jobs.c.id,
+    jobs.c.ordering_seq,
     postgresql_where=sa.text(ORDERING_AHEAD),
     sqlite_where=sa.text(ORDERING_AHEAD),
 )
@@ -354,10 +358,16 @@ sa.Index(
     "ix_wfj_jobs_ordering_held",
     jobs.c.tenant_id,
     jobs.c.ordering_key,
-    jobs.c.id,
+    jobs.c.ordering_seq,
     postgresql_where=sa.text("ordering_held"),
     sqlite_where=sa.text("ordering_held"),
 )
+# SQLite: the highest number, which the trigger numbering a new job reads.
+sa.Index(
+    "ix_wfj_jobs_ordering_seq",
+    jobs.c.ordering_seq,
+    sqlite_where=jobs.c.ordering_seq.isnot(None),
+).ddl_if(dialect="sqlite")
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 
 

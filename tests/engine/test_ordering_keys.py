@@ -253,7 +253,7 @@ def test_keys_queued_key_by_key_leave_their_heads_alone_in_the_ready_index(
         # The release's read of a key's first held job (``ordering.release_next``).
         first_held = (
             "SELECT h.id FROM wfj_jobs h WHERE h.tenant_id = 'tenant-a' "
-            "AND h.ordering_key = 'key-20' AND h.ordering_held ORDER BY h.id LIMIT 1"
+            "AND h.ordering_key = 'key-20' AND h.ordering_held ORDER BY h.ordering_seq LIMIT 1"
         )
         with store.engine.begin() as conn:
             if store.is_postgres:

@@ -112,3 +112,47 @@ def _lease_expiries(url: str) -> int:
             )
     finally:
         engine.dispose()
+
+
+def test_a_key_runs_in_enqueue_order_across_replicas_whose_clocks_disagree(
+    tmp_path, pg_url
+) -> None:
+    # B is enqueued through the correct replica, then C through one whose
+    # host clock is 5 s behind (its ids sort before B's): B must run first.
+    right = CoordinatorProcess(pg_url, tmp_path, name="right")
+    behind = CoordinatorProcess(
+        pg_url,
+        tmp_path,
+        name="behind",
+        program=SKEWED,
+        env={"WFJOBS_TEST_CLOCK_SKEW_S": "-5"},
+    )
+    pool: WorkerPool | None = None
+    try:
+
+        def enqueue(target: str, n: int) -> str:
+            with SchedulerClient(target) as scheduler:
+                request = JobRequest(
+                    "work", {"n": n}, tenant_id="ordered", ordering_key="account-7"
+                )
+                return scheduler.enqueue_batch([request])[0].job_id
+
+        head = enqueue(right.target, 0)  # holds the key while B and C are enqueued
+        b = enqueue(right.target, 1)
+        c = enqueue(behind.target, 2)
+        assert c < b, "the replica behind did not make an earlier id"
+        pool = WorkerPool(right.target, tmp_path, 1, "--concurrency", "10", name="ordered")
+        wait_all_completed(pg_url, 3, 60)
+    finally:
+        if pool is not None:
+            pool.stop()
+        right.stop()
+        behind.stop()
+    starts = read_start_times(pool.records)
+    order = sorted((head, b, c), key=lambda job_id: starts[job_id])
+    print(
+        f"\n[clock skew, ordering key] run order {['head', 'B', 'C']} expected, got "
+        f"{[{head: 'head', b: 'B', c: 'C'}[j] for j in order]}"
+    )
+    assert order == [head, b, c], "a job of the key ran before one enqueued earlier"
+    check_run(pg_url, [head, b, c], pool.records, 0, "clock skew, ordering key")

@@ -388,3 +388,49 @@ def test_migration_holds_every_job_queued_behind_a_live_job_of_its_key(fresh_url
         assert sorted(_candidates(store, now=1)) == ["c2", "d2", "e1"]
     finally:
         store.dispose()
+
+
+def _id_at(ms: int) -> str:
+    """A UUIDv7 as a replica whose host clock reads ``ms`` would make it."""
+    rand = 0x8000_0000_0000_0000 | 0x1234_5678_9ABC
+    h = f"{(ms << 80) | (0x7 << 76) | rand:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def test_a_keys_jobs_run_in_the_order_they_were_stored_not_their_ids(store: Store) -> None:
+    # B is enqueued through a replica with a correct clock, then C through
+    # one whose clock is 5 s behind: C's id sorts before B's.
+    now_ms = T0 // 1000
+    [head] = _enqueue(store, 1)
+    b = make_job(id=_id_at(now_ms), ordering_key=KEY)
+    c = make_job(id=_id_at(now_ms - 5000), ordering_key=KEY)
+    store.job_insert_many([b])
+    store.job_insert_many([c])
+    assert c.id < b.id
+    assert _held(store, [b.id, c.id]) == [True, True]
+    _lease(store, head)
+    store.job_complete_many([Completion(head, "tok", b"{}", "application/json")], T0)
+    # B was stored first: it is released first, and C waits behind it.
+    assert _held(store, [b.id, c.id]) == [False, True]
+    assert _candidates(store) == [b.id]
+    assert store.job_ordering_blocker("tenant-a", KEY, c.id).id == b.id
+    _lease(store, b.id, "tok-b")
+    store.job_complete_many([Completion(b.id, "tok-b", b"{}", "application/json")], T0)
+    assert _candidates(store) == [c.id]
+
+
+def test_two_jobs_of_a_key_left_unheld_run_in_the_order_they_were_stored(
+    store_url: str, store: Store
+) -> None:
+    # Stored unheld side by side (as concurrent enqueues that raced can leave
+    # them), the one stored first is the head whatever the ids say.
+    now_ms = T0 // 1000
+    b = make_job(id=_id_at(now_ms), ordering_key=KEY)
+    c = make_job(id=_id_at(now_ms - 5000), ordering_key=KEY)
+    store.job_insert_many([b])
+    with Gate(store_url) as gate:
+        gate.insert(c)  # stored unheld, bypassing the enqueue's check
+        gate.open(waiting=0)
+    assert _held(store, [b.id, c.id]) == [False, False]
+    claimed = store.job_claim([Claim(c.id, "w1"), Claim(b.id, "w1")], "tok", T0, LEASE_MS)
+    assert [r.id for r in claimed] == [b.id]
