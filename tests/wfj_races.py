@@ -28,6 +28,19 @@ from wfj_testing import wait_until
 WAIT_S = 30
 
 
+def lock_waiters(store: Store) -> int:
+    """Sessions of ``store``'s PostgreSQL database waiting for a lock."""
+    with store.engine.connect() as probe:
+        return int(
+            probe.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one()
+        )
+
+
 class Gate:
     """Blocks racers on a lock held in another connection until ``open``."""
 
@@ -118,13 +131,7 @@ class Gate:
         if not self.is_postgres:
             with self._lock:
                 return self._arrived
-        with self._holder_store.engine.connect() as probe:
-            return probe.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                )
-            ).scalar_one()
+        return lock_waiters(self._holder_store)
 
     def wait_blocked(self, n: int) -> None:
         wait_until(lambda: self.blocked() >= n, WAIT_S, f"{n} racer(s) to block on the gate")
@@ -195,19 +202,11 @@ class PausedCommit:
             return
         probe = open_store(self.url)
         try:
-
-            def waiting() -> bool:
-                with probe.engine.connect() as conn:
-                    return bool(
-                        conn.execute(
-                            sa.text(
-                                "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                                "current_database() AND wait_event_type = 'Lock'"
-                            )
-                        ).scalar_one()
-                    )
-
-            wait_until(waiting, WAIT_S, "a racer to wait for the paused transaction's locks")
+            wait_until(
+                lambda: lock_waiters(probe) >= 1,
+                WAIT_S,
+                "a racer to wait for the paused transaction's locks",
+            )
         finally:
             probe.dispose()
 

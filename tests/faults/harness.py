@@ -465,6 +465,22 @@ class PgCluster:
             self.stop("immediate")
 
 
+def listening_sessions(database: str) -> int:
+    """Sessions of ``database`` that are a coordinator's LISTEN connection (the
+    session's last statement: LISTEN wfj_events follows LISTEN wfj_wake when
+    the coordinator serves event watchers, and the listener's liveness ping
+    repeats it)."""
+    from conftest import PG_ADMIN_URL
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+            "AND query IN ('LISTEN wfj_wake', 'LISTEN wfj_events')",
+            (database,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def health_status(target: str, timeout: float = 5) -> int:
     """The coordinator's grpc.health.v1 status (UNKNOWN when it does not answer)."""
     with grpc.insecure_channel(target) as channel:

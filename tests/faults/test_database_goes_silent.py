@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import time
 
-import psycopg
 import pytest
 import sqlalchemy as sa
-from conftest import PG_ADMIN_URL
 from faults.harness import (
     NOT_SERVING,
     SERVING,
@@ -35,6 +33,7 @@ from faults.harness import (
     count_starts,
     enqueue_work,
     health_status,
+    listening_sessions,
     scaled,
     wait_all_completed,
     wait_health,
@@ -50,16 +49,6 @@ DOCUMENTED_BOUND_S = 7.0
 MARGIN_S = 13.0
 
 
-def _listeners(database: str) -> int:
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
-            "AND query IN ('LISTEN wfj_wake', 'LISTEN wfj_events')",
-            (database,),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_a_database_that_goes_silent(tmp_path, pg_url) -> None:
     database = sa.engine.make_url(pg_url).database
     assert database is not None
@@ -73,7 +62,7 @@ def test_a_database_that_goes_silent(tmp_path, pg_url) -> None:
     try:
         ids = enqueue_work(direct.target, scaled(600), ms=20)
         steady = SteadyEnqueuer(direct.target)
-        wait_until(lambda: _listeners(database) == 2, 30, "both replicas to listen")
+        wait_until(lambda: listening_sessions(database) == 2, 30, "both replicas to listen")
         goal = count_starts(pool.records) + scaled(200)
         wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress")
 
@@ -98,7 +87,7 @@ def test_a_database_that_goes_silent(tmp_path, pg_url) -> None:
             60,
             "the silent replica to LISTEN again",
         )
-        wait_until(lambda: _listeners(database) == 2, 60, "both replicas listening again")
+        wait_until(lambda: listening_sessions(database) == 2, 60, "both replicas listening again")
         wait_until(lambda: len(steady.acknowledged) > acknowledged, 30, "enqueues to go on")
         ids += steady.stop()
         steady = None

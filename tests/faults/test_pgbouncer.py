@@ -16,7 +16,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 from conftest import PG_ADMIN_URL
@@ -30,6 +29,7 @@ from faults.harness import (
     check_run,
     count_starts,
     enqueue_work,
+    listening_sessions,
     scaled,
     wait_all_completed,
     wait_health,
@@ -55,18 +55,6 @@ def pooler(pg_url):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _listeners(database: str) -> int:
-    # The listening session's last statement: LISTEN wfj_events follows LISTEN
-    # wfj_wake when the coordinator serves event watchers.
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
-            "AND query IN ('LISTEN wfj_wake', 'LISTEN wfj_events')",
-            (database,),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_behind_pgbouncer_with_a_session_url(tmp_path, pg_url, pooler) -> None:
     pooled = pooler.url(pg_url)
     assert shares_server_sessions(pooled), "the pooler is not in transaction mode"
@@ -81,7 +69,7 @@ def test_behind_pgbouncer_with_a_session_url(tmp_path, pg_url, pooler) -> None:
     )
     total = scaled(2000)
     try:
-        wait_until(lambda: _listeners(database) == 2, 30, "both replicas to LISTEN directly")
+        wait_until(lambda: listening_sessions(database) == 2, 30, "both replicas to LISTEN directly")
         ids = enqueue_work(first.target, total, ms=10)
         goal = count_starts(pool.records) + scaled(500)
         wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress")
@@ -92,7 +80,7 @@ def test_behind_pgbouncer_with_a_session_url(tmp_path, pg_url, pooler) -> None:
         # Jobs enqueued after the pooler came back run as well.
         ids += enqueue_work(second.target, scaled(200), ms=10)
         wait_all_completed(pg_url, len(ids), 120)
-        assert _listeners(database) == 2
+        assert listening_sessions(database) == 2
     finally:
         pool.stop()
         first.stop()

@@ -21,6 +21,7 @@ from coordinator.store import open_store
 from coordinator.store.liveness import ConnectionBounds
 from coordinator.store.migrate import upgrade
 from coordinator.store.notify import WakeListener
+from wfj_races import lock_waiters
 from wfj_testing import wait_until
 
 _SETTINGS = ("jit", "statement_timeout", "idle_in_transaction_session_timeout")
@@ -120,16 +121,7 @@ def test_migrations_are_exempt_from_the_statement_limit(pg_database: str) -> Non
         with ThreadPoolExecutor(max_workers=1) as pool:
             migrating = pool.submit(upgrade, store)
 
-            def waiting() -> bool:
-                with setup.engine.connect() as conn:
-                    return bool(
-                        conn.exec_driver_sql(
-                            "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                            "current_database() AND wait_event_type = 'Lock'"
-                        ).scalar()
-                    )
-
-            wait_until(waiting, 30, "the migration to wait for the lock")
+            wait_until(lambda: lock_waiters(setup) >= 1, 30, "the migration to wait for the lock")
             time.sleep(0.6)  # three times the statement limit
             tx.commit()
             result = migrating.result(60)
