@@ -42,20 +42,23 @@ NOT_IN_JOB_VIEW = {
     "tracestate",
 }
 
+# Every workflow reference set.
+WORKFLOW = {
+    "definition_id": "d",
+    "definition_version": 3,
+    "instance_id": "i",
+    "activity_id": "a",
+    "activity_node_id": "n",
+    "bookmark_id": "b",
+    "correlation_id": "c",
+}
+
 
 def _full_spec() -> jpb.JobSpec:
     return jpb.JobSpec(
         job_type="t",
         tenant_id="acme",
-        workflow=jpb.WorkflowRef(
-            definition_id="d",
-            definition_version=3,
-            instance_id="i",
-            activity_id="a",
-            activity_node_id="n",
-            bookmark_id="b",
-            correlation_id="c",
-        ),
+        workflow=jpb.WorkflowRef(**WORKFLOW),
         payload=jpb.Payload(data=b"x", content_type="application/json"),
         category=jpb.JOB_CATEGORY_INTEGRATION,
         priority=5,
@@ -101,15 +104,7 @@ def test_the_sdk_job_request_sets_every_job_spec_field() -> None:
         "job_type": "t",
         "payload": {"a": 1},
         "tenant_id": "acme",
-        "workflow": WorkflowRef(
-            definition_id="d",
-            definition_version=3,
-            instance_id="i",
-            activity_id="a",
-            activity_node_id="n",
-            bookmark_id="b",
-            correlation_id="c",
-        ),
+        "workflow": WorkflowRef(**WORKFLOW),  # type: ignore[arg-type]
         "category": "integration",
         "priority": 5,
         "delay": timedelta(seconds=5),
