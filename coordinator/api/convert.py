@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from coordinator.api.errors import status_for
 from coordinator.engine import OutcomeResult
-from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, keep_tail
+from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, check_length, keep_head, keep_tail
 from coordinator.engine.explain import WaitReason
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
@@ -306,12 +306,16 @@ def add_leased_job(batch: wpb.JobBatch, row: JobRow, token: str) -> None:
     fill_job(leased.job, row)
 
 
-def failure_from_proto(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure) -> Failure:
+def failure_from_proto(
+    job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure, limit: int = 512
+) -> Failure:
     retry_at = ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
+    check_length(token, "lease_token", limit)
+    check_length(f.error_kind, "error_kind", limit)
     return Failure(
         job_id,
         token,
-        f.error,
+        keep_head(f.error),
         f.error_kind,
         f.non_retryable,
         retry_at,
@@ -319,40 +323,45 @@ def failure_from_proto(job_id: str, token: str, f: wpb.FailJobRequest | wpb.Fail
     )
 
 
-def outcome_from_proto(o: wpb.JobOutcome) -> Completion | Failure | Release:
-    outcome = _outcome_kind_from_proto(o)
+def outcome_from_proto(o: wpb.JobOutcome, limit: int = 512) -> Completion | Failure | Release:
+    """The outcome a worker reported; its ids and names hold at most ``limit``
+    characters, its free text is cut (``keep_head``), never refused."""
+    check_length(o.job_id, "job_id", limit)
+    check_length(o.lease_token, "lease_token", limit)
+    outcome = _outcome_kind_from_proto(o, limit)
     if o.HasField("push_back"):
         hold_ms = duration_ms(o.push_back.retry_after, f"push_back.retry_after of job {o.job_id}")
         outcome = dataclasses.replace(outcome, push_back_us=hold_ms * 1000)
     return outcome
 
 
-def _outcome_kind_from_proto(o: wpb.JobOutcome) -> Completion | Failure | Release:
+def _outcome_kind_from_proto(o: wpb.JobOutcome, limit: int) -> Completion | Failure | Release:
     kind = o.WhichOneof("outcome")
     if kind == "completed":
         result = o.completed.result
+        check_length(result.content_type, "completed.result.content_type", limit)
         return Completion(o.job_id, o.lease_token, result.data, result.content_type)
     if kind == "failed":
-        return failure_from_proto(o.job_id, o.lease_token, o.failed)
+        return failure_from_proto(o.job_id, o.lease_token, o.failed, limit)
     if kind == "released":
         released = o.released
+        reason = keep_head(released.reason)
         if released.HasField("payload"):
             payload = released.payload
-            return Release(
-                o.job_id, o.lease_token, released.reason, payload.data, payload.content_type
-            )
-        return Release(o.job_id, o.lease_token, released.reason)
+            check_length(payload.content_type, "released.payload.content_type", limit)
+            return Release(o.job_id, o.lease_token, reason, payload.data, payload.content_type)
+        return Release(o.job_id, o.lease_token, reason)
     raise InvalidArgument(f"outcome for job {o.job_id} has no kind set")
 
 
 def outcomes_from_proto(
-    outcomes: Sequence[wpb.JobOutcome],
+    outcomes: Sequence[wpb.JobOutcome], limit: int = 512
 ) -> list[Completion | Failure | Release | OutcomeResult]:
     """Each outcome, or the refusal of one that is malformed (its neighbours go on)."""
     converted: list[Completion | Failure | Release | OutcomeResult] = []
     for o in outcomes:
         try:
-            converted.append(outcome_from_proto(o))
+            converted.append(outcome_from_proto(o, limit))
         except InvalidArgument as e:
             converted.append(OutcomeResult(o.job_id, False, error=e))
     return converted

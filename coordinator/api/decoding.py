@@ -8,7 +8,14 @@ bytes) and decodes each request, and each message of a stream, itself:
 * bytes that are not the request message (corrupt wire format, invalid UTF-8
   in a string field) are ``InvalidArgument``;
 * a NUL character in any string field is ``InvalidArgument`` naming the field:
-  PostgreSQL text cannot hold it, and the rule must not depend on the store.
+  PostgreSQL text cannot hold it, and the rule must not depend on the store;
+* a string field longer than the string limit (``max_string_length``, 512 by
+  default; ``MAX_TEXT_LENGTH`` for the free-text fields of ``FREE_TEXT``) is
+  ``InvalidArgument`` naming the field and its length. The RPCs of
+  ``ENGINE_CHECKED`` (the hot path, where walking every job of a batch would
+  cost more than decoding it) are not walked: the engine and the worker
+  servicer check each of their fields themselves (``tests/api`` walks every
+  field of every RPC to hold both to the rule).
 
 It sits inside the error-mapping interceptor and the token gate (an
 unauthenticated caller is refused before its bytes are decoded) and before the
@@ -28,9 +35,34 @@ import grpc
 from google.protobuf import descriptor as pbd
 from google.protobuf.message import DecodeError, Message
 
+from coordinator.engine.bounds import MAX_TEXT_LENGTH
 from coordinator.errors import InvalidArgument
 
 Deserializer = Callable[[bytes], Any]
+
+_PACKAGE = "workflowjobs.v1"
+# RPCs whose string fields the engine or the worker servicer bound themselves.
+ENGINE_CHECKED = frozenset(
+    f"/{_PACKAGE}.{name}"
+    for name in (
+        "JobSchedulerService/Enqueue",
+        "JobSchedulerService/EnqueueBatch",
+        "WorkerService/AcquireJobs",
+        "WorkerService/ReportOutcomes",
+        "WorkerService/Heartbeat",
+        "WorkerService/CompleteJob",
+        "WorkerService/FailJob",
+    )
+)
+# Operator-written free text: longer than an id, still bounded (MAX_TEXT_LENGTH).
+FREE_TEXT = frozenset(
+    f"{_PACKAGE}.{name}"
+    for name in (
+        "CancelJobRequest.reason",
+        "BulkCancelJobsRequest.reason",
+        "PauseRequest.reason",
+    )
+)
 
 
 def _message_name(deserializer: Deserializer) -> str:
@@ -73,8 +105,43 @@ def nul_field(message: Message, prefix: str = "") -> str | None:
     return None
 
 
-def decode(deserializer: Deserializer, raw: Any) -> Any:
-    """``raw`` decoded with ``deserializer``; ``InvalidArgument`` when it cannot be used."""
+def long_field(message: Message, limit: int, prefix: str = "") -> tuple[str, int, int] | None:
+    """The first string field of ``message`` over its limit: (path, length, limit), or None.
+
+    ``limit`` applies to every string field (map keys and values included)
+    but those of ``FREE_TEXT``, which may hold ``MAX_TEXT_LENGTH``.
+    """
+    for field, value in message.ListFields():
+        name = f"{prefix}{field.name}"
+        if field.type == pbd.FieldDescriptor.TYPE_STRING:
+            most = MAX_TEXT_LENGTH if field.full_name in FREE_TEXT else limit
+            items = enumerate(value) if field.is_repeated else [(None, value)]
+            for i, item in items:
+                if len(item) > most:
+                    return (name if i is None else f"{name}[{i}]", len(item), most)
+        elif field.type == pbd.FieldDescriptor.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                for key, item in value.items():
+                    for text in (key, item):
+                        if isinstance(text, str) and len(text) > limit:
+                            return (f"{name} entry", len(text), limit)
+                    if isinstance(item, Message):
+                        found = long_field(item, limit, f"{name} entry.")
+                        if found:
+                            return found
+                continue
+            for i, item in enumerate(value) if field.is_repeated else [(None, value)]:
+                found = long_field(item, limit, f"{name}." if i is None else f"{name}[{i}].")
+                if found:
+                    return found
+    return None
+
+
+def decode(deserializer: Deserializer, raw: Any, max_string_length: int = 0) -> Any:
+    """``raw`` decoded with ``deserializer``; ``InvalidArgument`` when it cannot be used.
+
+    ``max_string_length`` > 0: every string field is held to it (``long_field``).
+    """
     if not isinstance(raw, bytes | bytearray | memoryview):
         return raw  # already decoded (an in-process caller)
     try:
@@ -91,6 +158,14 @@ def decode(deserializer: Deserializer, raw: Any) -> Any:
             raise InvalidArgument(
                 f"{field} contains a NUL character (U+0000), which no string field may hold"
             )
+    # No string can be longer than the message that holds it.
+    if max_string_length > 0 and len(raw) > max_string_length and isinstance(message, Message):
+        found = long_field(message, max_string_length)
+        if found is not None:
+            path, length, most = found
+            raise InvalidArgument(
+                f"{path} is {length:,} characters long; the limit is {most} (docs/limits.md)"
+            )
     return message
 
 
@@ -100,16 +175,19 @@ async def _decoded_stream(deserializer: Deserializer, raw_iter: Any) -> AsyncIte
 
 
 async def _decode_or_abort(
-    deserializer: Deserializer, raw: Any, context: grpc.aio.ServicerContext
+    deserializer: Deserializer, raw: Any, context: grpc.aio.ServicerContext, limit: int
 ) -> Any:
     try:
-        return decode(deserializer, raw)
+        return decode(deserializer, raw, limit)
     except InvalidArgument as e:
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
 
 class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
     """Decodes every request message itself, answering INVALID_ARGUMENT for bad bytes."""
+
+    def __init__(self, max_string_length: int = 512) -> None:
+        self.max_string_length = max_string_length
 
     async def intercept_service(
         self,
@@ -121,11 +199,14 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
             return handler
         deserializer = handler.request_deserializer
         serializer = handler.response_serializer
+        method = handler_call_details.method
+        limit = 0 if method in ENGINE_CHECKED else self.max_string_length
         if handler.unary_unary is not None:
             inner_uu = handler.unary_unary
 
             async def unary_unary(raw: Any, context: grpc.aio.ServicerContext) -> Any:
-                return await inner_uu(await _decode_or_abort(deserializer, raw, context), context)
+                request = await _decode_or_abort(deserializer, raw, context, limit)
+                return await inner_uu(request, context)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary, request_deserializer=None, response_serializer=serializer
@@ -134,13 +215,13 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
             inner_us = handler.unary_stream
 
             async def unary_stream(raw: Any, context: grpc.aio.ServicerContext) -> Any:
-                request = await _decode_or_abort(deserializer, raw, context)
+                request = await _decode_or_abort(deserializer, raw, context, limit)
                 async for item in inner_us(request, context):
                     yield item
 
             async def unary_stream_writer(raw: Any, context: grpc.aio.ServicerContext) -> None:
                 # The grpc.aio health servicer writes with context.write.
-                await inner_us(await _decode_or_abort(deserializer, raw, context), context)
+                await inner_us(await _decode_or_abort(deserializer, raw, context, limit), context)
 
             return grpc.unary_stream_rpc_method_handler(
                 unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
@@ -169,4 +250,12 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
-__all__ = ["RequestDecodingInterceptor", "decode", "nul_field"]
+__all__ = [
+    "ENGINE_CHECKED",
+    "FREE_TEXT",
+    "MAX_TEXT_LENGTH",
+    "RequestDecodingInterceptor",
+    "decode",
+    "long_field",
+    "nul_field",
+]

@@ -82,7 +82,7 @@ class CoordinatorServer:
             # Token and role first: no bytes of an unauthenticated caller are decoded.
             interceptors.append(self.auth.gate)
         # Decodes requests itself: undecodable bytes and NUL in strings are INVALID_ARGUMENT.
-        interceptors.append(RequestDecodingInterceptor())
+        interceptors.append(RequestDecodingInterceptor(engine.config.max_string_length))
         if self.auth is not None:
             interceptors.append(self.auth)
         interceptors.append(LimitsInterceptor(self.limits))

@@ -21,7 +21,7 @@ from coordinator.engine import (
     OutcomesAnswered,
     WorkerSession,
 )
-from coordinator.engine.bounds import check_job_type_name
+from coordinator.engine.bounds import check_job_type_name, check_length
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,
@@ -263,7 +263,8 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             results = [OutcomeResult(o.job_id, False, error=error) for o in batch.outcomes]
         else:
             outcomes = await self._outside_scope(
-                session, convert.outcomes_from_proto(batch.outcomes)
+                session,
+                convert.outcomes_from_proto(batch.outcomes, self._engine.config.max_string_length),
             )
             results = await self._engine.report_each(outcomes)
         session.outbox.put_nowait(OutcomesAnswered(batch.batch_id, results))
@@ -292,7 +293,11 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def Heartbeat(
         self, request: wpb.HeartbeatRequest, context: grpc.aio.ServicerContext
     ) -> wpb.HeartbeatResponse:
+        limit = self._engine.config.max_string_length
+        check_length(request.worker_id, "worker_id", limit)
         refs = [(lease.job_id, lease.lease_token) for lease in request.leases]
+        for i, (_, token) in enumerate(refs):
+            check_length(token, f"leases[{i}].lease_token", limit)
         foreign: set[str] = set()
         if len(refs) <= self._engine.config.max_batch_size:  # else the engine refuses the call
             foreign = await tenancy.foreign_jobs(
@@ -324,6 +329,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def CompleteJob(
         self, request: wpb.CompleteJobRequest, context: grpc.aio.ServicerContext
     ) -> wpb.CompleteJobResponse:
+        limit = self._engine.config.max_string_length
+        check_length(request.lease_token, "lease_token", limit)
+        check_length(request.result.content_type, "result.content_type", limit)
         result = await self._engine.report_one(
             Completion(
                 request.job_id,
@@ -338,7 +346,12 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         self, request: wpb.FailJobRequest, context: grpc.aio.ServicerContext
     ) -> wpb.FailJobResponse:
         result = await self._engine.report_one(
-            convert.failure_from_proto(request.job_id, request.lease_token, request)
+            convert.failure_from_proto(
+                request.job_id,
+                request.lease_token,
+                request,
+                self._engine.config.max_string_length,
+            )
         )
         row, _ = await self._engine.get_job(request.job_id)
         return wpb.FailJobResponse(
@@ -357,7 +370,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 f"send at most {limit} per ReportOutcomes call"
             )
         # Answered per outcome: a malformed one is refused on its own, like on the stream.
-        outcomes = convert.outcomes_from_proto(request.outcomes)
+        outcomes = convert.outcomes_from_proto(
+            request.outcomes, self._engine.config.max_string_length
+        )
         foreign = await tenancy.foreign_jobs(
             self._engine,
             tenant_scope(),

@@ -41,6 +41,28 @@ def check_job_type_name(name: str, field: str) -> None:
         )
 
 
+# Most characters of free text: an operator's reason, a failure's error
+# message (kept cut to it), a release's reason.
+MAX_TEXT_LENGTH = 4096
+
+
+def check_length(value: str, field: str, limit: int) -> None:
+    """Raise ``InvalidArgument`` naming ``field`` when ``value`` has more than ``limit`` characters.
+
+    The value itself is not echoed: a long one would make the answer's status
+    message (a header) too large to deliver.
+    """
+    if len(value) > limit:
+        raise InvalidArgument(f"{field} is {len(value):,} characters long; the limit is {limit}")
+
+
+def keep_head(text: str, limit: int = MAX_TEXT_LENGTH) -> str:
+    """``text``, or its first ``limit`` characters and a note saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [{len(text) - limit:,} more characters cut]"
+
+
 def keep_tail(text: str, limit: int) -> str:
     """``text``, or its last ``limit`` UTF-8 bytes after a line saying how much was cut.
 
@@ -113,6 +135,9 @@ def check_timeout(value: int | None, field: str) -> None:
 
 
 __all__ = [
+    "MAX_TEXT_LENGTH",
+    "check_length",
+    "keep_head",
     "MAX_BACKOFF_MS",
     "MAX_BACKOFF_MULTIPLIER",
     "MAX_NON_RETRYABLE_KINDS",

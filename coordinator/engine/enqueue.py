@@ -10,7 +10,12 @@ import functools
 import logging
 from collections.abc import Iterable, Sequence
 
-from coordinator.engine.bounds import check_job_type_name, check_retry_policy, check_timeout
+from coordinator.engine.bounds import (
+    check_job_type_name,
+    check_length,
+    check_retry_policy,
+    check_timeout,
+)
 from coordinator.engine.core import admission_for
 from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.pauses import pause_scope_text, scope_of_pause
@@ -72,6 +77,7 @@ class Enqueue(Reads):
             "correlation_id",
             "content_type",
             "traceparent",
+            "tracestate",
             "idempotency_key",
             "concurrency_key",
             "ordering_key",
@@ -400,6 +406,7 @@ class Enqueue(Reads):
         """
         if not owner:
             raise InvalidArgument("inline.worker_id is required to run a job inline")
+        check_length(owner, "inline.worker_id", self.config.max_string_length)
         now = self.clock.now_us()
         prepared = self.prepare(job, now)
         if prepared.due_at > now:
