@@ -69,6 +69,12 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "or 'forever' (env WFJOBS_EVENT_RETENTION)",
     )
     serve.add_argument(
+        "--pause-retention",
+        default=defaults.pause_retention,
+        help="how long pauses are kept once lifted or expired (ListPauses' history): a "
+        "duration (7d, the default) or 'forever' (env WFJOBS_PAUSE_RETENTION)",
+    )
+    serve.add_argument(
         "--database-timeout",
         type=float,
         default=defaults.database_timeout_s,
@@ -156,6 +162,7 @@ def _chores_config(settings: Settings) -> Any:
     from coordinator.chores.retention import (
         RetentionConfig,
         parse_event_retention,
+        parse_pause_retention,
         parse_retention,
     )
 
@@ -163,6 +170,7 @@ def _chores_config(settings: Settings) -> Any:
         retention=RetentionConfig(
             keep_s=parse_retention(settings.retention),
             keep_events_s=parse_event_retention(settings.event_retention),
+            keep_pauses_s=parse_pause_retention(settings.pause_retention),
         )
     )
 
@@ -360,9 +368,10 @@ async def serve(settings: Settings) -> None:
 
     retention = chores.retention.config
     log.info(
-        "finished jobs kept: %s; job events kept: %s",
+        "finished jobs kept: %s; job events kept: %s; ended pauses kept: %s",
         describe_retention(retention.keep_s),
         "forever" if retention.keep_events_s is None else settings.event_retention,
+        "forever" if retention.keep_pauses_s is None else settings.pause_retention,
     )
     dashboard = None
     if settings.dashboard_listen:
@@ -423,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             drain_timeout_s=args.drain_timeout,
             retention=args.retention,
             event_retention=args.event_retention,
+            pause_retention=args.pause_retention,
             database_timeout_s=args.database_timeout,
             database_tcp_timeout_s=args.database_tcp_timeout,
             statement_timeout_s=args.statement_timeout,

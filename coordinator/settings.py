@@ -35,6 +35,8 @@ class Settings:
     retention: str = "7d"
     # How long job events are kept (the WatchJobEvents log): "7d" or "forever".
     event_retention: str = "7d"
+    # How long pauses are kept once lifted or expired: "7d" or "forever".
+    pause_retention: str = "7d"
 
     # -- database liveness (PostgreSQL; docs/reliability.md) --
     # Seconds a liveness ping (health, the LISTEN connection) or a new
@@ -115,6 +117,7 @@ class Settings:
             log_level=env.get("WFJOBS_LOG_LEVEL", "INFO"),
             retention=env.get("WFJOBS_RETENTION", "7d"),
             event_retention=env.get("WFJOBS_EVENT_RETENTION", "7d"),
+            pause_retention=env.get("WFJOBS_PAUSE_RETENTION", "7d"),
             database_timeout_s=float(env.get("WFJOBS_DATABASE_TIMEOUT", "5")),
             database_tcp_timeout_s=float(env.get("WFJOBS_DATABASE_TCP_TIMEOUT", "10")),
             statement_timeout_s=float(env.get("WFJOBS_STATEMENT_TIMEOUT", "30")),

@@ -21,6 +21,12 @@ oldest events older than that, a prefix of the log, whatever became of their
 jobs. A watcher whose cursor falls in the deleted part is told so
 (OUT_OF_RANGE) rather than resumed past a gap.
 
+Pauses no longer in force (lifted, or expired without a lift) are kept for
+their own time (``--pause-retention`` / ``WFJOBS_PAUSE_RETENTION``: a duration,
+default ``7d``, or ``forever``), counted from the lift or the expiry; each run
+deletes up to ``batch_size`` older ones, so the pause history
+(``ListPauses`` with lifted pauses) stays bounded.
+
 Each run also deletes up to ``batch_size`` idle rate-limit buckets (due and
 not slowed by push-back), which admit exactly as a missing bucket does, so a
 ``*`` rate limit over many values keeps a bounded table.
@@ -60,6 +66,8 @@ class RetentionConfig:
     batch_size: int = 1000
     # Seconds job events are kept after they were written; None keeps them forever.
     keep_events_s: float | None = DEFAULT_KEEP_S
+    # Seconds a pause is kept after it was lifted or expired; None keeps them forever.
+    keep_pauses_s: float | None = DEFAULT_KEEP_S
 
 
 def _duration(text: str, where: str) -> float | None:
@@ -102,6 +110,12 @@ def parse_event_retention(text: str) -> float | None:
     return _duration(text, "of job events") if text else DEFAULT_KEEP_S
 
 
+def parse_pause_retention(text: str) -> float | None:
+    """The keep time of ended pauses from ``7d`` or ``forever`` (empty: the 7-day default)."""
+    text = text.strip()
+    return _duration(text, "of lifted pauses") if text else DEFAULT_KEEP_S
+
+
 def describe_retention(keep: Mapping[JobStatus, float | None]) -> str:
     def one(seconds: float | None) -> str:
         if seconds is None:
@@ -123,6 +137,8 @@ class RetentionResult:
     events_purged: int = 0
     # Idle rate-limit buckets deleted this run.
     buckets_purged: int = 0
+    # Lifted or expired pauses deleted this run.
+    pauses_purged: int = 0
 
 
 class RetentionCleaner(Chore[RetentionResult]):
@@ -139,7 +155,11 @@ class RetentionCleaner(Chore[RetentionResult]):
     @property
     def enabled(self) -> bool:
         keeps = self.config.keep_s.values()
-        return any(v is not None for v in keeps) or self.config.keep_events_s is not None
+        return (
+            any(v is not None for v in keeps)
+            or self.config.keep_events_s is not None
+            or self.config.keep_pauses_s is not None
+        )
 
     def start(self) -> None:
         if self.enabled:
@@ -170,11 +190,16 @@ class RetentionCleaner(Chore[RetentionResult]):
         # Idle rate buckets (one per limited scope value that ever started a
         # job) admit as a missing one does: deleting them bounds the table.
         buckets = await engine.run_store(engine.store.rate_bucket_purge, now, limit)
+        pauses = 0
+        if self.config.keep_pauses_s is not None:
+            before = now - int(self.config.keep_pauses_s * US_PER_SECOND)
+            pauses = await engine.run_store(engine.store.pause_purge, before, limit)
         return RetentionResult(
             purged,
-            full_batch=purged >= limit or events >= limit or buckets >= limit,
+            full_batch=max(purged, events, buckets, pauses) >= limit,
             events_purged=events,
             buckets_purged=buckets,
+            pauses_purged=pauses,
         )
 
     def delay_after(self, result: RetentionResult | None) -> float:
@@ -190,6 +215,8 @@ class RetentionCleaner(Chore[RetentionResult]):
             parts.append(f"purged {result.events_purged} job event(s)")
         if result.buckets_purged:
             parts.append(f"purged {result.buckets_purged} idle rate-limit bucket(s)")
+        if result.pauses_purged:
+            parts.append(f"purged {result.pauses_purged} lifted or expired pause(s)")
         return "; ".join(parts)
 
 
@@ -200,5 +227,6 @@ __all__ = [
     "RetentionResult",
     "describe_retention",
     "parse_event_retention",
+    "parse_pause_retention",
     "parse_retention",
 ]

@@ -19,6 +19,14 @@ across the cluster is unchanged. Within a category jobs go in order.
 
 The state is per coordinator. Every replica shares its own acquisitions
 fairly, so the sum over replicas is fair as well.
+
+Clocks of tenants gone idle are dropped (``prune``, every ``PRUNE_EVERY``
+charges): a tenant whose clock is at or below the floor would re-enter at
+the floor anyway, so forgetting it changes nothing about its next share,
+and its categories re-enter level with each other, as a new tenant's do.
+Weights are kept apart from the clocks, so a pruned tenant keeps its weight.
+Without pruning every tenant ever served kept a clock for the life of the
+process, and every acquisition pass carried them all to the store.
 """
 
 from __future__ import annotations
@@ -49,6 +57,10 @@ class CategoryShare:
     weight: int = 1
 
 
+# Charges between two prunes of idle clocks.
+PRUNE_EVERY = 1000
+
+
 def _order(c: Candidate) -> tuple[int, int, str]:
     return (-c.priority, c.due_at, c.id)
 
@@ -64,16 +76,45 @@ class FairScheduler:
     # Category weights set (others are 1), kept apart from the clocks so that
     # replacing the whole set (a reload) does not reset any clock.
     _category_weights: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Tenant weights set (others have ``default_weight``), kept apart from
+    # the clocks so that pruning a clock keeps its tenant's weight.
+    _weights: dict[str, int] = field(default_factory=dict)
     # System virtual time: the clock of the least-served backlogged tenant at
     # the last charge. Tenants re-enter at it, never below.
     _virtual_now: float = 0.0
+    _charges: int = 0
 
     def set_weights(self, weights: dict[str, int]) -> None:
         for tenant, weight in weights.items():
-            self._share(tenant).weight = max(1, weight)
+            self._weights[tenant] = max(1, weight)
+            share = self._shares.get(tenant)
+            if share is not None:
+                share.weight = self._weights[tenant]
 
     def weight(self, tenant: str) -> int:
-        return self._share(tenant).weight
+        share = self._shares.get(tenant)
+        if share is not None:
+            return share.weight
+        return self._weights.get(tenant, self.default_weight)
+
+    @property
+    def tracked(self) -> tuple[int, int]:
+        """Clocks held: (tenants, categories)."""
+        return len(self._shares), len(self._categories)
+
+    def prune(self) -> None:
+        """Drop the clocks of idle tenants: a tenant whose clock is at or below
+        the floor (it re-enters there anyway), with its categories' clocks;
+        and, in any tenant, a category whose clock is at or below the
+        tenant's category floor."""
+        idle = {t for t, share in self._shares.items() if share.vtime <= self._virtual_now}
+        for tenant in idle:
+            del self._shares[tenant]
+        for key, category in list(self._categories.items()):
+            tenant = key[0]
+            share = self._shares.get(tenant)
+            if share is None or category.vtime <= share.category_now:
+                del self._categories[key]
 
     def set_category_weights(self, weights: dict[tuple[str, int], int]) -> None:
         """Replace every category weight: pairs not in ``weights`` go back to 1."""
@@ -88,7 +129,7 @@ class FairScheduler:
         share = self._shares.get(tenant)
         if share is None:
             share = self._shares[tenant] = TenantShare(
-                vtime=self._virtual_now, weight=self.default_weight
+                vtime=self._virtual_now, weight=self._weights.get(tenant, self.default_weight)
             )
         return share
 
@@ -188,6 +229,10 @@ class FairScheduler:
         """
         if not tenants:
             return
+        self._charges += 1
+        if self._charges >= PRUNE_EVERY:
+            self._charges = 0
+            self.prune()
         starts = {t: self._start(t) for t in set(tenants)}
         self._virtual_now = max(self._virtual_now, min(starts.values()))
         for tenant, start in starts.items():

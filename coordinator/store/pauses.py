@@ -181,6 +181,27 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             return list(conn.execute(query))
 
+    def pause_purge(self, before: int, limit: int) -> int:
+        """Delete up to ``limit`` pauses no longer in force since before
+        ``before``: lifted before it, or expired before it without a lift.
+
+        The outer DELETE repeats the test on each row as it finds it. A pause
+        in force never matches, and a pause that stopped being in force stays
+        so (nothing revives a lifted or expired pause), so the purge takes
+        nothing an operator still relies on."""
+        ended = (
+            "(lifted_at IS NOT NULL AND lifted_at < :before) "
+            "OR (lifted_at IS NULL AND expires_at IS NOT NULL AND expires_at < :before)"
+        )
+        sql = sa.text(
+            f"DELETE FROM wfj_pauses WHERE id IN (SELECT id FROM wfj_pauses WHERE {ended} "
+            f"LIMIT :limit) AND ({ended})"
+        )
+        if limit <= 0:
+            return 0
+        with self.tx() as conn:
+            return int(conn.execute(sql, {"before": before, "limit": limit}).rowcount or 0)
+
     def pause_expiries(self, now: int) -> list[int]:
         """The future expiry times of active pauses, earliest first, each once:
         the times a restarted coordinator wakes its dispatcher at."""

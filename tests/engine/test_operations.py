@@ -6,7 +6,12 @@ import time
 
 import pytest
 
-from coordinator.chores.retention import RetentionConfig, parse_event_retention, parse_retention
+from coordinator.chores.retention import (
+    RetentionConfig,
+    parse_event_retention,
+    parse_pause_retention,
+    parse_retention,
+)
 from coordinator.engine import DrainSignal, Engine, EngineConfig, LeaseBatch, WorkerSession
 from coordinator.errors import FailedPrecondition, InvalidArgument, LeaseLost, NotFound
 from coordinator.model import (
@@ -16,6 +21,8 @@ from coordinator.model import (
     Failure,
     JobFilter,
     JobStatus,
+    PauseKind,
+    PauseScope,
     Release,
 )
 from coordinator.store import open_store
@@ -500,9 +507,42 @@ def test_retention_off_keeps_everything(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         jobs = await _finish_one_of_each(h)
         retention = h.chores.retention
-        retention.config = RetentionConfig(keep_s=parse_retention("off"), keep_events_s=None)
+        retention.config = RetentionConfig(
+            keep_s=parse_retention("off"), keep_events_s=None, keep_pauses_s=None
+        )
         assert not retention.enabled
         assert (await retention.run_once(h.clock.now_us() + 400 * DAY * SECOND)).purged == 0
         assert all([await _exists(h, j) for j in jobs.values()])
+
+    run(store_url, scenario)
+
+
+def test_retention_purges_pauses_lifted_or_expired_before_their_keep_time(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        engine = h.engine
+        now = h.clock.now_us()
+        lifted = PauseScope(PauseKind.JOB_TYPE, "t", "lifted")
+        await engine.pause(lifted, "ops", "", None)
+        await engine.unpause(lifted, "ops")
+        await engine.pause(PauseScope(PauseKind.JOB_TYPE, "t", "expiring"), "ops", "", now + SECOND)
+        await engine.pause(PauseScope(PauseKind.JOB_TYPE, "t", "in-force"), "ops", "", None)
+        far = now + 400 * DAY * SECOND
+        await engine.pause(PauseScope(PauseKind.JOB_TYPE, "t", "timed"), "ops", "", far)
+        retention = h.chores.retention
+        retention.config = RetentionConfig(
+            keep_s=parse_retention("off"),
+            keep_events_s=None,
+            keep_pauses_s=parse_pause_retention("1d"),
+            batch_size=1,
+        )
+        assert (await retention.run_once(now + DAY * SECOND - SECOND)).pauses_purged == 0
+        later = now + 2 * DAY * SECOND
+        first = await retention.run_once(later)
+        assert (first.pauses_purged, first.full_batch) == (1, True)
+        assert (await retention.run_once(later)).pauses_purged == 1
+        assert (await retention.run_once(later)).pauses_purged == 0
+        left = await engine.list_pauses(True, "")
+        # A pause in force stays, however old, and so does one that expires later.
+        assert sorted(p.value for p in left) == ["in-force", "timed"]
 
     run(store_url, scenario)
