@@ -53,6 +53,27 @@ class OutcomeResult:
     already_recorded: bool = False
 
 
+def _first_mentions(
+    outcomes: Sequence[Outcome | OutcomeResult],
+) -> list[Outcome | OutcomeResult]:
+    """``outcomes`` with each later mention of a job replaced by its refusal."""
+    first: dict[str, int] = {}
+    marked: list[Outcome | OutcomeResult] = []
+    for i, o in enumerate(outcomes):
+        if isinstance(o, OutcomeResult):
+            marked.append(o)
+        elif o.job_id in first:
+            error = InvalidArgument(
+                f"job {o.job_id} is named more than once in this report; only its first "
+                f"mention (outcome {first[o.job_id]}) was considered: send one outcome per job"
+            )
+            marked.append(OutcomeResult(o.job_id, False, error=error))
+        else:
+            first[o.job_id] = i
+            marked.append(o)
+    return marked
+
+
 class _Unexpected(Exception):
     """Recording one outcome failed in a way no rule foresees (logged where it happened)."""
 
@@ -98,8 +119,17 @@ class Outcomes(EngineCore):
         return answers
 
     async def report(self, outcomes: Sequence[Outcome]) -> list[OutcomeResult]:
-        """Record outcomes; each is applied at most once, guarded by its lease token."""
+        """Record outcomes; each is applied at most once, guarded by its lease token.
+
+        A job named several times in one report: only its first mention is
+        considered (recorded, or refused as any outcome may be); each later
+        one is refused with ``InvalidArgument`` and changes nothing.
+        """
         self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
+        marked = _first_mentions(outcomes)
+        if any(isinstance(m, OutcomeResult) for m in marked):
+            answers = iter(await self.report([m for m in marked if not isinstance(m, OutcomeResult)]))
+            return [m if isinstance(m, OutcomeResult) else next(answers) for m in marked]
         now = self.clock.now_us()
         completions = [o for o in outcomes if isinstance(o, Completion)]
         others = [o for o in outcomes if not isinstance(o, Completion)]
@@ -137,14 +167,9 @@ class Outcomes(EngineCore):
             ],
         )
         results = []
-        credited: set[str] = set()
         not_recorded = dict(refused)
         for o in outcomes:
-            # A job named twice in one report was recorded once: only the
-            # first mention is answered as accepted.
-            if o.job_id in credited:
-                results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
-            elif o.job_id in unstorable:
+            if o.job_id in unstorable:
                 results.append(OutcomeResult(o.job_id, False, error=unstorable[o.job_id]))
             elif o.job_id in not_recorded:
                 error = OutcomeNotRecorded(o.job_id, not_recorded[o.job_id])
@@ -155,7 +180,6 @@ class Outcomes(EngineCore):
                 results.append(OutcomeResult(o.job_id, True, ends[o.job_id].new_status))
             else:
                 results.append(OutcomeResult(o.job_id, False, error=LeaseLost(o.job_id)))
-            credited.add(o.job_id)
         results = await self._recognise_resends(outcomes, results)
         pushed = [
             o
@@ -210,16 +234,9 @@ class Outcomes(EngineCore):
         resend when the job's attempt under that token was ended by a report
         of the same kind (complete, fail, release): the first one was recorded
         and only its answer was lost. Anything else stays refused (lease lost).
-        Only the first mention of a job in one report can be a resend.
+        (``report`` passes each job once.)
         """
-        first: dict[str, int] = {}
-        for i, o in enumerate(outcomes):
-            first.setdefault(o.job_id, i)
-        refused = [
-            i
-            for i, r in enumerate(results)
-            if isinstance(r.error, LeaseLost) and first[r.job_id] == i
-        ]
+        refused = [i for i, r in enumerate(results) if isinstance(r.error, LeaseLost)]
         if not refused:
             return results
         refs = [(outcomes[i].job_id, outcomes[i].lease_token) for i in refused]
@@ -248,6 +265,9 @@ class Outcomes(EngineCore):
         other makes each outcome be recorded on its own, so only the outcome
         that causes it is refused. Never raises but for cancellation.
         """
+        # Later mentions of a job are refused here, so that recording outcomes
+        # one by one (below) cannot record one of them either.
+        outcomes = _first_mentions(outcomes)
         todo = [o for o in outcomes if not isinstance(o, OutcomeResult)]
         answered: list[OutcomeResult] = []
         if todo:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import LeaseLost
+from coordinator.errors import InvalidArgument, LeaseLost
 from coordinator.model import AttemptOutcome, Completion, Failure, JobStatus, Release
 from wfj_engine import Harness, run
 
@@ -93,6 +93,40 @@ def test_a_job_named_twice_in_one_report_is_recorded_once(store_url: str) -> Non
             [Completion(job_id, token, b"a"), Completion(job_id, token, b"b")]
         )
         assert first.accepted and not first.already_recorded
-        assert not second.accepted and isinstance(second.error, LeaseLost)
+        assert not second.accepted and isinstance(second.error, InvalidArgument)
+        assert "named more than once" in str(second.error)
+        job, _ = await h.job(job_id)
+        assert job.result == b"a"
+
+    run(store_url, scenario)
+
+
+@pytest.mark.parametrize("path", ["report", "report_each"])
+def test_of_several_mentions_of_a_job_the_first_is_recorded_and_answered(
+    store_url: str, path: str
+) -> None:
+    """docs/design.md: the first mention is recorded and answered with the
+    outcome recorded; the others are refused and change nothing (completions
+    are recorded before other kinds, which once made a later complete win)."""
+
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=3)
+        [(_, token)] = await h.lease()
+        report = getattr(h.engine, path)
+        fail, complete, release = await report(
+            [
+                Failure(job_id, token, "bad input", "ValueError", non_retryable=True),
+                Completion(job_id, token, b'{"ok": true}'),
+                Release(job_id, token, "bye"),
+            ]
+        )
+        assert (fail.accepted, fail.status) == (True, JobStatus.FAULTED)
+        for later in (complete, release):
+            assert not later.accepted and isinstance(later.error, InvalidArgument)
+            assert "only its first mention (outcome 0) was considered" in str(later.error)
+        job, attempts = await h.job(job_id)
+        assert job.status == JobStatus.FAULTED and job.result is None
+        assert [a.outcome for a in attempts] == [AttemptOutcome.FAILED]
+        assert attempts[0].error == "bad input"
 
     run(store_url, scenario)
