@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from wfj_testing import REPO, ManagedProcess, coordinator_args, subprocess_env, wait_until
+from wfj_testing import REPO, ManagedProcess, coordinator_args, subprocess_env
 
 CHROMIUM = os.environ.get("WFJOBS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -92,7 +92,7 @@ class CoordinatorWithDashboard(ManagedProcess):
             *extra,
         )
         self._spawn(args, log_path)
-        port, web = wait_until(self._ports, 30, f"coordinator and dashboard (log: {log_path})")
+        port, web = self.wait_started(self._ports, f"coordinator and dashboard (log: {log_path})")
         self.target = f"127.0.0.1:{port}"
         self.url = f"http://127.0.0.1:{web}"
 
@@ -173,7 +173,7 @@ class Dashboard(ManagedProcess):
             match = LISTENING.search(self.log())
             return int(match.group(2)) if match else None
 
-        return f"http://127.0.0.1:{wait_until(port, 30, 'the dashboard to listen')}"
+        return f"http://127.0.0.1:{self.wait_started(port, 'the dashboard to listen')}"
 
 
 def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:

@@ -46,6 +46,10 @@ from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 _LISTEN_RE = re.compile(r"listening on [^:]+:(\d+)")
+# How long a process may take to start listening. Generous: on a machine whose two
+# cores are busy with other work, importing grpc and migrating a schema can take tens
+# of seconds; a start that never comes still fails, with the process's log.
+STARTUP_TIMEOUT = 120.0
 
 
 def wait_until(
@@ -96,6 +100,16 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def wait_started(self, predicate: Callable[[], Any], what: str) -> Any:
+        """Wait up to ``STARTUP_TIMEOUT`` for ``predicate``; a process that does not
+        start is killed (and its log closed) before the failure is raised, so it
+        cannot outlive its test and fail the next one."""
+        try:
+            return wait_until(predicate, STARTUP_TIMEOUT, what)
+        except BaseException:
+            self.kill()
+            raise
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -103,7 +117,8 @@ class ManagedProcess:
         if self.alive():
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
-        self._log.close()
+        if not self._log.closed:
+            self._log.close()
 
     def stop(self) -> None:
         if self.alive():
@@ -146,7 +161,7 @@ class Coordinator(ManagedProcess):
     ) -> None:
         self.database_url = database_url
         self._spawn(coordinator_args(database_url, listen, *args), log_path)
-        port = wait_until(self._port, 30, f"coordinator to listen (log: {log_path})")
+        port = self.wait_started(self._port, f"coordinator to listen (log: {log_path})")
         self.target = f"127.0.0.1:{port}"
 
     def _port(self) -> int | None:

@@ -91,7 +91,7 @@ class CoordinatorProcess(ManagedProcess):
         if self.program is not None:
             command = [command[0], str(self.program), *command[3:]]
         self._spawn(command, self.log_dir / f"{self.name}-{self.starts}.log", self.env)
-        wait_until(self._listening, 30, f"{self.name} to listen (log: {self.log_path})")
+        self.wait_started(self._listening, f"{self.name} to listen (log: {self.log_path})")
 
     def _listening(self) -> bool:
         if not self.alive():
