@@ -12,11 +12,22 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+## The npm side (one workspace, one committed lockfile): buf for `make lint`, and
+## the TypeScript SDK (sdks/typescript), built into sdks/typescript/dist with its
+## example worker (examples/typescript/dist). Skipped, with a note, without npm.
+TS_SOURCES := $(shell find sdks/typescript/src sdks/typescript/test sdks/typescript/conformance examples/typescript -name '*.ts' -not -path '*/dist/*' 2>/dev/null)
+TS_BUILT := sdks/typescript/dist/.built
 
-node_modules/.installed: package.json
-	npm install --no-audit --no-fund --loglevel=error
-	touch $@
+node_modules/.installed: package.json package-lock.json sdks/typescript/package.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm not found: the TypeScript SDK is not installed (Node.js 20+ installs it)"; fi
+
+install: $(VENV)/.installed $(TS_BUILT)
+
+$(TS_BUILT): node_modules/.installed $(TS_SOURCES) sdks/typescript/tsconfig.json examples/typescript/tsconfig.json
+	@if [ -f node_modules/.installed ]; then \
+	  npx tsc -p sdks/typescript/tsconfig.json && npx tsc -p examples/typescript/tsconfig.json && touch $@; fi
 
 ## Run a coordinator on the embedded SQLite store (./wfjobs.db) at 127.0.0.1:50051,
 ## with the web dashboard at http://127.0.0.1:8080 (WFJOBS_DASHBOARD_LISTEN= make run: none).
@@ -34,6 +45,7 @@ dashboard-screenshots: install
 ## cores pays), then the fault scenarios alone, one at a time (they time recoveries).
 TEST_WORKERS ?= 4
 test: install
+	cd sdks/typescript && node --test dist/test/
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --ignore=tests/faults
 	$(PY) -m pytest tests/faults
 
@@ -42,13 +54,20 @@ test: install
 test-faults: install
 	$(PY) -m pytest tests/faults
 
-## Regenerate the protobuf/gRPC code in workflowjobs/ from protos/.
+## Regenerate the protobuf/gRPC code from protos/: Python in workflowjobs/, and
+## TypeScript (ts-proto, for @grpc/grpc-js) in sdks/typescript/src/gen/.
+TS_PROTO_OPTS := outputServices=grpc-js,env=node,esModuleInterop=true,oneof=unions,useDate=true,forceLong=bigint
 proto: install
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --pyi_out=. $(PROTOS)
+	rm -rf sdks/typescript/src/gen && mkdir -p sdks/typescript/src/gen
+	$(PY) -m grpc_tools.protoc -Iprotos --plugin=protoc-gen-ts_proto=node_modules/.bin/protoc-gen-ts_proto \
+	  --ts_proto_out=sdks/typescript/src/gen --ts_proto_opt=$(TS_PROTO_OPTS) $(PROTOS)
 
 ## Fail if the generated code is not what protos/ produces.
 proto-check: proto
-	git diff --exit-code -- workflowjobs/
+	git diff --exit-code -- workflowjobs/ sdks/typescript/src/gen/
+	@test -z "$$(git status --porcelain -- workflowjobs/ sdks/typescript/src/gen/)" || \
+	  { git status --short -- workflowjobs/ sdks/typescript/src/gen/; exit 1; }
 
 ## Benchmark side by side with PgQueuer and Procrastinate (writes bench/results/latest.md).
 bench:
@@ -64,4 +83,4 @@ lint: install node_modules/.installed
 	npx buf lint
 
 clean:
-	rm -rf $(VENV) node_modules wfjobs.db*
+	rm -rf $(VENV) node_modules sdks/typescript/dist examples/typescript/dist wfjobs.db*
