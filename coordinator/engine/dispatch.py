@@ -299,6 +299,25 @@ class Dispatcher:
         tenants: frozenset[str] | None = None,
     ) -> AcquisitionResult:
         wanted = min(sum(s.credits for s in sessions), self._acquire_batch_max)
+        # The pass holds the credit it acquires for while it awaits the store,
+        # so a job leased meanwhile at insert (enqueue's direct path) cannot
+        # spend it too: a session is never pushed more jobs than it granted.
+        held = [(s, s.credits) for s in sessions]
+        for session, credits in held:
+            session.reserved += credits
+        try:
+            return await self._acquire_held(job_types, sessions, tenants, wanted)
+        finally:
+            for session, credits in held:
+                session.reserved -= credits
+
+    async def _acquire_held(
+        self,
+        job_types: frozenset[str],
+        sessions: list[WorkerSession],
+        tenants: frozenset[str] | None,
+        wanted: int,
+    ) -> AcquisitionResult:
         now = self._clock.now_us()
         token = new_token()
         dropped = 0

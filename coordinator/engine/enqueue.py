@@ -308,7 +308,7 @@ class Enqueue(Reads):
         idle = [
             s
             for s in self.dispatcher.sessions.values()
-            if s.credits > 0 and not s.draining and not s.closed
+            if s.credits > s.reserved and not s.draining and not s.closed
         ]
         if not idle:
             return None, {}
@@ -319,7 +319,9 @@ class Enqueue(Reads):
             if job.due_at > now or job.ordering_key is not None:
                 continue
             for session in idle:
-                if session.credits > 0 and session.takes(job.job_type, job.tenant_id):
+                if session.credits > session.reserved and session.takes(
+                    job.job_type, job.tenant_id
+                ):
                     session.credits -= 1
                     offered[job.id] = session
                     break

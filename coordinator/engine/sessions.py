@@ -77,6 +77,9 @@ class WorkerSession:
     connected_at: int = 0
     last_heartbeat_at: int = 0
     credits: int = 0
+    # Credit an acquisition pass holds while it awaits the store (part of
+    # ``credits``): not for enqueue's direct path meanwhile.
+    reserved: int = 0
     draining: bool = False
     closed: bool = False
     # Jobs delivered on this stream whose attempt has not ended: job id -> lease token.
