@@ -1,0 +1,384 @@
+"""The conformance scenarios: what a conforming worker does, checked from the
+outside (docs/protocol.md states each rule; the section is named per scenario).
+
+Each scenario runs a real coordinator on the given store and the SDK's
+conformance worker as a process (the contract: README.md), and asserts on
+what the coordinator recorded (job status, attempt history, events), on the
+AcquireJobs stream as the coordinator saw it (a recording proxy), and on
+what the worker's handlers wrote to their record file. A module per SDK
+imports them with its ``sdk`` fixture (test_python_worker.py,
+test_typescript_worker.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conformance.kit import (
+    TENANT,
+    Api,
+    Coordinator,
+    RecordingProxy,
+    Sdk,
+    WorkerUnderTest,
+    max_overlap,
+    outcomes,
+    result,
+)
+
+from wfj_testing import wait_until
+from workflowjobs.v1 import job_pb2
+
+COMPLETED = job_pb2.JOB_STATUS_COMPLETED
+FAULTED = job_pb2.JOB_STATUS_FAULTED
+CANCELLED = job_pb2.JOB_STATUS_CANCELLED
+PENDING = job_pb2.JOB_STATUS_PENDING
+RUNNING = job_pb2.JOB_STATUS_RUNNING
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def coordinator(store_url: str, tmp_path: Path) -> Iterator[Coordinator]:
+    c = Coordinator(store_url, tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def api(coordinator: Coordinator) -> Iterator[Api]:
+    a = Api(coordinator.target)
+    try:
+        yield a
+    finally:
+        a.close()
+
+
+def start_worker(sdk: Sdk, target: str, tmp: Path, name: str, **options: object) -> WorkerUnderTest:
+    worker = WorkerUnderTest(sdk, target, tmp, worker_id=f"{sdk.name}-{name}", **options)  # type: ignore[arg-type]
+    worker.wait_connected()
+    return worker
+
+
+def lines(log: str, needle: str) -> list[str]:
+    return [line for line in log.splitlines() if needle in line]
+
+
+# -- protocol.md "Outcomes", "Retry and failure", "Child jobs", "Trace context", "Logs" ---------
+
+
+def test_each_job_type_ends_as_its_handler_decides(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    worker = start_worker(sdk, coordinator.target, tmp_path, "types")
+    enqueuer_trace, enqueuer_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    traceparent = f"00-{enqueuer_trace}-{enqueuer_span}-01"
+    ids = {
+        "echo": api.enqueue("echo", {"name": "Ada", "n": [1, 2]}),
+        "flaky": api.enqueue("flaky", {"fail_times": 2}, max_attempts=3),
+        "fatal": api.enqueue("fatal", max_attempts=3),
+        "large": api.enqueue("large", {"bytes": 5 * 1024 * 1024}),
+        "spawn": api.enqueue("spawn", {"child": {"from": "parent"}}, traceparent=traceparent),
+        "trace": api.enqueue("trace", traceparent=traceparent),
+    }
+    jobs = {name: api.wait(job_id) for name, job_id in ids.items()}
+    try:
+        echo = jobs["echo"]
+        assert (echo.status, outcomes(echo)) == (COMPLETED, ["COMPLETED"])
+        assert result(echo) == {"name": "Ada", "n": [1, 2]}
+        assert echo.attempts[0].worker_id == worker.worker_id
+
+        flaky = jobs["flaky"]
+        assert (flaky.status, outcomes(flaky)) == (COMPLETED, ["FAILED", "FAILED", "COMPLETED"])
+        assert [a.error_kind for a in flaky.attempts[:2]] == ["FlakyError", "FlakyError"]
+        assert [a.error for a in flaky.attempts[:2]] == [
+            "FlakyError: attempt 1 fails",
+            "FlakyError: attempt 2 fails",
+        ]
+        assert all(a.traceback for a in flaky.attempts[:2]), (
+            "a failed attempt carries its traceback"
+        )
+        assert result(flaky) == {"attempt": 3}
+
+        fatal = jobs["fatal"]
+        assert (fatal.status, outcomes(fatal)) == (FAULTED, ["FAILED"]), "non-retryable: no retry"
+        assert fatal.attempts[0].error_kind == "ConformanceFatal"
+        assert "this job cannot succeed" in fatal.attempts[0].error
+
+        large = jobs["large"]
+        assert large.status == COMPLETED
+        assert len(result(large)["data"]) == 5 * 1024 * 1024
+
+        spawn = jobs["spawn"]
+        child = api.wait(result(spawn)["child_id"])
+        assert (child.status, result(child)) == (COMPLETED, {"from": "parent"})
+        assert child.parent_job_id == spawn.id
+        assert child.idempotency_key == f"child:{spawn.id}:#0"
+        assert child.tenant_id == spawn.tenant_id == TENANT
+        assert child.traceparent.split("-")[1] == enqueuer_trace, (
+            "the child is in the parent's trace"
+        )
+
+        traced = result(jobs["trace"])
+        assert traced["trace_id"] == enqueuer_trace
+        assert traced["parent_span_id"] == enqueuer_span, (
+            "the handler's span is the enqueuer's child"
+        )
+        assert traced["span_id"] not in ("", enqueuer_span)
+    finally:
+        worker.stop()
+    log = worker.log()
+    assert len(lines(log, f"worker {worker.worker_id} started (workflow-jobs ")) == 1
+    assert len(lines(log, "connected to coordinator ")) == 1
+    assert lines(log, f"at {coordinator.target} as worker {worker.worker_id}")
+    failed = lines(log, f"job {flaky.id} (flaky) attempt ")
+    assert [" failed after " in line for line in failed] == [True, True], failed
+    assert failed[0].endswith("s: FlakyError: attempt 1 fails")
+    assert lines(log, f"job {fatal.id} (fatal) attempt 1/3 failed after ")[0].endswith(
+        "; not retryable"
+    )
+    assert echo.id not in log, "a completed attempt logs nothing at INFO"
+
+
+# -- protocol.md "Credit" ---------------------------------------------------------------------
+
+
+def test_credit_is_never_exceeded(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    concurrency = 3
+    proxy = RecordingProxy(coordinator.target)
+    worker = start_worker(sdk, proxy.target, tmp_path, "credit", concurrency=concurrency)
+    try:
+        ids = [api.enqueue("sleep", {"ms": 150}) for _ in range(15)]
+        credits_seen = []
+        for job_id in ids:
+            for w in api.workers():
+                if w.worker_id == worker.worker_id:
+                    assert w.slots == concurrency
+                    credits_seen.append(w.credits)
+            assert api.wait(job_id).status == COMPLETED
+    finally:
+        worker.stop()
+        proxy.close()
+    assert all(c <= concurrency for c in credits_seen), credits_seen
+    [stream] = proxy.log.streams
+    assert stream.pushed == 15
+    assert stream.over_pushed == 0, f"the coordinator pushed more than granted: {stream.timeline}"
+    assert stream.outstanding_after_grant, "the worker granted credit"
+    assert max(stream.outstanding_after_grant) <= concurrency, stream.timeline
+    rows = worker.records()
+    starts = {(j, a): t for e, j, a, t in rows if e == "start"}
+    ends = {(j, a): t for e, j, a, t in rows if e == "end"}
+    assert set(starts) == set(ends) and len(starts) == 15
+    running = max_overlap((starts[k], ends[k]) for k in starts)
+    assert 2 <= running <= concurrency, running
+
+
+# -- protocol.md "Heartbeats" -----------------------------------------------------------------
+
+
+def test_a_lease_is_extended_while_the_handler_runs_past_it(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    worker = start_worker(sdk, coordinator.target, tmp_path, "lease")
+    try:
+        # Runs 4 s on a 1.5 s lease: only heartbeats keep it.
+        job_id = api.enqueue("long", {"ms": 4000, "heartbeat_ms": 400}, lease_s=1.5)
+        running = api.wait_status(job_id, RUNNING)
+        first_expiry = running.lease_expire_time.ToMilliseconds()
+        job = api.wait(job_id)
+    finally:
+        worker.stop()
+    assert (job.status, outcomes(job)) == (COMPLETED, ["COMPLETED"])
+    assert job.attempt == 1
+    assert job.attempts[0].end_time.ToMilliseconds() > first_expiry, "it ran past its first lease"
+    assert [e for e, *_ in worker.records()] == ["start"]
+
+
+def test_cancel_reaches_the_handler_within_two_heartbeats(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    worker = start_worker(sdk, coordinator.target, tmp_path, "cancel")
+    lease_s = 3.0  # a heartbeat every lease / 3 = 1 s
+    try:
+        job_id = api.enqueue("cancel", lease_s=lease_s)
+        wait_until(lambda: worker.records(), 30, "the handler to start")
+        cancelled_at = time.time() * 1000
+        api.cancel(job_id)
+        job = api.wait(job_id)
+    finally:
+        worker.stop()
+    assert job.status == CANCELLED
+    seen = result(job)
+    assert seen["cancelled"] is True, "ctx's cancel signal was set"
+    # Two heartbeat intervals, plus a wide margin for a busy machine.
+    assert seen["seen_at_ms"] - cancelled_at <= 2 * (lease_s / 3) * 1000 + 3000, seen
+    assert lines(worker.log(), f"cancel requested for job {job_id}")
+
+
+# -- protocol.md "Stream end and lease expiry" ------------------------------------------------
+
+
+def test_a_killed_workers_jobs_come_back(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    first = start_worker(sdk, coordinator.target, tmp_path, "killed")
+    ids = [
+        api.enqueue("sleep", {"ms": 50, "first_attempt_ms": 60_000}, lease_s=2) for _ in range(3)
+    ]
+    wait_until(lambda: len(first.records()) == 3, 30, "three handlers to start")
+    first.kill()
+    second = start_worker(sdk, coordinator.target, tmp_path, "heir")
+    try:
+        jobs = [api.wait(job_id) for job_id in ids]
+    finally:
+        second.stop()
+    for job in jobs:
+        assert job.status == COMPLETED
+        assert outcomes(job) == ["LEASE_EXPIRED", "COMPLETED"]
+        assert [a.worker_id for a in job.attempts] == [first.worker_id, second.worker_id]
+
+
+# -- protocol.md "Drain and shutdown" ---------------------------------------------------------
+
+
+def test_sigterm_drains_within_the_grace(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    grace = 3.0
+    worker = start_worker(sdk, coordinator.target, tmp_path, "drain", shutdown_grace=grace)
+    short = api.enqueue("sleep", {"ms": 1000})
+    long = api.enqueue("sleep", {"ms": 50, "first_attempt_ms": 60_000})
+    wait_until(lambda: len(worker.records()) == 2, 30, "both handlers to start")
+    worker.proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    worker.proc.wait(grace + 15)
+    took = time.monotonic() - started
+    worker.stop()  # closes its log
+    assert worker.proc.returncode == 0, worker.log()[-2000:]
+    assert took < grace + 10, f"the worker took {took:.1f}s to stop"
+    done = api.job(short)
+    assert (done.status, outcomes(done)) == (COMPLETED, ["COMPLETED"])
+    handed_back = api.job(long)
+    assert handed_back.status == PENDING, (handed_back, worker.log()[-3000:])
+    assert outcomes(handed_back) == ["RELEASED"], "handed back at the end of the grace"
+    assert handed_back.released_attempts == 1
+    log = worker.log()
+    assert lines(log, "SIGTERM received: draining")
+    assert lines(log, "handing back 1 job(s) still running after the shutdown grace")
+    assert lines(log, f"worker {worker.worker_id} stopped")
+
+
+# -- protocol.md "Reconnect" ------------------------------------------------------------------
+
+
+def test_the_worker_reconnects_after_the_coordinator_restarts(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    worker = start_worker(sdk, coordinator.target, tmp_path, "reconnect", concurrency=4)
+    try:
+        ids = [api.enqueue("sleep", {"ms": 300}) for _ in range(16)]
+        wait_until(lambda: len(worker.records()) >= 4, 30, "handlers to start")
+        coordinator.kill()
+        time.sleep(0.5)
+        coordinator.start()
+        jobs = [api.wait(job_id, timeout=90) for job_id in ids]
+    finally:
+        worker.stop()
+    runs = Counter((j, a) for e, j, a, _ in worker.records() if e == "start")
+    for job in jobs:
+        assert job.status == COMPLETED, job
+        assert outcomes(job).count("COMPLETED") == 1
+        assert all(o in ("COMPLETED", "LEASE_EXPIRED", "RELEASED") for o in outcomes(job))
+        # At least once, and never twice under one attempt.
+        attempts = [a for (j, a) in runs if j == job.id]
+        assert attempts and max(attempts) <= job.attempt
+        assert all(runs[(job.id, a)] == 1 for a in attempts)
+    log = worker.log()
+    assert lines(log, f"lost the connection to the coordinator at {coordinator.target}")
+    assert lines(log, "reconnected to coordinator ")
+
+
+# -- protocol.md "Outcomes" (idempotent resend) -----------------------------------------------
+
+
+def test_an_outcome_resent_after_a_dropped_answer_is_recorded_once(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    proxy = RecordingProxy(coordinator.target, drop_first_answer=True)
+    worker = start_worker(sdk, proxy.target, tmp_path, "resend")
+    try:
+        job_id = api.enqueue("echo", {"once": True})
+        job = api.wait(job_id)
+        wait_until(lambda: len(proxy.log.outcomes_sent) >= 2, 30, "the outcome to be sent again")
+        time.sleep(0.5)  # the resend's answer
+    finally:
+        worker.stop()
+        proxy.close()
+    assert proxy.log.answers_dropped == 1
+    sent = Counter(proxy.log.outcomes_sent)
+    assert sent[(job_id, job.attempts[0].worker_id and next(iter(sent))[1])] >= 2
+    assert (job.status, outcomes(job)) == (COMPLETED, ["COMPLETED"])
+    kinds = [e.kind for e in api.events(job_id)]
+    assert kinds.count(5) == 1, kinds  # one COMPLETED event
+    assert len(worker.records()) == 1
+    log = worker.log()
+    assert not lines(log, "not recorded") and not lines(log, "rejected outcome"), log[-2000:]
+
+
+# -- protocol.md "Authentication and tenant scope" --------------------------------------------
+
+
+def test_a_tenant_scoped_worker_receives_nothing_else(
+    sdk: Sdk, store_url: str, tmp_path: Path
+) -> None:
+    from coordinator.api.auth import hash_token
+
+    tokens = tmp_path / "tokens.jsonl"
+    entries = [
+        {
+            "name": "ops",
+            "sha256": hash_token("ops-token"),
+            "roles": ["admin", "scheduler"],
+            "tenants": ["*"],
+        },
+        {
+            "name": "a-workers",
+            "sha256": hash_token("a-token"),
+            "roles": ["worker", "scheduler"],
+            "tenants": ["tenant-a"],
+        },
+    ]
+    tokens.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    coordinator = Coordinator(store_url, tmp_path, env={"WFJOBS_TOKENS_FILE": str(tokens)})
+    api = Api(coordinator.target, token="ops-token")
+    worker: WorkerUnderTest | None = None
+    try:
+        other = api.enqueue("echo", {"tenant": "b"}, tenant="tenant-b")
+        mine = [api.enqueue("echo", {"i": i}, tenant="tenant-a") for i in range(3)]
+        worker = start_worker(sdk, coordinator.target, tmp_path, "scoped", token="a-token")
+        assert all(api.wait(job_id).status == COMPLETED for job_id in mine)
+        # A later job of the other tenant, enqueued while the worker has credit to spare.
+        later = api.enqueue("echo", {"tenant": "b", "later": True}, tenant="tenant-b")
+        last = api.enqueue("echo", {"last": True}, tenant="tenant-a")
+        assert api.wait(last).status == COMPLETED
+        for job_id in (other, later):
+            job = api.job(job_id)
+            assert (job.status, job.attempt) == (PENDING, 0), job
+        ran = {j for _, j, _, _ in worker.records()}
+        assert ran == {*mine, last}
+    finally:
+        if worker is not None:
+            worker.stop()
+        api.close()
+        coordinator.stop()
