@@ -14,9 +14,9 @@ import { decodePayload, encodePayload } from "./codec";
 import { WorkflowJobsError } from "./errors";
 import {
   JobCategory,
+  JobSpec,
   JobStatus,
   type Job,
-  type JobSpec,
   type RetryPolicy,
   type WorkflowRef,
 } from "./gen/workflowjobs/v1/job";
@@ -71,45 +71,22 @@ export function jobSpec(jobType: string, payload: unknown, options: EnqueueOptio
   const encoded = encodePayload(payload);
   if (options.contentType !== undefined && payload instanceof Uint8Array) encoded.contentType = options.contentType;
   const due = options.due === undefined ? undefined : options.due instanceof Date ? options.due : new Date(Date.now() + options.due);
-  return {
+  return JobSpec.fromPartial({
     jobType,
     tenantId: options.tenantId ?? "",
-    workflow: options.workflow
-      ? {
-          definitionId: "",
-          definitionVersion: 0,
-          instanceId: "",
-          activityId: "",
-          activityNodeId: "",
-          bookmarkId: "",
-          correlationId: "",
-          ...options.workflow,
-        }
-      : undefined,
+    workflow: options.workflow,
     payload: encoded,
     category: options.category ?? JobCategory.JOB_CATEGORY_UNSPECIFIED,
     priority: options.priority ?? 0,
     dueTime: due,
-    retryPolicy: options.retryPolicy
-      ? {
-          maxAttempts: 0,
-          initialBackoff: undefined,
-          backoffMultiplier: 0,
-          maxBackoff: undefined,
-          jitter: 0,
-          nonRetryableErrorKinds: [],
-          ...options.retryPolicy,
-        }
-      : undefined,
+    retryPolicy: options.retryPolicy,
     executionTimeout: duration(options.executionTimeoutMs),
     heartbeatTimeout: duration(options.heartbeatTimeoutMs),
     idempotencyKey: options.idempotencyKey ?? "",
-    traceparent: "",
-    tracestate: "",
     concurrencyKey: options.concurrencyKey ?? "",
     parentJobId: options.parentJobId ?? "",
     orderingKey: options.orderingKey ?? "",
-  };
+  });
 }
 
 const STATUS_NAMES: Record<number, string> = Object.fromEntries(

@@ -36,6 +36,47 @@ export const protobufPackage = "workflowjobs.v1";
 
 export const protobufFileName = "workflowjobs/v1/admin_service.proto";
 
+/** The order of a job list: by creation (job ids are in creation order). */
+export enum JobListOrder {
+  /** JOB_LIST_ORDER_UNSPECIFIED - Oldest first. */
+  JOB_LIST_ORDER_UNSPECIFIED = 0,
+  JOB_LIST_ORDER_OLDEST_FIRST = 1,
+  JOB_LIST_ORDER_NEWEST_FIRST = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function jobListOrderFromJSON(object: any): JobListOrder {
+  switch (object) {
+    case 0:
+    case "JOB_LIST_ORDER_UNSPECIFIED":
+      return JobListOrder.JOB_LIST_ORDER_UNSPECIFIED;
+    case 1:
+    case "JOB_LIST_ORDER_OLDEST_FIRST":
+      return JobListOrder.JOB_LIST_ORDER_OLDEST_FIRST;
+    case 2:
+    case "JOB_LIST_ORDER_NEWEST_FIRST":
+      return JobListOrder.JOB_LIST_ORDER_NEWEST_FIRST;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return JobListOrder.UNRECOGNIZED;
+  }
+}
+
+export function jobListOrderToJSON(object: JobListOrder): string {
+  switch (object) {
+    case JobListOrder.JOB_LIST_ORDER_UNSPECIFIED:
+      return "JOB_LIST_ORDER_UNSPECIFIED";
+    case JobListOrder.JOB_LIST_ORDER_OLDEST_FIRST:
+      return "JOB_LIST_ORDER_OLDEST_FIRST";
+    case JobListOrder.JOB_LIST_ORDER_NEWEST_FIRST:
+      return "JOB_LIST_ORDER_NEWEST_FIRST";
+    case JobListOrder.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export enum PauseScopeKind {
   PAUSE_SCOPE_KIND_UNSPECIFIED = 0,
   PAUSE_SCOPE_KIND_TENANT = 1,
@@ -235,15 +276,27 @@ export interface ListJobsRequest {
     | undefined;
   /** 1..1000, default 100. */
   pageSize: number;
-  /** From a previous ListJobsResponse.next_page_token. */
+  /**
+   * From a previous ListJobsResponse.next_page_token or prev_page_token, of a
+   * list in the same order (another order's token is INVALID_ARGUMENT).
+   */
   pageToken: string;
+  order: JobListOrder;
+  /** Also count every job the filter matches (total_count). */
+  includeTotal: boolean;
+  /** The last page in `order` instead of the first (without page_token). */
+  lastPage: boolean;
 }
 
 export interface ListJobsResponse {
-  /** Ordered by id (creation order). */
+  /** In the order asked for. */
   jobs: Job[];
-  /** Empty on the last page. */
+  /** The page after this one; empty on the last page. */
   nextPageToken: string;
+  /** With include_total: every job the filter matches, on every page. */
+  totalCount: bigint;
+  /** The page before this one; empty on the first page. */
+  prevPageToken: string;
 }
 
 export interface GetStatsRequest {
@@ -264,6 +317,11 @@ export interface StatusCount {
   jobType: string;
   status: JobStatus;
   count: bigint;
+  /**
+   * Of a PENDING count, the jobs not due yet (a delay, or a retry's backoff);
+   * the others are ready. 0 for every other status.
+   */
+  scheduled: bigint;
 }
 
 export interface GetStatsResponse {
@@ -290,6 +348,11 @@ export interface GetStatsResponse {
    * key: they cannot start before it ends, whatever workers are free.
    */
   held: bigint;
+  /**
+   * Of the pending jobs, those not due yet (a delay, or a retry's backoff);
+   * pending - scheduled are due. oldest_pending_age is of the due ones.
+   */
+  scheduled: bigint;
 }
 
 /** One reason a pending job is not running right now. */
@@ -326,6 +389,11 @@ export enum WaitReason_Kind {
    * weight's share of the starts while they do (`count`: those tenants).
    */
   KIND_FAIR_SHARE = 12,
+  /**
+   * KIND_DEBOUNCED - Its uniqueness key debounced later enqueues: each moved its due time
+   * (`count` times; `until` is the latest it can be moved to, if bounded).
+   */
+  KIND_DEBOUNCED = 13,
   UNRECOGNIZED = -1,
 }
 
@@ -370,6 +438,9 @@ export function waitReason_KindFromJSON(object: any): WaitReason_Kind {
     case 12:
     case "KIND_FAIR_SHARE":
       return WaitReason_Kind.KIND_FAIR_SHARE;
+    case 13:
+    case "KIND_DEBOUNCED":
+      return WaitReason_Kind.KIND_DEBOUNCED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -405,6 +476,8 @@ export function waitReason_KindToJSON(object: WaitReason_Kind): string {
       return "KIND_ORDERING";
     case WaitReason_Kind.KIND_FAIR_SHARE:
       return "KIND_FAIR_SHARE";
+    case WaitReason_Kind.KIND_DEBOUNCED:
+      return "KIND_DEBOUNCED";
     case WaitReason_Kind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -1299,7 +1372,7 @@ export const JobFilter: MessageFns<JobFilter> = {
 };
 
 function createBaseListJobsRequest(): ListJobsRequest {
-  return { filter: undefined, pageSize: 0, pageToken: "" };
+  return { filter: undefined, pageSize: 0, pageToken: "", order: 0, includeTotal: false, lastPage: false };
 }
 
 export const ListJobsRequest: MessageFns<ListJobsRequest> = {
@@ -1312,6 +1385,15 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(26).string(message.pageToken);
+    }
+    if (message.order !== 0) {
+      writer.uint32(32).int32(message.order);
+    }
+    if (message.includeTotal !== false) {
+      writer.uint32(40).bool(message.includeTotal);
+    }
+    if (message.lastPage !== false) {
+      writer.uint32(48).bool(message.lastPage);
     }
     return writer;
   },
@@ -1353,6 +1435,30 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.order = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.includeTotal = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.lastPage = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1378,6 +1484,17 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
         : isSet(object.page_token)
         ? globalThis.String(object.page_token)
         : "",
+      order: isSet(object.order) ? jobListOrderFromJSON(object.order) : 0,
+      includeTotal: isSet(object.includeTotal)
+        ? globalThis.Boolean(object.includeTotal)
+        : isSet(object.include_total)
+        ? globalThis.Boolean(object.include_total)
+        : false,
+      lastPage: isSet(object.lastPage)
+        ? globalThis.Boolean(object.lastPage)
+        : isSet(object.last_page)
+        ? globalThis.Boolean(object.last_page)
+        : false,
     };
   },
 
@@ -1392,6 +1509,15 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
     if (message.pageToken !== "") {
       obj.pageToken = message.pageToken;
     }
+    if (message.order !== 0) {
+      obj.order = jobListOrderToJSON(message.order);
+    }
+    if (message.includeTotal !== false) {
+      obj.includeTotal = message.includeTotal;
+    }
+    if (message.lastPage !== false) {
+      obj.lastPage = message.lastPage;
+    }
     return obj;
   },
 
@@ -1405,12 +1531,15 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
       : undefined;
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.order = object.order ?? 0;
+    message.includeTotal = object.includeTotal ?? false;
+    message.lastPage = object.lastPage ?? false;
     return message;
   },
 };
 
 function createBaseListJobsResponse(): ListJobsResponse {
-  return { jobs: [], nextPageToken: "" };
+  return { jobs: [], nextPageToken: "", totalCount: 0n, prevPageToken: "" };
 }
 
 export const ListJobsResponse: MessageFns<ListJobsResponse> = {
@@ -1420,6 +1549,15 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
     }
     if (message.nextPageToken !== "") {
       writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.totalCount !== 0n) {
+      if (BigInt.asIntN(64, message.totalCount) !== message.totalCount) {
+        throw new globalThis.Error("value provided for field message.totalCount of type int64 too large");
+      }
+      writer.uint32(24).int64(message.totalCount);
+    }
+    if (message.prevPageToken !== "") {
+      writer.uint32(34).string(message.prevPageToken);
     }
     return writer;
   },
@@ -1453,6 +1591,22 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
             message.nextPageToken = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.totalCount = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.prevPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1473,6 +1627,16 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
         : isSet(object.next_page_token)
         ? globalThis.String(object.next_page_token)
         : "",
+      totalCount: isSet(object.totalCount)
+        ? BigInt(object.totalCount)
+        : isSet(object.total_count)
+        ? BigInt(object.total_count)
+        : 0n,
+      prevPageToken: isSet(object.prevPageToken)
+        ? globalThis.String(object.prevPageToken)
+        : isSet(object.prev_page_token)
+        ? globalThis.String(object.prev_page_token)
+        : "",
     };
   },
 
@@ -1484,6 +1648,12 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
     if (message.nextPageToken !== "") {
       obj.nextPageToken = message.nextPageToken;
     }
+    if (message.totalCount !== 0n) {
+      obj.totalCount = message.totalCount.toString();
+    }
+    if (message.prevPageToken !== "") {
+      obj.prevPageToken = message.prevPageToken;
+    }
     return obj;
   },
 
@@ -1494,6 +1664,10 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
     const message = createBaseListJobsResponse();
     message.jobs = object.jobs?.map((e) => Job.fromPartial(e)) || [];
     message.nextPageToken = object.nextPageToken ?? "";
+    message.totalCount = (object.totalCount !== undefined && object.totalCount !== null)
+      ? BigInt(object.totalCount)
+      : 0n;
+    message.prevPageToken = object.prevPageToken ?? "";
     return message;
   },
 };
@@ -1606,7 +1780,7 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
 };
 
 function createBaseStatusCount(): StatusCount {
-  return { tenantId: "", jobType: "", status: 0, count: 0n };
+  return { tenantId: "", jobType: "", status: 0, count: 0n, scheduled: 0n };
 }
 
 export const StatusCount: MessageFns<StatusCount> = {
@@ -1625,6 +1799,12 @@ export const StatusCount: MessageFns<StatusCount> = {
         throw new globalThis.Error("value provided for field message.count of type int64 too large");
       }
       writer.uint32(32).int64(message.count);
+    }
+    if (message.scheduled !== 0n) {
+      if (BigInt.asIntN(64, message.scheduled) !== message.scheduled) {
+        throw new globalThis.Error("value provided for field message.scheduled of type int64 too large");
+      }
+      writer.uint32(40).int64(message.scheduled);
     }
     return writer;
   },
@@ -1674,6 +1854,14 @@ export const StatusCount: MessageFns<StatusCount> = {
             message.count = reader.int64() as bigint;
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.scheduled = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1700,6 +1888,7 @@ export const StatusCount: MessageFns<StatusCount> = {
         : "",
       status: isSet(object.status) ? jobStatusFromJSON(object.status) : 0,
       count: isSet(object.count) ? BigInt(object.count) : 0n,
+      scheduled: isSet(object.scheduled) ? BigInt(object.scheduled) : 0n,
     };
   },
 
@@ -1717,6 +1906,9 @@ export const StatusCount: MessageFns<StatusCount> = {
     if (message.count !== 0n) {
       obj.count = message.count.toString();
     }
+    if (message.scheduled !== 0n) {
+      obj.scheduled = message.scheduled.toString();
+    }
     return obj;
   },
 
@@ -1729,6 +1921,7 @@ export const StatusCount: MessageFns<StatusCount> = {
     message.jobType = object.jobType ?? "";
     message.status = object.status ?? 0;
     message.count = (object.count !== undefined && object.count !== null) ? BigInt(object.count) : 0n;
+    message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
     return message;
   },
 };
@@ -1749,6 +1942,7 @@ function createBaseGetStatsResponse(): GetStatsResponse {
     draining: false,
     connectedWorkers: 0,
     held: 0n,
+    scheduled: 0n,
   };
 }
 
@@ -1825,6 +2019,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
         throw new globalThis.Error("value provided for field message.held of type int64 too large");
       }
       writer.uint32(112).int64(message.held);
+    }
+    if (message.scheduled !== 0n) {
+      if (BigInt.asIntN(64, message.scheduled) !== message.scheduled) {
+        throw new globalThis.Error("value provided for field message.scheduled of type int64 too large");
+      }
+      writer.uint32(120).int64(message.scheduled);
     }
     return writer;
   },
@@ -1954,6 +2154,14 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
             message.held = reader.int64() as bigint;
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.scheduled = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2006,6 +2214,7 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
         ? globalThis.Number(object.connected_workers)
         : 0,
       held: isSet(object.held) ? BigInt(object.held) : 0n,
+      scheduled: isSet(object.scheduled) ? BigInt(object.scheduled) : 0n,
     };
   },
 
@@ -2053,6 +2262,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     if (message.held !== 0n) {
       obj.held = message.held.toString();
     }
+    if (message.scheduled !== 0n) {
+      obj.scheduled = message.scheduled.toString();
+    }
     return obj;
   },
 
@@ -2085,6 +2297,7 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     message.draining = object.draining ?? false;
     message.connectedWorkers = object.connectedWorkers ?? 0;
     message.held = (object.held !== undefined && object.held !== null) ? BigInt(object.held) : 0n;
+    message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
     return message;
   },
 };

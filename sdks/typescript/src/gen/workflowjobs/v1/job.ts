@@ -295,6 +295,56 @@ export interface JobSpec {
    * job does to its key is its job type's JobTypeDefaults.ordering_failure.
    */
   orderingKey: string;
+  /**
+   * At most one job per tenant and uniqueness key, by the rule given
+   * (docs/uniqueness.md). Unset: no uniqueness (the idempotency key still applies).
+   */
+  uniqueness: Uniqueness | undefined;
+}
+
+/**
+ * How a uniqueness key admits jobs. EnqueueResponse.deduplicated says the
+ * key's existing job was returned, and EnqueueResponse.debounced that it took
+ * this enqueue's payload and a later due time.
+ */
+export interface Uniqueness {
+  /** Required; per tenant. */
+  key: string;
+  rule:
+    | //
+    /** At most one job of the key in the given statuses. */
+    { $case: "uniqueWhile"; uniqueWhile: UniqueWhile }
+    | //
+    /**
+     * One job per period from the admitted job's enqueue, whatever its state
+     * (more than 0, at most 366 days).
+     */
+    { $case: "period"; period: Duration }
+    | //
+    /**
+     * An enqueue while the key's job is PENDING and not yet due replaces its
+     * payload and moves its due time to now + delay, never later than the
+     * admitted job's enqueue + max_wait.
+     */
+    { $case: "debounce"; debounce: Debounce }
+    | undefined;
+}
+
+export interface UniqueWhile {
+  /** Empty: PENDING and RUNNING. */
+  statuses: JobStatus[];
+}
+
+export interface Debounce {
+  /**
+   * More than 0, at most 366 days. The job's due time; a debounced job
+   * cannot also set JobSpec.due_time.
+   */
+  delay:
+    | Duration
+    | undefined;
+  /** 0: no maximum; else at least delay. */
+  maxWait: Duration | undefined;
 }
 
 /** One execution attempt in a job's history. */
@@ -857,6 +907,7 @@ function createBaseJobSpec(): JobSpec {
     concurrencyKey: "",
     parentJobId: "",
     orderingKey: "",
+    uniqueness: undefined,
   };
 }
 
@@ -909,6 +960,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.orderingKey !== "") {
       writer.uint32(130).string(message.orderingKey);
+    }
+    if (message.uniqueness !== undefined) {
+      Uniqueness.encode(message.uniqueness, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -1054,6 +1108,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.orderingKey = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.uniqueness = Uniqueness.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1124,6 +1186,7 @@ export const JobSpec: MessageFns<JobSpec> = {
         : isSet(object.ordering_key)
         ? globalThis.String(object.ordering_key)
         : "",
+      uniqueness: isSet(object.uniqueness) ? Uniqueness.fromJSON(object.uniqueness) : undefined,
     };
   },
 
@@ -1177,6 +1240,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     if (message.orderingKey !== "") {
       obj.orderingKey = message.orderingKey;
     }
+    if (message.uniqueness !== undefined) {
+      obj.uniqueness = Uniqueness.toJSON(message.uniqueness);
+    }
     return obj;
   },
 
@@ -1211,6 +1277,325 @@ export const JobSpec: MessageFns<JobSpec> = {
     message.concurrencyKey = object.concurrencyKey ?? "";
     message.parentJobId = object.parentJobId ?? "";
     message.orderingKey = object.orderingKey ?? "";
+    message.uniqueness = (object.uniqueness !== undefined && object.uniqueness !== null)
+      ? Uniqueness.fromPartial(object.uniqueness)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUniqueness(): Uniqueness {
+  return { key: "", rule: undefined };
+}
+
+export const Uniqueness: MessageFns<Uniqueness> = {
+  encode(message: Uniqueness, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    switch (message.rule?.$case) {
+      case "uniqueWhile":
+        UniqueWhile.encode(message.rule.uniqueWhile, writer.uint32(18).fork()).join();
+        break;
+      case "period":
+        Duration.encode(message.rule.period, writer.uint32(26).fork()).join();
+        break;
+      case "debounce":
+        Debounce.encode(message.rule.debounce, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Uniqueness {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUniqueness();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rule = { $case: "uniqueWhile", uniqueWhile: UniqueWhile.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.rule = { $case: "period", period: Duration.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.rule = { $case: "debounce", debounce: Debounce.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Uniqueness {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      rule: isSet(object.uniqueWhile)
+        ? { $case: "uniqueWhile", uniqueWhile: UniqueWhile.fromJSON(object.uniqueWhile) }
+        : isSet(object.unique_while)
+        ? { $case: "uniqueWhile", uniqueWhile: UniqueWhile.fromJSON(object.unique_while) }
+        : isSet(object.period)
+        ? { $case: "period", period: Duration.fromJSON(object.period) }
+        : isSet(object.debounce)
+        ? { $case: "debounce", debounce: Debounce.fromJSON(object.debounce) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: Uniqueness): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.rule?.$case === "uniqueWhile") {
+      obj.uniqueWhile = UniqueWhile.toJSON(message.rule.uniqueWhile);
+    } else if (message.rule?.$case === "period") {
+      obj.period = Duration.toJSON(message.rule.period);
+    } else if (message.rule?.$case === "debounce") {
+      obj.debounce = Debounce.toJSON(message.rule.debounce);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Uniqueness>, I>>(base?: I): Uniqueness {
+    return Uniqueness.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Uniqueness>, I>>(object: I): Uniqueness {
+    const message = createBaseUniqueness();
+    message.key = object.key ?? "";
+    switch (object.rule?.$case) {
+      case "uniqueWhile": {
+        if (object.rule?.uniqueWhile !== undefined && object.rule?.uniqueWhile !== null) {
+          message.rule = { $case: "uniqueWhile", uniqueWhile: UniqueWhile.fromPartial(object.rule.uniqueWhile) };
+        }
+        break;
+      }
+      case "period": {
+        if (object.rule?.period !== undefined && object.rule?.period !== null) {
+          message.rule = { $case: "period", period: Duration.fromPartial(object.rule.period) };
+        }
+        break;
+      }
+      case "debounce": {
+        if (object.rule?.debounce !== undefined && object.rule?.debounce !== null) {
+          message.rule = { $case: "debounce", debounce: Debounce.fromPartial(object.rule.debounce) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseUniqueWhile(): UniqueWhile {
+  return { statuses: [] };
+}
+
+export const UniqueWhile: MessageFns<UniqueWhile> = {
+  encode(message: UniqueWhile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.statuses.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.statuses) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UniqueWhile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUniqueWhile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.statuses.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.statuses.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UniqueWhile {
+    return {
+      statuses: globalThis.Array.isArray(object?.statuses) ? object.statuses.map((e: any) => jobStatusFromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: UniqueWhile): unknown {
+    const obj: any = {};
+    if (message.statuses?.length) {
+      obj.statuses = message.statuses.map((e) => jobStatusToJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UniqueWhile>, I>>(base?: I): UniqueWhile {
+    return UniqueWhile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UniqueWhile>, I>>(object: I): UniqueWhile {
+    const message = createBaseUniqueWhile();
+    message.statuses = object.statuses?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDebounce(): Debounce {
+  return { delay: undefined, maxWait: undefined };
+}
+
+export const Debounce: MessageFns<Debounce> = {
+  encode(message: Debounce, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.delay !== undefined) {
+      Duration.encode(message.delay, writer.uint32(10).fork()).join();
+    }
+    if (message.maxWait !== undefined) {
+      Duration.encode(message.maxWait, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Debounce {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebounce();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.delay = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.maxWait = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Debounce {
+    return {
+      delay: isSet(object.delay) ? Duration.fromJSON(object.delay) : undefined,
+      maxWait: isSet(object.maxWait)
+        ? Duration.fromJSON(object.maxWait)
+        : isSet(object.max_wait)
+        ? Duration.fromJSON(object.max_wait)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Debounce): unknown {
+    const obj: any = {};
+    if (message.delay !== undefined) {
+      obj.delay = Duration.toJSON(message.delay);
+    }
+    if (message.maxWait !== undefined) {
+      obj.maxWait = Duration.toJSON(message.maxWait);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Debounce>, I>>(base?: I): Debounce {
+    return Debounce.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Debounce>, I>>(object: I): Debounce {
+    const message = createBaseDebounce();
+    message.delay = (object.delay !== undefined && object.delay !== null)
+      ? Duration.fromPartial(object.delay)
+      : undefined;
+    message.maxWait = (object.maxWait !== undefined && object.maxWait !== null)
+      ? Duration.fromPartial(object.maxWait)
+      : undefined;
     return message;
   },
 };

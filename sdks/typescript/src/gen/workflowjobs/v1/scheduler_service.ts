@@ -218,7 +218,14 @@ export interface EnqueueResponse {
   deduplicated: boolean;
   /** Set when the job was leased to the caller (inline execution). */
   leaseToken: string;
-  leaseExpireTime: Date | undefined;
+  leaseExpireTime:
+    | Date
+    | undefined;
+  /**
+   * True when the job's uniqueness key debounced this enqueue: the key's
+   * pending job (returned, deduplicated) took its payload and a later due time.
+   */
+  debounced: boolean;
 }
 
 export interface EnqueueBatchRequest {
@@ -229,6 +236,8 @@ export interface EnqueueResult {
   jobId: string;
   deduplicated: boolean;
   status: JobStatus;
+  /** As EnqueueResponse.debounced. */
+  debounced: boolean;
 }
 
 export interface EnqueueBatchResponse {
@@ -1130,7 +1139,7 @@ export const InlineExecution: MessageFns<InlineExecution> = {
 };
 
 function createBaseEnqueueResponse(): EnqueueResponse {
-  return { job: undefined, deduplicated: false, leaseToken: "", leaseExpireTime: undefined };
+  return { job: undefined, deduplicated: false, leaseToken: "", leaseExpireTime: undefined, debounced: false };
 }
 
 export const EnqueueResponse: MessageFns<EnqueueResponse> = {
@@ -1146,6 +1155,9 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     }
     if (message.leaseExpireTime !== undefined) {
       Timestamp.encode(toTimestamp(message.leaseExpireTime), writer.uint32(34).fork()).join();
+    }
+    if (message.debounced !== false) {
+      writer.uint32(40).bool(message.debounced);
     }
     return writer;
   },
@@ -1195,6 +1207,14 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
             message.leaseExpireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.debounced = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1221,6 +1241,7 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
         : isSet(object.lease_expire_time)
         ? fromJsonTimestamp(object.lease_expire_time)
         : undefined,
+      debounced: isSet(object.debounced) ? globalThis.Boolean(object.debounced) : false,
     };
   },
 
@@ -1238,6 +1259,9 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     if (message.leaseExpireTime !== undefined) {
       obj.leaseExpireTime = message.leaseExpireTime.toISOString();
     }
+    if (message.debounced !== false) {
+      obj.debounced = message.debounced;
+    }
     return obj;
   },
 
@@ -1250,6 +1274,7 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     message.deduplicated = object.deduplicated ?? false;
     message.leaseToken = object.leaseToken ?? "";
     message.leaseExpireTime = object.leaseExpireTime ?? undefined;
+    message.debounced = object.debounced ?? false;
     return message;
   },
 };
@@ -1322,7 +1347,7 @@ export const EnqueueBatchRequest: MessageFns<EnqueueBatchRequest> = {
 };
 
 function createBaseEnqueueResult(): EnqueueResult {
-  return { jobId: "", deduplicated: false, status: 0 };
+  return { jobId: "", deduplicated: false, status: 0, debounced: false };
 }
 
 export const EnqueueResult: MessageFns<EnqueueResult> = {
@@ -1335,6 +1360,9 @@ export const EnqueueResult: MessageFns<EnqueueResult> = {
     }
     if (message.status !== 0) {
       writer.uint32(24).int32(message.status);
+    }
+    if (message.debounced !== false) {
+      writer.uint32(32).bool(message.debounced);
     }
     return writer;
   },
@@ -1376,6 +1404,14 @@ export const EnqueueResult: MessageFns<EnqueueResult> = {
             message.status = reader.int32() as any;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.debounced = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1397,6 +1433,7 @@ export const EnqueueResult: MessageFns<EnqueueResult> = {
         : "",
       deduplicated: isSet(object.deduplicated) ? globalThis.Boolean(object.deduplicated) : false,
       status: isSet(object.status) ? jobStatusFromJSON(object.status) : 0,
+      debounced: isSet(object.debounced) ? globalThis.Boolean(object.debounced) : false,
     };
   },
 
@@ -1411,6 +1448,9 @@ export const EnqueueResult: MessageFns<EnqueueResult> = {
     if (message.status !== 0) {
       obj.status = jobStatusToJSON(message.status);
     }
+    if (message.debounced !== false) {
+      obj.debounced = message.debounced;
+    }
     return obj;
   },
 
@@ -1422,6 +1462,7 @@ export const EnqueueResult: MessageFns<EnqueueResult> = {
     message.jobId = object.jobId ?? "";
     message.deduplicated = object.deduplicated ?? false;
     message.status = object.status ?? 0;
+    message.debounced = object.debounced ?? false;
     return message;
   },
 };
