@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from faults.harness import CoordinatorProcess, free_port
 from google.protobuf import duration_pb2
 
-from wfj_testing import ManagedProcess, coordinator_args, wait_until
+from wfj_testing import ManagedProcess, wait_until
 from workflowjobs.v1 import (
     admin_service_pb2 as apb,
 )
@@ -39,34 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 TENANT = "conformance"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Coordinator(ManagedProcess):
-    """A coordinator on a fixed loopback port, so it can be killed and restarted in place."""
-
-    def __init__(self, database_url: str, log_dir: Path, env: dict[str, str] | None = None) -> None:
-        self.database_url = database_url
-        self.log_dir = log_dir
-        self.port = free_port()
-        self.target = f"127.0.0.1:{self.port}"
-        self.env = env
-        self.starts = 0
-        self.start()
-
-    def start(self) -> None:
-        self.starts += 1
-        args = coordinator_args(self.database_url, self.target, "--drain-timeout", "2")
-        self._spawn(args, self.log_dir / f"coordinator-{self.starts}.log", self.env)
-        wait_until(self._listening, 30, f"the coordinator to listen (log: {self.log_path})")
-
-    def _listening(self) -> bool:
-        if not self.alive():
-            raise AssertionError(f"the coordinator exited: {self.log()[-3000:]}")
-        return "listening on" in self.log()
+# A coordinator on a fixed loopback port, so it can be killed and restarted in place.
+Coordinator = CoordinatorProcess
 
 
 @dataclass(frozen=True)
