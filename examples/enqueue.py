@@ -8,7 +8,7 @@ import argparse
 from worker_sdk import SchedulerClient, WorkflowRef
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--target", default="127.0.0.1:50051")
+parser.add_argument("--target")  # default: as wfjobs (WFJOBS_TARGET, profile, 127.0.0.1:50051)
 parser.add_argument("name", nargs="?", default="world")
 args = parser.parse_args()
 

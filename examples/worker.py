@@ -1,4 +1,8 @@
-"""A worker in fifteen lines. Run: python examples/worker.py [--target HOST:PORT]"""
+"""A worker in fifteen lines. Run: python examples/worker.py [--target HOST:PORT]
+
+Without --target it connects as wfjobs does: WFJOBS_TARGET, WFJOBS_CA,
+WFJOBS_TOKEN, WFJOBS_LOAD_BALANCING or a wfjobs profile, else 127.0.0.1:50051.
+"""
 
 import argparse
 from dataclasses import dataclass
@@ -12,7 +16,7 @@ class Greeting:
 
 
 args = argparse.ArgumentParser()
-args.add_argument("--target", default="127.0.0.1:50051")
+args.add_argument("--target")
 worker = Worker(args.parse_args().target, concurrency=10)
 
 

@@ -32,6 +32,7 @@ from ._codec import (
     decode_payload,
     encode_payload,
 )
+from ._connection import ConfigError, ConnectionSettings, resolve_connection
 from ._context import CancelReason, CancelSignal, JobContext, current_job
 from ._convert import (
     JobAttemptView,
@@ -88,6 +89,8 @@ __all__ = [
     "BulkResult",
     "CancelReason",
     "CancelSignal",
+    "ConfigError",
+    "ConnectionSettings",
     "ContinueAs",
     "DeadlineExceededError",
     "EnqueueResult",
@@ -138,4 +141,5 @@ __all__ = [
     "enqueue_and_wait",
     "error_from_rpc",
     "job_outcome",
+    "resolve_connection",
 ]

@@ -225,7 +225,7 @@ class AdminClient(BlockingClient):
     Every method raises a :class:`WorkflowJobsError` subclass when the call fails.
     """
 
-    def __init__(self, target: str = "127.0.0.1:50051", **options: Unpack[ClientOptions]) -> None:
+    def __init__(self, target: str | None = None, **options: Unpack[ClientOptions]) -> None:
         super().__init__(target, **options)
         self._stub = admin_service_pb2_grpc.AdminServiceStub(self._channel)
 

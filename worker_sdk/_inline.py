@@ -411,12 +411,15 @@ class InlineRunner:
 
     Args:
         target: ``host:port`` of the coordinator, or a :class:`~worker_sdk.Worker`
-            whose handlers and connection settings to use (it need not run).
+            whose handlers and connection settings to use (it need not run);
+            None: the settings ``wfjobs`` reads (``WFJOBS_TARGET``, the profile).
         worker_id: Lease owner recorded for inline attempts; generated when None.
         credentials: TLS/mTLS channel credentials (when ``target`` is an address).
         token: Bearer token (when ``target`` is an address).
         metadata: Extra metadata sent with every call (when ``target`` is an address).
         channel_options: Extra gRPC channel options (when ``target`` is an address).
+        load_balancing: gRPC load-balancing policy (when ``target`` is an
+            address; see :class:`~worker_sdk.Worker`).
         heartbeat_interval: Seconds between lease heartbeats; defaults to a
             third of the lease.
         cancel_grace: Seconds an async handler may keep running after a cancel
@@ -429,13 +432,14 @@ class InlineRunner:
 
     def __init__(
         self,
-        target: str | Worker = "127.0.0.1:50051",
+        target: str | Worker | None = None,
         *,
         worker_id: str | None = None,
         credentials: grpc.ChannelCredentials | None = None,
         token: str | None = None,
         metadata: Sequence[tuple[str, str]] = (),
         channel_options: Sequence[tuple[str, Any]] = (),
+        load_balancing: str | None = None,
         heartbeat_interval: float | None = None,
         cancel_grace: float = 5.0,
         rpc_timeout: float = 30.0,
@@ -452,8 +456,9 @@ class InlineRunner:
                 token=token,
                 metadata=metadata,
                 options=channel_options,
+                load_balancing=load_balancing,
             )
-            self._worker = Worker(target)
+            self._worker = Worker(self._config.target)
         self._worker_id = (
             worker_id or f"inline-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         )

@@ -94,16 +94,20 @@ class SchedulerClient(BlockingClient):
     """Blocking client of ``JobSchedulerService``. Use as a context manager or call :meth:`close`.
 
     Args:
-        target: ``host:port`` of the coordinator.
-        credentials: TLS/mTLS channel credentials; None for plaintext.
-        token: Bearer token.
+        target: The coordinator's address (None: ``WFJOBS_TARGET``, the
+            profile, else 127.0.0.1:50051).
+        credentials: TLS/mTLS channel credentials (None: ``WFJOBS_CA`` …, the
+            profile, else plaintext).
+        token: Bearer token (None: ``WFJOBS_TOKEN``, ``WFJOBS_TOKEN_FILE``, the profile).
         metadata: Extra metadata sent with every call.
         timeout: Default deadline of each call, in seconds (None: no deadline).
         channel_options: Extra gRPC channel options.
         channel: Use this channel instead of opening one (it is not closed by :meth:`close`).
+        load_balancing: gRPC load-balancing policy (``round_robin``; None:
+            ``WFJOBS_LOAD_BALANCING``, the profile, else gRPC's pick_first).
     """
 
-    def __init__(self, target: str = "127.0.0.1:50051", **options: Unpack[ClientOptions]) -> None:
+    def __init__(self, target: str | None = None, **options: Unpack[ClientOptions]) -> None:
         super().__init__(target, **options)
         self._stub = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self._channel)
 
@@ -320,7 +324,7 @@ class AsyncSchedulerClient:
 
     def __init__(
         self,
-        target: str = "127.0.0.1:50051",
+        target: str | None = None,
         *,
         credentials: grpc.ChannelCredentials | None = None,
         token: str | None = None,
@@ -328,9 +332,15 @@ class AsyncSchedulerClient:
         timeout: float | None = 30.0,
         channel_options: Sequence[tuple[str, Any]] = (),
         channel: grpc.aio.Channel | None = None,
+        load_balancing: str | None = None,
     ) -> None:
         config = ChannelConfig(
-            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+            target,
+            credentials=credentials,
+            token=token,
+            metadata=metadata,
+            options=channel_options,
+            load_balancing=load_balancing,
         )
         self._metadata = config.metadata
         self._owns_channel = channel is None

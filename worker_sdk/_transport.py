@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-import os
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Self, TypedDict
@@ -11,6 +11,7 @@ from typing import Any, Self, TypedDict
 import grpc
 
 from . import _tracing
+from ._connection import resolve_connection
 from ._errors import error_from_rpc
 
 __all__ = ["BlockingClient", "ChannelConfig", "ClientOptions", "check_target"]
@@ -82,40 +83,66 @@ covers the largest message, and thus the largest job, a coordinator sends. The
 worker announces its limit in the hello and the coordinator sizes batches to it.
 """
 _RECEIVE_OPTION = "grpc.max_receive_message_length"
+# Channel options that already choose the load-balancing policy.
+_POLICY_OPTIONS = frozenset({"grpc.service_config", "grpc.lb_policy_name"})
 
 
 class ChannelConfig:
     """How to reach the coordinator.
 
+    A setting not given is read as ``wfjobs`` reads it (see
+    :mod:`worker_sdk._connection`): ``WFJOBS_TARGET``, ``WFJOBS_CA`` /
+    ``WFJOBS_TLS`` / ``WFJOBS_CERT`` / ``WFJOBS_KEY``, ``WFJOBS_TOKEN`` /
+    ``WFJOBS_TOKEN_FILE``, ``WFJOBS_LOAD_BALANCING``, then the profile
+    (``WFJOBS_PROFILE``, else ``default``) of ``~/.config/wfjobs/config.toml``,
+    then the defaults (127.0.0.1:50051, plaintext, no token, pick_first).
+
     Args:
-        target: ``host:port`` of the coordinator.
-        credentials: TLS/mTLS channel credentials; None for plaintext.
-        token: Bearer token sent as ``authorization: Bearer <token>``; when
-            None, the ``WFJOBS_TOKEN`` environment variable is used if set.
+        target: The coordinator's address: ``host:port``, or any gRPC target
+            (``dns:///coordinators:50051``, ``ipv4:10.0.0.1:50051,10.0.0.2:50051``).
+        credentials: TLS/mTLS channel credentials; None: from the settings
+            above (plaintext when they name no TLS).
+        token: Bearer token sent as ``authorization: Bearer <token>``; None:
+            from the settings above.
         metadata: Extra metadata sent with every call.
         options: Extra gRPC channel options.
+        load_balancing: gRPC load-balancing policy across the addresses the
+            target resolves to: ``round_robin`` spreads calls and streams over
+            every coordinator behind one name; ``pick_first`` (gRPC's default)
+            uses one. Set as the channel's service config; ignored when
+            ``options`` set ``grpc.service_config`` or ``grpc.lb_policy_name``.
+
+    Raises:
+        ValueError: The target can never connect, or a setting is unusable
+            (``ConfigError``: unknown profile, unreadable file, unknown policy).
     """
 
     def __init__(
         self,
-        target: str,
+        target: str | None = None,
         *,
         credentials: grpc.ChannelCredentials | None = None,
         token: str | None = None,
         metadata: Sequence[tuple[str, str]] = (),
         options: Sequence[tuple[str, object]] = (),
+        load_balancing: str | None = None,
     ) -> None:
-        self.target = check_target(target)
-        self.credentials = credentials
+        settings = resolve_connection(
+            {"target": target, "token": token, "load_balancing": load_balancing}
+        )
+        self.target = check_target(settings.target)
+        self.credentials = credentials if credentials is not None else settings.credentials()
         pairs = [(key.lower(), value) for key, value in metadata]
-        if token is None:
-            token = os.environ.get("WFJOBS_TOKEN") or None
-        if token:
-            pairs.append(("authorization", f"Bearer {token}"))
+        if settings.token:
+            pairs.append(("authorization", f"Bearer {settings.token}"))
         self.metadata: Metadata = tuple(pairs)
         self.options = list(options)
         if not any(key == _RECEIVE_OPTION for key, _ in self.options):
             self.options.append((_RECEIVE_OPTION, MAX_RECEIVE_MESSAGE_BYTES))
+        self.load_balancing = settings.load_balancing
+        if self.load_balancing and not any(key in _POLICY_OPTIONS for key, _ in self.options):
+            config: dict[str, object] = {"loadBalancingConfig": [{self.load_balancing: {}}]}
+            self.options.append(("grpc.service_config", json.dumps(config)))
 
     @property
     def max_receive_message_bytes(self) -> int:
@@ -145,24 +172,29 @@ class ClientOptions(TypedDict, total=False):
     timeout: float | None
     channel_options: Sequence[tuple[str, Any]]
     channel: grpc.Channel | None
+    load_balancing: str | None
 
 
 class BlockingClient:
     """Channel ownership and call plumbing shared by the blocking clients.
 
     Args:
-        target: ``host:port`` of the coordinator.
-        credentials: TLS/mTLS channel credentials; None for plaintext.
-        token: Bearer token (default: the ``WFJOBS_TOKEN`` environment variable).
+        target: The coordinator's address (None: ``WFJOBS_TARGET``, the
+            profile, else 127.0.0.1:50051; see :class:`ChannelConfig`).
+        credentials: TLS/mTLS channel credentials (None: ``WFJOBS_CA`` …, the
+            profile, else plaintext).
+        token: Bearer token (None: ``WFJOBS_TOKEN``, ``WFJOBS_TOKEN_FILE``, the profile).
         metadata: Extra metadata sent with every call.
         timeout: Default deadline of each call, in seconds (None: no deadline).
         channel_options: Extra gRPC channel options.
         channel: Use this channel instead of opening one (it is not closed by ``close``).
+        load_balancing: gRPC load-balancing policy (``round_robin``; None:
+            ``WFJOBS_LOAD_BALANCING``, the profile, else gRPC's pick_first).
     """
 
     def __init__(
         self,
-        target: str = "127.0.0.1:50051",
+        target: str | None = None,
         *,
         credentials: grpc.ChannelCredentials | None = None,
         token: str | None = None,
@@ -170,9 +202,15 @@ class BlockingClient:
         timeout: float | None = 30.0,
         channel_options: Sequence[tuple[str, Any]] = (),
         channel: grpc.Channel | None = None,
+        load_balancing: str | None = None,
     ) -> None:
         config = ChannelConfig(
-            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+            target,
+            credentials=credentials,
+            token=token,
+            metadata=metadata,
+            options=channel_options,
+            load_balancing=load_balancing,
         )
         self._metadata = config.metadata
         self._owns_channel = channel is None

@@ -116,7 +116,10 @@ class Worker:
         worker.run()
 
     Args:
-        target: ``host:port`` of the coordinator.
+        target: The coordinator's address: ``host:port`` or any gRPC target
+            (``dns:///coordinators:50051``). None: ``WFJOBS_TARGET``, else the
+            ``wfjobs`` profile, else 127.0.0.1:50051 (the settings ``wfjobs``
+            reads: see :class:`~worker_sdk.ConnectionSettings`).
         concurrency: Handler slots: the most jobs running at once.
         worker_id: Stable id of this worker process; generated when None.
         job_types: Job types to ask for; defaults to every registered handler.
@@ -128,8 +131,10 @@ class Worker:
             handler cannot be interrupted: its job is handed back all the same
             and its result ignored, but the interpreter exits only once its
             thread returns.
-        credentials: TLS/mTLS channel credentials; None for plaintext.
-        token: Bearer token for the coordinator.
+        credentials: TLS/mTLS channel credentials; None: from ``WFJOBS_CA``
+            (``WFJOBS_TLS``, ``WFJOBS_CERT``/``WFJOBS_KEY``) or the profile, else plaintext.
+        token: Bearer token for the coordinator; None: ``WFJOBS_TOKEN``,
+            ``WFJOBS_TOKEN_FILE`` or the profile.
         metadata: Extra metadata sent with every call.
         thread_pool_size: Threads for blocking handlers; defaults to ``concurrency``.
         cancel_grace: Seconds an async handler may keep running after a cancel
@@ -140,6 +145,11 @@ class Worker:
         channel_options: Extra gRPC channel options.
         outcome_flush_timeout: Seconds to keep trying to report outcomes at
             shutdown; defaults to ``shutdown_grace``.
+        load_balancing: gRPC load-balancing policy over the addresses the
+            target resolves to: ``round_robin`` spreads the worker's streams
+            and calls over every coordinator behind one name (a headless
+            Service); None: ``WFJOBS_LOAD_BALANCING``, the profile, else
+            gRPC's ``pick_first`` (one coordinator).
 
     Raises:
         ValueError: A setting can never work, such as a target that is not
@@ -148,7 +158,7 @@ class Worker:
 
     def __init__(
         self,
-        target: str = "127.0.0.1:50051",
+        target: str | None = None,
         *,
         concurrency: int = 100,
         worker_id: str | None = None,
@@ -165,13 +175,19 @@ class Worker:
         reconnect_max_backoff: float = 10.0,
         channel_options: Sequence[tuple[str, Any]] = (),
         outcome_flush_timeout: float | None = None,
+        load_balancing: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if max_batch_size < 1:
             raise ValueError("max_batch_size must be at least 1")
         self._channel_config = ChannelConfig(
-            target, credentials=credentials, token=token, metadata=metadata, options=channel_options
+            target,
+            credentials=credentials,
+            token=token,
+            metadata=metadata,
+            options=channel_options,
+            load_balancing=load_balancing,
         )
         self._concurrency = concurrency
         self._worker_id = (

@@ -333,6 +333,9 @@ def test_workers_dial_the_headless_service(resources: list[dict[str, Any]]) -> N
     target = argv[argv.index("--target") + 1]
     port = find(resources, "Service", HEADLESS)["spec"]["ports"][0]["port"]
     assert target == f"dns:///{HEADLESS}:{port}", target
+    # Round robin over the replicas DNS answers with: pick_first would use one.
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert env.get("WFJOBS_LOAD_BALANCING") == "round_robin", env
 
 
 def test_worker_grace_lets_handlers_drain(resources: list[dict[str, Any]]) -> None:

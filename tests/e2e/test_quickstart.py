@@ -64,3 +64,19 @@ def test_quickstart_runs_as_written(pg_database: str, tmp_path: Path) -> None:
     )
     assert "connected to coordinator" in result.stderr
     assert "greeting Ada" in result.stderr
+    # The page keeps its profile in its own folder: the user's config is never written.
+    assert not (home / ".config").exists()
+
+
+def test_what_the_quickstart_and_make_run_leave_behind_is_ignored_by_git() -> None:
+    """A CA key and tokens (``quickstart/``) and the store's lock file must not
+    end up in a commit."""
+    leftovers = ["quickstart/pki/ca.key", "quickstart/tokens.jsonl", "wfjobs.db.coordinator.lock"]
+    checked = subprocess.run(
+        ["git", "check-ignore", "--no-index", *leftovers],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.stdout.split() == leftovers, checked.stderr

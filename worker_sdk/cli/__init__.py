@@ -8,7 +8,7 @@ Commands: ``jobs list|show|retry|cancel|unlock|replay|explain``, ``pause``,
 grpcurl prints them) with ``--json``. The coordinator's address comes from
 ``--target``, else ``WFJOBS_TARGET``, else a profile, else 127.0.0.1:50051;
 TLS, client certificates and tokens likewise (see
-:mod:`worker_sdk.cli.connection`). The exit codes are
+:mod:`worker_sdk._connection`, shared with the SDK). The exit codes are
 stable (see :data:`~worker_sdk.cli.commands.EXIT_CODES_HELP`, also printed by
 ``wfjobs --help``).
 
@@ -27,6 +27,7 @@ import grpc
 
 from worker_sdk import WorkflowJobsError
 
+from .._connection import ConfigError, ConnectionSettings, resolve_connection
 from .commands import (
     EXIT_BY_CODE,
     EXIT_ERROR,
@@ -36,7 +37,6 @@ from .commands import (
     UsageError,
     build_parser,
 )
-from .connection import ConfigError, Connection, resolve_connection
 from .output import Output
 
 __all__ = ["build_parser", "console", "main"]
@@ -47,7 +47,7 @@ EXIT_BROKEN_PIPE = 141
 _CONNECTION_OPTIONS = ("target", "tls", "ca", "cert", "key", "token", "timeout", "profile")
 
 
-def _unavailable_hint(connection: Connection, error: WorkflowJobsError) -> str:
+def _unavailable_hint(connection: ConnectionSettings, error: WorkflowJobsError) -> str:
     target, source = connection.target, connection.target_source
     text = error.message.lower()
     reason = "connection refused" if "refused" in text else error.message
@@ -71,7 +71,7 @@ def _unavailable_hint(connection: Connection, error: WorkflowJobsError) -> str:
     return "\n".join(lines)
 
 
-def _denied_hint(connection: Connection, error: WorkflowJobsError) -> str:
+def _denied_hint(connection: ConnectionSettings, error: WorkflowJobsError) -> str:
     if error.code == grpc.StatusCode.UNAUTHENTICATED:
         given = "the token given was refused" if connection.token else "no token was given"
         return (

@@ -39,9 +39,9 @@ from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
 from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
+from .._connection import DEFAULT_TARGET, ConnectionSettings
 from .._version import __version__
 from .completion import SHELLS, completion_script
-from .connection import DEFAULT_TARGET, Connection
 from .output import (
     Output,
     cell,
@@ -233,7 +233,7 @@ def _has_filter(args: argparse.Namespace) -> bool:
 class Commands:
     """One method per command; each returns an exit code."""
 
-    def __init__(self, args: argparse.Namespace, out: Output, connection: Connection) -> None:
+    def __init__(self, args: argparse.Namespace, out: Output, connection: ConnectionSettings) -> None:
         self.args = args
         self.out = out
         self.connection = connection

@@ -1,32 +1,40 @@
-"""How ``wfjobs`` reaches a coordinator: address, TLS, client certificate, token, profiles.
+"""How the SDK reaches a coordinator: one configuration source for the
+workers, the clients and ``wfjobs``: address, TLS, client certificate, token,
+load-balancing policy, profiles.
 
-Each setting comes from, first to last: the command-line option, its
-environment variable, the profile, the built-in default.
+Each setting comes from, first to last: the argument (the command-line option
+for ``wfjobs``), its environment variable, the profile, the built-in default.
+A :class:`~worker_sdk.Worker`, :class:`~worker_sdk.SchedulerClient`,
+:class:`~worker_sdk.AdminClient`, :class:`~worker_sdk.AsyncSchedulerClient` or
+:class:`~worker_sdk.InlineRunner` created without a target, credentials or a
+token reads them here, as ``wfjobs`` does; arguments given win.
 
-==============  ======================  ===============  ============================
-option          environment             profile key      meaning
-==============  ======================  ===============  ============================
-``--target``    ``WFJOBS_TARGET``       ``target``       ``host:port`` (127.0.0.1:50051)
-``--tls``       ``WFJOBS_TLS=1``        ``tls = true``   TLS, trusting the system CAs
-``--ca``        ``WFJOBS_CA``           ``ca``           CA bundle (PEM); implies TLS
-``--cert``      ``WFJOBS_CERT``         ``cert``         client certificate (mTLS, PEM)
-``--key``       ``WFJOBS_KEY``          ``key``          its private key (PEM)
-``--token``     ``WFJOBS_TOKEN``        ``token``        bearer token
-(none)          ``WFJOBS_TOKEN_FILE``   ``token_file``   file holding the bearer token
-``--timeout``   ``WFJOBS_TIMEOUT``      ``timeout``      seconds per call (30)
-``--profile``   ``WFJOBS_PROFILE``                       profile to use (``default``)
-==============  ======================  ===============  ============================
+==================  ==========================  ==================  ============================
+option              environment                 profile key         meaning
+==================  ==========================  ==================  ============================
+``--target``        ``WFJOBS_TARGET``           ``target``          ``host:port`` (127.0.0.1:50051)
+``--tls``           ``WFJOBS_TLS=1``            ``tls = true``      TLS, trusting the system CAs
+``--ca``            ``WFJOBS_CA``               ``ca``              CA bundle (PEM); implies TLS
+``--cert``          ``WFJOBS_CERT``             ``cert``            client certificate (mTLS, PEM)
+``--key``           ``WFJOBS_KEY``              ``key``             its private key (PEM)
+``--token``         ``WFJOBS_TOKEN``            ``token``           bearer token
+(none)              ``WFJOBS_TOKEN_FILE``       ``token_file``      file holding the bearer token
+(none)              ``WFJOBS_LOAD_BALANCING``   ``load_balancing``  gRPC policy (``round_robin``)
+``--timeout``       ``WFJOBS_TIMEOUT``          ``timeout``         seconds per call (30; CLI)
+``--profile``       ``WFJOBS_PROFILE``                              profile to use (``default``)
+==================  ==========================  ==================  ============================
 
 Profiles live in ``~/.config/wfjobs/config.toml`` (``$XDG_CONFIG_HOME`` is
 honoured, ``WFJOBS_CONFIG`` names another file), one table per profile::
 
     [profiles.prod]
-    target = "jobs.example.com:443"
+    target = "dns:///jobs.example.com:443"
     ca = "~/.config/wfjobs/prod-ca.pem"
     token_file = "~/.config/wfjobs/prod.token"
+    load_balancing = "round_robin"
 
-Without ``--profile`` the profile named ``default`` applies when the file has
-one. Paths may start with ``~``.
+Without ``--profile`` (``WFJOBS_PROFILE``) the profile named ``default``
+applies when the file has one. Paths may start with ``~``.
 """
 
 from __future__ import annotations
@@ -40,22 +48,45 @@ from typing import Any
 
 import grpc
 
-__all__ = ["ConfigError", "Connection", "config_path", "resolve_connection"]
+__all__ = [
+    "LOAD_BALANCING_POLICIES",
+    "ConfigError",
+    "ConnectionSettings",
+    "config_path",
+    "resolve_connection",
+]
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT = 30.0
-_PROFILE_KEYS = frozenset({"target", "tls", "ca", "cert", "key", "token", "token_file", "timeout"})
+_PROFILE_KEYS = frozenset(
+    {"target", "tls", "ca", "cert", "key", "token", "token_file", "timeout", "load_balancing"}
+)
+# gRPC's built-in policies a service config may name (``pick_first``: gRPC's default).
+LOAD_BALANCING_POLICIES = ("pick_first", "round_robin")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
 
 
-class ConfigError(Exception):
+class ConfigError(ValueError):
     """A connection setting that cannot be used; the message says which and why."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Connection:
-    """The resolved connection settings, with where the target came from."""
+class ConnectionSettings:
+    """The resolved connection settings, with where the target came from.
+
+    Attributes:
+        target: The coordinator's address (``host:port``, ``dns:///…``, ``ipv4:a,b``).
+        target_source: Where ``target`` came from (``--target``, ``WFJOBS_TARGET``, …).
+        tls: Whether to speak TLS.
+        ca: The CA bundle to trust (None: the system CAs).
+        cert: The client certificate (mTLS).
+        key: Its private key.
+        token: The bearer token.
+        timeout: Seconds per call (used by ``wfjobs``).
+        profile: The profile read, if any.
+        load_balancing: gRPC load-balancing policy (None: gRPC's default, pick_first).
+    """
 
     target: str
     target_source: str
@@ -66,10 +97,16 @@ class Connection:
     token: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     profile: str | None = None
+    load_balancing: str | None = None
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~worker_sdk.AdminClient` and the other clients."""
-        return {"credentials": self.credentials(), "token": self.token, "timeout": self.timeout}
+        return {
+            "credentials": self.credentials(),
+            "token": self.token,
+            "timeout": self.timeout,
+            "load_balancing": self.load_balancing,
+        }
 
     def credentials(self) -> grpc.ChannelCredentials | None:
         """TLS channel credentials, or None for plaintext.
@@ -150,13 +187,13 @@ def _path(value: Any) -> Path | None:
 
 def resolve_connection(
     options: Mapping[str, Any], env: Mapping[str, str] | None = None
-) -> Connection:
+) -> ConnectionSettings:
     """Combine command-line ``options``, the environment and the profile.
 
     Args:
         options: Values given on the command line (absent or None when not given),
             keyed ``target``, ``tls``, ``ca``, ``cert``, ``key``, ``token``,
-            ``timeout`` and ``profile``.
+            ``timeout``, ``load_balancing`` and ``profile``.
         env: The environment; ``os.environ`` when None.
 
     Raises:
@@ -211,7 +248,13 @@ def resolve_connection(
         ) from None
     if not timeout > 0:
         raise ConfigError(f"timeout ({timeout_source}) must be more than 0 seconds")
-    return Connection(
+    load_balancing, lb_source = pick("load_balancing", "WFJOBS_LOAD_BALANCING")
+    if load_balancing is not None and load_balancing not in LOAD_BALANCING_POLICIES:
+        raise ConfigError(
+            f"load_balancing ({lb_source}) must be one of {', '.join(LOAD_BALANCING_POLICIES)}, "
+            f"not {load_balancing!r}"
+        )
+    return ConnectionSettings(
         target=str(target),
         target_source=target_source,
         tls=tls,
@@ -221,4 +264,5 @@ def resolve_connection(
         token=str(token) if token else None,
         timeout=timeout,
         profile=profile_name,
+        load_balancing=load_balancing,
     )
