@@ -33,6 +33,7 @@ $(TS_BUILT): node_modules/.installed $(TS_SOURCES) sdks/typescript/tsconfig.json
 ## with the web dashboard at http://127.0.0.1:8080 (WFJOBS_DASHBOARD_LISTEN= make run: none).
 WFJOBS_DASHBOARD_LISTEN ?= 127.0.0.1:8080
 run: install
+	@echo "wfjobs, grpcurl and python are in $(VENV)/bin: run '. $(VENV)/bin/activate' in each new terminal"
 	WFJOBS_DASHBOARD_LISTEN='$(WFJOBS_DASHBOARD_LISTEN)' $(PY) -m coordinator serve --migrate
 
 ## Retake the dashboard screenshots in docs/images/ (runs the browser tests).

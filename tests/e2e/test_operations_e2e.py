@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -345,25 +344,6 @@ def test_grpcurl_against_a_live_coordinator(sqlite_coordinator: Any) -> None:
     )
     assert again.returncode != 0
     assert "FailedPrecondition" in again.stderr and "is CANCELLED" in again.stderr
-
-
-def test_readme_cli_commands_work_as_written(sqlite_coordinator: Any) -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Operating with the CLI", 1)[1]
-    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    env = _env(sqlite_coordinator.target)
-    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
-    out = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "would retry 0 job(s)" in out.stdout
-    assert "drained coordinator" in out.stdout and "undrained" in out.stdout
-    assert "definition greeter" in out.stdout
 
 
 def test_explain_shows_the_traceback_a_retry_waits_after(

@@ -62,35 +62,90 @@ def test_readme_example_is_the_file() -> None:
     assert body in readme
 
 
-def test_readme_grpcurl_commands(coordinator: Coordinator, tmp_path: Path) -> None:
+def _sh_block(readme: str, heading: str) -> str:
+    section = readme.split(heading, 1)[1]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, heading
+    return match.group(1)
+
+
+def test_readme_followed_in_order(coordinator: Coordinator, tmp_path: Path) -> None:
+    """The README as a newcomer follows it, top to bottom, in one session: the
+    example worker keeps running from "A worker" on, so by the time of the CLI
+    walkthrough it has already run the jobs enqueued before."""
     readme = (REPO / "README.md").read_text()
-    section = readme.split("## Operating with grpcurl", 1)[1]
-    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    script = script.replace("127.0.0.1:50051", coordinator.target)
-    # As the README has it: the example worker from the step before is running.
+    grpcurl_script = _sh_block(readme, "## Operating with grpcurl")
+    cli_script = _sh_block(readme, "## Operating with the CLI")
+    env = _env()
+    # `make run`'s address, and no profile of this machine's user.
+    env["WFJOBS_TARGET"] = coordinator.target
+    env["WFJOBS_CONFIG"] = str(tmp_path / "no-profiles.toml")
+    for name in ("WFJOBS_TOKEN", "WFJOBS_TOKEN_FILE", "WFJOBS_CA", "WFJOBS_PROFILE"):
+        env.pop(name, None)
     log = tmp_path / "worker.log"
     with log.open("wb") as sink:
         worker = subprocess.Popen(
-            [sys.executable, str(REPO / "examples" / "worker.py"), "--target", coordinator.target],
-            env=_env(),
+            [sys.executable, str(REPO / "examples" / "worker.py")],  # terminal 2, as written
+            env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
     try:
         wait_until(lambda: "connected to coordinator" in log.read_text(), 30, "the worker")
-        out = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script],
-            env=_env(),
+        enqueued = subprocess.run(  # terminal 3, as written
+            [sys.executable, str(REPO / "examples" / "enqueue.py"), "Ada"],
+            env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=60,
         )
+        assert enqueued.returncode == 0, enqueued.stderr
+        assert "COMPLETED {'greeting': 'Hello, Ada!'}" in enqueued.stdout
+        grpcurl = _bash(grpcurl_script.replace("127.0.0.1:50051", coordinator.target), env)
+        assert grpcurl.returncode == 0, grpcurl.stderr
+        cli = _bash(cli_script, env)
+        assert cli.returncode == 0, cli.stdout[-3000:] + cli.stderr[-3000:]
     finally:
         worker.terminate()
         worker.wait(20)
-    assert out.returncode == 0, out.stderr
-    assert '"status": "JOB_STATUS_CANCELLED"' in out.stdout
-    assert "workflowjobs.v1.AdminService" in out.stdout
-    assert '"job_type": "hello"' in out.stdout
-    assert '"definition_id": "greeter"' in out.stdout
-    assert '"status": "SERVING"' in out.stdout
+
+    assert '"status": "JOB_STATUS_CANCELLED"' in grpcurl.stdout
+    assert "workflowjobs.v1.AdminService" in grpcurl.stdout
+    assert '"job_type": "hello"' in grpcurl.stdout
+    assert '"definition_id": "greeter"' in grpcurl.stdout
+    assert '"status": "SERVING"' in grpcurl.stdout
+    out = cli.stdout
+    # The worker ran the first job; the second waits its hour, and is listed as pending.
+    assert re.search(r"^\S+ completed\nresult: \{\"greeting\": \"Hello, Ada!\"\}$", out, re.M), out
+    assert "not_due: not due until" in out
+    assert "would retry 0 job(s)" in out
+    assert "drained coordinator" in out and "undrained" in out
+    assert "definition greeter" in out
+
+
+def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_readme_says_how_to_get_the_commands_on_path_before_using_them() -> None:
+    """wfjobs and grpcurl live in .venv/bin: the README says to activate it
+    before the first bare command, and ``make run`` prints it."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    first_bare = min(
+        readme.index(block)
+        for block in blocks
+        if re.search(r"^(wfjobs|grpcurl) ", block, re.M)
+    )
+    assert ". .venv/bin/activate" in readme[:first_bare]
+    dry_run = subprocess.run(
+        ["make", "-n", "run"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert "'. .venv/bin/activate' in each new terminal" in dry_run.stdout
