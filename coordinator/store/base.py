@@ -160,8 +160,52 @@ def create_sa_engine(
         # StoreUnavailable; callers retry.
         pool_recycle=1800,
     )
-
+    if prepare:
+        _without_options_if_refused(engine)
     return engine
+
+
+def _without_options_if_refused(engine: sa.Engine) -> None:
+    """Connect without the startup ``options`` once a server refuses them.
+
+    A pooler in transaction mode (PgBouncer) refuses startup options it does
+    not track, and a URL given without a session URL may still go through
+    one: ``migrate`` runs on it, and ``serve`` connects before its pooler
+    check refuses such a URL. Those connections go on without the options
+    (the role's settings apply, docs/deployment.md); nothing is ever sent as
+    a session ``SET`` instead.
+    """
+    refused = False
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        nonlocal refused
+        if not refused:
+            try:
+                return dialect.connect(*cargs, **cparams)
+            except dialect.loaded_dbapi.OperationalError as e:
+                if not refuses_options(str(e)):
+                    raise
+                refused = True
+                log.warning(
+                    "the database refused the connection's startup options (a pooler such as "
+                    "PgBouncer in between?): connecting without them, so JIT and the statement "
+                    "limits are the role's settings (%s)",
+                    _first_line(str(e)),
+                )
+        cparams.pop("options", None)
+        return dialect.connect(*cargs, **cparams)
+
+
+def refuses_options(message: str) -> bool:
+    """Whether a connection error says the server refused the startup ``options``."""
+    message = message.lower()
+    return "unsupported" in message and "options" in message
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return mask_credentials(lines[0] if lines else text)
 
 
 def _driver_message(e: exc.DBAPIError) -> str:
