@@ -454,11 +454,20 @@ class AdminClient(BlockingClient):
     def list_pauses(
         self, *, include_lifted: bool = False, tenant_id: str = ""
     ) -> list[admin_service_pb2.PauseRecord]:
-        """Active pauses; with ``include_lifted``, the whole audit history."""
-        request = admin_service_pb2.ListPausesRequest(
-            include_lifted=include_lifted, tenant_id=tenant_id
-        )
-        return list(self._call(self._stub.ListPauses, request).pauses)
+        """Active pauses; with ``include_lifted``, the audit history as the
+        coordinator keeps it (``--pause-retention``), oldest first. Reads every
+        page of ``ListPauses``."""
+        out: list[admin_service_pb2.PauseRecord] = []
+        token = ""
+        while True:
+            request = admin_service_pb2.ListPausesRequest(
+                include_lifted=include_lifted, tenant_id=tenant_id, page_token=token
+            )
+            response = self._call(self._stub.ListPauses, request)
+            out.extend(response.pauses)
+            token = response.next_page_token
+            if not token:
+                return out
 
     # -- tenants, limits, drain ---------------------------------------------------------------
 

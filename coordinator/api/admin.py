@@ -133,8 +133,12 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListPauses(
         self, request: apb.ListPausesRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListPausesResponse:
-        records = await self._engine.list_pauses(request.include_lifted, request.tenant_id)
-        return apb.ListPausesResponse(pauses=[convert.pause_to_proto(r) for r in records])
+        records, next_token = await self._engine.list_pauses(
+            request.include_lifted, request.tenant_id, request.page_size, request.page_token
+        )
+        return apb.ListPausesResponse(
+            pauses=[convert.pause_to_proto(r) for r in records], next_page_token=next_token
+        )
 
     async def SetTenantWeight(
         self, request: apb.SetTenantWeightRequest, context: grpc.aio.ServicerContext

@@ -5,13 +5,14 @@ instance, category), listing pauses, and how every message words a pause scope
 
 from __future__ import annotations
 
+import base64
 import logging
 from typing import Any
 
 from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
 from coordinator.errors import InvalidArgument, NotFound
-from coordinator.ids import new_id
+from coordinator.ids import is_valid_id, new_id
 from coordinator.model import PauseKind, PauseScope, scope_text
 
 log = logging.getLogger(__name__)
@@ -70,13 +71,60 @@ class Pauses(EngineCore):
         expiries = await self.run_store(self.store.pause_expiries, self.clock.now_us())
         self.dispatcher.wake_at(expiries)
 
-    async def list_pauses(self, include_lifted: bool, tenant_id: str) -> list[Any]:
-        return await self.run_store(
+    async def list_pauses(
+        self, include_lifted: bool, tenant_id: str, page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[Any], str]:
+        """One page of pauses (oldest first) and the token of the next ("" on the last).
+
+        Raises:
+            InvalidArgument: ``page_size`` is outside 0..1000 (0: the default,
+                500), or ``page_token`` is not one this server issued.
+        """
+        if not 0 <= page_size <= MAX_PAUSE_PAGE:
+            raise InvalidArgument(
+                f"page_size must be between 1 and {MAX_PAUSE_PAGE}, got {page_size}"
+            )
+        size = page_size or DEFAULT_PAUSE_PAGE
+        after = _decode_pause_token(page_token) if page_token else None
+        rows = await self.run_store(
             self.store.pause_list,
             self.clock.now_us(),
             include_lifted=include_lifted,
             tenant_id=tenant_id,
+            after=after,
+            limit=size + 1,
         )
+        if len(rows) <= size:
+            return rows, ""
+        rows = rows[:size]
+        return rows, _encode_pause_token(rows[-1].created_at, rows[-1].id)
+
+
+# ListPauses pages: the default and the largest size.
+DEFAULT_PAUSE_PAGE = 500
+MAX_PAUSE_PAGE = 1000
+
+
+def _encode_pause_token(created_at: int, pause_id: str) -> str:
+    """``p1:<created_at>:<pause id>``, base64url."""
+    return base64.urlsafe_b64encode(f"p1:{created_at}:{pause_id}".encode()).decode()
+
+
+def _decode_pause_token(token: str) -> tuple[int, str]:
+    try:
+        text = base64.urlsafe_b64decode(token.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        text = ""
+    parts = text.split(":")
+    if (
+        len(parts) != 3
+        or parts[0] != "p1"
+        or not parts[1].isascii()
+        or not parts[1].isdigit()
+        or not is_valid_id(parts[2])
+    ):
+        raise InvalidArgument("page_token is not one this server issued; start without it")
+    return int(parts[1]), parts[2]
 
 
 def _check_scope(scope: PauseScope) -> PauseScope:

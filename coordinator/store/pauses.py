@@ -172,12 +172,27 @@ class PauseQueries(StoreBase):
             self._notify_wake(conn, 0)
             return list(conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids))))
 
-    def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]:
+    def pause_list(
+        self,
+        now: int,
+        *,
+        include_lifted: bool,
+        tenant_id: str = "",
+        after: tuple[int, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Any]:
+        """Pauses in (created_at, id) order: in force, or all with
+        ``include_lifted``; of ``tenant_id`` (and every tenant's) when given;
+        those after ``after`` (a created_at and id), at most ``limit``."""
         query = sa.select(_p).order_by(_p.c.created_at, _p.c.id)
         if not include_lifted:
             query = query.where(_active(now))
         if tenant_id:
             query = query.where(_p.c.tenant_id.in_([tenant_id, ""]))
+        if after is not None:
+            query = query.where(sa.tuple_(_p.c.created_at, _p.c.id) > sa.tuple_(*after))
+        if limit is not None:
+            query = query.limit(limit)
         with self.tx() as conn:
             return list(conn.execute(query))
 

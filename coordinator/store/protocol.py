@@ -282,7 +282,15 @@ class Store(Protocol):
     # Lift every active pause on exactly ``scope``; the lifted records.
     def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]: ...
     # Pauses by creation time: active ones, or all; a tenant's and the global ones.
-    def pause_list(self, now: int, *, include_lifted: bool, tenant_id: str = "") -> list[Any]: ...
+    def pause_list(
+        self,
+        now: int,
+        *,
+        include_lifted: bool,
+        tenant_id: str = "",
+        after: tuple[int, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Any]: ...
     # Delete up to ``limit`` pauses lifted or expired before ``before``.
     def pause_purge(self, before: int, limit: int) -> int: ...
     # The future expiry times of active pauses, earliest first (each once).

@@ -541,7 +541,7 @@ def test_retention_purges_pauses_lifted_or_expired_before_their_keep_time(store_
         assert (first.pauses_purged, first.full_batch) == (1, True)
         assert (await retention.run_once(later)).pauses_purged == 1
         assert (await retention.run_once(later)).pauses_purged == 0
-        left = await engine.list_pauses(True, "")
+        left, _ = await engine.list_pauses(True, "")
         # A pause in force stays, however old, and so does one that expires later.
         assert sorted(p.value for p in left) == ["in-force", "timed"]
 

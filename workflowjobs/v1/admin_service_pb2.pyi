@@ -401,18 +401,24 @@ class UnpauseResponse(_message.Message):
     def __init__(self, lifted: _Optional[_Iterable[_Union[PauseRecord, _Mapping]]] = ...) -> None: ...
 
 class ListPausesRequest(_message.Message):
-    __slots__ = ("include_lifted", "tenant_id")
+    __slots__ = ("include_lifted", "tenant_id", "page_size", "page_token")
     INCLUDE_LIFTED_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     include_lifted: bool
     tenant_id: str
-    def __init__(self, include_lifted: _Optional[bool] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, include_lifted: _Optional[bool] = ..., tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListPausesResponse(_message.Message):
-    __slots__ = ("pauses",)
+    __slots__ = ("pauses", "next_page_token")
     PAUSES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     pauses: _containers.RepeatedCompositeFieldContainer[PauseRecord]
-    def __init__(self, pauses: _Optional[_Iterable[_Union[PauseRecord, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, pauses: _Optional[_Iterable[_Union[PauseRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SetTenantWeightRequest(_message.Message):
     __slots__ = ("tenant_id", "weight")
