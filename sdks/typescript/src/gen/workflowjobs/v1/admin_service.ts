@@ -624,13 +624,23 @@ export interface UnpauseResponse {
 }
 
 export interface ListPausesRequest {
-  /** Also return lifted pauses (the audit history). */
+  /**
+   * Also return lifted and expired pauses (the audit history, kept for the
+   * coordinator's --pause-retention).
+   */
   includeLifted: boolean;
   tenantId: string;
+  /** 1..1000, default 500. */
+  pageSize: number;
+  /** From a previous ListPausesResponse.next_page_token (same request otherwise). */
+  pageToken: string;
 }
 
 export interface ListPausesResponse {
+  /** Oldest first (by creation). */
   pauses: PauseRecord[];
+  /** The page after this one; empty on the last page. */
+  nextPageToken: string;
 }
 
 export interface SetTenantWeightRequest {
@@ -4299,7 +4309,7 @@ export const UnpauseResponse: MessageFns<UnpauseResponse> = {
 };
 
 function createBaseListPausesRequest(): ListPausesRequest {
-  return { includeLifted: false, tenantId: "" };
+  return { includeLifted: false, tenantId: "", pageSize: 0, pageToken: "" };
 }
 
 export const ListPausesRequest: MessageFns<ListPausesRequest> = {
@@ -4309,6 +4319,12 @@ export const ListPausesRequest: MessageFns<ListPausesRequest> = {
     }
     if (message.tenantId !== "") {
       writer.uint32(18).string(message.tenantId);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
     }
     return writer;
   },
@@ -4342,6 +4358,22 @@ export const ListPausesRequest: MessageFns<ListPausesRequest> = {
             message.tenantId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4366,6 +4398,16 @@ export const ListPausesRequest: MessageFns<ListPausesRequest> = {
         : isSet(object.tenant_id)
         ? globalThis.String(object.tenant_id)
         : "",
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -4377,6 +4419,12 @@ export const ListPausesRequest: MessageFns<ListPausesRequest> = {
     if (message.tenantId !== "") {
       obj.tenantId = message.tenantId;
     }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -4387,18 +4435,23 @@ export const ListPausesRequest: MessageFns<ListPausesRequest> = {
     const message = createBaseListPausesRequest();
     message.includeLifted = object.includeLifted ?? false;
     message.tenantId = object.tenantId ?? "";
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListPausesResponse(): ListPausesResponse {
-  return { pauses: [] };
+  return { pauses: [], nextPageToken: "" };
 }
 
 export const ListPausesResponse: MessageFns<ListPausesResponse> = {
   encode(message: ListPausesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.pauses) {
       PauseRecord.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -4424,6 +4477,14 @@ export const ListPausesResponse: MessageFns<ListPausesResponse> = {
             message.pauses.push(PauseRecord.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4439,6 +4500,11 @@ export const ListPausesResponse: MessageFns<ListPausesResponse> = {
   fromJSON(object: any): ListPausesResponse {
     return {
       pauses: globalThis.Array.isArray(object?.pauses) ? object.pauses.map((e: any) => PauseRecord.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -4446,6 +4512,9 @@ export const ListPausesResponse: MessageFns<ListPausesResponse> = {
     const obj: any = {};
     if (message.pauses?.length) {
       obj.pauses = message.pauses.map((e) => PauseRecord.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -4456,6 +4525,7 @@ export const ListPausesResponse: MessageFns<ListPausesResponse> = {
   fromPartial<I extends Exact<DeepPartial<ListPausesResponse>, I>>(object: I): ListPausesResponse {
     const message = createBaseListPausesResponse();
     message.pauses = object.pauses?.map((e) => PauseRecord.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
