@@ -1,6 +1,10 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
-Figures (in table order): throughput, events, replicas, latency, paused, backlog,
+Every figure runs on the bench's own PostgreSQL cluster (`bench.cluster`:
+created in `.bench-pg/`, started for the run, with pg_stat_statements), unless
+`BENCH_PGPORT` or `--shared-server` names a running server.
+
+Figures (in table order): throughput, events, replicas, latency, unary, paused, backlog,
 ordering, fairness, rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
@@ -26,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import profiling
+from bench.cluster import DATA_DIR, private_cluster
 from bench.config import QUICK_SIZES, BenchConfig, Sizes
 from bench.database import ServerBusy
 from bench.processes import LOG_DIR
@@ -42,6 +47,7 @@ FIGURES = {
     "events": "bench.events",
     "replicas": "bench.replicas",
     "latency": "bench.latency",
+    "unary": "bench.unary",
     "paused": "bench.paused",
     "backlog": "bench.backlog",
     "ordering": "bench.ordering",
@@ -63,6 +69,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="reduced sizes: every figure in a few minutes in all")
     parser.add_argument("--output", type=Path, default=None, help="where to write the table")
+    parser.add_argument("--shared-server", action="store_true",
+                        help="run on BENCH_PGHOST:BENCH_PGPORT (default 127.0.0.1:5432) instead "
+                             "of the bench's private cluster (bench.cluster); implied when "
+                             "BENCH_PGPORT is set")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="py-spy every coordinator into DIR (see bench.profiling); "
                              "profiled figures are not for quoting")
@@ -88,6 +98,16 @@ def run_figure(name: str, config: BenchConfig) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.shared_server or "BENCH_PGPORT" in os.environ:
+        return run(args)
+    with private_cluster() as port:
+        os.environ["BENCH_PGHOST"], os.environ["BENCH_PGPORT"] = "127.0.0.1", str(port)
+        os.environ["BENCH_PGUSER"] = "root"
+        print(f"bench: private cluster {DATA_DIR} on 127.0.0.1:{port}", flush=True)
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     figures = args.figures or list(FIGURES)
     sizes: Sizes = QUICK_SIZES if args.quick else Sizes()
     runs = args.runs or (1 if args.quick else 3)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,17 +23,18 @@ import asyncpg
 import grpc
 from pgqueuer import AsyncpgPoolDriver, Queries
 
-from bench import wfjobs
+from bench import anatomy, statements, wfjobs
 from bench.config import BenchConfig
 from bench.database import PostgresServer
 from bench.pgqueuer_peer import ENTRYPOINT, PgQueuerSystem
 from bench.processes import LOG_DIR, ManagedProcess, ProcessFailed, stop_all
 from bench.recording import count_records, payload_with_stamp, read_records
-from bench.results import Row, Target
+from bench.results import Row, Target, add_section
 from workflowjobs.v1 import scheduler_service_pb2, scheduler_service_pb2_grpc
 
 WORKER_PROCESSES = 2
 DRAIN_TIMEOUT_S = 30.0
+STAGE_ENV = "WFJOBS_STAGE_LOG"
 
 
 async def offer_load(send: Callable[[bytes], Awaitable[object]], rate: int,
@@ -87,11 +89,26 @@ def latencies_ms(paths: list[Path]) -> list[float]:
 
 
 async def measure_ours(server: PostgresServer, rate: int, seconds: float,
-                       concurrency: int, coordinators: int = 1) -> tuple[list[float], str]:
+                       concurrency: int, coordinators: int = 1,
+                       anatomy_runs: list[dict[str, tuple[float, float, int]]] | None = None,
+                       statements_title: str | None = None) -> tuple[list[float], str]:
     """Our latency run; with several coordinators, worker process i connects to
-    coordinator i mod n and the sends go to the coordinators in turn."""
-    started = wfjobs.start_coordinators(server, coordinators, deadline_s=seconds + 600)
+    coordinator i mod n and the sends go to the coordinators in turn.
+
+    With `anatomy_runs`, the coordinator and workers log their stages
+    (`WFJOBS_STAGE_LOG`) and the run's step percentiles are appended to it.
+    With `statements_title`, the run's per-statement cost goes under the table.
+    """
     record = LOG_DIR / f"latency-ours-{time.monotonic_ns()}"
+    stage_prefix = Path(f"{record}-stages")
+    clock = anatomy.StageClock() if anatomy_runs is not None else None
+    if clock is not None:
+        os.environ[STAGE_ENV] = str(stage_prefix)
+    try:
+        started = wfjobs.start_coordinators(server, coordinators, deadline_s=seconds + 600)
+    except BaseException:
+        os.environ.pop(STAGE_ENV, None)
+        raise
     paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
     workers: list[ManagedProcess] = []
     channels = [grpc.aio.insecure_channel(c.target) for c in started]
@@ -100,6 +117,7 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
             workers += wfjobs.start_workers(started[i % coordinators].target, 1,
                                             concurrency=concurrency, deadline_s=seconds + 180,
                                             record=str(record), first_index=i)
+        os.environ.pop(STAGE_ENV, None)
         for index, coordinator in enumerate(started):
             await wfjobs.wait_connected(coordinator.target,
                                         len(range(index, WORKER_PROCESSES, coordinators)), workers)
@@ -109,15 +127,31 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
         async def send(payload: bytes) -> object:
             spec = wfjobs.job_spec(data=payload)
             stub = stubs[next(turn) % len(stubs)]
-            return await stub.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec), timeout=30)
+            sent = time.time_ns()
+            answer = await stub.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec),
+                                        timeout=30)
+            if clock is not None:
+                clock.note(answer.job.id, sent)
+            return answer
 
+        if statements_title is not None:
+            statements.reset(server)
         total, achieved, failed = await offer_load(send, rate, seconds)
         seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+        if statements_title is not None:
+            add_section(statements.render(statements_title,
+                                          statements.top(server, wfjobs.DATABASE), jobs=total))
+        if clock is not None:
+            await asyncio.sleep(3 * anatomy.FLUSH_WAIT_S)  # the stage logs' last writes
     finally:
+        os.environ.pop(STAGE_ENV, None)
         for channel in channels:
             await channel.close()
         stop_all(workers)
         wfjobs.stop_coordinators(started)
+    if clock is not None and anatomy_runs is not None:
+        jobs = anatomy.merge(clock, anatomy.read_stage_files(stage_prefix), read_records(paths))
+        anatomy_runs.append(anatomy.step_percentiles(jobs))
     return latencies_ms(paths), _note(total, achieved, failed, seen)
 
 
@@ -165,10 +199,21 @@ async def _run(config: BenchConfig) -> list[Row]:
     ours: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
     peer: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
     notes: dict[str, str] = {}
+    anatomy_runs: list[dict[str, tuple[float, float, int]]] = []
     for run_index in range(config.runs):
+        last = run_index == config.runs - 1
+        statements_title = (f"Per-statement cost: latency at {sizes.latency_rate} jobs/s, "
+                            f"workflow-jobs (run {run_index + 1})" if last else None)
+        try:
+            await measure_ours(config.server, sizes.latency_rate, sizes.latency_seconds,
+                               sizes.worker_concurrency, anatomy_runs=anatomy_runs)
+        except Exception as exc:  # the anatomy is a section; its failure is printed
+            print(f"  latency anatomy run failed: {type(exc).__name__}: {exc}", flush=True)
         for who, measure, into in (
-            ("ours", lambda: measure_ours(config.server, sizes.latency_rate, sizes.latency_seconds,
-                                          sizes.worker_concurrency), ours),
+            ("ours", lambda: measure_ours(
+                config.server, sizes.latency_rate, sizes.latency_seconds,
+                sizes.worker_concurrency,
+                statements_title=statements_title), ours),  # noqa: B023 - awaited at once
             ("PgQueuer", lambda: measure_pgqueuer(config.server, sizes.latency_rate,
                                                   sizes.latency_seconds), peer),
         ):
@@ -187,6 +232,9 @@ async def _run(config: BenchConfig) -> list[Row]:
                   f"p99 {percentile(samples, 0.99):.1f} ms ({note})", flush=True)
 
     label = f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s for {sizes.latency_seconds:.0f} s"
+    add_section(anatomy.render(
+        anatomy_runs, f"Latency anatomy: {label}, workflow-jobs, each step of a job "
+        f"({len(anatomy_runs)} instrumented run(s) beside the measured ones)"))
     targets = {"p50": Target.at_most(5.0, "≤ 5 ms"), "p95": None,
                "p99": Target.at_most(25.0, "≤ 25 ms")}
     note = "; ".join(f"{k}: {v}" for k, v in notes.items())

@@ -21,6 +21,7 @@ from pgqueuer.models import Job
 from bench.database import PROBE_APPLICATION_NAME, PostgresServer
 from bench.processes import ManagedProcess
 from bench.recording import StartRecorder
+from bench.statements import PROBE
 
 DATABASE = "pgqueuer_bench"
 QUEUE_TABLE = "pgqueuer"  # PgQueuer's default queue table (jobs wait and run here)
@@ -93,7 +94,7 @@ class CompletionCounter:
 
     async def completed(self) -> int:
         return int(await self._conn.fetchval(
-            "SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
+            f"{PROBE}SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
         ))
 
     async def close(self) -> None:

@@ -3,7 +3,7 @@
 A handler that records appends one line per job start to an in-memory list;
 a daemon thread flushes it to the process's record file every 100 ms, so the
 orchestrator can follow progress (line counts) and a killed worker still
-leaves what it flushed. A line is `start_ns tenant enqueued_ns` (wall clock,
+leaves what it flushed. A line is `start_ns tenant enqueued_ns job_id` (wall clock,
 nanoseconds; `enqueued_ns` is 0 when the payload carries none). All
 processes share one machine clock, so starts from several workers sort.
 """
@@ -30,11 +30,13 @@ class StartRecord:
         start_ns: Wall-clock time the handler began, ns since the epoch.
         tenant: The job's tenant.
         enqueued_ns: Wall-clock time the enqueuer stamped into the payload (0 if none).
+        job_id: The job's id ("-" when the recorder was given none).
     """
 
     start_ns: int
     tenant: str
     enqueued_ns: int
+    job_id: str = "-"
 
 
 def enqueued_ns_from_payload(data: bytes) -> int:
@@ -61,10 +63,10 @@ class StartRecorder:
         self._thread.start()
         atexit.register(self.close)
 
-    def record(self, tenant: str, payload: bytes = b"") -> None:
+    def record(self, tenant: str, payload: bytes = b"", job_id: str = "") -> None:
         """Record a handler start now (call first thing in the handler)."""
         start_ns = time.time_ns()
-        line = f"{start_ns} {tenant or '-'} {enqueued_ns_from_payload(payload)}\n"
+        line = f"{start_ns} {tenant or '-'} {enqueued_ns_from_payload(payload)} {job_id or '-'}\n"
         self._pending.append(line)
 
     def _flush(self) -> None:
@@ -105,7 +107,7 @@ def read_records(paths: Iterable[Path]) -> list[StartRecord]:
             continue
         for line in text.splitlines():
             parts = line.split()
-            if len(parts) == 3:
-                records.append(StartRecord(int(parts[0]), parts[1], int(parts[2])))
+            if len(parts) == 4:
+                records.append(StartRecord(int(parts[0]), parts[1], int(parts[2]), parts[3]))
     records.sort(key=lambda r: r.start_ns)
     return records

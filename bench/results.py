@@ -20,6 +20,16 @@ from pathlib import Path
 
 RESULTS_DIR = Path(__file__).parent / "results"
 
+# Markdown sections the figures add under the table (anatomy, statement costs), in order.
+SECTIONS: list[str] = []
+
+
+def add_section(markdown: str) -> None:
+    """Print `markdown` now and put it under the table of this run's report."""
+    if markdown:
+        print(markdown, flush=True)
+        SECTIONS.append(markdown)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -48,6 +58,18 @@ class Target:
     @staticmethod
     def at_least(limit: float, text: str) -> Target:
         return Target(text, lambda ours, _c, _r: None if ours is None else ours >= limit)
+
+    @staticmethod
+    def all_of(text: str, *targets: Target) -> Target:
+        """Met when every one of `targets` is (not measured when any is not)."""
+        def check(ours: float | None, comparison: float | None, ratio: float | None) -> bool | None:
+            verdicts = [t.check(ours, comparison, ratio) for t in targets]
+            return None if None in verdicts else all(verdicts)
+        return Target(text, check)
+
+    @staticmethod
+    def ratio_at_most(limit: float, text: str) -> Target:
+        return Target(text, lambda _o, _c, ratio: None if ratio is None else ratio <= limit)
 
     @staticmethod
     def ratio_at_least(limit: float, text: str) -> Target:
@@ -195,6 +217,7 @@ def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figu
             "Ratio = workflow-jobs ÷ peer (or ÷ baseline for the acquisition ratios). "
             "A *miss* is reported, never fatal.",
             "",
+            *(f"{section}\n" for section in SECTIONS),
         ]
     )
 

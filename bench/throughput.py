@@ -21,13 +21,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bench import statements
 from bench.config import BenchConfig
 from bench.cpu import BACKENDS, CpuMeter, per_job_us
 from bench.database import PostgresServer
 from bench.pgqueuer_peer import PgQueuerSystem
 from bench.processes import ManagedProcess, ProcessFailed, enforce_deadlines, stop_all
 from bench.procrastinate_peer import ProcrastinateSystem
-from bench.results import Row, Target
+from bench.results import Row, Target, add_section
 from bench.wfjobs import WorkflowJobsSystem
 
 POLL_INTERVAL_S = 0.05
@@ -80,8 +81,12 @@ def worker_label(index: int) -> str:
 
 
 async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch: int,
-                       timeout_s: float) -> Measurement:
-    """One run: jobs/s from the first enqueue to the last completion, and CPU per job."""
+                       timeout_s: float, statements_title: str | None = None) -> Measurement:
+    """One run: jobs/s from the first enqueue to the last completion, and CPU per job.
+
+    With `statements_title`, the database's per-statement cost over the window
+    is added under the table (`bench.statements`) with that title.
+    """
     await system.prepare()
     workers: list[ManagedProcess] = []
     try:
@@ -94,6 +99,8 @@ async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch:
             labelled[COORDINATOR] = coordinator_pids
         meter = CpuMeter(system.server, system.database, labelled)
         try:
+            if statements_title is not None:
+                statements.reset(system.server)
             await meter.start()
             started = time.perf_counter()
             next_sample = started + CPU_SAMPLE_INTERVAL_S
@@ -120,6 +127,9 @@ async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch:
             elapsed = time.perf_counter() - started
             used = await meter.stop()
             await enqueue
+            if statements_title is not None:
+                add_section(statements.render(
+                    statements_title, statements.top(system.server, system.database), jobs=jobs))
         finally:
             await meter.close()
             await counter.close()
@@ -158,10 +168,15 @@ async def _run(config: BenchConfig) -> list[Row]:
         for key, system, processes, n in cases:
             if key in errors:
                 continue
+            title = None
+            if run_index == config.runs - 1 and key in ("ours/2", "pgq100/2"):
+                title = (f"Per-statement cost: throughput, {n // 1000}k jobs, 2 worker processes, "
+                         f"{system.name} (run {run_index + 1})")
             try:
                 measured = await measure_once(system, processes=processes, jobs=n,
                                               batch=sizes.enqueue_batch,
-                                              timeout_s=max(120.0, n / 100))
+                                              timeout_s=max(120.0, n / 100),
+                                              statements_title=title)
             except Exception as exc:  # reported in the table; the bench goes on
                 errors[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 print(f"  throughput {key}: {errors[key]}", flush=True)

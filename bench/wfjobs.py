@@ -21,6 +21,7 @@ import psycopg
 from bench import profiling
 from bench.database import PROBE_APPLICATION_NAME, PostgresServer
 from bench.processes import ManagedProcess, ProcessFailed
+from bench.statements import PROBE
 from workflowjobs.v1 import (
     admin_service_pb2,
     admin_service_pb2_grpc,
@@ -182,7 +183,7 @@ class CompletionCounter:
 
     async def completed(self) -> int:
         cur = await self._conn.execute(
-            f"SELECT count(*) FROM {JOBS_TABLE} WHERE status = %s", (STATUS_COMPLETED,)
+            f"{PROBE}SELECT count(*) FROM {JOBS_TABLE} WHERE status = %s", (STATUS_COMPLETED,)
         )
         row = await cur.fetchone()
         return int(row[0]) if row else 0

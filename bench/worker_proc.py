@@ -42,7 +42,7 @@ async def run_sdk_workers(target: str, concurrency: int, workers: int,
         else:
             @worker.handler(JOB_TYPE)
             async def noop(ctx: JobContext) -> None:
-                recorder.record(ctx.tenant_id, ctx.payload)
+                recorder.record(ctx.tenant_id, ctx.payload, ctx.job_id)
 
         instances.append(worker)
     tasks = [asyncio.create_task(w.arun()) for w in instances]
@@ -81,7 +81,7 @@ async def run_stream_worker(target: str, concurrency: int, recorder: StartRecord
             outcomes = []
             for leased in response.jobs.jobs:
                 if recorder is not None:
-                    recorder.record(leased.job.tenant_id, leased.job.payload.data)
+                    recorder.record(leased.job.tenant_id, leased.job.payload.data, leased.job.id)
                 outcomes.append(worker_service_pb2.JobOutcome(
                     job_id=leased.job.id, lease_token=leased.lease_token,
                     completed=worker_service_pb2.Completion()))

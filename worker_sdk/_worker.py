@@ -70,7 +70,7 @@ import grpc
 
 from workflowjobs.v1 import job_pb2, worker_service_pb2, worker_service_pb2_grpc
 
-from . import _tracing
+from . import _stages, _tracing
 from ._backoff import Backoff, BackoffConfig
 from ._context import CancelReason, JobContext
 from ._convert import RetryPolicy, from_timestamp
@@ -747,6 +747,8 @@ class Worker:
     # -- jobs ---------------------------------------------------------------------------------
 
     def _on_jobs(self, batch: worker_service_pb2.JobBatch) -> None:
+        if _stages.ENABLED:
+            _stages.received([leased.job.id for leased in batch.jobs])
         now = datetime.now(UTC)
         # The jobs of one batch mostly share their lease's expiry: convert it once.
         expire_key: tuple[int, int] | None = None

@@ -31,6 +31,7 @@ from coordinator.errors import (
     Unauthenticated,
 )
 from coordinator.model import Completion, Failure, Release
+from coordinator.telemetry import stages
 from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
 
@@ -207,6 +208,8 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 # write completed).
                 session.writing[:] = [(row.id, item.lease_token) for row in item.jobs]
                 for message, count in _batch_messages(item, session.max_message_bytes):
+                    if stages.ENABLED:
+                        stages.mark("stream_write", (j.job.id for j in message.jobs.jobs))
                     yield message
                     del session.writing[:count]
         finally:

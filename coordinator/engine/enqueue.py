@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 from coordinator.engine.bounds import (
@@ -39,6 +40,7 @@ from coordinator.model import (
     Uniqueness,
     UniqueOutcome,
 )
+from coordinator.telemetry import stages
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +205,10 @@ class Enqueue(Reads):
         are stored one by one. A deduplicated job is answered as the insert
         found it, so a job deleted meanwhile (retention) is still an answer.
         """
+        received = time.time_ns() if stages.ENABLED else 0
         prepared = self.prepare(job, self.clock.now_us())
+        if stages.ENABLED:
+            stages.mark("received", [prepared.id], received)
         future: asyncio.Future[_Enqueued] = asyncio.get_running_loop().create_future()
         self._enqueue_queue.append((prepared, future))
         if not self._enqueue_flushing:
@@ -243,8 +248,15 @@ class Enqueue(Reads):
         now = self.clock.now_us()
         direct, offered = self._direct_offers(jobs, now)
         existing: dict[str, JobRow] = {}
+        insert = self.store.job_insert_many
+        if stages.ENABLED:
+            ids = [j.id for j in jobs]
+            stages.mark("flush", ids)
+            insert = stages.timed_in_thread(insert, ids)
         try:
-            results = await self.run_store(self.store.job_insert_many, jobs, direct, existing)
+            results = await self.run_store(insert, jobs, direct, existing)
+            if stages.ENABLED:
+                stages.mark("resumed", ids)
         except (InvalidArgument, AlreadyExists):
             self._refund(offered.values())
             if len(batch) == 1:
