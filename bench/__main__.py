@@ -1,8 +1,12 @@
 """`python -m bench [figure ...] [--runs N] [--quick]`: run figures, print and save the table.
 
-Every figure runs on the bench's own PostgreSQL cluster (`bench.cluster`:
-created in `.bench-pg/`, started for the run, with pg_stat_statements), unless
-`BENCH_PGPORT` or `--shared-server` names a running server.
+Figures run on the server at BENCH_PGHOST:BENCH_PGPORT (default
+127.0.0.1:5432), or with `--private-cluster` on the bench's own cluster
+(`bench.cluster`, with pg_stat_statements): the per-statement cost tables
+under the table appear only where pg_stat_statements is loaded. PgQueuer's
+latency was far worse on the private cluster than on the shared server in
+quick runs (176–934 ms against 7 ms, cause not found), so the quoted
+peer figures come from the shared server.
 
 Figures (in table order): throughput, events, replicas, latency, unary, paused, backlog,
 ordering, fairness, rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
@@ -57,6 +61,8 @@ FIGURES = {
     "memory": "bench.memory",
     "snapshot": "bench.snapshot",
 }
+# Figures run only when named (not part of a full run's table).
+ON_REQUEST = {"ab": "bench.ab"}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -69,15 +75,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="reduced sizes: every figure in a few minutes in all")
     parser.add_argument("--output", type=Path, default=None, help="where to write the table")
-    parser.add_argument("--shared-server", action="store_true",
-                        help="run on BENCH_PGHOST:BENCH_PGPORT (default 127.0.0.1:5432) instead "
-                             "of the bench's private cluster (bench.cluster); implied when "
-                             "BENCH_PGPORT is set")
+    parser.add_argument("--private-cluster", action="store_true",
+                        help="run on the bench's own PostgreSQL cluster with pg_stat_statements "
+                             "(bench.cluster) instead of BENCH_PGHOST:BENCH_PGPORT: the "
+                             "per-statement cost tables need it")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="py-spy every coordinator into DIR (see bench.profiling); "
                              "profiled figures are not for quoting")
     args = parser.parse_args(argv)
-    unknown = [f for f in args.figures if f not in FIGURES]
+    unknown = [f for f in args.figures if f not in FIGURES and f not in ON_REQUEST]
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
     if args.runs is not None and args.runs < 1:
@@ -88,7 +94,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def run_figure(name: str, config: BenchConfig) -> list[Row]:
     """Run one figure; a failure becomes a row carrying the error."""
     try:
-        module = importlib.import_module(FIGURES[name])
+        module = importlib.import_module({**FIGURES, **ON_REQUEST}[name])
         return module.run(config)
     except Exception as exc:  # reported in the table, never fatal
         traceback.print_exc()
@@ -98,7 +104,7 @@ def run_figure(name: str, config: BenchConfig) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.shared_server or "BENCH_PGPORT" in os.environ:
+    if not args.private_cluster:
         return run(args)
     with private_cluster() as port:
         os.environ["BENCH_PGHOST"], os.environ["BENCH_PGPORT"] = "127.0.0.1", str(port)

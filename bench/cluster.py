@@ -1,8 +1,8 @@
 """The bench's private PostgreSQL cluster: its own server, with pg_stat_statements.
 
-`python -m bench` runs every figure on a cluster of its own (``initdb`` once
-into `DATA_DIR`, started on a free loopback port for the run and stopped after
-it), unless `BENCH_PGPORT` points it at a server. PostgreSQL refuses to run as
+`python -m bench --private-cluster` runs every figure on a cluster of its own
+(``initdb`` once into `DATA_DIR`, started on a free loopback port for the run
+and stopped after it). PostgreSQL refuses to run as
 root: run as root, the bench runs the server's programs as the `postgres` user.
 The cluster is the machine's shared server's configuration (fsync on,
 128 MB shared buffers, autovacuum off) plus `pg_stat_statements` with

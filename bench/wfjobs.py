@@ -35,6 +35,9 @@ JOB_TYPE = "noop"
 JOBS_TABLE = "wfj_jobs"
 STATUS_PENDING = job_pb2.JOB_STATUS_PENDING
 STATUS_COMPLETED = job_pb2.JOB_STATUS_COMPLETED
+# Environment every coordinator the bench starts gets on top of the bench's
+# own (set by the A/B figure, `bench.ab`, for the variant under test).
+COORDINATOR_ENV: dict[str, str] = {}
 
 
 class Coordinator:
@@ -48,11 +51,14 @@ class Coordinator:
     """
 
     def __init__(self, server: PostgresServer, database: str = DATABASE, *,
-                 deadline_s: float = 900.0, extra_args: Sequence[str] = ()) -> None:
+                 deadline_s: float = 900.0, extra_args: Sequence[str] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.server = server
         self.database = database
         self.deadline_s = deadline_s
         self.extra_args = list(extra_args)
+        # Extra environment of the serving process (the A/B figure's variants).
+        self.env = dict(COORDINATOR_ENV) | (env or {})
         self.process: ManagedProcess | None = None
         self.profiler: ManagedProcess | None = None
         self.target = ""
@@ -77,7 +83,7 @@ class Coordinator:
             "coordinator",
             ["python", "-m", "coordinator", "serve", "--listen", "127.0.0.1:0",
              "--database-url", self.server.sqlalchemy_url(self.database), *self.extra_args],
-            deadline_s=self.deadline_s,
+            deadline_s=self.deadline_s, env=self.env,
         )
         match = self.process.wait_for_log(r"listening on 127\.0\.0\.1:(\d+)", timeout_s=60)
         self.target = f"127.0.0.1:{match.group(1)}"
