@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -89,6 +90,20 @@ def driver_sql(sql: str) -> str:
     return out
 
 
+PLAN_CACHE_MODES = ("force_generic_plan", "auto", "force_custom_plan")
+
+
+def plan_cache_mode_setting() -> str:
+    """The ``plan_cache_mode`` of the coordinator's sessions: ``force_generic_plan``
+    unless ``WFJOBS_PLAN_CACHE_MODE`` names another of ``PLAN_CACHE_MODES``."""
+    mode = os.environ.get("WFJOBS_PLAN_CACHE_MODE", "") or PLAN_CACHE_MODES[0]
+    if mode not in PLAN_CACHE_MODES:
+        raise ValueError(
+            f"WFJOBS_PLAN_CACHE_MODE={mode!r} is not one of {', '.join(PLAN_CACHE_MODES)}"
+        )
+    return mode
+
+
 def create_sa_engine(
     url: str,
     *,
@@ -101,9 +116,10 @@ def create_sa_engine(
     ``prepare=False`` turns psycopg's server-side prepared statements off, for
     statements sent through a pooler in transaction mode (``store/pooler.py``).
     PostgreSQL connections get ``bounds`` (``store/liveness.py``): keepalives,
-    ``tcp_user_timeout`` and ``connect_timeout`` always; JIT off and the
-    statement and idle-transaction limits as startup options, except through
-    such a pooler (``prepare=False``), which refuses them.
+    ``tcp_user_timeout`` and ``connect_timeout`` always; JIT off, generic
+    plans (``plan_cache_mode_setting``) and the statement and
+    idle-transaction limits as startup options, except through such a
+    pooler (``prepare=False``), which refuses them.
 
     Raises:
         ValueError: ``url`` is not an SQLite or PostgreSQL URL (the message
@@ -145,8 +161,16 @@ def create_sa_engine(
         return engine
     connect_args: dict[str, Any] = tcp_connect_args(bounds)
     if prepare:
-        connect_args["options"] = server_options(
-            bounds, sa.engine.make_url(url).query.get("options")  # type: ignore[arg-type]
+        # Generic plans: psycopg prepares a statement on its fifth use; with
+        # the server's default (auto) the hot statements, whose parameters
+        # are arrays, were planned again on every call, and planning cost
+        # 2-20 times their execution. Through a transaction pooler nothing is
+        # prepared: the server's default stays.
+        connect_args["options"] = (
+            server_options(
+                bounds, sa.engine.make_url(url).query.get("options")  # type: ignore[arg-type]
+            )
+            + f" -c plan_cache_mode={plan_cache_mode_setting()}"
         )
     else:
         connect_args["prepare_threshold"] = None
