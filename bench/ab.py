@@ -7,7 +7,9 @@ The variant is the same code with extra environment for its coordinators
 for the default and then the variant: end-to-end throughput (two worker
 processes, as `bench.throughput`), the unary Enqueue round trip p50
 (`bench.unary`) and enqueue→handler-start p50 at the latency figure's load
-(`bench.latency`). The table shows medians and default ÷ variant.
+(`bench.latency`). The table shows medians and default ÷ variant; the last
+run's per-statement cost of each throughput case goes under it (where the
+server has pg_stat_statements: `--private-cluster`).
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ async def _run(config: BenchConfig) -> list[Row]:
             wfjobs.COORDINATOR_ENV.clear()
             wfjobs.COORDINATOR_ENV.update(env)
             try:
+                title = (f"Per-statement cost: A/B throughput, {case} (run {run_index + 1})"
+                         if run_index == config.runs - 1 else None)
                 measured = await measure_once(
                     WorkflowJobsSystem(config.server, sizes.worker_concurrency), processes=2,
                     jobs=sizes.throughput_jobs, batch=sizes.enqueue_batch,
-                    timeout_s=max(120.0, sizes.throughput_jobs / 100))
+                    timeout_s=max(120.0, sizes.throughput_jobs / 100), statements_title=title)
                 got["throughput"][case].append(measured.rate)
                 got["coordinator CPU per job"][case].append(measured.cpu_us[COORDINATOR])
                 got["PostgreSQL CPU per job"][case].append(measured.cpu_us[BACKENDS])
