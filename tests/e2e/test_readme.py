@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from wfj_testing import REPO, Coordinator, wait_until
+from wfj_testing import REPO, Coordinator, missing_tool, wait_until
 
 
 @pytest.fixture
@@ -139,9 +140,7 @@ def test_readme_says_how_to_get_the_commands_on_path_before_using_them() -> None
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
     first_bare = min(
-        readme.index(block)
-        for block in blocks
-        if re.search(r"^(wfjobs|grpcurl) ", block, re.M)
+        readme.index(block) for block in blocks if re.search(r"^(wfjobs|grpcurl) ", block, re.M)
     )
     assert ". .venv/bin/activate" in readme[:first_bare]
     dry_run = subprocess.run(
@@ -149,3 +148,38 @@ def test_readme_says_how_to_get_the_commands_on_path_before_using_them() -> None
     )
     assert dry_run.returncode == 0, dry_run.stderr
     assert "'. .venv/bin/activate' in each new terminal" in dry_run.stdout
+
+
+def test_typescript_example_worker_runs_the_hello_job(coordinator: Coordinator) -> None:
+    dist = REPO / "examples" / "typescript" / "dist"
+    node = shutil.which("node")
+    if node is None or not (dist / "hello.js").exists():
+        missing_tool("Node.js and the built TypeScript examples (make install)")
+    worker = subprocess.Popen(
+        [str(node), str(dist / "hello.js"), coordinator.target],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out = subprocess.run(
+            [str(node), str(dist / "enqueue.js"), "Ada", coordinator.target],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        worker.terminate()
+        _, log = worker.communicate(timeout=20)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == 'COMPLETED {"greeting":"Hello, Ada!"}'
+    assert worker.returncode == 0, log
+    assert "INFO worker_sdk.job hello, Ada (attempt 1)" in log
+    assert "SIGTERM received: draining" in log
+
+
+def test_readme_typescript_example_is_the_file() -> None:
+    readme = (REPO / "README.md").read_text()
+    example = (REPO / "examples" / "typescript" / "hello.ts").read_text()
+    body = example.split("\n", 1)[1].strip()
+    assert body in readme
