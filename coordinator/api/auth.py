@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -62,6 +61,7 @@ import grpc
 
 from coordinator import tenancy
 from coordinator.api.errors import status_for
+from coordinator.api.handlers import rewrap, yields
 from coordinator.errors import NotFound, PermissionDenied, Unauthenticated
 from coordinator.tenancy import ALL_TENANTS, TenantScope
 
@@ -431,20 +431,17 @@ class TokenGate(grpc.aio.ServerInterceptor):
             return handler
         metadata = handler_call_details.invocation_metadata
         authorize = self._auth.authorize
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
 
+        def gated_unary(inner: Callable[..., Any]) -> Callable[..., Any]:
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 authorize(method, metadata)
                 return await inner(request, context)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
-            inner_stream = handler.stream_stream
+            return unary_unary
+
+        def gated_stream(inner: Callable[..., Any]) -> Callable[..., Any] | None:
+            if not yields(inner):
+                return None
 
             async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
@@ -452,18 +449,13 @@ class TokenGate(grpc.aio.ServerInterceptor):
                 except (Unauthenticated, PermissionDenied):
                     await take_first_message(request_iter)
                     raise
-                async for item in inner_stream(request_iter, context):
+                async for item in inner(request_iter, context):
                     yield item
 
-            return grpc.stream_stream_rpc_method_handler(
-                stream_stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            # WatchJobEvents, and health's Watch when health is not open.
-            inner_us = handler.unary_stream
+            return stream_stream
 
+        def gated_unary_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
+            # WatchJobEvents, and health's Watch when health is not open.
             async def admit(context: grpc.aio.ServicerContext) -> None:
                 try:
                     authorize(method, metadata)
@@ -472,21 +464,23 @@ class TokenGate(grpc.aio.ServerInterceptor):
 
             async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 await admit(context)
-                async for item in inner_us(request, context):
+                async for item in inner(request, context):
                     yield item
 
             async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
                 await admit(context)
-                await inner_us(request, context)
+                await inner(request, context)
 
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
+            return unary_stream if yields(inner) else unary_stream_writer
+
         # No service of ours takes a client stream with a single answer
         # (AuthInterceptor refuses one).
-        return handler
+        return rewrap(
+            handler,
+            unary_unary=gated_unary,
+            stream_stream=gated_stream,
+            unary_stream=gated_unary_stream,
+        )
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
@@ -562,9 +556,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             policy = _POLICIES.get(method, _cluster_wide)
         engine = self._engine
 
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
+        def checked_unary(inner: Callable[..., Any]) -> Callable[..., Any]:
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 principal = self._authorize(method, metadata)
                 await policy(request, principal, engine)
@@ -574,14 +566,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 finally:
                     _principal.reset(token)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream is not None:
-            inner_stream = handler.stream_stream
+            return unary_unary
 
+        def checked_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
             async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
                     principal = self._authorize(method, metadata)
@@ -591,18 +578,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                     await take_first_message(request_iter)
                     raise
                 _principal.set(principal)
-                async for item in inner_stream(request_iter, context):
+                async for item in inner(request_iter, context):
                     yield item
 
-            return grpc.stream_stream_rpc_method_handler(
-                stream_stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            # grpc.health.v1.Health/Watch (when health is not open) and WatchJobEvents.
-            inner_us = handler.unary_stream
+            return stream_stream
 
+        def checked_unary_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
+            # grpc.health.v1.Health/Watch (when health is not open) and WatchJobEvents.
             async def admit(request: Any, context: grpc.aio.ServicerContext) -> None:
                 try:
                     principal = self._authorize(method, metadata)
@@ -617,26 +599,31 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 except (Unauthenticated, PermissionDenied) as e:
                     await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
                 _principal.set(principal)
-                async for item in inner_us(request, context):
+                async for item in inner(request, context):
                     yield item
 
             async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
                 # The grpc.aio health servicer writes with context.write.
                 await admit(request, context)
-                await inner_us(request, context)
+                await inner(request, context)
 
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # No service of ours takes a client stream with a single answer; should one
-        # appear, refuse it rather than let it through unchecked.
+            return unary_stream if yields(inner) else unary_stream_writer
 
-        async def refuse(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} cannot be authorized")
+        def refused(inner: Callable[..., Any]) -> Callable[..., Any]:
+            # No service of ours takes a client stream with a single answer; should
+            # one appear, refuse it rather than let it through unchecked.
+            async def refuse(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+                await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} cannot be authorized")
 
-        return grpc.stream_unary_rpc_method_handler(refuse)
+            return refuse
+
+        return rewrap(
+            handler,
+            unary_unary=checked_unary,
+            stream_stream=checked_stream,
+            unary_stream=checked_unary_stream,
+            stream_unary=refused,
+        )
 
 
 __all__ = [

@@ -27,7 +27,6 @@ domain error.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -35,6 +34,7 @@ import grpc
 from google.protobuf import descriptor as pbd
 from google.protobuf.message import DecodeError, Message
 
+from coordinator.api.handlers import rewrap, yields
 from coordinator.engine.bounds import MAX_TEXT_LENGTH
 from coordinator.errors import InvalidArgument
 
@@ -198,56 +198,53 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or handler.request_deserializer is None:
             return handler
         deserializer = handler.request_deserializer
-        serializer = handler.response_serializer
         method = handler_call_details.method
         limit = 0 if method in ENGINE_CHECKED else self.max_string_length
-        if handler.unary_unary is not None:
-            inner_uu = handler.unary_unary
+        return rewrap(
+            handler,
+            unary_unary=lambda inner: _decoding_unary(deserializer, limit, inner),
+            unary_stream=lambda inner: _decoding_unary_stream(deserializer, limit, inner),
+            stream_stream=lambda inner: _decoding_stream(deserializer, inner),
+            decodes=True,
+        )
 
-            async def unary_unary(raw: Any, context: grpc.aio.ServicerContext) -> Any:
-                request = await _decode_or_abort(deserializer, raw, context, limit)
-                return await inner_uu(request, context)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary, request_deserializer=None, response_serializer=serializer
-            )
-        if handler.unary_stream is not None:
-            inner_us = handler.unary_stream
+def _decoding_unary(
+    deserializer: Deserializer, limit: int, inner: Callable[..., Any]
+) -> Callable[..., Any]:
+    async def unary_unary(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+        request = await _decode_or_abort(deserializer, raw, context, limit)
+        return await inner(request, context)
 
-            async def unary_stream(raw: Any, context: grpc.aio.ServicerContext) -> Any:
-                request = await _decode_or_abort(deserializer, raw, context, limit)
-                async for item in inner_us(request, context):
-                    yield item
+    return unary_unary
 
-            async def unary_stream_writer(raw: Any, context: grpc.aio.ServicerContext) -> None:
-                # The grpc.aio health servicer writes with context.write.
-                await inner_us(await _decode_or_abort(deserializer, raw, context, limit), context)
 
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream if inspect.isasyncgenfunction(inner_us) else unary_stream_writer,
-                request_deserializer=None,
-                response_serializer=serializer,
-            )
-        if handler.stream_stream is not None:
-            inner_ss = handler.stream_stream
+def _decoding_unary_stream(
+    deserializer: Deserializer, limit: int, inner: Callable[..., Any]
+) -> Callable[..., Any]:
+    async def unary_stream(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+        request = await _decode_or_abort(deserializer, raw, context, limit)
+        async for item in inner(request, context):
+            yield item
 
-            # A bad message raises InvalidArgument where the servicer reads it;
-            # the error-mapping interceptor ends the stream with that status.
-            async def stream_stream(raw_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-                async for item in inner_ss(_decoded_stream(deserializer, raw_iter), context):
-                    yield item
+    async def unary_stream_writer(raw: Any, context: grpc.aio.ServicerContext) -> None:
+        # The grpc.aio health servicer writes with context.write.
+        await inner(await _decode_or_abort(deserializer, raw, context, limit), context)
 
-            async def stream_stream_writer(
-                raw_iter: Any, context: grpc.aio.ServicerContext
-            ) -> None:
-                await inner_ss(_decoded_stream(deserializer, raw_iter), context)
+    return unary_stream if yields(inner) else unary_stream_writer
 
-            return grpc.stream_stream_rpc_method_handler(
-                stream_stream if inspect.isasyncgenfunction(inner_ss) else stream_stream_writer,
-                request_deserializer=None,
-                response_serializer=serializer,
-            )
-        return handler
+
+def _decoding_stream(deserializer: Deserializer, inner: Callable[..., Any]) -> Callable[..., Any]:
+    # A bad message raises InvalidArgument where the servicer reads it;
+    # the error-mapping interceptor ends the stream with that status.
+    async def stream_stream(raw_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+        async for item in inner(_decoded_stream(deserializer, raw_iter), context):
+            yield item
+
+    async def stream_stream_writer(raw_iter: Any, context: grpc.aio.ServicerContext) -> None:
+        await inner(_decoded_stream(deserializer, raw_iter), context)
+
+    return stream_stream if yields(inner) else stream_stream_writer
 
 
 __all__ = [

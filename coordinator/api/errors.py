@@ -6,7 +6,6 @@ raises on purpose carries a code and a message a person can act on.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import grpc
 
 from coordinator import errors
+from coordinator.api.handlers import rewrap, yields
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,22 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
             self._on_store_unavailable()
 
+    def _mapped_unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
+        """Wrap a handler with a single response."""
+
+        async def mapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await inner(request, context)
+            except errors.WorkflowJobsError as e:
+                self._observe(e)
+                await _abort(context, e, method)
+            except (grpc.aio.AbortError, grpc.aio.UsageError):
+                raise
+            except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
+                await _abort(context, e, method)
+
+        return mapped
+
     def _mapped_stream(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
         """Wrap a response-streaming handler (request or request iterator first)."""
 
@@ -91,35 +107,12 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                try:
-                    return await inner(request, context)
-                except errors.WorkflowJobsError as e:
-                    self._observe(e)
-                    await _abort(context, e, method)
-                except (grpc.aio.AbortError, grpc.aio.UsageError):
-                    raise
-                except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
-                    await _abort(context, e, method)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream is not None:
-            return grpc.stream_stream_rpc_method_handler(
-                self._mapped_stream(handler.stream_stream, method),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
-            return grpc.unary_stream_rpc_method_handler(
-                self._mapped_stream(handler.unary_stream, method),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrap(
+            handler,
+            unary_unary=lambda inner: self._mapped_unary(inner, method),
+            # One that writes with context.write (health's Watch) is left as it is.
+            unary_stream=lambda inner: (
+                self._mapped_stream(inner, method) if yields(inner) else None
+            ),
+            stream_stream=lambda inner: self._mapped_stream(inner, method),
+        )

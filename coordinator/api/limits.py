@@ -35,6 +35,7 @@ from typing import Any
 import grpc
 
 from coordinator.api.auth import current_principal, take_first_message
+from coordinator.api.handlers import rewrap
 from coordinator.errors import ResourceExhausted
 
 ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
@@ -192,6 +193,52 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         self.rate.check(principal.name)
         return principal.name
 
+    def _unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            self._charge()
+            if method != WAIT_FOR_JOB:
+                return await inner(request, context)
+            peer = context.peer() or "unknown"
+            self.waits.open(peer)
+            try:
+                return await inner(request, context)
+            finally:
+                self.waits.close(peer)
+
+        return unary_unary
+
+    def _acquire_stream(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+            peer = context.peer() or "unknown"
+            try:
+                self._charge()
+                self.streams.open(peer)
+            except ResourceExhausted:
+                # Like an authentication refusal: take the worker's hello first,
+                # so it sees this status rather than a failed write of its own.
+                await take_first_message(request_iter)
+                raise
+            try:
+                async for item in inner(request_iter, context):
+                    yield item
+            finally:
+                self.streams.close(peer)
+
+        return stream_stream
+
+    def _watch_stream(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            peer = context.peer() or "unknown"
+            credential = self._charge()
+            self.watches.open(peer, credential)
+            try:
+                async for item in inner(request, context):
+                    yield item
+            finally:
+                self.watches.close(peer, credential)
+
+        return unary_stream
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -201,68 +248,16 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                self._charge()
-                if method != WAIT_FOR_JOB:
-                    return await inner(request, context)
-                peer = context.peer() or "unknown"
-                self.waits.open(peer)
-                try:
-                    return await inner(request, context)
-                finally:
-                    self.waits.close(peer)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream is not None and method == ACQUIRE_JOBS:
-            inner_stream = handler.stream_stream
-
-            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
-                peer = context.peer() or "unknown"
-                try:
-                    self._charge()
-                    self.streams.open(peer)
-                except ResourceExhausted:
-                    # Like an authentication refusal: take the worker's hello first,
-                    # so it sees this status rather than a failed write of its own.
-                    await take_first_message(request_iter)
-                    raise
-                try:
-                    async for item in inner_stream(request_iter, context):
-                        yield item
-                finally:
-                    self.streams.close(peer)
-
-            return grpc.stream_stream_rpc_method_handler(
-                stream_stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None and method == WATCH_JOB_EVENTS:
-            inner_watch = handler.unary_stream
-
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                peer = context.peer() or "unknown"
-                credential = self._charge()
-                self.watches.open(peer, credential)
-                try:
-                    async for item in inner_watch(request, context):
-                        yield item
-                finally:
-                    self.watches.close(peer, credential)
-
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrap(
+            handler,
+            unary_unary=lambda inner: self._unary(inner, method),
+            stream_stream=lambda inner: (
+                self._acquire_stream(inner) if method == ACQUIRE_JOBS else None
+            ),
+            unary_stream=lambda inner: (
+                self._watch_stream(inner) if method == WATCH_JOB_EVENTS else None
+            ),
+        )
 
 
 __all__ = ["ApiLimits", "LimitsInterceptor", "RateLimiter", "StreamCounter", "TokenBucket"]

@@ -162,3 +162,24 @@ def test_drain_is_read_from_operations_everywhere_else() -> None:
         if found:
             elsewhere[rel] = found
     assert elsewhere == {}, f"read Operations.draining instead of Dispatcher.paused: {elsewhere}"
+
+
+# -- rebuilding a gRPC method handler: coordinator/api/handlers.py ------------------
+
+HANDLERS_HOME = "coordinator/api/handlers.py"
+
+
+def test_interceptors_rebuild_handlers_through_rewrap_alone() -> None:
+    elsewhere = {}
+    for path in sorted((REPO / "coordinator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == HANDLERS_HOME:
+            continue
+        found = [
+            f"line {node.lineno}: {_name(node.func)}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and _name(node.func).endswith("_rpc_method_handler")
+        ]
+        if found:
+            elsewhere[rel] = found
+    assert elsewhere == {}, f"use rewrap ({HANDLERS_HOME}): {elsewhere}"
