@@ -228,8 +228,9 @@ def test_acquire_stream_leases_and_report_outcomes(server: Any) -> None:
     assert code == grpc.StatusCode.OK
     assert [(r.accepted, r.error_code) for r in response.results] == [
         (True, ""),
-        (False, "FAILED_PRECONDITION"),
+        (False, "INVALID_ARGUMENT"),
     ]
+    assert "named more than once" in response.results[1].error_message
     rpc.requests_closed()
     rpc.termination()
 
@@ -360,9 +361,10 @@ def test_outcomes_on_the_stream_are_answered_one_by_one_and_free_their_credit(
     assert [(r.job_id, r.accepted, r.error_code) for r in answers.results] == [
         (leased.job.id, False, "INVALID_ARGUMENT"),
         (leased.job.id, True, ""),
-        (leased.job.id, False, "FAILED_PRECONDITION"),
+        (leased.job.id, False, "INVALID_ARGUMENT"),
     ]
     assert "no kind set" in answers.results[0].error_message
+    assert "named more than once" in answers.results[2].error_message
     assert answers.results[1].status == jpb.JOB_STATUS_COMPLETED
     [next_job] = by_kind["jobs"].jobs.jobs
     assert next_job.job.id != leased.job.id
