@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from workflowjobs.v1 import job_pb2
 
 from ._convert import WorkflowRef, from_duration, from_timestamp
+from ._errors import bounded_push_back
 
 if TYPE_CHECKING:
     from ._convert import JobView
@@ -405,12 +406,16 @@ class JobContext:
 
         Args:
             retry_after: How long the downstream asked to wait (seconds or a
-                ``timedelta``); None when it said nothing.
+                ``timedelta``); None when it said nothing. Longer than 366 days
+                (what the coordinator holds a limit for): 366 days are
+                reported, with a warning in the job's log.
         """
         if retry_after is not None and not isinstance(retry_after, timedelta):
             retry_after = timedelta(seconds=retry_after)
         if retry_after is not None and retry_after < timedelta(0):
             raise ValueError("retry_after must not be negative")
+        if retry_after is not None:
+            retry_after = bounded_push_back(retry_after, self.logger)
         hold = retry_after or timedelta(0)
         if self.push_back is None or hold > self.push_back:
             self.push_back = hold

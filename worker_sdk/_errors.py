@@ -10,7 +10,9 @@ Two families live here:
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 
@@ -205,6 +207,23 @@ class RetryAfter(Exception):
         super().__init__(self.message)
 
 
+# The longest push-back the coordinator holds a rate limit for; a longer one
+# (a downstream's Retry-After taken at its word) is reported as this long.
+MAX_PUSH_BACK = timedelta(days=366)
+
+
+def bounded_push_back(retry_after: timedelta, logger: Any) -> timedelta:
+    """``retry_after``, or ``MAX_PUSH_BACK`` (with a warning) when it is longer."""
+    if retry_after <= MAX_PUSH_BACK:
+        return retry_after
+    logger.warning(
+        "push-back retry_after of %s is longer than the coordinator holds a rate limit "
+        "(366 days); reporting 366 days (the attempt's outcome is not affected)",
+        retry_after,
+    )
+    return MAX_PUSH_BACK
+
+
 class Throttled(Exception):
     """Raised by a handler when the downstream it called pushed back (e.g. HTTP 429).
 
@@ -225,6 +244,8 @@ class Throttled(Exception):
             retry_after = timedelta(seconds=retry_after)
         if retry_after is not None and retry_after < timedelta(0):
             raise ValueError("retry_after must not be negative")
+        if retry_after is not None:
+            retry_after = bounded_push_back(retry_after, logging.getLogger("worker_sdk.job"))
         self.retry_after: timedelta | None = retry_after
         self.message = message or (
             "the downstream pushed back"

@@ -457,6 +457,14 @@ class OutcomeReporter:
         last = None
         for outcome, result in zip(batch, results, strict=False):
             if result.accepted:
+                if result.note:
+                    # Recorded, with something changed (a push-back shortened).
+                    self._logger.warning(
+                        "outcome of job %s recorded: %s",
+                        outcome.job_id,
+                        result.note,
+                        extra={"job_id": outcome.job_id},
+                    )
                 continue
             code = result.error_code
             if code in _RETRYABLE_NAMES:

@@ -330,8 +330,11 @@ def outcome_from_proto(o: wpb.JobOutcome, limit: int = 512) -> Completion | Fail
     check_length(o.lease_token, "lease_token", limit)
     outcome = _outcome_kind_from_proto(o, limit)
     if o.HasField("push_back"):
-        hold_ms = duration_ms(o.push_back.retry_after, f"push_back.retry_after of job {o.job_id}")
-        outcome = dataclasses.replace(outcome, push_back_us=hold_ms * 1000)
+        # Any length: the engine holds a long one at its ceiling and says so.
+        d = o.push_back.retry_after
+        if d.seconds < 0 or d.nanos < 0 or d.nanos >= 1_000_000_000:
+            raise InvalidArgument(f"push_back.retry_after of job {o.job_id} is not a valid duration")
+        outcome = dataclasses.replace(outcome, push_back_us=d.seconds * 1_000_000 + d.nanos // 1000)
     return outcome
 
 
@@ -378,6 +381,8 @@ def fill_outcome_results(into: Any, results: Sequence[OutcomeResult]) -> None:
             message.accepted = True
             if r.already_recorded:
                 message.already_recorded = True
+            if r.note:
+                message.note = r.note
             continue
         code = status_for(r.error) if r.error is not None else None
         message.error_code = (code or grpc.StatusCode.INTERNAL).name

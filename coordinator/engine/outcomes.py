@@ -51,6 +51,22 @@ class OutcomeResult:
     # Accepted because this very report (same lease token, same kind) was
     # recorded before: a resend after a lost answer.
     already_recorded: bool = False
+    # Recorded with a change it says (a push-back held at MAX_PUSH_BACK_US).
+    note: str = ""
+
+
+# The longest push-back a rate limit is held for (366 days): a handler that
+# takes a downstream's Retry-After at its word may report more; its outcome is
+# recorded all the same and the push-back held this long.
+MAX_PUSH_BACK_US = 366 * 86_400 * 1_000_000
+
+
+def _held_at_ceiling(asked_us: int | None) -> str:
+    return (
+        f"push_back.retry_after of {(asked_us or 0) / 86_400e6:,.0f} days is longer than a "
+        "rate limit is held (366 days); the outcome is recorded, and the rate limits "
+        "covering the job are held 366 days"
+    )
 
 
 def _first_mentions(
@@ -188,6 +204,12 @@ class Outcomes(EngineCore):
         ]
         if pushed:
             await self._push_back(pushed, now)
+            results = [
+                replace(r, note=_held_at_ceiling(o.push_back_us))
+                if r.accepted and not r.already_recorded and (o.push_back_us or 0) > MAX_PUSH_BACK_US
+                else r
+                for o, r in zip(outcomes, results, strict=True)
+            ]
         return results
 
     async def _push_back(self, outcomes: Sequence[Outcome], now: int) -> None:
@@ -197,7 +219,7 @@ class Outcomes(EngineCore):
         locks from the limits as stored, so every replica sees it at once."""
         if not self.rates:
             return
-        hold: dict[str, int] = {o.job_id: o.push_back_us or 0 for o in outcomes}
+        hold = {o.job_id: min(o.push_back_us or 0, MAX_PUSH_BACK_US) for o in outcomes}
         rows = await self.run_store(self.store.job_get_many, list(hold))
         jobs = [candidate_of(row) for row in rows]
         keys = self.rates.keys_of(jobs)

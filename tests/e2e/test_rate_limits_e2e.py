@@ -124,3 +124,62 @@ def test_rate_limit_of_10_per_second_holds_across_two_replicas(pg_url, processes
     assert wfjobs_json(second.target, "rate-limits", "list") == {"limits": []}
     with AdminClient(first.target) as admin:
         wait_until(lambda: admin.get_stats().completed == total, 60, "the rest to run at once")
+
+
+def test_a_push_back_longer_than_a_limit_is_held_never_costs_the_outcome(
+    e2e_database: str, processes
+) -> None:
+    """docs/limits.md: a handler that takes a downstream's Retry-After of 400
+    days at its word completes its job at the first attempt; the SDK reports
+    366 days (the longest the coordinator holds a limit) and logs so, and the
+    limit is held that long. A client that sends 400 days anyway has its
+    outcome recorded, with a note saying the push-back was held 366 days."""
+    import time
+
+    import grpc
+
+    from workflowjobs.v1 import job_pb2 as jpb
+    from workflowjobs.v1 import scheduler_service_pb2 as spb
+    from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
+    from workflowjobs.v1 import worker_service_pb2 as wpb
+    from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
+
+    coordinator = processes["coordinator"](e2e_database)
+    worker = processes["worker"](coordinator.target)
+    with AdminClient(coordinator.target) as admin, SchedulerClient(coordinator.target) as jobs:
+        admin.set_rate_limit("job-type", "throttle", 100)
+        job_id = jobs.enqueue("throttle", {"days": 400}).id
+        done = wait_until(
+            lambda: (lambda j: j if j.status in ("COMPLETED", "FAULTED") else None)(
+                jobs.get_job(job_id, include_attempts=True)
+            ),
+            60,
+            "the throttling job to finish",
+        )
+        assert done.status == "COMPLETED", done
+        assert [a.outcome for a in done.attempts] == ["COMPLETED"]
+        [limit] = admin.list_rate_limits()
+        held_days = (limit.throttled_until.seconds - time.time()) / 86_400
+        assert 365 < held_days <= 366, held_days
+        assert limit.slow_level == 1
+    assert "reporting 366 days" in worker.log(), worker.log()[-2000:]
+
+    # Without the SDK: the coordinator holds it at 366 days itself and says so.
+    with grpc.insecure_channel(coordinator.target) as channel:
+        leased = spb_grpc.JobSchedulerServiceStub(channel).Enqueue(
+            spb.EnqueueRequest(
+                job=jpb.JobSpec(job_type="raw-push", tenant_id="default"),
+                inline=spb.InlineExecution(worker_id="raw-client"),
+            ),
+            timeout=10,
+        )
+        outcome = wpb.JobOutcome(
+            job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
+        )
+        outcome.push_back.retry_after.seconds = 400 * 86_400
+        [answer] = wpb_grpc.WorkerServiceStub(channel).ReportOutcomes(
+            wpb.ReportOutcomesRequest(outcomes=[outcome]), timeout=10
+        ).results
+    assert answer.accepted and answer.status == jpb.JOB_STATUS_COMPLETED, answer
+    assert "push_back.retry_after of 400 days" in answer.note, answer.note
+    assert "held 366 days" in answer.note

@@ -14,6 +14,7 @@ Job types:
   spawn-sync  the same from a blocking handler with ctx.enqueue
   raw-result  returns a Payload message as is, with payload["content_type"] as its
          content type (a value the coordinator may refuse)
+  throttle  reports push-back of payload["days"] days (ctx.throttle), then returns
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import asyncio
 import logging
 import os
 import time
+from datetime import timedelta
 
 from worker_sdk import JobContext, Worker
 from workflowjobs.v1 import job_pb2
@@ -79,6 +81,13 @@ def main() -> None:
             raise RuntimeError(payload.get("message") or f"attempt {ctx.attempt} fails on purpose")
         log("end", ctx)
         return "done"
+
+    @worker.handler("throttle")
+    async def throttle(payload: dict, ctx: JobContext) -> dict:
+        log("start", ctx)
+        ctx.throttle(timedelta(days=float(payload["days"])))
+        log("end", ctx)
+        return {"throttled": True}
 
     @worker.handler("raw-result")
     async def raw_result(payload: dict, ctx: JobContext) -> job_pb2.Payload:

@@ -248,20 +248,22 @@ class JobOutcome(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., completed: _Optional[_Union[Completion, _Mapping]] = ..., failed: _Optional[_Union[Failure, _Mapping]] = ..., released: _Optional[_Union[Release, _Mapping]] = ..., push_back: _Optional[_Union[PushBack, _Mapping]] = ...) -> None: ...
 
 class OutcomeResult(_message.Message):
-    __slots__ = ("job_id", "accepted", "error_code", "error_message", "status", "already_recorded")
+    __slots__ = ("job_id", "accepted", "error_code", "error_message", "status", "already_recorded", "note")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     ALREADY_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     accepted: bool
     error_code: str
     error_message: str
     status: _job_pb2.JobStatus
     already_recorded: bool
-    def __init__(self, job_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., already_recorded: _Optional[bool] = ...) -> None: ...
+    note: str
+    def __init__(self, job_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., already_recorded: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ReportOutcomesRequest(_message.Message):
     __slots__ = ("outcomes",)
