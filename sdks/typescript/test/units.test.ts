@@ -90,6 +90,7 @@ test("the reporter sends again only the outcomes answered with a transient code"
     errorMessage: errorCode ? "store away" : "",
     status: 0,
     alreadyRecorded: false,
+    note: "",
   });
   answers.push([result("a", true), result("b", false, "UNAVAILABLE"), result("c", false, "FAILED_PRECONDITION")]);
   answers.push([result("b", true)]);

@@ -257,6 +257,7 @@ export interface Release {
  * not affected. Applied once per accepted report (a resend changes nothing).
  */
 export interface PushBack {
+  /** Any length; one longer than 366 days is held 366 days (OutcomeResult.note says so). */
   retryAfter: Duration | undefined;
 }
 
@@ -286,6 +287,12 @@ export interface OutcomeResult {
    * the same lease token); nothing changed.
    */
   alreadyRecorded: boolean;
+  /**
+   * Set when the outcome was recorded with something it carried changed, and
+   * says what: a push-back longer than the coordinator holds a rate limit
+   * (366 days) was held that long.
+   */
+  note: string;
 }
 
 export interface ReportOutcomesRequest {
@@ -2798,7 +2805,7 @@ export const JobOutcome: MessageFns<JobOutcome> = {
 };
 
 function createBaseOutcomeResult(): OutcomeResult {
-  return { jobId: "", accepted: false, errorCode: "", errorMessage: "", status: 0, alreadyRecorded: false };
+  return { jobId: "", accepted: false, errorCode: "", errorMessage: "", status: 0, alreadyRecorded: false, note: "" };
 }
 
 export const OutcomeResult: MessageFns<OutcomeResult> = {
@@ -2820,6 +2827,9 @@ export const OutcomeResult: MessageFns<OutcomeResult> = {
     }
     if (message.alreadyRecorded !== false) {
       writer.uint32(48).bool(message.alreadyRecorded);
+    }
+    if (message.note !== "") {
+      writer.uint32(58).string(message.note);
     }
     return writer;
   },
@@ -2885,6 +2895,14 @@ export const OutcomeResult: MessageFns<OutcomeResult> = {
             message.alreadyRecorded = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.note = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2921,6 +2939,7 @@ export const OutcomeResult: MessageFns<OutcomeResult> = {
         : isSet(object.already_recorded)
         ? globalThis.Boolean(object.already_recorded)
         : false,
+      note: isSet(object.note) ? globalThis.String(object.note) : "",
     };
   },
 
@@ -2944,6 +2963,9 @@ export const OutcomeResult: MessageFns<OutcomeResult> = {
     if (message.alreadyRecorded !== false) {
       obj.alreadyRecorded = message.alreadyRecorded;
     }
+    if (message.note !== "") {
+      obj.note = message.note;
+    }
     return obj;
   },
 
@@ -2958,6 +2980,7 @@ export const OutcomeResult: MessageFns<OutcomeResult> = {
     message.errorMessage = object.errorMessage ?? "";
     message.status = object.status ?? 0;
     message.alreadyRecorded = object.alreadyRecorded ?? false;
+    message.note = object.note ?? "";
     return message;
   },
 };
