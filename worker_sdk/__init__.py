@@ -64,7 +64,7 @@ from ._errors import (
     WorkflowJobsError,
     error_from_rpc,
 )
-from ._events import JobEvent, JobEventFilter, JobEventKind
+from ._events import AsyncEventWatch, EventWatch, JobEvent, JobEventFilter, JobEventKind
 from ._inline import (
     ContinueAs,
     HandOff,
@@ -85,6 +85,7 @@ __all__ = [
     "PROTOBUF_CONTENT_TYPE",
     "AdminClient",
     "AlreadyExistsError",
+    "AsyncEventWatch",
     "AsyncSchedulerClient",
     "BulkResult",
     "CancelReason",
@@ -94,6 +95,7 @@ __all__ = [
     "ContinueAs",
     "DeadlineExceededError",
     "EnqueueResult",
+    "EventWatch",
     "FailedPreconditionError",
     "HandOff",
     "InlineJobContext",

@@ -10,15 +10,20 @@ own (from the last cursor they saw) when the coordinator is unavailable.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, Self, TypeVar, overload
 
 from workflowjobs.v1 import scheduler_service_pb2
 
+from ._codec import decode_payload
 from ._convert import JobStatus, WorkflowRef, from_timestamp
+
+_T = TypeVar("_T")
 
 __all__ = ["JobEvent", "JobEventFilter", "JobEventKind"]
 
@@ -121,6 +126,17 @@ class JobEvent:
     result_content_type: str
     raw: Any = dataclasses.field(repr=False, compare=False)
 
+    @overload
+    def result_value(self, type_hint: type[_T]) -> _T: ...
+    @overload
+    def result_value(self, type_hint: Any = Any) -> Any: ...
+    def result_value(self, type_hint: Any = Any) -> Any:
+        """The result a ``COMPLETED`` event carries, decoded as by
+        :meth:`JobView.result_value` (``type_hint`` likewise); None for other kinds."""
+        if self.result is None:
+            return None
+        return decode_payload(self.result, self.result_content_type, type_hint)
+
     @classmethod
     def from_proto(cls, e: scheduler_service_pb2.JobEvent) -> JobEvent:
         """Read a ``workflowjobs.v1.JobEvent`` message."""
@@ -152,3 +168,128 @@ def watch_request(
         after=cursor or "",
         from_oldest=from_oldest and not cursor,
     )
+
+
+Pages = Iterator[tuple[list[JobEvent], str]]
+AsyncPages = AsyncIterator[tuple[list[JobEvent], str]]
+
+
+class _WatchPosition:
+    """The events of the last response not handed out yet, and where the watch stands."""
+
+    def __init__(self, after: str | None) -> None:
+        self._buffer: collections.deque[JobEvent] = collections.deque()
+        self._started = False
+        self._cursor = after or ""
+
+    @property
+    def cursor(self) -> str:
+        """Where the watch stands: the cursor of the last event handed out, or
+        ``start()``'s; resuming after it (``after=``) misses nothing."""
+        return self._cursor
+
+    def _take(self, page: tuple[list[JobEvent], str]) -> None:
+        events, cursor = page
+        self._started = True
+        self._buffer.extend(events)
+        if not self._buffer:
+            self._cursor = cursor
+
+    def _hand_out(self) -> JobEvent:
+        event = self._buffer.popleft()
+        self._cursor = event.cursor
+        return event
+
+
+class EventWatch(_WatchPosition, Iterator[JobEvent]):
+    """An event watch (``SchedulerClient.watch_events``): iterate for the events.
+
+    The stream opens at the first ``next`` or at :meth:`start`; :meth:`close`
+    (or leaving a ``with`` block) ends it. It is an iterator of
+    :class:`JobEvent`; the events of one response are handed out one by one.
+    """
+
+    def __init__(self, pages: Pages, after: str | None) -> None:
+        super().__init__(after)
+        self._pages = pages
+
+    def start(self) -> str:
+        """Open the stream and wait until the coordinator has placed it.
+
+        Every event committed after this returns is delivered, so enqueue
+        after it to see your jobs' events without a race. Calling it again
+        does nothing.
+
+        Returns:
+            The cursor the watch starts after ("" for the oldest event kept).
+
+        Raises:
+            OutOfRangeError, InvalidArgumentError: As ``watch_events``.
+        """
+        if not self._started:
+            self._take(next(self._pages))
+        return self._cursor
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> JobEvent:
+        while not self._buffer:
+            self._take(next(self._pages))
+        return self._hand_out()
+
+    def close(self) -> None:
+        """End the stream (idempotent)."""
+        close = getattr(self._pages, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncEventWatch(_WatchPosition, AsyncIterator[JobEvent]):
+    """The asyncio :class:`EventWatch` (``AsyncSchedulerClient.watch_events``)."""
+
+    def __init__(self, pages: AsyncPages, after: str | None) -> None:
+        super().__init__(after)
+        self._pages = pages
+
+    async def start(self) -> str:
+        """Open the stream and wait until it is placed (see :meth:`EventWatch.start`)."""
+        if not self._started:
+            self._take(await anext(self._pages))
+        return self._cursor
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> JobEvent:
+        while not self._buffer:
+            self._take(await anext(self._pages))
+        return self._hand_out()
+
+    async def aclose(self) -> None:
+        """End the stream (idempotent)."""
+        aclose = getattr(self._pages, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

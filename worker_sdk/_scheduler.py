@@ -32,7 +32,7 @@ from ._convert import (
     job_specs,
 )
 from ._errors import DeadlineExceededError, WorkflowJobsError, error_from_rpc
-from ._events import JobEvent, JobEventFilter, watch_request
+from ._events import AsyncEventWatch, EventWatch, JobEvent, JobEventFilter, watch_request
 from ._transport import BlockingClient, ChannelConfig, ClientOptions
 
 __all__ = ["AsyncSchedulerClient", "EnqueueResult", "SchedulerClient"]
@@ -271,8 +271,19 @@ class SchedulerClient(BlockingClient):
         after: str | None = None,
         from_oldest: bool = False,
         reconnect: bool = True,
-    ) -> Iterator[JobEvent]:
+    ) -> EventWatch:
         """Iterate over job events, then the live tail, until you stop iterating.
+
+        The stream opens when iteration (or :meth:`EventWatch.start`) begins.
+        To wait for the events of jobs you are about to enqueue, start the
+        watch first: ``start()`` returns once the coordinator has placed it,
+        and every event committed after that is delivered::
+
+            with client.watch_events(JobEventFilter(correlation_id="batch-7")) as events:
+                events.start()
+                ids = {r.job_id for r in client.enqueue_batch(requests)}
+                for event in events:
+                    ...
 
         Args:
             filter: Which events (default: every event the token may see).
@@ -287,18 +298,23 @@ class SchedulerClient(BlockingClient):
                 (the message names the oldest cursor still accepted).
             InvalidArgumentError: ``after`` is not a cursor.
         """
+        return EventWatch(self._watch_pages(filter, after, from_oldest, reconnect), after)
+
+    def _watch_pages(
+        self, flt: JobEventFilter | None, after: str | None, from_oldest: bool, reconnect: bool
+    ) -> Iterator[tuple[list[JobEvent], str]]:
+        """``(events, cursor)`` per response, reconnecting after the last cursor seen."""
         cursor = after
         backoff = Backoff(WATCH_RECONNECT)
         while True:
             call = self._stub.WatchJobEvents(
-                watch_request(filter, cursor, from_oldest), metadata=self._metadata
+                watch_request(flt, cursor, from_oldest), metadata=self._metadata
             )
             try:
                 for response in call:
                     backoff.reset()
-                    for event in response.events:
-                        yield JobEvent.from_proto(event)
                     cursor = response.cursor or cursor
+                    yield [JobEvent.from_proto(e) for e in response.events], cursor or ""
             except grpc.RpcError as exc:
                 if not reconnect or exc.code() != grpc.StatusCode.UNAVAILABLE:
                     raise error_from_rpc(exc) from exc
@@ -461,28 +477,33 @@ class AsyncSchedulerClient:
             if view.is_terminal:
                 return view
 
-    async def watch_events(
+    def watch_events(
         self,
         filter: JobEventFilter | None = None,  # noqa: A002 - the RPC's own word
         *,
         after: str | None = None,
         from_oldest: bool = False,
         reconnect: bool = True,
-    ) -> AsyncIterator[JobEvent]:
-        """``async for event in client.watch_events(...)``. See :meth:`SchedulerClient.watch_events`."""
+    ) -> AsyncEventWatch:
+        """``async for event in client.watch_events(...)``; ``await watch.start()``
+        places it first. See :meth:`SchedulerClient.watch_events`."""
+        return AsyncEventWatch(self._watch_pages(filter, after, from_oldest, reconnect), after)
+
+    async def _watch_pages(
+        self, flt: JobEventFilter | None, after: str | None, from_oldest: bool, reconnect: bool
+    ) -> AsyncIterator[tuple[list[JobEvent], str]]:
         cursor = after
         backoff = Backoff(WATCH_RECONNECT)
         while True:
             call = self._stub.WatchJobEvents(
-                watch_request(filter, cursor, from_oldest),
+                watch_request(flt, cursor, from_oldest),
                 metadata=_tracing.outgoing_metadata(self._metadata),
             )
             try:
                 async for response in call:
                     backoff.reset()
-                    for event in response.events:
-                        yield JobEvent.from_proto(event)
                     cursor = response.cursor or cursor
+                    yield [JobEvent.from_proto(e) for e in response.events], cursor or ""
             except grpc.aio.AioRpcError as exc:
                 if not reconnect or exc.code() != grpc.StatusCode.UNAVAILABLE:
                     raise error_from_rpc(exc) from exc

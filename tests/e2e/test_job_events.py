@@ -372,3 +372,47 @@ def test_a_coordinator_shutting_down_ends_its_watches_with_unavailable(tmp_path:
         wait_until(lambda: not coordinator.alive(), 60, "the coordinator to exit")
     finally:
         coordinator.stop()
+
+
+def test_start_places_the_watch_before_the_batch_is_enqueued_and_events_carry_results(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    """The batch-wait pattern of docs/events.md: start the watch (its cursor
+    comes back once the coordinator has placed it), enqueue, then read each
+    job's final event, result decoded, with no ``from_oldest`` and no race."""
+    from worker_sdk import JobRequest, WorkflowRef
+
+    coordinator = processes["coordinator"](e2e_database)
+    processes["worker"](coordinator.target, "--concurrency", "8")
+    final = ["COMPLETED", "FAULTED", "CANCELLED"]
+    with SchedulerClient(coordinator.target) as scheduler:
+        scheduler.enqueue("noop", {"before": True})  # before the watch: not delivered
+        with scheduler.watch_events(
+            JobEventFilter(correlation_id="batch-7", kinds=final)
+        ) as events:
+            start = events.start()
+            assert start and events.cursor == start
+            batch = [
+                JobRequest("noop", {"n": i}, workflow=WorkflowRef(correlation_id="batch-7"))
+                for i in range(20)
+            ]
+            ids = {r.job_id for r in scheduler.enqueue_batch(batch)}
+            results: dict[str, Any] = {}
+            for event in events:
+                assert event.job_id in ids, event
+                results[event.job_id] = (event.kind, event.result_value())
+                if len(results) == len(ids):
+                    break
+            last = events.cursor
+        # Resuming after the start cursor gives the same events again.
+        with scheduler.watch_events(
+            JobEventFilter(correlation_id="batch-7", kinds=final), after=start
+        ) as again:
+            replayed = [next(again) for _ in range(len(ids))]
+    assert set(results) == ids
+    assert {kind for kind, _ in results.values()} == {"COMPLETED"}
+    assert {json.dumps(value, sort_keys=True) for _, value in results.values()} == {
+        json.dumps({"ok": True})
+    }
+    assert {e.job_id for e in replayed} == ids
+    assert replayed[-1].cursor == last
