@@ -65,19 +65,24 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
             self._on_store_unavailable()
 
+    async def _end_with(
+        self, error: Exception, context: grpc.aio.ServicerContext, method: str
+    ) -> None:
+        """End the call with the status ``error`` maps to; a call already ended
+        (aborted, or misused) keeps its own."""
+        if isinstance(error, grpc.aio.AbortError | grpc.aio.UsageError):
+            raise error
+        self._observe(error)
+        await _abort(context, error, method)
+
     def _mapped_unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
         """Wrap a handler with a single response."""
 
         async def mapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 return await inner(request, context)
-            except errors.WorkflowJobsError as e:
-                self._observe(e)
-                await _abort(context, e, method)
-            except (grpc.aio.AbortError, grpc.aio.UsageError):
-                raise
-            except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
-                await _abort(context, e, method)
+            except Exception as e:  # noqa: BLE001 - mapped (INTERNAL with a log if unexpected)
+                await self._end_with(e, context, method)
 
         return mapped
 
@@ -88,13 +93,8 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
             try:
                 async for item in inner(request, context):
                     yield item
-            except errors.WorkflowJobsError as e:
-                self._observe(e)
-                await _abort(context, e, method)
-            except (grpc.aio.AbortError, grpc.aio.UsageError):
-                raise
-            except Exception as e:  # noqa: BLE001 - mapped to INTERNAL with a log
-                await _abort(context, e, method)
+            except Exception as e:  # noqa: BLE001 - mapped (INTERNAL with a log if unexpected)
+                await self._end_with(e, context, method)
 
         return mapped
 
