@@ -13,10 +13,13 @@ scope's backlog cannot crowd out jobs that could run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, scope_text
 
 ScopeKey = tuple[int, str]
+# What a book holds per scope: a concurrency limit's count, a rate limit.
+V = TypeVar("V")
 
 WILDCARD = "*"
 
@@ -40,27 +43,29 @@ def limit_scope_text(kind: int, value: str) -> str:
     return scope_text(LimitKind(kind), value)
 
 
-class LimitBook:
-    """The configured limits, answering which scopes a job falls in."""
+class ScopeBook(Generic[V]):
+    """Settings by limited scope: a value's own, else its kind's wildcard
+    (``"*"``), answering which limited scopes a job falls in. Concurrency
+    limits (``LimitBook``) and rate limits (``RateBook``, rates.py) are both one."""
 
-    def __init__(self, limits: Iterable[ConcurrencyLimit] = ()) -> None:
-        self._exact: dict[ScopeKey, int] = {}
-        self._wildcard: dict[int, int] = {}
-        for limit in limits:
-            if limit.value == WILDCARD:
-                self._wildcard[int(limit.kind)] = limit.max_running
+    def __init__(self, entries: Iterable[tuple[int, str, V]] = ()) -> None:
+        self._exact: dict[ScopeKey, V] = {}
+        self._wildcard: dict[int, V] = {}
+        for kind, value, setting in entries:
+            if value == WILDCARD:
+                self._wildcard[int(kind)] = setting
             else:
-                self._exact[(int(limit.kind), limit.value)] = limit.max_running
+                self._exact[(int(kind), value)] = setting
         self.kinds = sorted({k for k, _ in self._exact} | set(self._wildcard))
 
     def __bool__(self) -> bool:
         return bool(self._exact or self._wildcard)
 
-    def limit_for(self, key: ScopeKey) -> int | None:
+    def limit_for(self, key: ScopeKey) -> V | None:
         exact = self._exact.get(key)
         return exact if exact is not None else self._wildcard.get(key[0])
 
-    def scopes_of(self, job: Candidate) -> list[tuple[ScopeKey, int]]:
+    def scopes_of(self, job: Candidate) -> list[tuple[ScopeKey, V]]:
         """Every limited scope ``job`` belongs to, with its limit."""
         out = []
         for kind in self.kinds:
@@ -71,6 +76,13 @@ class LimitBook:
             if limit is not None:
                 out.append(((kind, value), limit))
         return out
+
+
+class LimitBook(ScopeBook[int]):
+    """The configured concurrency limits (most RUNNING jobs by scope)."""
+
+    def __init__(self, limits: Iterable[ConcurrencyLimit] = ()) -> None:
+        super().__init__((limit.kind, limit.value, limit.max_running) for limit in limits)
 
     def lock_keys(self, jobs: Sequence[Candidate]) -> list[str]:
         """Advisory-lock names for the limited scopes of ``jobs``, sorted (no deadlocks)."""
@@ -92,18 +104,22 @@ class LimitBook:
     def exclusions(self, running: dict[ScopeKey, int]) -> Exclusions:
         """Scopes already at their limit."""
         out = Exclusions()
-        targets = {
-            int(LimitKind.TENANT): out.tenants,
-            int(LimitKind.JOB_TYPE): out.job_types,
-            int(LimitKind.DEFINITION): out.definitions,
-            int(LimitKind.CONCURRENCY_KEY): out.concurrency_keys,
-        }
         for key, count in running.items():
             limit = self.limit_for(key)
-            if limit is None or count < limit:
-                continue
-            if key[0] == int(LimitKind.CATEGORY):
-                out.categories.add(int(key[1]))
-            else:
-                targets[key[0]].add(key[1])
+            if limit is not None and count >= limit:
+                add_exclusion(out, *key)
         return out
+
+
+def add_exclusion(out: Exclusions, kind: int, value: str) -> None:
+    """Leave scope (``kind``, ``value``) out of the candidates."""
+    if kind == int(LimitKind.TENANT):
+        out.tenants.add(value)
+    elif kind == int(LimitKind.JOB_TYPE):
+        out.job_types.add(value)
+    elif kind == int(LimitKind.DEFINITION):
+        out.definitions.add(value)
+    elif kind == int(LimitKind.CONCURRENCY_KEY):
+        out.concurrency_keys.add(value)
+    else:
+        out.categories.add(int(value))

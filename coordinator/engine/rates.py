@@ -31,8 +31,8 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from coordinator.engine.limits import WILDCARD, ScopeKey, limit_scope_text, scope_value
-from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit
+from coordinator.engine.limits import ScopeBook, ScopeKey, add_exclusion, limit_scope_text
+from coordinator.model import Candidate, Exclusions, RateLimit
 
 # Most doublings of the emission interval a push-back report can cause.
 MAX_SLOW_LEVEL = 4
@@ -99,37 +99,11 @@ def push_back(limit: RateLimit, bucket: RateBucket, now: int, retry_after_us: in
     bucket.tat = max(bucket.tat, now + hold + _tolerance(limit, interval))
 
 
-class RateBook:
-    """The configured rate limits, answering which limited scopes a job falls in."""
+class RateBook(ScopeBook[RateLimit]):
+    """The configured rate limits (starts per period by scope)."""
 
     def __init__(self, limits: Iterable[RateLimit] = ()) -> None:
-        self._exact: dict[ScopeKey, RateLimit] = {}
-        self._wildcard: dict[int, RateLimit] = {}
-        for limit in limits:
-            if limit.value == WILDCARD:
-                self._wildcard[int(limit.kind)] = limit
-            else:
-                self._exact[(int(limit.kind), limit.value)] = limit
-        self.kinds = sorted({k for k, _ in self._exact} | set(self._wildcard))
-
-    def __bool__(self) -> bool:
-        return bool(self._exact or self._wildcard)
-
-    def limit_for(self, key: ScopeKey) -> RateLimit | None:
-        exact = self._exact.get(key)
-        return exact if exact is not None else self._wildcard.get(key[0])
-
-    def scopes_of(self, job: Candidate) -> list[tuple[ScopeKey, RateLimit]]:
-        """Every rate-limited scope ``job`` belongs to, with its limit."""
-        out = []
-        for kind in self.kinds:
-            value = scope_value(LimitKind(kind), job)
-            if value is None:
-                continue
-            limit = self.limit_for((kind, value))
-            if limit is not None:
-                out.append(((kind, value), limit))
-        return out
+        super().__init__((limit.kind, limit.value, limit) for limit in limits)
 
     def keys_of(self, jobs: Sequence[Candidate]) -> list[ScopeKey]:
         """The rate-limited scopes of ``jobs``, sorted."""
@@ -165,20 +139,6 @@ class RateBook:
         for kind, value in self.throttled(buckets, now):
             add_exclusion(out, kind, value)
         return out
-
-
-def add_exclusion(out: Exclusions, kind: int, value: str) -> None:
-    """Leave scope (``kind``, ``value``) out of the candidates."""
-    if kind == int(LimitKind.TENANT):
-        out.tenants.add(value)
-    elif kind == int(LimitKind.JOB_TYPE):
-        out.job_types.add(value)
-    elif kind == int(LimitKind.DEFINITION):
-        out.definitions.add(value)
-    elif kind == int(LimitKind.CONCURRENCY_KEY):
-        out.concurrency_keys.add(value)
-    else:
-        out.categories.add(int(value))
 
 
 def merge_exclusions(a: Exclusions | None, b: Exclusions) -> Exclusions:
