@@ -386,6 +386,7 @@ class AdminClient(BlockingClient):
         tenant_id: str = "",
         window: timedelta | float | None = None,
         category: JobCategory | str | int | None = None,
+        windows: Sequence[timedelta | float] = (),
     ) -> admin_service_pb2.GetStatsResponse:
         """Backlog per tenant/type/status, oldest pending age, recent retries and failures.
 
@@ -393,10 +394,13 @@ class AdminClient(BlockingClient):
             tenant_id: Limit to one tenant.
             window: Window for the recent counts (server default: 5 minutes).
             category: Limit to jobs of one category.
+            windows: Also the attempt counts of each of these windows (at most
+                24; the answer's ``windows``, in this order).
         """
         request = admin_service_pb2.GetStatsRequest(
             tenant_id=tenant_id,
             category=category_to_proto(category),  # type: ignore[arg-type]
+            windows=[to_duration(w) for w in windows],
         )
         if window is not None:
             request.window.CopyFrom(to_duration(window))

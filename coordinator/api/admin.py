@@ -12,11 +12,14 @@ from coordinator.api import convert
 from coordinator.api.auth import ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain, last_failure
+from coordinator.errors import InvalidArgument
 from coordinator.model import JobStatus
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 
 _DEFAULT_WINDOW_US = 300 * 1_000_000
+# GetStatsRequest.windows: a chart's buckets, not a scan per second.
+_MAX_STATS_WINDOWS = 24
 
 
 def audit_actor(sent: str) -> str:
@@ -76,7 +79,13 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             else _DEFAULT_WINDOW_US
         )
         category = convert.category_from_proto(request.category)
+        if len(request.windows) > _MAX_STATS_WINDOWS:
+            raise InvalidArgument(
+                f"windows: at most {_MAX_STATS_WINDOWS} windows, not {len(request.windows)}"
+            )
+        windows = [convert.duration_ms(w, "windows") * 1000 for w in request.windows]
         s = await self._engine.ops.stats(request.tenant_id, window, category)
+        counted = await self._engine.ops.window_counts(request.tenant_id, windows, category)
         totals = s.totals
         age_us = s.oldest_pending_age_us
         return apb.GetStatsResponse(
@@ -93,6 +102,15 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             pending=totals[JobStatus.PENDING],
             held=s.held,
             scheduled=s.scheduled,
+            windows=[
+                apb.WindowCounts(
+                    window=convert.ms_to_duration(w.window_us // 1000),
+                    completions=w.completions,
+                    failures=w.failures,
+                    retries=w.retries,
+                )
+                for w in counted
+            ],
             running=totals[JobStatus.RUNNING],
             completed=totals[JobStatus.COMPLETED],
             faulted=totals[JobStatus.FAULTED],

@@ -104,6 +104,16 @@ class StatusCount:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowCounts:
+    """Attempts that ended in one window up to now."""
+
+    window_us: int
+    completions: int
+    failures: int
+    retries: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """What ``GetStats`` answers, for one tenant (or all) and one category (or all)."""
 
@@ -413,6 +423,25 @@ class Operations:
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
         remote = [_row_view(r) for r in rows if r.coordinator_id != me]
         return sorted(local + remote, key=lambda w: (w.worker_id, w.coordinator_id))
+
+    async def window_counts(
+        self, tenant_id: str, windows_us: Sequence[int], category: int = 0
+    ) -> list[WindowCounts]:
+        """Completions, failures and retries of attempts ended in each window up to now."""
+        store, now = self._store, self._now()
+        out = []
+        for window_us in windows_us:
+            since = now - window_us
+            outcomes = await self._call(store.attempt_outcome_counts, since, category, tenant_id)
+            failed, retried = await self._call(
+                store.attempt_failure_counts, since, tenant_id, category
+            )
+            out.append(
+                WindowCounts(
+                    window_us, outcomes.get(int(AttemptOutcome.COMPLETED), 0), failed, retried
+                )
+            )
+        return out
 
     async def stats(self, tenant_id: str, window_us: int, category: int = 0) -> Stats:
         """The job counts, recent attempts, drain state and cluster workers

@@ -290,10 +290,19 @@ def test_bulk_cancel_dry_run_counts_and_cancels_nothing(
     page.fill("#filters input[name=page_size]", "3")
     page.click("#filters button[type=submit]")
     expect()(page.locator("tbody tr")).to_have_count(3)
+    # Newest first: the first page has the last three enqueued, the next the first.
+    assert page.locator("tbody td a.mono").all_inner_texts() == ids[:0:-1]
+    expect()(page.locator(".pager .total")).to_have_text("4 job(s) match")
     page.click("#next-page")
     expect()(page.locator("tbody tr")).to_have_count(1)
     shown = page.locator("tbody td a.mono").all_inner_texts()
-    assert shown == ids[3:]
+    assert shown == ids[:1]
+    page.click("#prev-page")
+    expect()(page.locator("tbody td a.mono")).to_have_text(ids[:0:-1])
+    page.click("#last-page")
+    expect()(page.locator("tbody td a.mono")).to_have_text(ids[2::-1])
+    page.click("#sort-created")
+    expect()(page.locator("tbody td a.mono")).to_have_text(ids[:3])
     # Child jobs: the parent's page links to them, the filter lists them only.
     child = scheduler.enqueue(
         "noop", {}, tenant_id="children", delay=timedelta(hours=1), parent_job_id=ids[0]
@@ -508,3 +517,108 @@ def test_workers_page_lists_the_worker_and_drains_it(cluster: dict[str, Any], co
     page.goto(cluster["url"] + "/")
     expect()(page.locator("#live table tr", has_text="bulk")).to_contain_text("4")
     screenshot(page, "dashboard-overview")
+
+
+def test_search_finds_a_job_by_id_correlation_id_and_payload_text(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler = cluster["scheduler"]
+    wanted = scheduler.enqueue(
+        "noop",
+        {"order": "needle-4711"},
+        tenant_id="search",
+        delay=timedelta(hours=1),
+        workflow=WorkflowRef(correlation_id="corr-search-1"),
+    )
+    other = scheduler.enqueue("noop", {"order": "hay"}, tenant_id="search", delay=timedelta(hours=1))
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/jobs")
+    # A job id goes straight to the job.
+    page.fill("#filters input[name=q]", wanted.id)
+    page.select_option("#filters select[name=q_in]", "id")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url(f"{cluster['url']}/jobs/{wanted.id}")
+    page.goto(cluster["url"] + "/jobs?q=no-such-job&q_in=id")
+    expect()(page.locator("#search-note")).to_contain_text("no job has the id 'no-such-job'")
+    for text, where in (("corr-search-1", "correlation"), ("needle-4711", "payload")):
+        page.goto(cluster["url"] + "/jobs?tenant_id=search")
+        page.fill("#filters input[name=q]", text)
+        page.select_option("#filters select[name=q_in]", where)
+        page.click("#filters button[type=submit]")
+        expect()(page.locator("tbody td a.mono")).to_have_text([wanted.id])
+    expect()(page.locator("#search-note")).to_contain_text("have 'needle-4711' in their payload")
+    # The list says which pending jobs are scheduled (not due yet).
+    expect()(page.locator("tbody tr").first).to_contain_text("scheduled, due in")
+    for job in (wanted, other):
+        cluster["admin"].cancel_job(job.id)
+
+
+def test_the_backlog_sorts_splits_due_from_scheduled_and_a_pause_links_to_its_jobs(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    later = [
+        scheduler.enqueue("noop", {}, tenant_id="sorted-a", delay=timedelta(hours=1))
+        for _ in range(3)
+    ]
+    pause = admin.pause("job_type", "held-type", tenant_id="sorted-b", reason="held for sort")
+    held = [scheduler.enqueue("held-type", {}, tenant_id="sorted-b") for _ in range(5)]
+    try:
+        page = log_in(context, cluster["url"], OPS)
+        expect()(page.locator("#live-status")).to_contain_text("UTC")
+        row_a = page.locator("#live table tr", has_text="sorted-a")
+        expect()(row_a.locator("td").nth(3)).to_have_text("3")  # pending: scheduled
+        expect()(row_a.locator("td").nth(2)).to_have_text("")  # pending: due
+        row_b = page.locator("#live table tr", has_text="sorted-b")
+        expect()(row_b.locator("td").nth(2)).to_have_text("5")
+        expect()(page.locator('[data-card="of them scheduled (not due yet)"] .value')).not_to_have_text("0")
+        # Sorting by the due column puts the biggest first; again, the smallest.
+        page.click('th a[data-sort="due"]')
+        page.wait_for_url("**/?sort=-due")
+        dues = [int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()]
+        assert dues == sorted(dues, reverse=True) and dues[0] >= 5
+        page.click('th a[data-sort="due"]')
+        page.wait_for_url("**/?sort=due")
+        dues = [int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()]
+        assert dues == sorted(dues)
+        # The pause's badge lists the jobs it holds.
+        page.locator("a.badge", has_text="job type held-type").click()
+        expect()(page.locator("tbody td a.mono")).to_have_count(5)
+        assert set(page.locator("tbody td a.mono").all_inner_texts()) == {j.id for j in held}
+        # A held job offers to lift the pause that holds it.
+        page.goto(f"{cluster['url']}/jobs/{held[0].id}")
+        unpause = page.locator('#actions button[data-op="unpause"]')
+        expect()(unpause).to_have_text("Unpause job type held-type (tenant sorted-b)")
+        unpause.click()
+        assert "Unpause job type held-type in tenant sorted-b" in confirm(page)
+        expect()(page.locator(".flash.ok")).to_contain_text("lifted 1 pause")
+        assert all(p.id != pause.id for p in admin.list_pauses())
+    finally:
+        if any(p.id == pause.id for p in admin.list_pauses()):
+            admin.unpause("job_type", "held-type", tenant_id="sorted-b")
+        for job in later + held:
+            admin.cancel_job(job.id)
+
+
+def test_a_job_paused_by_its_definition_offers_unpause_not_another_pause(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    admin = cluster["admin"]
+    admin.pause("definition", "unversioned-flow", tenant_id="acme")
+    job = cluster["scheduler"].enqueue(
+        "noop", {}, tenant_id="acme", workflow=WorkflowRef(definition_id="unversioned-flow")
+    )
+    try:
+        page = log_in(context, cluster["url"], OPS)
+        page.goto(f"{cluster['url']}/jobs/{job.id}")
+        actions = page.locator("#actions")
+        expect()(actions.locator('button[data-op="unpause"]')).to_have_text(
+            "Unpause definition unversioned-flow (tenant acme)"
+        )
+        expect()(actions.locator('button[data-op="pause"]')).to_have_count(0)
+        # No version was given: none is shown (no "v0").
+        expect()(page.locator("#workflow")).to_contain_text("unversioned-flow")
+        expect()(page.locator("#workflow")).not_to_contain_text(" v0")
+    finally:
+        admin.unpause("definition", "unversioned-flow", tenant_id="acme")
+        admin.cancel_job(job.id)

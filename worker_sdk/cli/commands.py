@@ -646,7 +646,8 @@ class Commands:
                 (
                     r.id,
                     scope_text(r.scope),
-                    r.actor or None,
+                    # Only a coordinator without authentication records no name.
+                    r.actor or "unauthenticated",
                     r.reason or None,
                     timestamp(r.create_time),
                     timestamp(r.expire_time) if r.HasField("expire_time") else None,

@@ -72,7 +72,9 @@ class DashboardConfig:
         listen: ``host:port`` to serve HTTP on (port 0 picks a free one).
         credentials: TLS channel credentials to the coordinator; None for plaintext.
         token: The dashboard's own token, used when there is no login.
-        timeout: Seconds per call to the coordinator.
+        timeout: Seconds per call to the coordinator for an action.
+        page_timeout: Seconds per call a page makes (a hung coordinator shows
+            as not answering this soon).
         login: Require a token login even on loopback (always required elsewhere).
         actor: Who pauses are recorded as when the coordinator runs without
             authentication (otherwise the coordinator records the token's name).
@@ -87,6 +89,7 @@ class DashboardConfig:
     credentials: grpc.ChannelCredentials | None = None
     token: str = ""
     timeout: float = 30.0
+    page_timeout: float = 5.0
     login: bool = False
     actor: str = "dashboard"
     secure_cookie: bool = False
@@ -148,7 +151,11 @@ class Dashboard:
             self._channel = grpc.insecure_channel(config.target)
             self._events_channel = grpc.aio.insecure_channel(config.target)
         backend = Backend(
-            self._channel, timeout=config.timeout, events_channel=self._events_channel
+            self._channel,
+            timeout=config.timeout,
+            events_channel=self._events_channel,
+            page_timeout=config.page_timeout,
+            target=config.target,
         )
         self._backend = backend
         try:

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import grpc
@@ -338,6 +338,7 @@ def build_app(
                 '<p><a href="/">back to the overview</a></p>',
                 path=request.path,
                 session=request.get("session"),
+                outage=backend.outage,
             ),
             status=status,
         )
@@ -359,6 +360,7 @@ def build_app(
                 flash=flash,
                 live=live,
                 events=events if backend.watches_events else "",
+                outage=backend.outage,
             )
         )
 
@@ -380,7 +382,12 @@ def build_app(
         return asked
 
     async def call(session: Session, method: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """A read for a page (a short deadline)."""
         return await backend.call(session.token, method, *args, **kw)
+
+    async def act(session: Session, method: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """A call that changes something (the full deadline)."""
+        return await backend.call(session.token, method, *args, action=True, **kw)
 
     # -- static and login -------------------------------------------------------------
 
@@ -505,18 +512,20 @@ def build_app(
     async def overview(request: web.Request) -> web.Response:
         session: Session = request["session"]
         view = await backend.overview(session.token, session.tenant_id)
+        sort = request.query.get("sort", "")
         return page(
             request,
             "Overview",
-            f'<div id="live">{render.overview_live(view, session)}</div>',
-            live="/live/overview",
+            f'<div id="live">{render.overview_live(view, session, sort, backend.outage)}</div>',
+            live="/live/overview" + (f"?{urlencode({'sort': sort})}" if sort else ""),
             events="/events/overview",
         )
 
     async def overview_live(request: web.Request) -> web.Response:
         session: Session = request["session"]
         view = await backend.overview(session.token, session.tenant_id)
-        return html(render.overview_live(view, session))
+        sort = request.query.get("sort", "")
+        return html(render.overview_live(view, session, sort, backend.outage))
 
     # -- jobs -------------------------------------------------------------------------
 
@@ -543,35 +552,98 @@ def build_app(
             values["page_size"] = min(1000, max(1, int(q.get("page_size", "50"))))
         except ValueError:
             values["page_size"] = 50
+        values["order"] = "oldest" if q.get("order") == "oldest" else "newest"
+        values["q"] = q.get("q", "").strip()
+        values["q_in"] = q.get("q_in", "") if q.get("q_in", "") in render.SEARCH_IN else "id"
+        if values["q"] and values["q_in"] == "correlation":
+            values["correlation_id"] = values["q"]
         return values
 
     async def jobs(request: web.Request) -> web.Response:
         session: Session = request["session"]
         values = filter_values(request, session)
         job_filter = _job_filter(values)
-        result = await call(
-            session,
-            AdminClient.list_jobs,
-            job_filter,
-            page_size=values["page_size"],
-            page_token=request.query.get("page_token", ""),
-        )
-        query = {k: v for k, v in request.query.items() if k not in ("status", "job_type") and v}
+        query = {
+            k: v
+            for k, v in request.query.items()
+            if k not in ("status", "job_type", "page_token", "page") and v
+        }
         query["status"] = values["statuses"]
         if values["job_type"]:
             query["job_type"] = values["job_type"]
-        body = render.jobs_page_body(result.jobs, result.next_page_token, values, query, session)
+        searched = ""
+        if values["q"] and values["q_in"] == "id":
+            # A job id goes straight to its page.
+            try:
+                job = await call(session, AdminClient.get_job, values["q"])
+            except WorkflowJobsError as exc:
+                if exc.code not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+                    raise
+                searched = f"no job has the id {values['q']!r}"
+            else:
+                raise web.HTTPSeeOther(f"/jobs/{job.id}")
+        if values["q"] and values["q_in"] == "payload":
+            found, scanned = await payload_search(session, job_filter, values)
+            searched = (
+                f"{len(found)} of the {scanned} {values['order']} job(s) matching the other "
+                f"filters have {values['q']!r} in their payload (at most "
+                f"{PAYLOAD_SCAN_JOBS} are searched, {values['page_size']} shown)"
+            )
+            listing = render.JobListing(found, total=len(found), note=searched)
+        else:
+            result = await call(
+                session,
+                AdminClient.list_jobs,
+                job_filter,
+                page_size=values["page_size"],
+                page_token=request.query.get("page_token", ""),
+                newest_first=values["order"] == "newest",
+                include_total=True,
+                last_page=request.query.get("page") == "last",
+            )
+            listing = render.JobListing(
+                result.jobs,
+                total=result.total_count,
+                next_token=result.next_page_token,
+                prev_token=result.prev_page_token,
+                note=searched,
+            )
+        body = render.jobs_page_body(listing, values, query, session)
         return page(request, "Jobs", body)
+
+    async def payload_search(
+        session: Session, job_filter: JobFilter, values: dict[str, Any]
+    ) -> tuple[list[Any], int]:
+        """The jobs among the first :data:`PAYLOAD_SCAN_JOBS` of the filter whose
+        payload holds the text (as UTF-8 bytes), at most a page of them."""
+        needle, wanted = values["q"].encode(), values["page_size"]
+        found: list[Any] = []
+        scanned, token = 0, ""
+        while scanned < PAYLOAD_SCAN_JOBS and len(found) < wanted:
+            chunk = await call(
+                session,
+                AdminClient.list_jobs,
+                job_filter,
+                page_size=min(PAYLOAD_SCAN_PAGE, PAYLOAD_SCAN_JOBS - scanned),
+                page_token=token,
+                newest_first=values["order"] == "newest",
+            )
+            scanned += len(chunk.jobs)
+            found.extend(j for j in chunk.jobs if needle in j.payload)
+            token = chunk.next_page_token
+            if not token:
+                break
+        return found[:wanted], scanned
 
     async def job_detail(request: web.Request) -> web.Response:
         session: Session = request["session"]
         job_id = request.match_info["job_id"]
-        job, reasons, failure = await _job_and_reasons(session, job_id)
-        live = render.job_live(job, reasons, session, failure)
-        body = f'<div id="live">{live}</div>{render.job_static(job)}'
+        view = await _job_view(session, job_id)
+        live = render.job_live(view, session)
+        body = f'<div id="live">{live}</div>{render.job_static(view.job)}'
         return page(
             request,
-            f"Job {job.job_type}",
+            f"Job {view.job.job_type}",
             body,
             live=f"/live/jobs/{job_id}",
             events=f"/events/jobs/{job_id}",
@@ -579,16 +651,22 @@ def build_app(
 
     async def job_live(request: web.Request) -> web.Response:
         session: Session = request["session"]
-        job, reasons, failure = await _job_and_reasons(session, request.match_info["job_id"])
-        return html(render.job_live(job, reasons, session, failure))
+        view = await _job_view(session, request.match_info["job_id"])
+        return html(render.job_live(view, session))
 
-    async def _job_and_reasons(session: Session, job_id: str) -> tuple[Any, Any, Any]:
+    async def _job_view(session: Session, job_id: str) -> render.JobPage:
         job = await call(session, AdminClient.get_job, job_id)
-        reasons = failure = None
-        if job.status.value == "PENDING":
-            explanation = await call(session, AdminClient.explain_job, job_id)
-            reasons, failure = explanation.reasons, explanation.last_failure
-        return job, reasons, failure
+        if job.status.value != "PENDING":
+            return render.JobPage(job)
+        explanation = await call(session, AdminClient.explain_job, job_id)
+        reasons = explanation.reasons
+        held_by = {r.pause_id for r in reasons if r.pause_id}
+        holding = []
+        if held_by:
+            # The pauses that hold it, so the page offers to lift each.
+            active = await call(session, AdminClient.list_pauses, tenant_id=job.tenant_id)
+            holding = [p for p in active if p.id in held_by]
+        return render.JobPage(job, reasons, explanation.last_failure, holding)
 
     # -- live updates from the job event stream (server-sent events) ------------------
 
@@ -798,7 +876,7 @@ def build_app(
                 kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
             if method is AdminClient.cancel_job:
                 kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
-            job = await call(session, method, job_id(form), **kwargs)
+            job = await act(session, method, job_id(form), **kwargs)
             return f"{verb} job {job.id}: now {job.status.value}", f"/jobs/{job.id}"
 
         return Action(verb, describe, run)
@@ -836,7 +914,7 @@ def build_app(
                 kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
             else:
                 kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
-            result = await call(session, method, bulk_filter(session, form), **kwargs)
+            result = await act(session, method, bulk_filter(session, form), **kwargs)
             return f"{verb}: {result.changed} of {result.matched} matching job(s) changed", ""
 
         return Action(verb, describe, run)
@@ -852,7 +930,7 @@ def build_app(
     async def run_pause(session: Session, form: dict[str, str]) -> tuple[str, str]:
         kind, value, tenant = _scope(session, form)
         expiry = render.duration_minutes(form.get("expire_minutes", ""))
-        record = await call(
+        record = await act(
             session,
             AdminClient.pause,
             kind,
@@ -871,7 +949,7 @@ def build_app(
 
     async def run_unpause(session: Session, form: dict[str, str]) -> tuple[str, str]:
         kind, value, tenant = _scope(session, form)
-        lifted = await call(
+        lifted = await act(
             session, AdminClient.unpause, kind, value, tenant_id=tenant, actor=session.name
         )
         return f"lifted {len(lifted)} pause(s) of {_scope_text(kind, value, tenant)}", ""
@@ -894,7 +972,7 @@ def build_app(
 
     async def run_weight(session: Session, form: dict[str, str]) -> tuple[str, str]:
         tenant, weight = _weight(session, form)
-        await call(session, AdminClient.set_tenant_weight, tenant, weight)
+        await act(session, AdminClient.set_tenant_weight, tenant, weight)
         return f"tenant {tenant} now has weight {weight}", ""
 
     def _weight(session: Session, form: dict[str, str]) -> tuple[str, int]:
@@ -910,7 +988,7 @@ def build_app(
 
     async def run_category_weight(session: Session, form: dict[str, str]) -> tuple[str, str]:
         tenant, category, weight = _category_weight(session, form, with_weight=True)
-        await call(session, AdminClient.set_category_weight, tenant, category, weight)
+        await act(session, AdminClient.set_category_weight, tenant, category, weight)
         return f"category {category} of tenant {tenant} now has weight {weight}", ""
 
     async def describe_category_weight_remove(
@@ -926,7 +1004,7 @@ def build_app(
         session: Session, form: dict[str, str]
     ) -> tuple[str, str]:
         tenant, category, _ = _category_weight(session, form, with_weight=False)
-        await call(session, AdminClient.remove_category_weight, tenant, category)
+        await act(session, AdminClient.remove_category_weight, tenant, category)
         return f"category {category} of tenant {tenant} is back to weight 1", ""
 
     def _category_weight(
@@ -956,7 +1034,7 @@ def build_app(
     async def run_limit(session: Session, form: dict[str, str]) -> tuple[str, str]:
         need_all_tenants(session)
         kind, value, most = _limit(form)
-        await call(session, AdminClient.set_concurrency_limit, kind, value, most)
+        await act(session, AdminClient.set_concurrency_limit, kind, value, most)
         return f"limit of {kind.replace('_', ' ')} {value}: {most or 'removed'}", ""
 
     def _limit(form: dict[str, str]) -> tuple[str, str, int]:
@@ -982,7 +1060,7 @@ def build_app(
     async def run_rate_limit(session: Session, form: dict[str, str]) -> tuple[str, str]:
         need_all_tenants(session)
         kind, value, starts, period, burst = _rate_limit(form)
-        await call(session, AdminClient.set_rate_limit, kind, value, starts, period, burst=burst)
+        await act(session, AdminClient.set_rate_limit, kind, value, starts, period, burst=burst)
         return f"rate limit of {kind.replace('_', ' ')} {value}: {starts} per {period:g}s", ""
 
     def _rate_limit(form: dict[str, str]) -> tuple[str, str, int, float, int]:
@@ -1016,7 +1094,7 @@ def build_app(
         kind, value = form.get("kind", ""), form.get("value", "")
         if kind not in dict(render.LIMIT_KINDS) or not value:
             raise ValueError("name the rate limit to remove")
-        removed = await call(session, AdminClient.remove_rate_limit, kind, value)
+        removed = await act(session, AdminClient.remove_rate_limit, kind, value)
         what = f"{kind.replace('_', ' ')} {value}"
         return (f"removed the rate limit of {what}" if removed else f"no rate limit of {what}"), ""
 
@@ -1046,7 +1124,7 @@ def build_app(
             need_all_tenants(session)
             worker_id, cluster, what = target(form)
             method = AdminClient.undrain if undo else AdminClient.drain
-            await call(session, method, cluster=cluster, worker_id=worker_id)
+            await act(session, method, cluster=cluster, worker_id=worker_id)
             return f"{'undrained' if undo else 'drained'} {what}", "/workers"
 
         return Action(verb, describe, run)
@@ -1101,6 +1179,9 @@ def build_app(
     return app
 
 
+# A payload search reads at most this many jobs of the filter, this many a call.
+PAYLOAD_SCAN_JOBS = 2000
+PAYLOAD_SCAN_PAGE = 500
 # The longest rate-limit period the coordinator takes (docs/limits.md).
 MAX_RATE_PERIOD_S = 366 * 86400
 INT32_MAX = 2**31 - 1

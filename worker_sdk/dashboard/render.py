@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
@@ -22,7 +23,7 @@ from worker_sdk._admin import (
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2
 
-from .backend import Bucket, Overview
+from .backend import Bucket, Outage, Overview
 
 STATUSES = ("PENDING", "RUNNING", "COMPLETED", "FAULTED", "CANCELLED")
 CATEGORIES = ("CONTINUATION", "ACTIVITY_WORK", "INTEGRATION", "MAINTENANCE", "CUSTOM")
@@ -41,6 +42,8 @@ NAV = (
     ("/limits", "Limits"),
     ("/workers", "Workers"),
 )
+# What the jobs page's search box searches.
+SEARCH_IN = {"id": "job id", "correlation": "correlation id", "payload": "payload text"}
 # ListJobs' time filters, as datetime-local inputs read as UTC.
 TIME_FILTERS = ("created_after", "created_before", "due_after", "due_before")
 # Where a scoped session may not go: these act on every tenant.
@@ -100,6 +103,19 @@ def status_badge(status: str) -> str:
     return f'<span class="badge s-{e(status.lower())}">{e(status)}</span>'
 
 
+def job_state(job: JobView, now: datetime) -> str:
+    """A job's status badge; a PENDING job says whether it is due or scheduled."""
+    badge = status_badge(job.status.value)
+    if job.status.value != "PENDING":
+        return badge
+    if job.due_time is not None and job.due_time > now:
+        return (
+            f'{badge} <span class="tag scheduled" title="due {e(when(job.due_time))}">'
+            f"scheduled, due in {e(age((job.due_time - now).total_seconds()))}</span>"
+        )
+    return f'{badge} <span class="tag ready">due</span>'
+
+
 def trace_id(traceparent: str) -> str:
     """The trace id of a W3C ``traceparent`` (version-traceid-spanid-flags); "" if none."""
     parts = traceparent.split("-")
@@ -133,6 +149,11 @@ def payload_html(data: bytes, content_type: str) -> str:
     )
 
 
+def actor_text(actor: str) -> str:
+    """Who a pause is recorded as; only a coordinator without authentication records none."""
+    return actor or "unauthenticated"
+
+
 def pause_kind(scope: apb.PauseScope) -> str:
     return apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
 
@@ -161,11 +182,18 @@ def action_form(
     )
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str = "none") -> str:
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    empty: str = "none",
+    raw_headers: bool = False,
+) -> str:
+    """A table; ``raw_headers``: the headers are HTML already (links that sort)."""
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     if not body:
         body = f'<tr><td colspan="{len(headers)}" class="muted">{e(empty)}</td></tr>'
-    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    head = "".join(f"<th>{h if raw_headers else e(h)}</th>" for h in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -178,11 +206,13 @@ def page(
     flash: Sequence[tuple[str, str]] = (),
     live: str = "",
     events: str = "",
+    outage: Outage | None = None,
 ) -> str:
     """A whole page: navigation, who is logged in, flash messages, the body.
 
     ``live``: where the page's live part is fetched again; ``events``: the
-    server-sent event stream that says when to (else it is polled).
+    server-sent event stream that says when to (else it is polled);
+    ``outage``: the coordinator is not answering (a banner says so).
     """
     links = []
     signed_in = session is not None and session.logged_in
@@ -214,9 +244,20 @@ def page(
 <header><span class="brand">workflow-jobs</span><nav>{"".join(links)}</nav>{who}</header>
 <main{live_attr}>
 <h1>{e(title)}</h1>
+{outage_banner(outage) if outage is not None and not live else ""}
 {messages}
 {body}
 </main></body></html>"""
+
+
+def outage_banner(outage: Outage) -> str:
+    """Says the coordinator is not answering, since when, and that figures may be stale."""
+    return (
+        f'<div class="banner down" id="coordinator-down" role="alert">The coordinator at '
+        f"<b>{e(outage.target or 'its address')}</b> has not answered since "
+        f"{e(when(outage.since))} ({e(outage.error)}). What the dashboard shows was read "
+        "before then and may be out of date.</div>"
+    )
 
 
 # -- charts (inline SVG) -------------------------------------------------------------
@@ -303,19 +344,28 @@ def _chart_frame(
 # -- pages ---------------------------------------------------------------------------
 
 
-def overview_live(view: Overview, session: Any) -> str:
-    """The overview's live part (re-fetched by the page while it is open)."""
+def overview_live(
+    view: Overview, session: Any, sort: str = "", outage: Outage | None = None
+) -> str:
+    """The overview's live part (re-fetched by the page while it is open);
+    ``sort``: the backlog's column (``-`` before it: descending). A stale
+    view (the coordinator is not answering) says so above every figure."""
     s = view.stats
     oldest = (
         s.oldest_pending_age.ToTimedelta().total_seconds()
         if s.HasField("oldest_pending_age")
         else None
     )
+    now_text = view.read_at.strftime("%Y-%m-%dT%H:%M:%S")
+    due = urlencode({"status": "PENDING", "due_before": now_text, "order": "oldest"})
+    later = urlencode({"status": "PENDING", "due_after": now_text, "order": "oldest"})
     cards = [
         ("pending", s.pending, "/jobs?status=PENDING"),
+        ("of them due (ready to run)", s.pending - s.scheduled, f"/jobs?{due}"),
+        ("of them scheduled (not due yet)", s.scheduled, f"/jobs?{later}"),
         ("of them held behind their ordering key", s.held, ""),
         ("running", s.running, "/jobs?status=RUNNING"),
-        ("oldest pending", age(oldest) if s.pending else "–", "/jobs?status=PENDING"),
+        ("oldest due pending", age(oldest) if s.pending - s.scheduled else "–", f"/jobs?{due}"),
         ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),
         ("retries, last 5 min", s.retries_in_window, ""),
         ("failures, last 5 min", s.failures_in_window, "/jobs?status=FAULTED"),
@@ -331,14 +381,19 @@ def overview_live(view: Overview, session: Any) -> str:
         for name, value, href in cards
     )
     state = []
-    if s.draining:
+    if view.stale:
+        state.append(
+            '<span class="badge s-faulted" id="draining">not answering: state unknown</span>'
+        )
+    elif s.draining:
         state.append('<span class="badge s-faulted" id="draining">draining</span>')
     else:
         state.append('<span class="badge s-completed" id="draining">handing out jobs</span>')
     for p in view.pauses:
         state.append(
-            f'<span class="badge s-pending">paused: {e(pause_scope_text(p.scope))}'
-            f"{' – ' + e(p.reason) if p.reason else ''}</span>"
+            f'<a class="badge s-pending" href="{e(pause_jobs_href(p.scope))}" '
+            f'title="the pending jobs it holds">paused: {e(pause_scope_text(p.scope))}'
+            f"{' – ' + e(p.reason) if p.reason else ''}</a>"
         )
     charts = bar_chart(
         "Throughput",
@@ -346,34 +401,102 @@ def overview_live(view: Overview, session: Any) -> str:
         (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
         "completed",
     ) + line_chart("Latency", view.history)
-    backlog = _backlog(s.counts)
+    backlog = _backlog(s.counts, sort)
+    stale = ""
+    if view.stale:
+        stale = (
+            (outage_banner(outage) if outage is not None else "")
+            + f'<p class="stale-note" id="stale">Stale: these figures were read at '
+            f"{e(when(view.read_at))}.</p>"
+        )
     return (
+        f"{stale}"
+        f'<div class="{"stale" if view.stale else "fresh"}">'
         f'<section class="state">{"".join(state)}</section>'
         f'<section class="cards">{card_html}</section>'
         f'<section class="charts">{charts}</section>'
         f"<h2>Backlog</h2>{backlog}"
-        f'<p class="muted small">read {e(when(view.read_at))}</p>'
+        f'<p class="muted small">read {e(when(view.read_at))}</p></div>'
     )
 
 
-def _backlog(counts: Sequence[apb.StatusCount]) -> str:
+# The backlog's columns: (sort key, header); PENDING splits into due and scheduled.
+BACKLOG_COLUMNS = (
+    ("tenant", "tenant"),
+    ("job_type", "job type"),
+    ("due", "pending: due"),
+    ("scheduled", "pending: scheduled"),
+    *((s.lower(), s.lower()) for s in STATUSES if s != "PENDING"),
+)
+
+
+def _backlog(counts: Sequence[apb.StatusCount], sort: str = "") -> str:
     grid: dict[tuple[str, str], dict[str, int]] = {}
     for c in counts:
         status = job_pb2.JobStatus.Name(c.status).removeprefix("JOB_STATUS_")
-        grid.setdefault((c.tenant_id, c.job_type), {})[status] = c.count
+        cell = grid.setdefault((c.tenant_id, c.job_type), {})
+        if status == "PENDING":
+            cell["due"] = c.count - c.scheduled
+            cell["scheduled"] = c.scheduled
+        else:
+            cell[status.lower()] = c.count
+    key, descending = sort.removeprefix("-"), sort.startswith("-")
+    if key not in dict(BACKLOG_COLUMNS):
+        key, descending = "tenant", False
+    items = sorted(grid.items())
+    if key not in ("tenant", "job_type"):
+        items.sort(key=lambda item: item[1].get(key, 0))
+    elif key == "job_type":
+        items.sort(key=lambda item: item[0][1])
+    if descending:
+        items.reverse()
+    now_text = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
     rows = []
-    for (tenant, job_type), by_status in sorted(grid.items()):
+    for (tenant, job_type), by_column in items:
         cells = [
             f'<a href="/jobs?{e(urlencode({"tenant_id": tenant}))}">{e(tenant)}</a>',
             f'<a href="/jobs?{e(urlencode({"tenant_id": tenant, "job_type": job_type}))}">'
             f"{e(job_type)}</a>",
         ]
-        for status in STATUSES:
-            n = by_status.get(status, 0)
-            query = urlencode({"tenant_id": tenant, "job_type": job_type, "status": status})
-            cells.append(f'<a class="num" href="/jobs?{e(query)}">{n}</a>' if n else "")
+        for column, _ in BACKLOG_COLUMNS[2:]:
+            n = by_column.get(column, 0)
+            query = {"tenant_id": tenant, "job_type": job_type}
+            if column == "due":
+                query.update(status="PENDING", due_before=now_text)
+            elif column == "scheduled":
+                query.update(status="PENDING", due_after=now_text)
+            else:
+                query["status"] = column.upper()
+            cells.append(f'<a class="num" href="/jobs?{e(urlencode(query))}">{n}</a>' if n else "")
         rows.append(cells)
-    return table(["tenant", "job type", *[s.lower() for s in STATUSES]], rows, empty="no jobs")
+    headers = []
+    for column, label in BACKLOG_COLUMNS:
+        # The first click sorts numbers biggest first, names from A.
+        first = column if column in ("tenant", "job_type") else f"-{column}"
+        wanted = (column if descending else f"-{column}") if column == key else first
+        mark = (" ↓" if descending else " ↑") if column == key else ""
+        headers.append(
+            f'<a href="/?{e(urlencode({"sort": wanted}))}" data-sort="{e(column)}">'
+            f"{e(label)}{mark}</a>"
+        )
+    return table(headers, rows, empty="no jobs", raw_headers=True)
+
+
+def pause_jobs_href(scope: apb.PauseScope) -> str:
+    """The job list of the pending jobs a pause holds."""
+    kind = pause_kind(scope)
+    query = {"status": "PENDING"}
+    if scope.tenant_id:
+        query["tenant_id"] = scope.tenant_id
+    field = {
+        "definition": "definition_id",
+        "instance": "instance_id",
+        "job_type": "job_type",
+        "category": "category",
+    }.get(kind)
+    if field is not None:
+        query[field] = category_name(scope.value).upper() if kind == "category" else scope.value
+    return f"/jobs?{urlencode(query)}"
 
 
 def filter_form(values: dict[str, Any], session: Any) -> str:
@@ -402,8 +525,21 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
             "</label>"
         )
 
+    search_in = "".join(
+        f'<option value="{k}"{" selected" if values.get("q_in") == k else ""}>{label}</option>'
+        for k, label in SEARCH_IN.items()
+    )
+    orders = "".join(
+        f'<option value="{k}"{" selected" if values.get("order", "newest") == k else ""}>'
+        f"{label}</option>"
+        for k, label in (("newest", "newest first"), ("oldest", "oldest first"))
+    )
     return (
         '<form method="get" action="/jobs" class="filters" id="filters">'
+        f'<div class="row"><label>search<input name="q" value="{e(values.get("q", ""))}" '
+        'placeholder="a job id, correlation id or payload text"></label>'
+        f'<label>in<select name="q_in">{search_in}</select></label>'
+        f'<label>order<select name="order">{orders}</select></label></div>'
         f'<div class="row">{boxes}</div><div class="row">'
         f"<label>tenant{tenant}</label>"
         f"{field('job_type', 'job type', 'comma-separate for any of several')}{field('definition_id', 'definition')}"
@@ -422,21 +558,32 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class JobListing:
+    """One page of the jobs page's list, with the ways to the pages around it."""
+
+    jobs: Sequence[JobView]
+    total: int
+    next_token: str = ""
+    prev_token: str = ""
+    # What a search found (or did not).
+    note: str = ""
+
+
 def jobs_page_body(
-    jobs: Sequence[JobView],
-    next_token: str,
+    listing: JobListing,
     values: dict[str, Any],
     query: dict[str, Any],
     session: Any,
 ) -> str:
     rows = []
     now = datetime.now(UTC)
-    for j in jobs:
+    for j in listing.jobs:
         wf = j.workflow
         rows.append(
             [
                 f'<a href="/jobs/{e(j.id)}" class="mono">{e(j.id)}</a>',
-                status_badge(j.status.value),
+                job_state(j, now),
                 e(j.tenant_id),
                 e(j.job_type),
                 e(wf.definition_id if wf else ""),
@@ -446,29 +593,33 @@ def jobs_page_body(
                 f'<span class="err">{e(j.last_error[:120])}</span>',
             ]
         )
-    listing = table(
-        [
-            "id",
-            "status",
-            "tenant",
-            "type",
-            "definition",
-            "instance",
-            "attempt",
-            "created",
-            "last error",
-        ],
-        rows,
-        empty="no job matches",
+    other = "oldest" if values.get("order", "newest") == "newest" else "newest"
+    flip = {**query, "order": other}
+    created = (
+        f'<a href="/jobs?{e(urlencode(flip, doseq=True))}" id="sort-created" '
+        f'title="{other} first">created {"↓" if other == "oldest" else "↑"}</a>'
     )
-    pager = ""
-    if next_token:
-        more = dict(query)
-        more["page_token"] = next_token
-        pager = f'<p><a class="btn" id="next-page" href="/jobs?{e(urlencode(more, doseq=True))}">next page →</a></p>'
-    if query.get("page_token"):
-        first = {k: v for k, v in query.items() if k != "page_token"}
-        pager += f'<p><a href="/jobs?{e(urlencode(first, doseq=True))}">← first page</a></p>'
+    headers = ["id", "status", "tenant", "type", "definition", "instance", "attempt"]
+    listing_html = table(
+        [*map(e, headers), created, "last error"], rows, empty="no job matches", raw_headers=True
+    )
+
+    def link(ident: str, label: str, **extra: str) -> str:
+        target = urlencode({**query, **extra}, doseq=True)
+        return f'<a class="btn plain" id="{ident}" href="/jobs?{e(target)}">{label}</a>'
+
+    links = []
+    if listing.prev_token:
+        links.append(link("first-page", "« first"))
+        links.append(link("prev-page", "‹ previous", page_token=listing.prev_token))
+    if listing.next_token:
+        links.append(link("next-page", "next ›", page_token=listing.next_token))
+        links.append(link("last-page", "last »", page="last"))
+    note = f'<p class="muted" id="search-note">{e(listing.note)}</p>' if listing.note else ""
+    pager = (
+        f'<p class="pager"><span class="total">{listing.total} job(s) match</span> '
+        f"{' '.join(links)}</p>"
+    )
     bulk_fields = hidden(**{k: v for k, v in _filter_fields(values).items()})
     bulk = (
         '<section class="bulk"><h2>Bulk actions on every job this filter matches</h2>'
@@ -481,7 +632,13 @@ def jobs_page_body(
         f'{bulk_fields}<input name="reason" placeholder="reason"> <button class="btn danger" '
         'type="submit" data-op="bulk_cancel">Cancel matching…</button></form></section>'
     )
-    return filter_form(values, session) + listing + pager + bulk
+    return (
+        filter_form(values, session)
+        + note
+        + listing_html
+        + pager
+        + bulk
+    )
 
 
 def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
@@ -503,14 +660,22 @@ def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def job_live(
-    job: JobView,
-    reasons: Sequence[apb.WaitReason] | None,
-    session: Any,
-    failure: JobAttemptView | None = None,
-) -> str:
+@dataclasses.dataclass(frozen=True)
+class JobPage:
+    """What a job's page shows: the job and, while it is pending, why it waits."""
+
+    job: JobView
+    # ExplainJob's reasons (None: not pending) and the failure a retry waits after.
+    reasons: Sequence[apb.WaitReason] | None = None
+    failure: JobAttemptView | None = None
+    # The active pauses that hold it.
+    pauses: Sequence[apb.PauseRecord] = ()
+
+
+def job_live(view: JobPage, session: Any) -> str:
     """The job page's live part: state, why it waits (and the failure a retry
     waits after), actions, attempts."""
+    job, reasons, failure = view.job, view.reasons, view.failure
     now = datetime.now(UTC)
     parts = []
     if reasons is not None:
@@ -570,8 +735,24 @@ def job_live(
     if status == "RUNNING":
         actions.append(action_form(session.csrf, "unlock", "Unlock", danger=True, job_id=job.id))
     actions.append(action_form(session.csrf, "replay", "Replay (new job)", job_id=job.id))
+    for p in view.pauses:
+        kind = pause_kind(p.scope)
+        actions.append(
+            action_form(
+                session.csrf,
+                "unpause",
+                f"{'Enable' if kind == 'tenant' else 'Unpause'} {pause_scope_text(p.scope)}",
+                kind=kind,
+                value=p.scope.value,
+                tenant_id=p.scope.tenant_id,
+            )
+        )
     wf = job.workflow
-    if wf is not None and wf.definition_id:
+    definition_paused = any(
+        pause_kind(p.scope) == "definition" and wf is not None and p.scope.value == wf.definition_id
+        for p in view.pauses
+    )
+    if wf is not None and wf.definition_id and not definition_paused:
         actions.append(
             action_form(
                 session.csrf,
@@ -590,7 +771,7 @@ def job_live(
     elif job.lease_owner:
         last_worker = e(job.lease_owner)
     fields = [
-        ("status", status_badge(status) + (" cancel requested" if job.cancel_requested else "")),
+        ("status", job_state(job, now) + (" cancel requested" if job.cancel_requested else "")),
         (
             "attempt",
             f"{job.attempt} of {job.max_attempts or 'unlimited'}"
@@ -686,7 +867,8 @@ def job_static(job: JobView) -> str:
                 "definition",
                 (
                     f'<a href="/jobs?{e(urlencode({"definition_id": wf.definition_id}))}">'
-                    f"{e(wf.definition_id)}</a> v{wf.definition_version}"
+                    f"{e(wf.definition_id)}</a>"
+                    + (f" v{wf.definition_version}" if wf.definition_version else "")
                 )
                 if wf.definition_id
                 else "",
@@ -733,8 +915,9 @@ def pauses_body(
         expire = ts(p, "expire_time")
         rows.append(
             [
-                e(pause_scope_text(p.scope)),
-                e(p.actor),
+                f'<a href="{e(pause_jobs_href(p.scope))}" title="the pending jobs it holds">'
+                f"{e(pause_scope_text(p.scope))}</a>",
+                e(actor_text(p.actor)),
                 e(p.reason),
                 e(ago(ts(p, "create_time"), now)),
                 e(when(expire)) if expire else "never",
@@ -773,7 +956,7 @@ def pauses_body(
         hist_rows.append(
             [
                 e(pause_scope_text(p.scope)),
-                e(p.actor),
+                e(actor_text(p.actor)),
                 e(p.reason),
                 e(when(ts(p, "create_time"))),
                 e(when(ts(p, "expire_time"))),

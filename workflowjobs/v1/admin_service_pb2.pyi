@@ -131,14 +131,28 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_count: _Optional[int] = ..., prev_page_token: _Optional[str] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
-    __slots__ = ("tenant_id", "window", "category")
+    __slots__ = ("tenant_id", "window", "category", "windows")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     window: _duration_pb2.Duration
     category: _job_pb2.JobCategory
-    def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ...) -> None: ...
+    windows: _containers.RepeatedCompositeFieldContainer[_duration_pb2.Duration]
+    def __init__(self, tenant_id: _Optional[str] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., windows: _Optional[_Iterable[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]]] = ...) -> None: ...
+
+class WindowCounts(_message.Message):
+    __slots__ = ("window", "completions", "failures", "retries")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
+    window: _duration_pb2.Duration
+    completions: int
+    failures: int
+    retries: int
+    def __init__(self, window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., completions: _Optional[int] = ..., failures: _Optional[int] = ..., retries: _Optional[int] = ...) -> None: ...
 
 class StatusCount(_message.Message):
     __slots__ = ("tenant_id", "job_type", "status", "count", "scheduled")
@@ -155,7 +169,7 @@ class StatusCount(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled")
+    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled", "windows")
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +185,7 @@ class GetStatsResponse(_message.Message):
     CONNECTED_WORKERS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
     counts: _containers.RepeatedCompositeFieldContainer[StatusCount]
     pending: int
     running: int
@@ -186,7 +201,8 @@ class GetStatsResponse(_message.Message):
     connected_workers: int
     held: int
     scheduled: int
-    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
+    windows: _containers.RepeatedCompositeFieldContainer[WindowCounts]
+    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowCounts, _Mapping]]] = ...) -> None: ...
 
 class WaitReason(_message.Message):
     __slots__ = ("kind", "message", "until", "pause_id", "count", "limit")

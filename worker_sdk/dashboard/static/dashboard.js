@@ -28,6 +28,8 @@
   var lastFetch = Date.now();
   var following = false;
   var queued = null;
+  var banner = null;
+  var failingSince = null;
 
   // Typing in (or having filled in) one of the live part's forms holds the refresh,
   // so a reason being written is not wiped.
@@ -50,8 +52,13 @@
     return open;
   }
 
+  // The time in UTC, as every other time on the dashboard.
+  function utcNow() {
+    return new Date().toISOString().slice(11, 19) + " UTC";
+  }
+
   function label() {
-    return (following ? "live (events)" : "live") + " · " + new Date().toLocaleTimeString();
+    return (following ? "live (events)" : "live") + " · " + utcNow();
   }
 
   function refresh() {
@@ -79,10 +86,25 @@
         open.forEach(function (i) { if (details[i]) details[i].open = true; });
         status.textContent = label();
         status.classList.remove("stale");
+        target.classList.remove("stale");
+        if (banner) { banner.remove(); banner = null; }
+        failingSince = null;
       })
       .catch(function (err) {
-        status.textContent = "not updating: " + err.message;
+        // What the page shows is no longer current: grey it and say since when.
+        failingSince = failingSince || utcNow();
+        status.textContent = "not updating since " + failingSince + ": " + err.message;
         status.classList.add("stale");
+        target.classList.add("stale");
+        if (!banner) {
+          banner = document.createElement("div");
+          banner.className = "banner down";
+          banner.id = "stale-banner";
+          banner.setAttribute("role", "alert");
+          target.parentNode.insertBefore(banner, target);
+        }
+        banner.textContent = "Not updating since " + failingSince + " (" + err.message +
+          "): what this page shows may be out of date.";
       })
       .finally(function () {
         busy = false;

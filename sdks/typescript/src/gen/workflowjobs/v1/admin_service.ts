@@ -310,6 +310,19 @@ export interface GetStatsRequest {
    * oldest pending age and the windowed attempt counts.
    */
   category: JobCategory;
+  /**
+   * Also the attempt counts of each of these windows (at most 24), in
+   * GetStatsResponse.windows: a chart's buckets in one call.
+   */
+  windows: Duration[];
+}
+
+/** Attempts that ended in one window up to now (GetStatsRequest.windows). */
+export interface WindowCounts {
+  window: Duration | undefined;
+  completions: bigint;
+  failures: bigint;
+  retries: bigint;
 }
 
 export interface StatusCount {
@@ -353,6 +366,8 @@ export interface GetStatsResponse {
    * pending - scheduled are due. oldest_pending_age is of the due ones.
    */
   scheduled: bigint;
+  /** One per GetStatsRequest.windows, in its order. */
+  windows: WindowCounts[];
 }
 
 /** One reason a pending job is not running right now. */
@@ -1683,7 +1698,7 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
 };
 
 function createBaseGetStatsRequest(): GetStatsRequest {
-  return { tenantId: "", window: undefined, category: 0 };
+  return { tenantId: "", window: undefined, category: 0, windows: [] };
 }
 
 export const GetStatsRequest: MessageFns<GetStatsRequest> = {
@@ -1696,6 +1711,9 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
     }
     if (message.category !== 0) {
       writer.uint32(24).int32(message.category);
+    }
+    for (const v of message.windows) {
+      Duration.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1737,6 +1755,14 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
             message.category = reader.int32() as any;
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.windows.push(Duration.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1758,6 +1784,7 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
         : "",
       window: isSet(object.window) ? Duration.fromJSON(object.window) : undefined,
       category: isSet(object.category) ? jobCategoryFromJSON(object.category) : 0,
+      windows: globalThis.Array.isArray(object?.windows) ? object.windows.map((e: any) => Duration.fromJSON(e)) : [],
     };
   },
 
@@ -1772,6 +1799,9 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
     if (message.category !== 0) {
       obj.category = jobCategoryToJSON(message.category);
     }
+    if (message.windows?.length) {
+      obj.windows = message.windows.map((e) => Duration.toJSON(e));
+    }
     return obj;
   },
 
@@ -1785,6 +1815,137 @@ export const GetStatsRequest: MessageFns<GetStatsRequest> = {
       ? Duration.fromPartial(object.window)
       : undefined;
     message.category = object.category ?? 0;
+    message.windows = object.windows?.map((e) => Duration.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseWindowCounts(): WindowCounts {
+  return { window: undefined, completions: 0n, failures: 0n, retries: 0n };
+}
+
+export const WindowCounts: MessageFns<WindowCounts> = {
+  encode(message: WindowCounts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.window !== undefined) {
+      Duration.encode(message.window, writer.uint32(10).fork()).join();
+    }
+    if (message.completions !== 0n) {
+      if (BigInt.asIntN(64, message.completions) !== message.completions) {
+        throw new globalThis.Error("value provided for field message.completions of type int64 too large");
+      }
+      writer.uint32(16).int64(message.completions);
+    }
+    if (message.failures !== 0n) {
+      if (BigInt.asIntN(64, message.failures) !== message.failures) {
+        throw new globalThis.Error("value provided for field message.failures of type int64 too large");
+      }
+      writer.uint32(24).int64(message.failures);
+    }
+    if (message.retries !== 0n) {
+      if (BigInt.asIntN(64, message.retries) !== message.retries) {
+        throw new globalThis.Error("value provided for field message.retries of type int64 too large");
+      }
+      writer.uint32(32).int64(message.retries);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WindowCounts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWindowCounts();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.window = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.completions = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.failures = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retries = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WindowCounts {
+    return {
+      window: isSet(object.window) ? Duration.fromJSON(object.window) : undefined,
+      completions: isSet(object.completions) ? BigInt(object.completions) : 0n,
+      failures: isSet(object.failures) ? BigInt(object.failures) : 0n,
+      retries: isSet(object.retries) ? BigInt(object.retries) : 0n,
+    };
+  },
+
+  toJSON(message: WindowCounts): unknown {
+    const obj: any = {};
+    if (message.window !== undefined) {
+      obj.window = Duration.toJSON(message.window);
+    }
+    if (message.completions !== 0n) {
+      obj.completions = message.completions.toString();
+    }
+    if (message.failures !== 0n) {
+      obj.failures = message.failures.toString();
+    }
+    if (message.retries !== 0n) {
+      obj.retries = message.retries.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WindowCounts>, I>>(base?: I): WindowCounts {
+    return WindowCounts.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WindowCounts>, I>>(object: I): WindowCounts {
+    const message = createBaseWindowCounts();
+    message.window = (object.window !== undefined && object.window !== null)
+      ? Duration.fromPartial(object.window)
+      : undefined;
+    message.completions = (object.completions !== undefined && object.completions !== null)
+      ? BigInt(object.completions)
+      : 0n;
+    message.failures = (object.failures !== undefined && object.failures !== null) ? BigInt(object.failures) : 0n;
+    message.retries = (object.retries !== undefined && object.retries !== null) ? BigInt(object.retries) : 0n;
     return message;
   },
 };
@@ -1953,6 +2114,7 @@ function createBaseGetStatsResponse(): GetStatsResponse {
     connectedWorkers: 0,
     held: 0n,
     scheduled: 0n,
+    windows: [],
   };
 }
 
@@ -2035,6 +2197,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
         throw new globalThis.Error("value provided for field message.scheduled of type int64 too large");
       }
       writer.uint32(120).int64(message.scheduled);
+    }
+    for (const v of message.windows) {
+      WindowCounts.encode(v!, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -2172,6 +2337,14 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
             message.scheduled = reader.int64() as bigint;
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.windows.push(WindowCounts.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2225,6 +2398,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
         : 0,
       held: isSet(object.held) ? BigInt(object.held) : 0n,
       scheduled: isSet(object.scheduled) ? BigInt(object.scheduled) : 0n,
+      windows: globalThis.Array.isArray(object?.windows)
+        ? object.windows.map((e: any) => WindowCounts.fromJSON(e))
+        : [],
     };
   },
 
@@ -2275,6 +2451,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     if (message.scheduled !== 0n) {
       obj.scheduled = message.scheduled.toString();
     }
+    if (message.windows?.length) {
+      obj.windows = message.windows.map((e) => WindowCounts.toJSON(e));
+    }
     return obj;
   },
 
@@ -2308,6 +2487,7 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     message.connectedWorkers = object.connectedWorkers ?? 0;
     message.held = (object.held !== undefined && object.held !== null) ? BigInt(object.held) : 0n;
     message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
+    message.windows = object.windows?.map((e) => WindowCounts.fromPartial(e)) || [];
     return message;
   },
 };
