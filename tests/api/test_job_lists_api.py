@@ -105,3 +105,16 @@ def test_the_cli_lists_newest_first_unless_sorted_oldest_and_splits_stats(target
     assert later not in ids
     stats = wfjobs(target, "stats", "--tenant", "cli-sort")
     assert "of the pending, 4 due (ready to run) and 1 scheduled (not due yet)" in stats
+
+
+def test_stats_answer_the_attempt_counts_of_several_windows_in_one_call(target: str) -> None:
+    with SchedulerClient(target) as scheduler, AdminClient(target) as admin:
+        job = scheduler.enqueue("noop", {}, tenant_id="windows")
+        admin.cancel_job(job.id)
+        windows = [timedelta(minutes=5 * k) for k in range(1, 13)]
+        stats = admin.get_stats(tenant_id="windows", windows=windows)
+        assert [w.window.ToTimedelta() for w in stats.windows] == windows
+        assert all(w.completions == 0 and w.failures == 0 for w in stats.windows)
+        assert admin.get_stats(tenant_id="windows").windows == []
+        with pytest.raises(InvalidArgumentError, match="at most 24 windows"):
+            admin.get_stats(windows=[timedelta(minutes=1)] * 25)
