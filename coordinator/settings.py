@@ -87,6 +87,13 @@ class Settings:
 
     def connection_bounds(self) -> ConnectionBounds:
         """The PostgreSQL connection limits these settings give (``ValueError`` when out of range)."""
+        for flag, value, least in (
+            ("--database-timeout", self.database_timeout_s, 0.1),
+            ("--database-tcp-timeout", self.database_tcp_timeout_s, 1.0),
+            ("--statement-timeout", self.statement_timeout_s, 0.0),
+        ):
+            if not least <= value <= 3600:
+                raise ValueError(f"{flag} must be between {least:g} and 3600 seconds, got {value}")
         return ConnectionBounds(
             connect_timeout_s=max(2, math.ceil(self.database_timeout_s)),
             tcp_timeout_s=self.database_tcp_timeout_s,

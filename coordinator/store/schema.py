@@ -81,7 +81,8 @@ jobs = sa.Table(
     sa.Column("ordering_held", sa.Boolean, nullable=False, server_default=sa.false()),
     # The database's number for the job, given as it is stored (migration
     # 0018: a sequence on PostgreSQL, a trigger on SQLite): a key's jobs run in
-    # its order, whatever clock made their ids.
+    # its order, whatever clock made their ids. A later SQLite migration that
+    # rebuilds wfj_jobs (Alembic's batch mode) must create the trigger again.
     sa.Column("ordering_seq", sa.BigInteger),
 )
 

@@ -128,3 +128,21 @@ def test_the_database_bounds_come_from_the_environment_and_the_flags(monkeypatch
         20.0,
         45.0,
     )
+
+
+def test_database_bounds_out_of_range_name_their_flag() -> None:
+    import dataclasses
+
+    import pytest
+
+    from coordinator.settings import Settings
+
+    for field, flag in (
+        ("database_timeout_s", "--database-timeout"),
+        ("database_tcp_timeout_s", "--database-tcp-timeout"),
+        ("statement_timeout_s", "--statement-timeout"),
+    ):
+        for value in (-1.0, float("nan"), 1e9):
+            settings = dataclasses.replace(Settings(), **{field: value})
+            with pytest.raises(ValueError, match=flag):
+                settings.connection_bounds()
