@@ -29,9 +29,11 @@ one.
 from __future__ import annotations
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from coordinator.errors import StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
+from coordinator.store.liveness import DEFAULT_BOUNDS, tcp_connect_args
 from coordinator.store.urls import libpq_conninfo
 
 PROBE_ROUNDS = 3
@@ -44,7 +46,8 @@ def shares_server_sessions(url: str) -> bool:
     Raises:
         StoreUnavailable: the database cannot be reached.
     """
-    conninfo = libpq_conninfo(url)
+    # Bounded like every other connection: a silent database fails the check.
+    conninfo = make_conninfo(libpq_conninfo(url), **tcp_connect_args(DEFAULT_BOUNDS))
     try:
         with (
             psycopg.connect(conninfo, autocommit=True, prepare_threshold=None) as a,
