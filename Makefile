@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 ## The npm side (one workspace, one committed lockfile): buf for `make lint`, and
 ## the TypeScript SDK (sdks/typescript), built into sdks/typescript/dist with its
 ## example worker (examples/typescript/dist). Skipped, with a note, without npm.
-TS_SOURCES := $(shell find sdks/typescript/src sdks/typescript/test sdks/typescript/conformance examples/typescript -name '*.ts' -not -path '*/dist/*' 2>/dev/null)
+TS_SOURCES := $(shell find sdks/typescript/src sdks/typescript/test sdks/typescript/conformance sdks/typescript/bench examples/typescript -name '*.ts' -not -path '*/dist/*' 2>/dev/null)
 TS_BUILT := sdks/typescript/dist/.built
 
 node_modules/.installed: package.json package-lock.json sdks/typescript/package.json

@@ -9,7 +9,7 @@ quick runs (176–934 ms against 7 ms, cause not found), so the quoted
 peer figures come from the shared server.
 
 Figures (in table order): throughput, events, replicas, latency, unary, paused, backlog,
-ordering, fairness, rate_limits, idle, memory, snapshot. With no figure named, all run. Output:
+ordering, fairness, rate_limits, idle, memory, snapshot, typescript. With no figure named, all run. Output:
 
 - all figures, full sizes → `bench/results/latest.md` (the committed table);
 - `--quick` → `bench/results/quick.md` (a smoke check; numbers not quotable);
@@ -60,6 +60,7 @@ FIGURES = {
     "idle": "bench.idle",
     "memory": "bench.memory",
     "snapshot": "bench.snapshot",
+    "typescript": "bench.typescript",
 }
 # Figures run only when named (not part of a full run's table).
 ON_REQUEST = {"ab": "bench.ab"}
