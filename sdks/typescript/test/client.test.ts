@@ -1,0 +1,121 @@
+// The client and an in-process Worker against a real coordinator (the repository's .venv runs it).
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, test } from "node:test";
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { Client, JobEventKind, JobStatus, RetryAfterError, Worker, resultOf, statusOf } from "../src/index";
+import type { LogRecord } from "../src/log";
+
+const REPO = path.resolve(__dirname, "../../../..");
+const PYTHON = path.join(REPO, ".venv", "bin", "python");
+const exporter = new InMemorySpanExporter();
+let coordinator: ChildProcess;
+let target = "";
+let tmp = "";
+
+before(async () => {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "wfjobs-ts-"));
+  coordinator = spawn(
+    PYTHON,
+    ["-m", "coordinator", "serve", "--listen", "127.0.0.1:0", "--database-url", `sqlite:///${tmp}/c.db`, "--migrate"],
+    { cwd: REPO, env: { ...process.env, PYTHONPATH: REPO }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  target = await new Promise<string>((resolve, reject) => {
+    let log = "";
+    const timer = setTimeout(() => reject(new Error(`no coordinator: ${log}`)), 30_000);
+    const read = (chunk: Buffer) => {
+      log += chunk.toString();
+      const match = /listening on 127\.0\.0\.1:(\d+)/.exec(log);
+      if (match) {
+        clearTimeout(timer);
+        resolve(`127.0.0.1:${match[1]}`);
+      }
+    };
+    coordinator.stdout?.on("data", read);
+    coordinator.stderr?.on("data", read);
+    coordinator.on("exit", (code) => reject(new Error(`coordinator exited ${code}: ${log}`)));
+  });
+});
+
+after(() => {
+  coordinator.kill("SIGTERM");
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test("enqueue, enqueue a batch, run, wait and watch: the client and the worker agree", async () => {
+  const client = new Client({ target });
+  const records: LogRecord[] = [];
+  const worker = new Worker({ target, concurrency: 4, workerId: "ts-test", logSink: (r) => records.push(r) });
+  const seen: { payload: unknown; attempt: number; tenant: string }[] = [];
+  worker.handler<{ n: number }>("double", async (payload, ctx) => {
+    seen.push({ payload, attempt: ctx.attempt, tenant: ctx.tenantId });
+    if (payload.n === 0 && ctx.attempt === 1) throw new RetryAfterError("not yet", 1_500);
+    return { doubled: payload.n * 2 };
+  });
+  const running = worker.run({ handleSignals: false });
+  try {
+    const parent = trace.getTracer("test").startSpan("request");
+    const one = await context.with(trace.setSpan(context.active(), parent), () =>
+      client.enqueue("double", { n: 21 }, { tenantId: "t1", workflow: { definitionId: "d" } }),
+    );
+    parent.end();
+    assert.equal(one.traceparent.split("-")[1], parent.spanContext().traceId, "the enqueuer's trace");
+    const results = await client.enqueueBatch([
+      { jobType: "double", payload: { n: 1 }, tenantId: "t1" },
+      { jobType: "double", payload: { n: 0 }, tenantId: "t1", retryPolicy: { maxAttempts: 3 } },
+    ]);
+    assert.equal(results.length, 2);
+    const done = await client.waitForJob(one.id, { timeoutMs: 30_000 });
+    assert.equal(statusOf(done), "COMPLETED");
+    assert.deepEqual(resultOf(done), { doubled: 42 });
+    assert.equal(done.workflow?.definitionId, "d");
+    const retried = await client.waitForJob(results[1].jobId, { timeoutMs: 30_000 });
+    const withHistory = await client.getJob(retried.id, { attempts: true });
+    assert.equal(withHistory.status, JobStatus.JOB_STATUS_COMPLETED);
+    const [failed, completed] = withHistory.attempts;
+    assert.equal(failed.errorKind, "RetryAfterError");
+    // The retry waited for the handler's time, not the policy's 1 s default backoff.
+    assert.ok(completed.startTime!.getTime() - failed.endTime!.getTime() >= 1_400);
+
+    // Every event of the first job, from the oldest kept.
+    const kinds: JobEventKind[] = [];
+    const abort = new AbortController();
+    for await (const event of client.watchEvents({ jobId: one.id }, { fromOldest: true, signal: abort.signal })) {
+      kinds.push(event.kind);
+      if (event.kind === JobEventKind.JOB_EVENT_KIND_COMPLETED) abort.abort();
+    }
+    assert.deepEqual(kinds, [
+      JobEventKind.JOB_EVENT_KIND_ENQUEUED,
+      JobEventKind.JOB_EVENT_KIND_STARTED,
+      JobEventKind.JOB_EVENT_KIND_COMPLETED,
+    ]);
+  } finally {
+    await worker.shutdown();
+    await running;
+    client.close();
+  }
+  assert.deepEqual(
+    seen.map((s) => s.tenant),
+    ["t1", "t1", "t1", "t1"],
+  );
+  const messages = records.map((r) => `${r.level} ${r.logger} ${r.message}`);
+  assert.ok(messages.some((m) => m.startsWith("INFO worker_sdk.worker worker ts-test started (workflow-jobs ")));
+  assert.ok(messages.some((m) => m.includes("attempt 1/3 failed after ") && m.endsWith("s: RetryAfterError: not yet")));
+  assert.ok(messages.includes("INFO worker_sdk.worker worker ts-test stopped"));
+  // Each attempt was an `execute double` span under the enqueuer's trace.
+  const spans = exporter.getFinishedSpans().filter((s) => s.name === "execute double");
+  assert.equal(spans.length, 4, "one span per attempt");
+  const enqueueSpan = exporter.getFinishedSpans().find((s) => s.name === "enqueue double");
+  assert.ok(enqueueSpan);
+  assert.ok(
+    spans.some((s) => s.parentSpanContext?.spanId === enqueueSpan.spanContext().spanId),
+    "an attempt's span is the enqueue span's child",
+  );
+});
