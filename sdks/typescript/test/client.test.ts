@@ -54,9 +54,14 @@ test("enqueue, enqueue a batch, run, wait and watch: the client and the worker a
   const records: LogRecord[] = [];
   const worker = new Worker({ target, concurrency: 4, workerId: "ts-test", logSink: (r) => records.push(r) });
   const seen: { payload: unknown; attempt: number; tenant: string }[] = [];
+  let askedFor: Date | undefined;
   worker.handler<{ n: number }>("double", async (payload, ctx) => {
     seen.push({ payload, attempt: ctx.attempt, tenant: ctx.tenantId });
-    if (payload.n === 0 && ctx.attempt === 1) throw new RetryAfterError("not yet", 1_500);
+    if (payload.n === 0 && ctx.attempt === 1) {
+      const error = new RetryAfterError("not yet", 1_500);
+      askedFor = error.at;
+      throw error;
+    }
     return { doubled: payload.n * 2 };
   });
   const running = worker.run({ handleSignals: false });
@@ -81,8 +86,15 @@ test("enqueue, enqueue a batch, run, wait and watch: the client and the worker a
     assert.equal(withHistory.status, JobStatus.JOB_STATUS_COMPLETED);
     const [failed, completed] = withHistory.attempts;
     assert.equal(failed.errorKind, "RetryAfterError");
-    // The retry waited for the handler's time, not the policy's 1 s default backoff.
-    assert.ok(completed.startTime!.getTime() - failed.endTime!.getTime() >= 1_400);
+    assert.ok(completed.startTime!.getTime() >= askedFor!.getTime(), "not before the handler's time");
+    // The coordinator scheduled the retry at the handler's time, not by the policy's backoff.
+    const scheduled = [];
+    const stop = new AbortController();
+    for await (const event of client.watchEvents({ jobId: retried.id }, { fromOldest: true, signal: stop.signal })) {
+      if (event.kind === JobEventKind.JOB_EVENT_KIND_RETRY_SCHEDULED) scheduled.push(event.dueTime!.getTime());
+      if (event.kind === JobEventKind.JOB_EVENT_KIND_COMPLETED) stop.abort();
+    }
+    assert.deepEqual(scheduled, [askedFor!.getTime()]);
 
     // Every event of the first job, from the oldest kept.
     const kinds: JobEventKind[] = [];
