@@ -25,9 +25,12 @@ scheduler role shows up the same way, so the adapters log it loudly.
 
 from __future__ import annotations
 
+import abc
+import asyncio
 import dataclasses
 import enum
 import logging
+from typing import Generic, TypeVar
 
 import grpc
 
@@ -36,7 +39,15 @@ from .._errors import WorkflowJobsError
 from .._scheduler import AsyncSchedulerClient
 from ._envelope import EnvelopeFormat, InboundMessage, MalformedMessageError, parse_message
 
-__all__ = ["Backoff", "BackoffConfig", "Forwarder", "IngressStats", "Verdict", "VerdictKind"]
+__all__ = [
+    "Backoff",
+    "BackoffConfig",
+    "BrokerIngress",
+    "Forwarder",
+    "IngressStats",
+    "Verdict",
+    "VerdictKind",
+]
 
 log = logging.getLogger("worker_sdk.ingress")
 
@@ -138,3 +149,103 @@ class Forwarder:
         else:
             self.stats.enqueued += 1
         return Verdict(VerdictKind.ENQUEUED, job_id=job.id, deduplicated=job.deduplicated)
+
+
+# A broker's message, as its client library delivers it.
+M = TypeVar("M")
+
+
+class BrokerIngress(abc.ABC, Generic[M]):
+    """What every adapter shares: forwarding a message, settling it by its
+    verdict (the table above), the backoff, the counters and an idempotent stop.
+
+    An adapter says, in its broker's words, how a message reads
+    (``_inbound``, ``_describe``), how it is acked, dead-lettered and retried,
+    and how it stops (``_stop``, in the order its module's design note gives).
+    """
+
+    def __init__(
+        self,
+        scheduler: AsyncSchedulerClient,
+        envelope: EnvelopeFormat,
+        backoff: BackoffConfig,
+        logger: logging.Logger,
+    ) -> None:
+        self._forwarder = Forwarder(scheduler, envelope)
+        self._backoff = Backoff(backoff)
+        self._log = logger
+        self._shutdown: asyncio.Task[None] | None = None
+
+    @property
+    def stats(self) -> IngressStats:
+        """Counts of enqueued, deduplicated, dead-lettered and retried messages."""
+        return self._forwarder.stats
+
+    async def stop(self) -> None:
+        """Stop taking messages, finish those in flight and close (see the
+        shutdown order in the adapter's module).
+
+        Safe to call twice or before ``start``; every call returns once the
+        adapter has stopped.
+        """
+        if self._shutdown is None:
+            self._shutdown = asyncio.create_task(self._stop())
+        await asyncio.shield(self._shutdown)
+
+    async def _forward(self, message: M) -> None:
+        """Enqueue the job ``message`` describes, then settle the message."""
+        verdict = await self._forwarder.forward(self._inbound(message))
+        await self._settle(message, verdict)
+
+    async def _settle(self, message: M, verdict: Verdict) -> None:
+        if verdict.kind is VerdictKind.ENQUEUED:
+            self._backoff.reset()
+            self._log.debug(
+                "message %s → job %s%s",
+                self._describe(message),
+                verdict.job_id,
+                " (already enqueued)" if verdict.deduplicated else "",
+            )
+            await self._acknowledge(message)
+        elif verdict.kind is VerdictKind.DEAD_LETTER:
+            try:
+                await self._dead_letter(message, verdict.reason)
+            except Exception as e:
+                await self._retry_later(message, f"dead-lettering failed: {e}")
+                return
+            self._log.warning(
+                "message %s dead-lettered to %s: %s",
+                self._describe(message),
+                self._dead_letter_target(),
+                verdict.reason,
+            )
+        else:
+            await self._retry_later(message, verdict.reason)
+
+    @abc.abstractmethod
+    async def _stop(self) -> None:
+        """Stop, in the adapter's shutdown order."""
+
+    @abc.abstractmethod
+    def _inbound(self, message: M) -> InboundMessage:
+        """The message as the forwarder reads it."""
+
+    @abc.abstractmethod
+    def _describe(self, message: M) -> str:
+        """The message for a log line."""
+
+    @abc.abstractmethod
+    def _dead_letter_target(self) -> str:
+        """Where dead letters go, for a log line."""
+
+    @abc.abstractmethod
+    async def _acknowledge(self, message: M) -> None:
+        """Ack a message whose job is stored."""
+
+    @abc.abstractmethod
+    async def _dead_letter(self, message: M, reason: str) -> None:
+        """Store a copy with ``reason`` where dead letters go, then drop the original."""
+
+    @abc.abstractmethod
+    async def _retry_later(self, message: M, reason: str) -> None:
+        """Leave the message to be delivered again after the backoff."""

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._scheduler import AsyncSchedulerClient
 from ._envelope import EnvelopeFormat, InboundMessage, derive_idempotency_key
-from ._forward import Backoff, BackoffConfig, Forwarder, IngressStats, Verdict, VerdictKind
+from ._forward import BackoffConfig, BrokerIngress
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -110,7 +110,7 @@ class NatsIngressConfig:
             raise ValueError("batch must be at least 1")
 
 
-class NatsIngress:
+class NatsIngress(BrokerIngress["Msg"]):
     """Consumes a NATS JetStream subject and enqueues a job per message.
 
     Args:
@@ -129,9 +129,8 @@ class NatsIngress:
     """
 
     def __init__(self, config: NatsIngressConfig, scheduler: AsyncSchedulerClient) -> None:
+        super().__init__(scheduler, config.envelope, config.backoff, log)
         self.config = config
-        self._forwarder = Forwarder(scheduler, config.envelope)
-        self._backoff = Backoff(config.backoff)
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._subscription: Any = None
@@ -142,12 +141,6 @@ class NatsIngress:
         self._loop_task: asyncio.Task[None] | None = None
         self._batch_task: asyncio.Future[Any] | None = None
         self._started = False
-        self._shutdown: asyncio.Task[None] | None = None
-
-    @property
-    def stats(self) -> IngressStats:
-        """Counts of enqueued, deduplicated, dead-lettered and retried messages."""
-        return self._forwarder.stats
 
     async def start(self) -> None:
         """Connect, create what is missing and start fetching. Calling it twice is a no-op."""
@@ -201,16 +194,6 @@ class NatsIngress:
             await asyncio.shield(self._shutdown)
         elif not self._loop_task.cancelled():
             self._loop_task.result()
-
-    async def stop(self) -> None:
-        """Stop fetching, finish the batch in flight and close (see the shutdown order above).
-
-        Safe to call twice or before :meth:`start`; every call returns once the
-        adapter has stopped.
-        """
-        if self._shutdown is None:
-            self._shutdown = asyncio.create_task(self._stop())
-        await asyncio.shield(self._shutdown)
 
     async def _stop(self) -> None:
         self._stopping.set()
@@ -279,11 +262,12 @@ class NatsIngress:
 
     async def _handle(self, msg: Msg) -> None:
         try:
-            verdict = await self._forwarder.forward(self._inbound(msg))
-            await self._settle(msg, verdict)
+            await self._forward(msg)
         except Exception as e:
             # The connection went away mid-settle: the server redelivers after ack_wait.
-            log.warning("message %s left unacked (%s); it will be redelivered", _describe(msg), e)
+            log.warning(
+                "message %s left unacked (%s); it will be redelivered", self._describe(msg), e
+            )
 
     def _inbound(self, msg: Msg) -> InboundMessage:
         headers = msg.headers or {}
@@ -299,30 +283,14 @@ class NatsIngress:
             tracestate=headers.get("tracestate"),
         )
 
-    async def _settle(self, msg: Msg, verdict: Verdict) -> None:
-        if verdict.kind is VerdictKind.ENQUEUED:
-            self._backoff.reset()
-            log.debug(
-                "message %s → job %s%s",
-                _describe(msg),
-                verdict.job_id,
-                " (already enqueued)" if verdict.deduplicated else "",
-            )
-            await self._acknowledge(msg)
-        elif verdict.kind is VerdictKind.DEAD_LETTER:
-            try:
-                await self._dead_letter(msg, verdict.reason)
-            except Exception as e:
-                await self._retry_later(msg, f"dead-lettering failed: {e}")
-                return
-            log.warning(
-                "message %s dead-lettered to %s: %s",
-                _describe(msg),
-                self._dead_letter_subject,
-                verdict.reason,
-            )
-        else:
-            await self._retry_later(msg, verdict.reason)
+    def _describe(self, msg: Msg) -> str:
+        try:
+            return f"{msg.subject}#{msg.metadata.sequence.stream}"
+        except Exception:
+            return msg.subject
+
+    def _dead_letter_target(self) -> str:
+        return self._dead_letter_subject
 
     async def _acknowledge(self, msg: Msg) -> None:
         """Ack a message whose job is stored, waiting for the server to take the ack."""
@@ -343,16 +311,9 @@ class NatsIngress:
     async def _retry_later(self, msg: Msg, reason: str) -> None:
         delay = self._backoff.next_delay()
         log.warning(
-            "message %s not enqueued (%s); redelivery in %.2fs", _describe(msg), reason, delay
+            "message %s not enqueued (%s); redelivery in %.2fs", self._describe(msg), reason, delay
         )
         await msg.nak(delay=delay)
-
-
-def _describe(msg: Msg) -> str:
-    try:
-        return f"{msg.subject}#{msg.metadata.sequence.stream}"
-    except Exception:
-        return msg.subject
 
 
 async def _log_error(e: Exception) -> None:

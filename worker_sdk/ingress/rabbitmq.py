@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._scheduler import AsyncSchedulerClient
 from ._envelope import EnvelopeFormat, InboundMessage, derive_idempotency_key
-from ._forward import Backoff, BackoffConfig, Forwarder, IngressStats, Verdict, VerdictKind
+from ._forward import BackoffConfig, BrokerIngress
 
 if TYPE_CHECKING:
     from aio_pika.abc import (
@@ -106,7 +106,7 @@ class RabbitMQIngressConfig:
                 object.__setattr__(self, name, default)
 
 
-class RabbitMQIngress:
+class RabbitMQIngress(BrokerIngress["AbstractIncomingMessage"]):
     """Consumes a RabbitMQ queue and enqueues a job per message.
 
     Args:
@@ -125,9 +125,8 @@ class RabbitMQIngress:
     """
 
     def __init__(self, config: RabbitMQIngressConfig, scheduler: AsyncSchedulerClient) -> None:
+        super().__init__(scheduler, config.envelope, config.backoff, log)
         self.config = config
-        self._forwarder = Forwarder(scheduler, config.envelope)
-        self._backoff = Backoff(config.backoff)
         self._connection: AbstractRobustConnection | None = None
         self._queue: AbstractQueue | None = None
         self._dead_letters: AbstractExchange | None = None
@@ -135,13 +134,7 @@ class RabbitMQIngress:
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._backing_off: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self._shutdown: asyncio.Task[None] | None = None
         self._started = False
-
-    @property
-    def stats(self) -> IngressStats:
-        """Counts of enqueued, deduplicated, dead-lettered and retried messages."""
-        return self._forwarder.stats
 
     async def start(self) -> None:
         """Connect, declare the queues and start consuming. Calling it twice is a no-op."""
@@ -178,16 +171,6 @@ class RabbitMQIngress:
         await self.start()
         await self._stopped.wait()
 
-    async def stop(self) -> None:
-        """Stop consuming and close the connection (see the shutdown order above).
-
-        Safe to call twice or before :meth:`start`; every call returns once the
-        adapter has stopped.
-        """
-        if self._shutdown is None:
-            self._shutdown = asyncio.create_task(self._stop())
-        await asyncio.shield(self._shutdown)
-
     async def _stop(self) -> None:
         if self._queue is not None and self._consumer_tag is not None:
             try:
@@ -212,8 +195,7 @@ class RabbitMQIngress:
         assert task is not None
         self._in_flight.add(task)
         try:
-            verdict = await self._forwarder.forward(self._inbound(message))
-            await self._settle(message, verdict)
+            await self._forward(message)
         except asyncio.CancelledError:
             # Stopping: the message stays unacked and the broker requeues it.
             raise
@@ -238,31 +220,11 @@ class RabbitMQIngress:
             tracestate=_header_text(headers.get("tracestate")),
         )
 
-    async def _settle(self, message: AbstractIncomingMessage, verdict: Verdict) -> None:
-        if verdict.kind is VerdictKind.ENQUEUED:
-            self._backoff.reset()
-            log.debug(
-                "message %s → job %s%s",
-                message.message_id,
-                verdict.job_id,
-                " (already enqueued)" if verdict.deduplicated else "",
-            )
-            await self._acknowledge(message)
-        elif verdict.kind is VerdictKind.DEAD_LETTER:
-            try:
-                await self._dead_letter(message, verdict.reason)
-            except Exception as e:
-                log.warning("could not dead-letter message %s: %s", message.message_id, e)
-                await self._retry_later(message, f"dead-lettering failed: {e}")
-                return
-            log.warning(
-                "message %s dead-lettered to %s: %s",
-                message.message_id,
-                self.config.dead_letter_queue,
-                verdict.reason,
-            )
-        else:
-            await self._retry_later(message, verdict.reason)
+    def _describe(self, message: AbstractIncomingMessage) -> str:
+        return str(message.message_id)
+
+    def _dead_letter_target(self) -> str:
+        return self.config.dead_letter_queue
 
     async def _acknowledge(self, message: AbstractIncomingMessage) -> None:
         """Ack a message whose job is stored."""
