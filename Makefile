@@ -56,19 +56,21 @@ test-faults: install
 	$(PY) -m pytest tests/faults
 
 ## Regenerate the protobuf/gRPC code from protos/: Python in workflowjobs/, and
-## TypeScript (ts-proto, for @grpc/grpc-js) in sdks/typescript/src/gen/.
+## TypeScript (ts-proto, for @grpc/grpc-js) in sdks/typescript/src/gen/, and the API
+## reference docs/api.md from the protos' comments (protos/api_reference.py).
 TS_PROTO_OPTS := outputServices=grpc-js,env=node,esModuleInterop=true,oneof=unions,useDate=true,forceLong=bigint
 proto: install
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --pyi_out=. $(PROTOS)
 	rm -rf sdks/typescript/src/gen && mkdir -p sdks/typescript/src/gen
 	$(PY) -m grpc_tools.protoc -Iprotos --plugin=protoc-gen-ts_proto=node_modules/.bin/protoc-gen-ts_proto \
 	  --ts_proto_out=sdks/typescript/src/gen --ts_proto_opt=$(TS_PROTO_OPTS) $(PROTOS)
+	$(PY) protos/api_reference.py
 
-## Fail if the generated code is not what protos/ produces.
+## Fail if the generated code (and docs/api.md) is not what protos/ produces.
 proto-check: proto
-	git diff --exit-code -- workflowjobs/ sdks/typescript/src/gen/
-	@test -z "$$(git status --porcelain -- workflowjobs/ sdks/typescript/src/gen/)" || \
-	  { git status --short -- workflowjobs/ sdks/typescript/src/gen/; exit 1; }
+	git diff --exit-code -- workflowjobs/ sdks/typescript/src/gen/ docs/api.md
+	@test -z "$$(git status --porcelain -- workflowjobs/ sdks/typescript/src/gen/ docs/api.md)" || \
+	  { git status --short -- workflowjobs/ sdks/typescript/src/gen/ docs/api.md; exit 1; }
 
 ## Benchmark side by side with PgQueuer and Procrastinate (writes bench/results/latest.md).
 bench:

@@ -187,49 +187,63 @@ class AdminServiceServicer:
     """
 
     def GetJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Read one job with its attempt history. NOT_FOUND for an unknown id.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Jobs matching a filter, a page at a time (page_token continues).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetStats(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Job counts by tenant, type and status, the oldest pending job's age and
+        the attempts failed or retried in a recent window; for every tenant or
+        one, every category or one.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExplainJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every reason a pending job is not running right now (WaitReason), and the
+        failure a pending retry waits after. NOT_FOUND for an unknown id.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RetryJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Make a FAULTED or CANCELLED job PENDING again; FAILED_PRECONDITION for a
+        job in any other status.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CancelJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Cancel a pending or running job (a running job's handler is told at its
+        next heartbeat); FAILED_PRECONDITION for a finished job.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UnlockJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """End a running job's attempt now, as failed, and take its lease back (a
+        worker that hung); the job's retry policy decides what follows.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReplayJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Enqueue a new job with the same payload and workflow context as this one.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -242,31 +256,38 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def BulkCancelJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Cancel every job matching a filter (dry run counts only).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Pause(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Stop starting jobs in a scope (tenant, job type, definition, instance,
+        category, ...), until Unpause or the pause's expiry; running jobs go on.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Unpause(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Remove the pauses of a scope; its jobs become eligible again.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListPauses(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The pauses in force.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetTenantWeight(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Fair share: a tenant with weight w gets w times the starts of a weight-1
+        tenant while both have eligible jobs.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -306,13 +327,16 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetConcurrencyLimit(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """At most max_running running jobs in a scope, cluster-wide (0 removes the
+        limit). Jobs over it stay PENDING.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListConcurrencyLimits(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The concurrency limits set, with how many jobs of each scope run now.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -327,31 +351,37 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRateLimits(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The rate limits set, with when each next admits a start.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RemoveRateLimit(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Remove a rate limit (answers whether there was one).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Drain(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Stop handing out jobs: from this coordinator, from every replica
+        (cluster), or to one worker; running jobs finish.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Undrain(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Hand out jobs again after Drain (the same scope).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListWorkers(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every worker connected to any replica, with its jobs in flight and credit.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -365,7 +395,8 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListJobTypeDefaults(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The job-type defaults set with SetJobTypeDefaults.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

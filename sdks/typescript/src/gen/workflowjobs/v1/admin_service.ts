@@ -7895,6 +7895,7 @@ export const WhoAmIResponse: MessageFns<WhoAmIResponse> = {
 /** Operators inspect and steer the engine. */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
+  /** Read one job with its attempt history. NOT_FOUND for an unknown id. */
   getJob: {
     path: "/workflowjobs.v1.AdminService/GetJob" as const,
     requestStream: false as const,
@@ -7906,6 +7907,7 @@ export const AdminServiceService = {
       Buffer.from(AdminServiceGetJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AdminServiceGetJobResponse => AdminServiceGetJobResponse.decode(value),
   },
+  /** Jobs matching a filter, a page at a time (page_token continues). */
   listJobs: {
     path: "/workflowjobs.v1.AdminService/ListJobs" as const,
     requestStream: false as const,
@@ -7915,6 +7917,11 @@ export const AdminServiceService = {
     responseSerialize: (value: ListJobsResponse): Buffer => Buffer.from(ListJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListJobsResponse => ListJobsResponse.decode(value),
   },
+  /**
+   * Job counts by tenant, type and status, the oldest pending job's age and
+   * the attempts failed or retried in a recent window; for every tenant or
+   * one, every category or one.
+   */
   getStats: {
     path: "/workflowjobs.v1.AdminService/GetStats" as const,
     requestStream: false as const,
@@ -7924,6 +7931,10 @@ export const AdminServiceService = {
     responseSerialize: (value: GetStatsResponse): Buffer => Buffer.from(GetStatsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetStatsResponse => GetStatsResponse.decode(value),
   },
+  /**
+   * Every reason a pending job is not running right now (WaitReason), and the
+   * failure a pending retry waits after. NOT_FOUND for an unknown id.
+   */
   explainJob: {
     path: "/workflowjobs.v1.AdminService/ExplainJob" as const,
     requestStream: false as const,
@@ -7933,6 +7944,10 @@ export const AdminServiceService = {
     responseSerialize: (value: ExplainJobResponse): Buffer => Buffer.from(ExplainJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExplainJobResponse => ExplainJobResponse.decode(value),
   },
+  /**
+   * Make a FAULTED or CANCELLED job PENDING again; FAILED_PRECONDITION for a
+   * job in any other status.
+   */
   retryJob: {
     path: "/workflowjobs.v1.AdminService/RetryJob" as const,
     requestStream: false as const,
@@ -7942,6 +7957,10 @@ export const AdminServiceService = {
     responseSerialize: (value: RetryJobResponse): Buffer => Buffer.from(RetryJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RetryJobResponse => RetryJobResponse.decode(value),
   },
+  /**
+   * Cancel a pending or running job (a running job's handler is told at its
+   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   */
   cancelJob: {
     path: "/workflowjobs.v1.AdminService/CancelJob" as const,
     requestStream: false as const,
@@ -7951,6 +7970,10 @@ export const AdminServiceService = {
     responseSerialize: (value: CancelJobResponse): Buffer => Buffer.from(CancelJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
   },
+  /**
+   * End a running job's attempt now, as failed, and take its lease back (a
+   * worker that hung); the job's retry policy decides what follows.
+   */
   unlockJob: {
     path: "/workflowjobs.v1.AdminService/UnlockJob" as const,
     requestStream: false as const,
@@ -7960,6 +7983,7 @@ export const AdminServiceService = {
     responseSerialize: (value: UnlockJobResponse): Buffer => Buffer.from(UnlockJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnlockJobResponse => UnlockJobResponse.decode(value),
   },
+  /** Enqueue a new job with the same payload and workflow context as this one. */
   replayJob: {
     path: "/workflowjobs.v1.AdminService/ReplayJob" as const,
     requestStream: false as const,
@@ -7980,6 +8004,7 @@ export const AdminServiceService = {
       Buffer.from(BulkRetryJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): BulkRetryJobsResponse => BulkRetryJobsResponse.decode(value),
   },
+  /** Cancel every job matching a filter (dry run counts only). */
   bulkCancelJobs: {
     path: "/workflowjobs.v1.AdminService/BulkCancelJobs" as const,
     requestStream: false as const,
@@ -7991,6 +8016,10 @@ export const AdminServiceService = {
       Buffer.from(BulkCancelJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): BulkCancelJobsResponse => BulkCancelJobsResponse.decode(value),
   },
+  /**
+   * Stop starting jobs in a scope (tenant, job type, definition, instance,
+   * category, ...), until Unpause or the pause's expiry; running jobs go on.
+   */
   pause: {
     path: "/workflowjobs.v1.AdminService/Pause" as const,
     requestStream: false as const,
@@ -8000,6 +8029,7 @@ export const AdminServiceService = {
     responseSerialize: (value: PauseResponse): Buffer => Buffer.from(PauseResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PauseResponse => PauseResponse.decode(value),
   },
+  /** Remove the pauses of a scope; its jobs become eligible again. */
   unpause: {
     path: "/workflowjobs.v1.AdminService/Unpause" as const,
     requestStream: false as const,
@@ -8009,6 +8039,7 @@ export const AdminServiceService = {
     responseSerialize: (value: UnpauseResponse): Buffer => Buffer.from(UnpauseResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnpauseResponse => UnpauseResponse.decode(value),
   },
+  /** The pauses in force. */
   listPauses: {
     path: "/workflowjobs.v1.AdminService/ListPauses" as const,
     requestStream: false as const,
@@ -8018,6 +8049,10 @@ export const AdminServiceService = {
     responseSerialize: (value: ListPausesResponse): Buffer => Buffer.from(ListPausesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListPausesResponse => ListPausesResponse.decode(value),
   },
+  /**
+   * Fair share: a tenant with weight w gets w times the starts of a weight-1
+   * tenant while both have eligible jobs.
+   */
   setTenantWeight: {
     path: "/workflowjobs.v1.AdminService/SetTenantWeight" as const,
     requestStream: false as const,
@@ -8089,6 +8124,10 @@ export const AdminServiceService = {
       Buffer.from(RemoveCategoryWeightResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemoveCategoryWeightResponse => RemoveCategoryWeightResponse.decode(value),
   },
+  /**
+   * At most max_running running jobs in a scope, cluster-wide (0 removes the
+   * limit). Jobs over it stay PENDING.
+   */
   setConcurrencyLimit: {
     path: "/workflowjobs.v1.AdminService/SetConcurrencyLimit" as const,
     requestStream: false as const,
@@ -8100,6 +8139,7 @@ export const AdminServiceService = {
       Buffer.from(SetConcurrencyLimitResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetConcurrencyLimitResponse => SetConcurrencyLimitResponse.decode(value),
   },
+  /** The concurrency limits set, with how many jobs of each scope run now. */
   listConcurrencyLimits: {
     path: "/workflowjobs.v1.AdminService/ListConcurrencyLimits" as const,
     requestStream: false as const,
@@ -8126,6 +8166,7 @@ export const AdminServiceService = {
       Buffer.from(SetRateLimitResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetRateLimitResponse => SetRateLimitResponse.decode(value),
   },
+  /** The rate limits set, with when each next admits a start. */
   listRateLimits: {
     path: "/workflowjobs.v1.AdminService/ListRateLimits" as const,
     requestStream: false as const,
@@ -8137,6 +8178,7 @@ export const AdminServiceService = {
       Buffer.from(ListRateLimitsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListRateLimitsResponse => ListRateLimitsResponse.decode(value),
   },
+  /** Remove a rate limit (answers whether there was one). */
   removeRateLimit: {
     path: "/workflowjobs.v1.AdminService/RemoveRateLimit" as const,
     requestStream: false as const,
@@ -8148,6 +8190,10 @@ export const AdminServiceService = {
       Buffer.from(RemoveRateLimitResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemoveRateLimitResponse => RemoveRateLimitResponse.decode(value),
   },
+  /**
+   * Stop handing out jobs: from this coordinator, from every replica
+   * (cluster), or to one worker; running jobs finish.
+   */
   drain: {
     path: "/workflowjobs.v1.AdminService/Drain" as const,
     requestStream: false as const,
@@ -8157,6 +8203,7 @@ export const AdminServiceService = {
     responseSerialize: (value: DrainResponse): Buffer => Buffer.from(DrainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DrainResponse => DrainResponse.decode(value),
   },
+  /** Hand out jobs again after Drain (the same scope). */
   undrain: {
     path: "/workflowjobs.v1.AdminService/Undrain" as const,
     requestStream: false as const,
@@ -8166,6 +8213,7 @@ export const AdminServiceService = {
     responseSerialize: (value: UndrainResponse): Buffer => Buffer.from(UndrainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UndrainResponse => UndrainResponse.decode(value),
   },
+  /** Every worker connected to any replica, with its jobs in flight and credit. */
   listWorkers: {
     path: "/workflowjobs.v1.AdminService/ListWorkers" as const,
     requestStream: false as const,
@@ -8190,6 +8238,7 @@ export const AdminServiceService = {
       Buffer.from(SetJobTypeDefaultsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetJobTypeDefaultsResponse => SetJobTypeDefaultsResponse.decode(value),
   },
+  /** The job-type defaults set with SetJobTypeDefaults. */
   listJobTypeDefaults: {
     path: "/workflowjobs.v1.AdminService/ListJobTypeDefaults" as const,
     requestStream: false as const,
@@ -8217,20 +8266,55 @@ export const AdminServiceService = {
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
+  /** Read one job with its attempt history. NOT_FOUND for an unknown id. */
   getJob: handleUnaryCall<AdminServiceGetJobRequest, AdminServiceGetJobResponse>;
+  /** Jobs matching a filter, a page at a time (page_token continues). */
   listJobs: handleUnaryCall<ListJobsRequest, ListJobsResponse>;
+  /**
+   * Job counts by tenant, type and status, the oldest pending job's age and
+   * the attempts failed or retried in a recent window; for every tenant or
+   * one, every category or one.
+   */
   getStats: handleUnaryCall<GetStatsRequest, GetStatsResponse>;
+  /**
+   * Every reason a pending job is not running right now (WaitReason), and the
+   * failure a pending retry waits after. NOT_FOUND for an unknown id.
+   */
   explainJob: handleUnaryCall<ExplainJobRequest, ExplainJobResponse>;
+  /**
+   * Make a FAULTED or CANCELLED job PENDING again; FAILED_PRECONDITION for a
+   * job in any other status.
+   */
   retryJob: handleUnaryCall<RetryJobRequest, RetryJobResponse>;
+  /**
+   * Cancel a pending or running job (a running job's handler is told at its
+   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   */
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
+  /**
+   * End a running job's attempt now, as failed, and take its lease back (a
+   * worker that hung); the job's retry policy decides what follows.
+   */
   unlockJob: handleUnaryCall<UnlockJobRequest, UnlockJobResponse>;
+  /** Enqueue a new job with the same payload and workflow context as this one. */
   replayJob: handleUnaryCall<ReplayJobRequest, ReplayJobResponse>;
   /** Retry or cancel every job matching a filter (dry run counts only). */
   bulkRetryJobs: handleUnaryCall<BulkRetryJobsRequest, BulkRetryJobsResponse>;
+  /** Cancel every job matching a filter (dry run counts only). */
   bulkCancelJobs: handleUnaryCall<BulkCancelJobsRequest, BulkCancelJobsResponse>;
+  /**
+   * Stop starting jobs in a scope (tenant, job type, definition, instance,
+   * category, ...), until Unpause or the pause's expiry; running jobs go on.
+   */
   pause: handleUnaryCall<PauseRequest, PauseResponse>;
+  /** Remove the pauses of a scope; its jobs become eligible again. */
   unpause: handleUnaryCall<UnpauseRequest, UnpauseResponse>;
+  /** The pauses in force. */
   listPauses: handleUnaryCall<ListPausesRequest, ListPausesResponse>;
+  /**
+   * Fair share: a tenant with weight w gets w times the starts of a weight-1
+   * tenant while both have eligible jobs.
+   */
   setTenantWeight: handleUnaryCall<SetTenantWeightRequest, SetTenantWeightResponse>;
   /**
    * The fair-share weights set with SetTenantWeight; a tenant not listed has
@@ -8252,7 +8336,12 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   listCategoryWeights: handleUnaryCall<ListCategoryWeightsRequest, ListCategoryWeightsResponse>;
   /** Puts a category of a tenant back to weight 1. */
   removeCategoryWeight: handleUnaryCall<RemoveCategoryWeightRequest, RemoveCategoryWeightResponse>;
+  /**
+   * At most max_running running jobs in a scope, cluster-wide (0 removes the
+   * limit). Jobs over it stay PENDING.
+   */
   setConcurrencyLimit: handleUnaryCall<SetConcurrencyLimitRequest, SetConcurrencyLimitResponse>;
+  /** The concurrency limits set, with how many jobs of each scope run now. */
   listConcurrencyLimits: handleUnaryCall<ListConcurrencyLimitsRequest, ListConcurrencyLimitsResponse>;
   /**
    * Rate limits: at most N job starts per period in a scope, with a burst,
@@ -8260,16 +8349,25 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * and untouched.
    */
   setRateLimit: handleUnaryCall<SetRateLimitRequest, SetRateLimitResponse>;
+  /** The rate limits set, with when each next admits a start. */
   listRateLimits: handleUnaryCall<ListRateLimitsRequest, ListRateLimitsResponse>;
+  /** Remove a rate limit (answers whether there was one). */
   removeRateLimit: handleUnaryCall<RemoveRateLimitRequest, RemoveRateLimitResponse>;
+  /**
+   * Stop handing out jobs: from this coordinator, from every replica
+   * (cluster), or to one worker; running jobs finish.
+   */
   drain: handleUnaryCall<DrainRequest, DrainResponse>;
+  /** Hand out jobs again after Drain (the same scope). */
   undrain: handleUnaryCall<UndrainRequest, UndrainResponse>;
+  /** Every worker connected to any replica, with its jobs in flight and credit. */
   listWorkers: handleUnaryCall<ListWorkersRequest, ListWorkersResponse>;
   /**
    * Defaults for jobs of one type (retry policy, timeouts); a job's own
    * settings at enqueue override them.
    */
   setJobTypeDefaults: handleUnaryCall<SetJobTypeDefaultsRequest, SetJobTypeDefaultsResponse>;
+  /** The job-type defaults set with SetJobTypeDefaults. */
   listJobTypeDefaults: handleUnaryCall<ListJobTypeDefaultsRequest, ListJobTypeDefaultsResponse>;
   /**
    * The caller's own credential: its name, roles and tenant scope. Any known
@@ -8279,6 +8377,7 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
 }
 
 export interface AdminServiceClient extends Client {
+  /** Read one job with its attempt history. NOT_FOUND for an unknown id. */
   getJob(
     request: AdminServiceGetJobRequest,
     callback: (error: ServiceError | null, response: AdminServiceGetJobResponse) => void,
@@ -8294,6 +8393,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AdminServiceGetJobResponse) => void,
   ): ClientUnaryCall;
+  /** Jobs matching a filter, a page at a time (page_token continues). */
   listJobs(
     request: ListJobsRequest,
     callback: (error: ServiceError | null, response: ListJobsResponse) => void,
@@ -8309,6 +8409,11 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListJobsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Job counts by tenant, type and status, the oldest pending job's age and
+   * the attempts failed or retried in a recent window; for every tenant or
+   * one, every category or one.
+   */
   getStats(
     request: GetStatsRequest,
     callback: (error: ServiceError | null, response: GetStatsResponse) => void,
@@ -8324,6 +8429,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetStatsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Every reason a pending job is not running right now (WaitReason), and the
+   * failure a pending retry waits after. NOT_FOUND for an unknown id.
+   */
   explainJob(
     request: ExplainJobRequest,
     callback: (error: ServiceError | null, response: ExplainJobResponse) => void,
@@ -8339,6 +8448,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ExplainJobResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Make a FAULTED or CANCELLED job PENDING again; FAILED_PRECONDITION for a
+   * job in any other status.
+   */
   retryJob(
     request: RetryJobRequest,
     callback: (error: ServiceError | null, response: RetryJobResponse) => void,
@@ -8354,6 +8467,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RetryJobResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Cancel a pending or running job (a running job's handler is told at its
+   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   */
   cancelJob(
     request: CancelJobRequest,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
@@ -8369,6 +8486,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * End a running job's attempt now, as failed, and take its lease back (a
+   * worker that hung); the job's retry policy decides what follows.
+   */
   unlockJob(
     request: UnlockJobRequest,
     callback: (error: ServiceError | null, response: UnlockJobResponse) => void,
@@ -8384,6 +8505,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnlockJobResponse) => void,
   ): ClientUnaryCall;
+  /** Enqueue a new job with the same payload and workflow context as this one. */
   replayJob(
     request: ReplayJobRequest,
     callback: (error: ServiceError | null, response: ReplayJobResponse) => void,
@@ -8415,6 +8537,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: BulkRetryJobsResponse) => void,
   ): ClientUnaryCall;
+  /** Cancel every job matching a filter (dry run counts only). */
   bulkCancelJobs(
     request: BulkCancelJobsRequest,
     callback: (error: ServiceError | null, response: BulkCancelJobsResponse) => void,
@@ -8430,6 +8553,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: BulkCancelJobsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Stop starting jobs in a scope (tenant, job type, definition, instance,
+   * category, ...), until Unpause or the pause's expiry; running jobs go on.
+   */
   pause(
     request: PauseRequest,
     callback: (error: ServiceError | null, response: PauseResponse) => void,
@@ -8445,6 +8572,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PauseResponse) => void,
   ): ClientUnaryCall;
+  /** Remove the pauses of a scope; its jobs become eligible again. */
   unpause(
     request: UnpauseRequest,
     callback: (error: ServiceError | null, response: UnpauseResponse) => void,
@@ -8460,6 +8588,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnpauseResponse) => void,
   ): ClientUnaryCall;
+  /** The pauses in force. */
   listPauses(
     request: ListPausesRequest,
     callback: (error: ServiceError | null, response: ListPausesResponse) => void,
@@ -8475,6 +8604,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPausesResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Fair share: a tenant with weight w gets w times the starts of a weight-1
+   * tenant while both have eligible jobs.
+   */
   setTenantWeight(
     request: SetTenantWeightRequest,
     callback: (error: ServiceError | null, response: SetTenantWeightResponse) => void,
@@ -8566,6 +8699,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemoveCategoryWeightResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * At most max_running running jobs in a scope, cluster-wide (0 removes the
+   * limit). Jobs over it stay PENDING.
+   */
   setConcurrencyLimit(
     request: SetConcurrencyLimitRequest,
     callback: (error: ServiceError | null, response: SetConcurrencyLimitResponse) => void,
@@ -8581,6 +8718,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetConcurrencyLimitResponse) => void,
   ): ClientUnaryCall;
+  /** The concurrency limits set, with how many jobs of each scope run now. */
   listConcurrencyLimits(
     request: ListConcurrencyLimitsRequest,
     callback: (error: ServiceError | null, response: ListConcurrencyLimitsResponse) => void,
@@ -8616,6 +8754,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetRateLimitResponse) => void,
   ): ClientUnaryCall;
+  /** The rate limits set, with when each next admits a start. */
   listRateLimits(
     request: ListRateLimitsRequest,
     callback: (error: ServiceError | null, response: ListRateLimitsResponse) => void,
@@ -8631,6 +8770,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListRateLimitsResponse) => void,
   ): ClientUnaryCall;
+  /** Remove a rate limit (answers whether there was one). */
   removeRateLimit(
     request: RemoveRateLimitRequest,
     callback: (error: ServiceError | null, response: RemoveRateLimitResponse) => void,
@@ -8646,6 +8786,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemoveRateLimitResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Stop handing out jobs: from this coordinator, from every replica
+   * (cluster), or to one worker; running jobs finish.
+   */
   drain(
     request: DrainRequest,
     callback: (error: ServiceError | null, response: DrainResponse) => void,
@@ -8661,6 +8805,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DrainResponse) => void,
   ): ClientUnaryCall;
+  /** Hand out jobs again after Drain (the same scope). */
   undrain(
     request: UndrainRequest,
     callback: (error: ServiceError | null, response: UndrainResponse) => void,
@@ -8676,6 +8821,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UndrainResponse) => void,
   ): ClientUnaryCall;
+  /** Every worker connected to any replica, with its jobs in flight and credit. */
   listWorkers(
     request: ListWorkersRequest,
     callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
@@ -8710,6 +8856,7 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetJobTypeDefaultsResponse) => void,
   ): ClientUnaryCall;
+  /** The job-type defaults set with SetJobTypeDefaults. */
   listJobTypeDefaults(
     request: ListJobTypeDefaultsRequest,
     callback: (error: ServiceError | null, response: ListJobTypeDefaultsResponse) => void,
