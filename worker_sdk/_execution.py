@@ -57,7 +57,7 @@ from ._errors import (
 )
 from ._handler import HandlerSpec
 
-__all__ = ["Attempt", "Outcome", "failure", "job_outcome", "run_attempt"]
+__all__ = ["Attempt", "Outcome", "failure", "outcome_message", "run_attempt"]
 
 logger = logging.getLogger("worker_sdk.worker")
 
@@ -164,7 +164,7 @@ def format_traceback(exc: BaseException, limit: int = MAX_TRACEBACK_BYTES) -> st
     return f"[{len(data) - len(tail.encode('utf-8'))} earlier bytes cut]\n{tail}"
 
 
-def job_outcome(
+def outcome_message(
     job_id: str, lease_token: str, outcome: Outcome, push_back: timedelta | None = None
 ) -> worker_service_pb2.JobOutcome:
     """The ``JobOutcome`` reporting ``outcome`` for one lease, with the

@@ -796,7 +796,7 @@ class InlineRunner:
             if not attempt.ctx.lease_lost:
                 conn = self._connection()
                 try:
-                    await self._report(conn, attempt, self._job_outcome(attempt, outcome))
+                    await self._report(conn, attempt, self._outcome_message(attempt, outcome))
                 except WorkflowJobsError as exc:
                     logger.warning("could not hand back inline job %s: %s", attempt.ctx.job_id, exc)
             raise
@@ -816,12 +816,14 @@ class InlineRunner:
 
         return await run_attempt(running, executor=None, worker_id=self._worker_id, traced=traced)
 
-    def _job_outcome(self, attempt: _InlineAttempt, outcome: Any) -> worker_service_pb2.JobOutcome:
+    def _outcome_message(
+        self, attempt: _InlineAttempt, outcome: Any
+    ) -> worker_service_pb2.JobOutcome:
         """The outcome to report, with hand-off checkpoints applied."""
         ctx = attempt.ctx
-        job_outcome = worker_service_pb2.JobOutcome(job_id=ctx.job_id, lease_token=ctx.lease_token)
+        message = worker_service_pb2.JobOutcome(job_id=ctx.job_id, lease_token=ctx.lease_token)
         if ctx.push_back is not None:
-            job_outcome.push_back.retry_after.FromTimedelta(ctx.push_back)
+            message.push_back.retry_after.FromTimedelta(ctx.push_back)
         request = ctx._requested
         if isinstance(request, HandOff) or isinstance(outcome, worker_service_pb2.Release):
             reason = request.reason if isinstance(request, HandOff) else outcome.reason
@@ -834,20 +836,20 @@ class InlineRunner:
                     content_type = ctx.content_type if isinstance(checkpoint, bytes) else None
                     handed_back.payload.CopyFrom(encode_payload(checkpoint, content_type))
                 except PayloadEncodeError as exc:
-                    job_outcome.failed.CopyFrom(
+                    message.failed.CopyFrom(
                         worker_service_pb2.Failure(
                             error=f"PayloadEncodeError: checkpoint: {exc}",
                             error_kind="PayloadEncodeError",
                             non_retryable=True,
                         )
                     )
-                    return job_outcome
-            job_outcome.released.CopyFrom(handed_back)
+                    return message
+            message.released.CopyFrom(handed_back)
         elif isinstance(outcome, worker_service_pb2.Completion):
-            job_outcome.completed.CopyFrom(outcome)
+            message.completed.CopyFrom(outcome)
         else:
-            job_outcome.failed.CopyFrom(outcome)
-        return job_outcome
+            message.failed.CopyFrom(outcome)
+        return message
 
     async def _settle(
         self, conn: _Connection, attempt: _InlineAttempt, outcome: Any
@@ -906,9 +908,9 @@ class InlineRunner:
                 continuation_job_id=continuation,
                 **base,
             )
-        job_outcome = self._job_outcome(attempt, outcome)
-        status = await self._report(conn, attempt, job_outcome)
-        kind = job_outcome.WhichOneof("outcome")
+        message = self._outcome_message(attempt, outcome)
+        status = await self._report(conn, attempt, message)
+        kind = message.WhichOneof("outcome")
         if status == JobStatus.CANCELLED:
             # The coordinator recorded the cancel (the attempt's own outcome stays in
             # the job's history).
@@ -916,7 +918,7 @@ class InlineRunner:
                 InlineStatus.CANCELLED,
                 job_status=status,
                 value=attempt.running.value if kind == "completed" else None,
-                error=job_outcome.failed.error if kind == "failed" else "",
+                error=message.failed.error if kind == "failed" else "",
                 exception=attempt.running.error,
                 reason="cancel requested while it ran",
                 **base,
@@ -925,7 +927,7 @@ class InlineRunner:
             return InlineResult(
                 InlineStatus.HANDED_OFF,
                 job_status=status,
-                reason=job_outcome.released.reason,
+                reason=message.released.reason,
                 **base,
             )
         if kind == "completed":
@@ -935,7 +937,7 @@ class InlineRunner:
         return InlineResult(
             InlineStatus.FAILED,
             job_status=status,
-            error=job_outcome.failed.error,
+            error=message.failed.error,
             exception=attempt.running.error,
             **base,
         )

@@ -77,7 +77,7 @@ from ._convert import RetryPolicy, from_timestamp
 from ._errors import (
     error_from_rpc,
 )
-from ._execution import Attempt, Outcome, job_outcome, release, run_attempt
+from ._execution import Attempt, Outcome, outcome_message, release, run_attempt
 from ._handler import HandlerSpec
 from ._heartbeat import Heartbeater
 from ._logging import install_default_logging
@@ -825,7 +825,7 @@ class Worker:
     def _submit(self, running: Attempt, outcome: Outcome) -> None:
         assert self._reporter is not None
         job_id, token = running.key
-        self._reporter.submit(job_outcome(job_id, token, outcome, running.ctx.push_back))
+        self._reporter.submit(outcome_message(job_id, token, outcome, running.ctx.push_back))
 
     # -- heartbeats ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 from coordinator.api import convert
 from coordinator.model import Completion, Failure
 from worker_sdk import JobContext, Throttled
-from worker_sdk._execution import failure, job_outcome
+from worker_sdk._execution import failure, outcome_message
 from worker_sdk.testing import make_job_context, run_handler
 from workflowjobs.v1 import worker_service_pb2
 
@@ -50,13 +50,13 @@ def test_throttled_exception_fails_the_attempt_and_reports_push_back() -> None:
 
 def test_the_outcome_carries_push_back_to_the_coordinator() -> None:
     done = worker_service_pb2.Completion()
-    message = job_outcome("job-1", "tok", done, timedelta(seconds=1.5))
+    message = outcome_message("job-1", "tok", done, timedelta(seconds=1.5))
     assert message.push_back.retry_after.ToTimedelta() == timedelta(seconds=1.5)
     assert convert.outcome_from_proto(message) == Completion(
         "job-1", "tok", b"", "", push_back_us=1_500_000
     )
-    plain = job_outcome("job-1", "tok", failure("boom", "Boom"))
+    plain = outcome_message("job-1", "tok", failure("boom", "Boom"))
     assert not plain.HasField("push_back")
     assert convert.outcome_from_proto(plain) == Failure("job-1", "tok", "boom", "Boom")
-    zero = job_outcome("job-1", "tok", done, timedelta(0))
+    zero = outcome_message("job-1", "tok", done, timedelta(0))
     assert convert.outcome_from_proto(zero).push_back_us == 0
