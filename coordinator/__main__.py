@@ -177,7 +177,7 @@ def _chores_config(settings: Settings) -> Any:
 
 def _server_options(settings: Settings) -> dict[str, Any]:
     from coordinator.api.auth import AuthConfig
-    from coordinator.api.limits import ApiLimits
+    from coordinator.api.request_limits import ApiLimits
     from coordinator.api.tls import TlsConfig
 
     options: dict[str, Any] = {

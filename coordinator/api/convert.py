@@ -15,8 +15,8 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from coordinator.api.errors import status_for
 from coordinator.engine import OutcomeResult
-from coordinator.engine.bounds import MAX_TRACEBACK_BYTES, check_length, keep_head, keep_tail
 from coordinator.engine.explain import WaitReason
+from coordinator.engine.validation import MAX_TRACEBACK_BYTES, check_length, keep_head, keep_tail
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     UNIQUE_WHILE_DEFAULT,
@@ -84,7 +84,7 @@ def ms_to_duration(ms: int | None) -> duration_pb2.Duration | None:
 def retry_policy_from_proto(p: jpb.RetryPolicy, field: str = "retry_policy") -> RetryPolicy:
     """The wire policy as a domain policy; zero fields mean "unset".
 
-    Bounds (finite, in range) are the engine's rule (``engine/bounds.py``),
+    Bounds (finite, in range) are the engine's rule (``engine/validation.py``),
     checked for every policy it stores.
     """
     return RetryPolicy(

@@ -35,7 +35,7 @@ from google.protobuf import descriptor as pbd
 from google.protobuf.message import DecodeError, Message
 
 from coordinator.api.handlers import rewrap, yields
-from coordinator.engine.bounds import MAX_TEXT_LENGTH
+from coordinator.engine.validation import MAX_TEXT_LENGTH
 from coordinator.errors import InvalidArgument
 
 Deserializer = Callable[[bytes], Any]

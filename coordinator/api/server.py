@@ -23,7 +23,7 @@ from coordinator.api.auth import AuthConfig, AuthInterceptor, TokenBook
 from coordinator.api.decoding import RequestDecodingInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.health import HealthWatchConfig, StoreHealthWatch
-from coordinator.api.limits import ApiLimits, LimitsInterceptor
+from coordinator.api.request_limits import ApiLimits, LimitsInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
 from coordinator.api.tls import TlsConfig
 from coordinator.api.worker import WorkerServicer

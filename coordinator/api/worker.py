@@ -21,7 +21,7 @@ from coordinator.engine import (
     OutcomesAnswered,
     WorkerSession,
 )
-from coordinator.engine.bounds import check_job_type_name, check_length
+from coordinator.engine.validation import check_job_type_name, check_length
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,

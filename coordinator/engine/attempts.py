@@ -102,7 +102,7 @@ class Attempts:
         dispatcher: Dispatcher,
         set_aside: SetAsideBook,
         telemetry: Callable[[], EngineTelemetry],
-        limited: Callable[[], bool],
+        wake_replicas: Callable[[], bool],
         now: Callable[[], int],
     ) -> None:
         self._store = store
@@ -110,15 +110,16 @@ class Attempts:
         self._dispatcher = dispatcher
         self._set_aside = set_aside
         self._telemetry = telemetry
-        self._limited = limited
+        self._wake_replicas = wake_replicas
         self._now = now
         self.waiters = FinishWaiters()
 
     @property
-    def limited(self) -> bool:
-        """Concurrency limits apply (or ordering keys are in use): an ended attempt
-        must wake acquisition on every replica."""
-        return self._limited()
+    def wake_replicas(self) -> bool:
+        """An ended attempt must wake acquisition on every replica: concurrency
+        limits apply or ordering keys are in use (the end may free a slot, or a
+        key's head, that a job waits for)."""
+        return self._wake_replicas()
 
     def token_here(self, job_id: str) -> str | None:
         """The lease token of ``job_id`` as delivered by this coordinator, if it is in flight here."""
@@ -148,7 +149,7 @@ class Attempts:
         or ordering keys are in use)."""
         refused, set_aside = self._set_aside.collector()
         result = await self._run(
-            functools.partial(query, *args, set_aside=set_aside, wake=self.limited)
+            functools.partial(query, *args, set_aside=set_aside, wake=self.wake_replicas)
         )
         self._set_aside.record(chore, refused, now)
         return result, refused
@@ -196,7 +197,7 @@ class Attempts:
         self._dispatcher.wake_at(
             e.due_at or now for e in by_id.values() if e.new_status == JobStatus.PENDING
         )
-        if self.limited and (by_id or completed or finished):
+        if self.wake_replicas and (by_id or completed or finished):
             # A freed slot, or a key's head that ended, may admit a waiting job.
             self._dispatcher.wake()
         self._dispatcher.forget(forget)

@@ -93,7 +93,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
             dispatcher=self.dispatcher,
             set_aside=self.set_aside,
             telemetry=lambda: self.telemetry,
-            limited=lambda: bool(self.limits) or self.ordered_work_seen,
+            wake_replicas=lambda: bool(self.limits) or self.ordered_work_seen,
             now=self.clock.now_us,
         )
         self._listener: Any = None

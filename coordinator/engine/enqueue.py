@@ -11,12 +11,6 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-from coordinator.engine.bounds import (
-    check_job_type_name,
-    check_length,
-    check_retry_policy,
-    check_timeout,
-)
 from coordinator.engine.core import admission_for
 from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.pauses import pause_scope_text, scope_of_pause
@@ -24,6 +18,12 @@ from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text,
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.uniqueness import check_uniqueness, first_due_at
+from coordinator.engine.validation import (
+    check_job_type_name,
+    check_length,
+    check_retry_policy,
+    check_timeout,
+)
 from coordinator.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from coordinator.ids import is_valid_id, new_id, new_token
 from coordinator.model import (

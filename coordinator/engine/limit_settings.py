@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.engine.bounds import (
+from coordinator.engine.core import EngineCore, rate_book_of
+from coordinator.engine.rates import RateBucket, level_at, next_start_at
+from coordinator.engine.validation import (
     category_value,
     check_job_type_name,
     check_retry_policy,
     check_timeout,
 )
-from coordinator.engine.core import EngineCore, rate_book_of
-from coordinator.engine.rates import RateBucket, level_at, next_start_at
 from coordinator.errors import InvalidArgument
 from coordinator.model import ConcurrencyLimit, JobTypeDefaults, LimitKind, RateLimit
 

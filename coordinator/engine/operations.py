@@ -204,7 +204,7 @@ class Operations:
         # Read before the unlock commits: the job may be leased again at once.
         token = attempts.token_here(job_id)
         now = self._now()
-        change = await self._call(self._store.job_unlock, job_id, now, attempts.limited)
+        change = await self._call(self._store.job_unlock, job_id, now, attempts.wake_replicas)
         row = _applied(change, job_id, "unlocked", (JobStatus.RUNNING,))
         # What follows is every ended attempt's (``Attempts.ended``): a job
         # unlocked to PENDING wakes acquisition at once, and under limits or
@@ -251,7 +251,7 @@ class Operations:
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
         result = await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
-        if result.changed and self._engine.attempts.limited:
+        if result.changed and self._engine.attempts.wake_replicas:
             # A cancelled head of an ordering key lets the key's next job run.
             self._engine.dispatcher.wake()
         return result

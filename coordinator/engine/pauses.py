@@ -9,8 +9,8 @@ import base64
 import logging
 from typing import Any
 
-from coordinator.engine.bounds import category_value
 from coordinator.engine.core import EngineCore
+from coordinator.engine.validation import category_value
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import PauseKind, PauseScope, scope_text

@@ -7,7 +7,7 @@ due time a debounced job starts with.
 
 from __future__ import annotations
 
-from coordinator.engine.bounds import MAX_TIMEOUT_MS
+from coordinator.engine.validation import MAX_TIMEOUT_MS
 from coordinator.errors import InvalidArgument
 from coordinator.model import JobStatus, NewJob, Uniqueness, UniqueRule
 

@@ -11,7 +11,7 @@ from security.conftest import CREDENTIALS, write_tokens
 from security.test_auth import auth, code_of, spec
 
 from coordinator.api.auth import parse_tokens
-from coordinator.api.limits import RateLimiter, StreamCounter
+from coordinator.api.request_limits import RateLimiter, StreamCounter
 from coordinator.errors import ResourceExhausted
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
