@@ -27,10 +27,22 @@ class Acquisition(EngineCore):
         now: int,
         tenants: frozenset[str] | None = None,
     ) -> list[Candidate]:
+        exclude, throttled = await self.exclusions(now)
+        if throttled:
+            self._throttled(throttled, now)
+        return await self.run_store(
+            self.store.job_candidates, job_types, per_lane, now, exclude, tenants
+        )
+
+    async def exclusions(self, now: int) -> tuple[Exclusions | None, dict[Any, int]]:
+        """The scopes acquisition reads no candidate from at ``now`` (their
+        concurrency limit is full, or their rate limit admits no start), and
+        the throttled rate-limit scopes with when each next admits a start."""
         exclude = None
         if self.limits:
             running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
             exclude = self.limits.exclusions(running)
+        throttled: dict[Any, int] = {}
         if self.rates:
             # A scope whose rate limit admits no start now is left out (its jobs
             # stay untouched); the dispatcher wakes when it next admits one.
@@ -43,10 +55,7 @@ class Acquisition(EngineCore):
                 for kind, value in throttled:
                     add_exclusion(ex, kind, value)
                 exclude = merge_exclusions(exclude, ex)
-                self._throttled(throttled, now)
-        return await self.run_store(
-            self.store.job_candidates, job_types, per_lane, now, exclude, tenants
-        )
+        return exclude, throttled
 
     async def _claim_fair(
         self,

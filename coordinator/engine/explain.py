@@ -159,7 +159,8 @@ async def explain(
                         limit=limit,
                     )
                 )
-    of_type = [w for w in await engine.ops.list_workers() if row.job_type in w.job_types]
+    workers = await engine.ops.list_workers()
+    of_type = [w for w in workers if row.job_type in w.job_types]
     # A worker whose credential is scoped to other tenants never gets this job.
     serving = [w for w in of_type if w.takes(row.job_type, row.tenant_id)]
     if not serving and of_type:
@@ -197,8 +198,22 @@ async def explain(
                 count=len(serving),
             )
         )
+    # Only jobs acquisition would take before this one: unpaused, of a job type
+    # a worker (not drained) serves for the tenant, outside full concurrency
+    # limits and throttled rate limits (held ordering keys are never candidates).
+    served = sorted(
+        {t for w in workers if not w.draining for t in w.job_types if w.takes(t, row.tenant_id)}
+    )
+    exclude, _ = await engine.exclusions(now)
     ahead = await engine.run_store(
-        engine.store.job_count_ahead, row.tenant_id, row.priority, row.due_at, row.id, now
+        engine.store.job_count_ahead,
+        row.tenant_id,
+        row.priority,
+        row.due_at,
+        row.id,
+        now,
+        served,
+        exclude,
     )
     if ahead:
         reasons.append(

@@ -389,7 +389,14 @@ class Store(Protocol):
     def job_competing_tenants(self, job_type: str, tenant_id: str, now: int) -> list[str]: ...
     # Due PENDING jobs of the tenant that acquisition orders before this one.
     def job_count_ahead(
-        self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
+        self,
+        tenant_id: str,
+        priority: int,
+        due_at: int,
+        job_id: str,
+        now: int,
+        job_types: Sequence[str] | None = None,
+        exclude: Exclusions | None = None,
     ) -> int: ...
     # Attempts ended since ``since``, counted by outcome (of one category and one
     # tenant when given; completed first attempts included).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 from coordinator.model import (
     FAILED_OUTCOMES,
     AttemptOutcome,
+    Exclusions,
     JobStatus,
 )
 from coordinator.store.base import StoreBase
@@ -125,25 +127,65 @@ class StatsQueries(StoreBase):
             return [r.tenant_id for r in rows]
 
     def job_count_ahead(
-        self, tenant_id: str, priority: int, due_at: int, job_id: str, now: int
+        self,
+        tenant_id: str,
+        priority: int,
+        due_at: int,
+        job_id: str,
+        now: int,
+        job_types: Sequence[str] | None = None,
+        exclude: Exclusions | None = None,
     ) -> int:
-        """Due PENDING jobs of the tenant that acquisition orders before this one
-        (jobs held behind their ordering key are not in that order)."""
-        sql = sa.text(
-            f"""
-            SELECT count(*) FROM wfj_jobs
-            WHERE tenant_id = :tenant AND {READY_JOB} AND due_at <= :now
-              AND (priority > :priority
-                   OR (priority = :priority AND (due_at < :due OR (due_at = :due AND id < :id))))
-            """
-        )
-        params = {
+        """Due PENDING jobs of the tenant that acquisition would take before this one.
+
+        Only jobs acquisition would read as candidates count: not held behind
+        their ordering key, not paused, of one of ``job_types`` (the types a
+        worker serves for the tenant; None: any), outside the scopes of
+        ``exclude`` (full concurrency limits, throttled rate limits).
+        """
+        ex = exclude or Exclusions()
+        if job_types is not None:
+            job_types = [t for t in job_types if t not in ex.job_types]
+            if not job_types:
+                return 0
+        if tenant_id in ex.tenants:
+            return 0
+        clauses = [
+            "tenant_id = :tenant",
+            READY_JOB,
+            "due_at <= :now",
+            "(priority > :priority OR (priority = :priority "
+            "AND (due_at < :due OR (due_at = :due AND id < :id))))",
+            f"NOT {pause_blocks('wfj_jobs')}",
+        ]
+        params: dict[str, Any] = {
             "tenant": tenant_id,
             "now": now,
             "priority": priority,
             "due": due_at,
             "id": job_id,
         }
+        expanding = []
+        for name, column, values, nullable in (
+            ("types", "job_type", job_types, False),
+            ("x_types", "job_type", ex.job_types, False),
+            ("x_definitions", "definition_id", ex.definitions, False),
+            ("x_keys", "concurrency_key", ex.concurrency_keys, True),
+            ("x_categories", "category", ex.categories, False),
+        ):
+            if values is None or (name != "types" and not values):
+                continue
+            params[name] = sorted(values)
+            expanding.append(sa.bindparam(name, expanding=True))
+            if name == "types":
+                clauses.append(f"{column} IN :{name}")
+            elif nullable:
+                clauses.append(f"({column} IS NULL OR {column} NOT IN :{name})")
+            else:
+                clauses.append(f"{column} NOT IN :{name}")
+        sql = sa.text(f"SELECT count(*) FROM wfj_jobs WHERE {' AND '.join(clauses)}").bindparams(
+            *expanding
+        )
         with self.tx() as conn:
             return int(conn.execute(sql, params).scalar() or 0)
 

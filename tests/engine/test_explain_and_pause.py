@@ -374,3 +374,55 @@ def test_explain_gives_the_last_failure_a_retry_waits_after(store_url: str) -> N
         assert await last_failure(h.engine, row) is None
 
     run(store_url, scenario)
+
+
+def test_queued_behind_counts_only_jobs_acquisition_would_take_first(store_url: str) -> None:
+    """QUEUED_BEHIND counts the jobs ahead of this one that acquisition would
+    take before it: each exclusion (a paused definition or instance, a job type
+    no worker serves, a job held behind its ordering key, a throttled rate
+    limit, a full concurrency limit) takes its jobs out of the count."""
+    from coordinator.model import RateLimit
+
+    async def scenario(h: Harness) -> None:
+        serving = WorkerSession("w-explain", frozenset({"noop", "mail", "report"}))
+        h.engine.open_session(serving)
+
+        def jobs(n: int, **fields) -> list:
+            return [make_job(tenant_id="t", **fields) for _ in range(n)]
+
+        await h.engine.enqueue(
+            jobs(2)
+            + jobs(3, definition_id="paused-def")
+            + jobs(2, job_type="nobody")  # no worker serves it
+            + jobs(2, ordering_key="k")  # the second is held behind the first
+            + jobs(3, job_type="mail")
+            + jobs(1, instance_id="paused-inst")
+            + jobs(2, job_type="report")
+        )
+        h.clock.advance(1)
+        target = await h.enqueue(tenant_id="t")
+
+        async def ahead() -> int:
+            _, reasons = await explain(h.engine, target)
+            queued = [r for r in reasons if r.kind == "QUEUED_BEHIND"]
+            return queued[0].count if queued else 0
+
+        # 2 plain, 3 of the definition, the key's head, 3 mail, 1 of the instance, 2 report.
+        assert await ahead() == 12
+        await h.engine.pause(PauseScope(PauseKind.DEFINITION, "", "paused-def"), "op", "", None)
+        assert await ahead() == 9
+        await h.engine.pause(PauseScope(PauseKind.INSTANCE, "t", "paused-inst"), "op", "", None)
+        assert await ahead() == 8
+        # One start of mail per hour: once one started, the other two wait.
+        await h.engine.set_rate_limit(RateLimit(LimitKind.JOB_TYPE, "mail", 1, 3_600_000, 1))
+        assert len(await h.lease(1, types=("mail",))) == 1
+        assert await ahead() == 5
+        # One report at a time: with one running, the other waits.
+        await h.engine.set_limit(ConcurrencyLimit(LimitKind.JOB_TYPE, "report", 1))
+        assert len(await h.lease(1, types=("report",))) == 1
+        assert await ahead() == 3
+        _, reasons = await explain(h.engine, target)
+        [queued] = [r for r in reasons if r.kind == "QUEUED_BEHIND"]
+        assert queued.message == "3 eligible job(s) of tenant t are ahead of it in its share"
+
+    run(store_url, scenario)

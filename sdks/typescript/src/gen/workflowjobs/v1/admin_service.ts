@@ -388,6 +388,12 @@ export enum WaitReason_Kind {
   KIND_TENANT_DISABLED = 3,
   KIND_CONCURRENCY_LIMIT = 4,
   KIND_NO_WORKER = 5,
+  /**
+   * KIND_QUEUED_BEHIND - `count` jobs of its tenant that acquisition would take before it:
+   * unpaused, of a job type a worker (not drained) serves for the tenant,
+   * outside full concurrency limits and throttled rate limits, not held
+   * behind an ordering key, ahead in (priority, due time, id) order.
+   */
   KIND_QUEUED_BEHIND = 6,
   KIND_LEASED = 7,
   KIND_DRAINING = 8,
