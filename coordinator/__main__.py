@@ -249,8 +249,7 @@ def _check_dashboard(settings: Settings) -> None:
     """Refuse a dashboard that would be open beyond loopback or cannot reach this coordinator."""
     import importlib.util
 
-    from worker_sdk.dashboard import is_loopback
-    from worker_sdk.dashboard.guard import parse_allowed_hosts
+    from wfjobs_dashboard import is_loopback, parse_allowed_hosts
 
     if importlib.util.find_spec("aiohttp") is None:
         raise ValueError(
@@ -375,8 +374,12 @@ async def serve(settings: Settings) -> None:
     )
     dashboard = None
     if settings.dashboard_listen:
-        from worker_sdk.dashboard import Dashboard, DashboardConfig, DashboardError
-        from worker_sdk.dashboard.guard import parse_allowed_hosts
+        from wfjobs_dashboard import (
+            Dashboard,
+            DashboardConfig,
+            DashboardError,
+            parse_allowed_hosts,
+        )
 
         dashboard = Dashboard(
             DashboardConfig(

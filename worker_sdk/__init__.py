@@ -24,7 +24,18 @@ operate with :class:`AdminClient`, and unit-test handlers with
 :func:`worker_sdk.testing.run_handler`.
 """
 
-from ._admin import AdminClient, BulkResult, JobExplanation, JobFilter, JobPage
+from ._admin import (
+    LIMIT_SCOPE_KINDS,
+    PAUSE_SCOPE_KINDS,
+    AdminClient,
+    BulkResult,
+    JobExplanation,
+    JobFilter,
+    JobPage,
+    category_name,
+    pause_scope,
+    pause_scope_text,
+)
 from ._codec import (
     BYTES_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -82,6 +93,8 @@ from ._worker import Worker
 __all__ = [
     "BYTES_CONTENT_TYPE",
     "JSON_CONTENT_TYPE",
+    "LIMIT_SCOPE_KINDS",
+    "PAUSE_SCOPE_KINDS",
     "PROTOBUF_CONTENT_TYPE",
     "AdminClient",
     "AlreadyExistsError",
@@ -137,11 +150,14 @@ __all__ = [
     "WorkflowRef",
     "__version__",
     "aenqueue_and_wait",
+    "category_name",
     "current_job",
     "decode_payload",
     "encode_payload",
     "enqueue_and_wait",
     "error_from_rpc",
     "job_outcome",
+    "pause_scope",
+    "pause_scope_text",
     "resolve_connection",
 ]

@@ -201,6 +201,11 @@ def _filter(value: JobFilter | admin_service_pb2.JobFilter | None) -> admin_serv
 
 
 def pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:
+    """A pause scope from its kind (short name or number), value and tenant.
+
+    Raises:
+        ValueError: An unknown kind.
+    """
     return admin_service_pb2.PauseScope(
         kind=_enum_value(
             admin_service_pb2.PauseScopeKind, "PAUSE_SCOPE_KIND_", kind, "pause scope"

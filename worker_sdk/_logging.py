@@ -14,7 +14,7 @@ and nothing per successful job unless asked (``WFJOBS_LOG_LEVEL=DEBUG``).
 
 The level is ``WFJOBS_LOG_LEVEL`` (default ``INFO``), applied to the
 ``worker_sdk`` loggers; the format is ``WFJOBS_LOG_FORMAT``: ``text`` (default)
-or ``json`` (one object per line, :mod:`worker_sdk.jsonlog`). When the
+or ``json`` (one object per line, :mod:`workflowjobs.jsonlog`). When the
 application configured logging itself (the root logger has a handler), its
 handlers get the records and nothing is installed; ``WFJOBS_LOG_LEVEL``, when
 set, still sets the level of the ``worker_sdk`` loggers.
@@ -27,7 +27,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from .jsonlog import JsonFormatter
+from workflowjobs.jsonlog import JsonFormatter
 
 __all__ = ["LEVEL_ENV", "FORMAT_ENV", "install_default_logging"]
 

@@ -1,6 +1,6 @@
 """Coordinator log output: plain text (default) or JSON lines (``WFJOBS_LOG_FORMAT=json``).
 
-JSON lines use the SDK's formatter (:mod:`worker_sdk.jsonlog`), so workers and
+JSON lines use the formatter workers use (:mod:`workflowjobs.jsonlog`), so workers and
 coordinators log the same fields: time, level, logger, message, and job id,
 tenant, trace id and span id where known (the trace ids of the current span,
 e.g. the RPC being served).
@@ -12,7 +12,7 @@ import logging
 import sys
 
 from coordinator.masking import mask_credentials
-from worker_sdk.jsonlog import JsonFormatter
+from workflowjobs.jsonlog import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

@@ -251,7 +251,9 @@ class Commands:
             self._admin.close()
 
     def dashboard(self) -> int:
-        from worker_sdk.dashboard import command
+        # The dashboard is a package of its own (the `dashboard` extra); only
+        # this subcommand reaches it.
+        from wfjobs_dashboard import command
 
         return command.run(self.args, self.connection)
 
@@ -1347,7 +1349,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(sub, "workers", "workers", "connected workers across every coordinator")
     p = add(sub, "dashboard", "dashboard", "serve the web dashboard (see docs/dashboard.md)")
-    from worker_sdk.dashboard.command import add_arguments as dashboard_arguments
+    from wfjobs_dashboard.command import add_arguments as dashboard_arguments
 
     dashboard_arguments(p)
 

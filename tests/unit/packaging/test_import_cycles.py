@@ -1,4 +1,6 @@
-"""No import cycle inside coordinator/ or worker_sdk/, and the layers point one way.
+"""No import cycle inside coordinator/, worker_sdk/ or wfjobs_dashboard/, and the
+layers point one way: coordinator imports nothing of worker_sdk except through
+the dashboard package, which uses the SDK's public names only.
 
 Every import statement counts, at module level, inside functions and under
 ``TYPE_CHECKING`` alike: a cycle hidden behind a deferred import is still two
@@ -90,7 +92,51 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.parametrize("package", ["coordinator", "worker_sdk"])
+def imported(package: str) -> dict[str, set[str]]:
+    """Module of ``package`` -> every absolute module name it imports (any package)."""
+    out: dict[str, set[str]] = {}
+    for path in (REPO / package).rglob("*.py"):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        out[_module_of(path)] = names
+    return out
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_the_coordinator_reaches_the_sdk_only_through_the_dashboard_package() -> None:
+    for module, names in imported("coordinator").items():
+        wrong = sorted(n for n in names if _top(n) == "worker_sdk")
+        assert not wrong, f"{module} imports {wrong}"
+
+
+def test_the_dashboard_uses_the_sdk_s_public_names_and_nothing_of_the_coordinator() -> None:
+    for module, names in imported("wfjobs_dashboard").items():
+        wrong = sorted(
+            n
+            for n in names
+            if _top(n) == "coordinator"
+            or (_top(n) == "worker_sdk" and any(p.startswith("_") for p in n.split(".")[1:2]))
+            or n.startswith("worker_sdk.cli")
+        )
+        assert not wrong, f"{module} imports {wrong}"
+
+
+def test_the_sdk_reaches_the_dashboard_only_from_its_cli_subcommand() -> None:
+    for module, names in imported("worker_sdk").items():
+        if any(_top(n) == "wfjobs_dashboard" for n in names):
+            assert module == "worker_sdk.cli.commands", module
+        assert not any(_top(n) == "coordinator" for n in names), module
+
+
+@pytest.mark.parametrize("package", ["coordinator", "worker_sdk", "wfjobs_dashboard"])
 def test_no_import_cycle(package: str) -> None:
     assert cycles(import_graph(package)) == []
 

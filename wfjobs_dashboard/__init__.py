@@ -3,10 +3,20 @@
 It runs beside the coordinator (``python -m coordinator serve
 --dashboard-listen 127.0.0.1:8080``; ``make run`` does this) or on its own
 against any cluster (``wfjobs dashboard --target HOST:PORT --listen
-127.0.0.1:8080``). It calls only ``AdminService`` through the SDK's
-:class:`~worker_sdk.AdminClient`, and follows ``WatchJobEvents`` (the SDK's
-``watch_events``) to update open pages as jobs change, so it needs the worker
-install plus the ``dashboard`` extra (aiohttp).
+127.0.0.1:8080``). A package of its own beside ``worker_sdk``: it calls only
+``AdminService`` through the SDK's public :class:`~worker_sdk.AdminClient`,
+and follows ``WatchJobEvents`` (the SDK's ``watch_events``) to update open
+pages as jobs change, so it needs the worker install plus the ``dashboard``
+extra (aiohttp). It imports nothing of ``coordinator``; the coordinator
+reaches it through this module only.
+
+Modules: :mod:`.app` (the middleware and routes), one per page
+(:mod:`.overview`, :mod:`.jobs`, :mod:`.pauses`, :mod:`.tenants`,
+:mod:`.limits`, :mod:`.workers`), :mod:`.actions` (the one table of
+actions), :mod:`.login` and :mod:`.session`, :mod:`.site` (what handlers
+share), :mod:`.events` (live updates), :mod:`.guard` (host names, login
+throttling), :mod:`.backend` (the coordinator, through the SDK), :mod:`.render`
+(HTML), :mod:`.command` (``wfjobs dashboard``).
 
 Login: on a loopback address the dashboard needs none and calls with its own
 token (``--token``, if the coordinator wants one). Anywhere else it requires a
@@ -33,9 +43,19 @@ if TYPE_CHECKING:
 
     from .backend import Backend
 
-__all__ = ["Dashboard", "DashboardConfig", "DashboardError", "is_loopback", "run_dashboard"]
+from .guard import parse_allowed_hosts
 
-log = logging.getLogger("worker_sdk.dashboard")
+__all__ = [
+    "Dashboard",
+    "DashboardConfig",
+    "DashboardError",
+    "is_loopback",
+    "parse_allowed_hosts",
+    "run_dashboard",
+    "split_listen",
+]
+
+log = logging.getLogger("wfjobs_dashboard")
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker_sdk.dashboard import is_loopback, split_listen
-from worker_sdk.dashboard.backend import Bucket, _percentile
-from worker_sdk.dashboard.render import (
+from wfjobs_dashboard import is_loopback, split_listen
+from wfjobs_dashboard.backend import Bucket, _percentile
+from wfjobs_dashboard.render import (
     bar_chart,
     limits_body,
     line_chart,
@@ -115,8 +115,9 @@ def test_the_dashboard_imports_nothing_of_the_coordinator() -> None:
 
     code = (
         "import sys\n"
-        "import worker_sdk.dashboard, worker_sdk.dashboard.app, worker_sdk.dashboard.backend\n"
-        "import worker_sdk.dashboard.render, worker_sdk.dashboard.command\n"
+        "import pkgutil, importlib, wfjobs_dashboard\n"
+        "for m in pkgutil.iter_modules(wfjobs_dashboard.__path__):\n"
+        "    importlib.import_module('wfjobs_dashboard.' + m.name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'coordinator'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -13,10 +13,11 @@ from urllib.parse import urlencode
 
 from google.protobuf.json_format import MessageToDict
 
-from worker_sdk import JobAttemptView, JobView
-from worker_sdk._admin import (
+from worker_sdk import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
+    JobAttemptView,
+    JobView,
     category_name,
     pause_scope_text,
 )

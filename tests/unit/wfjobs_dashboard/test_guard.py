@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker_sdk.dashboard.app import Sessions, safe_back, same_csrf
-from worker_sdk.dashboard.guard import HostCheck, LoginThrottle, parse_allowed_hosts
+from wfjobs_dashboard.actions import safe_back
+from wfjobs_dashboard.guard import HostCheck, LoginThrottle, parse_allowed_hosts
+from wfjobs_dashboard.session import Sessions, same_csrf
 
 
 def test_without_login_only_loopback_names_with_the_port_pass() -> None:
