@@ -212,12 +212,18 @@ export class OutcomeReporter {
       const batch = this.pending.splice(0, this.config.batchSize);
       this.inFlight.add(batch);
       this.sends += 1;
-      void this.send(batch, Date.now(), false).finally(() => {
-        this.inFlight.delete(batch);
-        this.sends -= 1;
-        if (this.pending.length > 0) this.drainPending();
-        this.notifyIdle();
-      });
+      void this.send(batch, Date.now(), false)
+        .catch((error: Error) => {
+          // A bug here must not take the process down: the leases expire and the jobs are retried.
+          const jobs = batch.map((o) => o.jobId).join(", ");
+          this.logger.error(`reporting outcome(s) of job(s) ${jobs} failed: ${error.stack ?? error}`);
+        })
+        .finally(() => {
+          this.inFlight.delete(batch);
+          this.sends -= 1;
+          if (this.pending.length > 0) this.drainPending();
+          this.notifyIdle();
+        });
     }
   }
 
