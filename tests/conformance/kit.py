@@ -114,6 +114,20 @@ class Api:
         self.scheduler = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self.channel)
         self.admin = apb_grpc.AdminServiceStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.enqueued: list[str] = []
+
+    def cancel_unfinished(self) -> None:
+        """Cancel every job this client enqueued that has not finished (a shared
+        coordinator's next scenario must not receive it)."""
+        for job_id in self.enqueued:
+            try:
+                if self.job(job_id).status in (
+                    job_pb2.JOB_STATUS_PENDING,
+                    job_pb2.JOB_STATUS_RUNNING,
+                ):
+                    self.cancel(job_id)
+            except grpc.RpcError:
+                pass
 
     def close(self) -> None:
         self.channel.close()
@@ -149,6 +163,7 @@ class Api:
                 scheduler_service_pb2.EnqueueRequest(job=spec), metadata=self.metadata, timeout=10
             )
         )
+        self.enqueued.append(response.job.id)
         return str(response.job.id)
 
     def job(self, job_id: str) -> job_pb2.Job:

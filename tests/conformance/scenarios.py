@@ -45,9 +45,31 @@ RUNNING = job_pb2.JOB_STATUS_RUNNING
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def coordinator(store_url: str, tmp_path: Path) -> Iterator[Coordinator]:
-    c = Coordinator(store_url, tmp_path)
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def shared_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A store of the module's own on each dialect (for the shared coordinator)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('shared') / 'wfjobs.db'}"
+        return
+    request.getfixturevalue("pg_database")  # skips, or fails under CI, without a server
+    from conftest import new_pg_database
+
+    url, drop = new_pg_database("wfj_conformance")
+    try:
+        yield url
+    finally:
+        drop()  # type: ignore[operator]
+
+
+@pytest.fixture(scope="module")
+def coordinator(
+    shared_store: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Coordinator]:
+    """One coordinator for the scenarios that do not restart or configure it:
+    each starts its own worker, and its jobs are finished or cancelled after it."""
+    c = Coordinator(shared_store, tmp_path_factory.mktemp("coordinator"))
     try:
         yield c
     finally:
@@ -60,7 +82,17 @@ def api(coordinator: Coordinator) -> Iterator[Api]:
     try:
         yield a
     finally:
+        a.cancel_unfinished()
         a.close()
+
+
+@pytest.fixture
+def own_coordinator(store_url: str, tmp_path: Path) -> Iterator[Coordinator]:
+    c = Coordinator(store_url, tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 def start_worker(sdk: Sdk, target: str, tmp: Path, name: str, **options: object) -> WorkerUnderTest:
@@ -283,11 +315,14 @@ def test_sigterm_drains_within_the_grace(
 
 
 def test_the_worker_reconnects_after_the_coordinator_restarts(
-    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+    sdk: Sdk, own_coordinator: Coordinator, tmp_path: Path
 ) -> None:
+    coordinator = own_coordinator
+    api = Api(coordinator.target)
     worker = start_worker(sdk, coordinator.target, tmp_path, "reconnect", concurrency=4)
     try:
-        ids = [api.enqueue("sleep", {"ms": 300}) for _ in range(16)]
+        # A short lease: jobs the killed coordinator leased but never sent come back soon.
+        ids = [api.enqueue("sleep", {"ms": 300}, lease_s=3) for _ in range(16)]
         wait_until(lambda: len(worker.records()) >= 4, 30, "handlers to start")
         coordinator.kill()
         time.sleep(0.5)
@@ -295,6 +330,7 @@ def test_the_worker_reconnects_after_the_coordinator_restarts(
         jobs = [api.wait(job_id, timeout=90) for job_id in ids]
     finally:
         worker.stop()
+        api.close()
     runs = Counter((j, a) for e, j, a, _ in worker.records() if e == "start")
     for job in jobs:
         assert job.status == COMPLETED, job
