@@ -840,6 +840,28 @@ class PauseScope:
     value: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PauseRecord:
+    """A pause as stored (``wfj_pauses``); in force while not lifted and not expired."""
+
+    id: str
+    kind: int
+    # Empty: every tenant.
+    tenant_id: str
+    # Empty for a tenant pause (its tenant is ``tenant_id``); a category by its number.
+    value: str
+    actor: str
+    reason: str
+    created_at: int
+    expires_at: int | None
+    lifted_at: int | None
+    lifted_by: str | None
+
+    @property
+    def scope(self) -> PauseScope:
+        return PauseScope(PauseKind(self.kind), self.tenant_id, self.value)
+
+
 @dataclass(slots=True)
 class JobFilter:
     statuses: tuple[int, ...] = ()

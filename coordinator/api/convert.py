@@ -35,6 +35,7 @@ from coordinator.model import (
     NewJob,
     OrderingFailure,
     PauseKind,
+    PauseRecord,
     PauseScope,
     RateLimit,
     Release,
@@ -464,7 +465,7 @@ def scope_from_proto(s: apb.PauseScope) -> PauseScope:
     return PauseScope(kind=kind, tenant_id=s.tenant_id, value=s.value)
 
 
-def pause_to_proto(r: Any) -> apb.PauseRecord:
+def pause_to_proto(r: PauseRecord) -> apb.PauseRecord:
     return apb.PauseRecord(
         id=r.id,
         scope=apb.PauseScope(kind=r.kind, tenant_id=r.tenant_id, value=r.value),

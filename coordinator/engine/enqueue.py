@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from coordinator.engine.core import admission_for
 from coordinator.engine.limits import limit_scope_text
-from coordinator.engine.pauses import pause_scope_text, scope_of_pause
+from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
@@ -455,7 +455,7 @@ class Enqueue(Reads):
                 )
             pauses = await self.run_store(self.store.pauses_covering, prepared, now)
             names = ", ".join(
-                pause_scope_text(scope_of_pause(p), with_tenant=False) for p in pauses
+                pause_scope_text(p.scope, with_tenant=False) for p in pauses
             )
             raise FailedPrecondition(
                 f"cannot run inline: paused ({names or 'a pause'}); "

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from coordinator import tenancy
 from coordinator.engine.limits import limit_scope_text
-from coordinator.engine.pauses import pause_scope_text, scope_of_pause
+from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.model import (
     FAILED_OUTCOMES,
@@ -93,7 +93,7 @@ async def explain(
         who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
         why = f": {p.reason}" if p.reason else ""
         until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
-        scope = pause_scope_text(scope_of_pause(p), with_tenant=False)
+        scope = pause_scope_text(p.scope, with_tenant=False)
         if kind == PauseKind.TENANT:
             text = f"{scope} is disabled {who}{why}{until}"
             reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))

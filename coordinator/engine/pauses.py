@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import base64
 import logging
-from typing import Any
 
 from coordinator.engine.core import EngineCore
 from coordinator.engine.validation import category_value
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
-from coordinator.model import PauseKind, PauseScope, scope_text
+from coordinator.model import PauseKind, PauseRecord, PauseScope, scope_text
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +29,12 @@ def pause_scope_text(scope: PauseScope, *, with_tenant: bool = True) -> str:
     return f"{text} (tenant {scope.tenant_id})" if with_tenant and scope.tenant_id else text
 
 
-def scope_of_pause(p: Any) -> PauseScope:
-    """The scope of a stored pause row."""
-    return PauseScope(PauseKind(p.kind), p.tenant_id, p.value)
-
-
 class Pauses(EngineCore):
     """Pauses by scope."""
 
     async def pause(
         self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
-    ) -> Any:
+    ) -> PauseRecord:
         scope = _check_scope(scope)
         now = self.clock.now_us()
         if expires_at is not None and expires_at <= now:
@@ -52,7 +46,7 @@ class Pauses(EngineCore):
             self.dispatcher.wake(expires_at)
         return record
 
-    async def unpause(self, scope: PauseScope, actor: str) -> list[Any]:
+    async def unpause(self, scope: PauseScope, actor: str) -> list[PauseRecord]:
         scope = _check_scope(scope)
         lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
         if not lifted:
@@ -73,7 +67,7 @@ class Pauses(EngineCore):
 
     async def list_pauses(
         self, include_lifted: bool, tenant_id: str, page_size: int = 0, page_token: str = ""
-    ) -> tuple[list[Any], str]:
+    ) -> tuple[list[PauseRecord], str]:
         """One page of pauses (oldest first) and the token of the next ("" on the last).
 
         Raises:
@@ -141,4 +135,4 @@ def _check_scope(scope: PauseScope) -> PauseScope:
     return scope
 
 
-__all__ = ["Pauses", "pause_scope_text", "scope_of_pause"]
+__all__ = ["Pauses", "pause_scope_text"]

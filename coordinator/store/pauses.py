@@ -22,6 +22,7 @@ from coordinator.model import (
     JobRow,
     NewJob,
     PauseKind,
+    PauseRecord,
     PauseScope,
 )
 from coordinator.store.base import StoreBase
@@ -127,7 +128,7 @@ class PauseQueries(StoreBase):
         reason: str,
         expires_at: int | None,
         now: int,
-    ) -> Any:
+    ) -> PauseRecord:
         """Record a pause.
 
         On PostgreSQL the transaction also takes a SHARE lock on the jobs
@@ -152,9 +153,9 @@ class PauseQueries(StoreBase):
             )
             if expires_at is not None:
                 self._notify_wake(conn, expires_at)
-            return conn.execute(sa.select(pauses).where(pauses.c.id == pause_id)).one()
+            return _record(conn.execute(sa.select(pauses).where(pauses.c.id == pause_id)).one())
 
-    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]:
+    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[PauseRecord]:
         """Lift every active pause on exactly ``scope``; returns the lifted records."""
         where = sa.and_(
             _active(now),
@@ -170,7 +171,7 @@ class PauseQueries(StoreBase):
                 pauses.update().where(pauses.c.id.in_(ids)).values(lifted_at=now, lifted_by=actor)
             )
             self._notify_wake(conn, 0)
-            return list(conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids))))
+            return [_record(r) for r in conn.execute(sa.select(pauses).where(pauses.c.id.in_(ids)))]
 
     def pause_list(
         self,
@@ -180,7 +181,7 @@ class PauseQueries(StoreBase):
         tenant_id: str = "",
         after: tuple[int, str] | None = None,
         limit: int | None = None,
-    ) -> list[Any]:
+    ) -> list[PauseRecord]:
         """Pauses in (created_at, id) order: in force, or all with
         ``include_lifted``; of ``tenant_id`` (and every tenant's) when given;
         those after ``after`` (a created_at and id), at most ``limit``."""
@@ -194,7 +195,7 @@ class PauseQueries(StoreBase):
         if limit is not None:
             query = query.limit(limit)
         with self.tx() as conn:
-            return list(conn.execute(query))
+            return [_record(r) for r in conn.execute(query)]
 
     def pause_purge(self, before: int, limit: int) -> int:
         """Delete up to ``limit`` pauses no longer in force since before
@@ -229,7 +230,7 @@ class PauseQueries(StoreBase):
         with self.tx() as conn:
             return [int(t) for t in conn.execute(query).scalars()]
 
-    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]:
+    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[PauseRecord]:
         """Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names)."""
         covers = sa.text(f"{ACTIVE_PAUSE} AND {pause_covers(lambda column: ':' + column)}")
         params: dict[str, Any] = {"now": now, "tenant_id": job.tenant_id}
@@ -239,4 +240,8 @@ class PauseQueries(StoreBase):
                 params[column] = int(value) if column in NUMERIC_COLUMNS else value
         query = sa.select(_p).where(covers).order_by(_p.c.created_at, _p.c.id)
         with self.tx() as conn:
-            return list(conn.execute(query, params))
+            return [_record(r) for r in conn.execute(query, params)]
+
+
+def _record(row: Any) -> PauseRecord:
+    return PauseRecord(**row._mapping)

@@ -43,6 +43,7 @@ from coordinator.model import (
     JobStatus,
     LeasedForFailure,
     NewJob,
+    PauseRecord,
     PauseScope,
     RetryGrantRule,
     RunningDeadline,
@@ -278,9 +279,9 @@ class Store(Protocol):
         reason: str,
         expires_at: int | None,
         now: int,
-    ) -> Any: ...
+    ) -> PauseRecord: ...
     # Lift every active pause on exactly ``scope``; the lifted records.
-    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[Any]: ...
+    def pause_lift(self, scope: PauseScope, actor: str, now: int) -> list[PauseRecord]: ...
     # Pauses by creation time: active ones, or all; a tenant's and the global ones.
     def pause_list(
         self,
@@ -290,13 +291,13 @@ class Store(Protocol):
         tenant_id: str = "",
         after: tuple[int, str] | None = None,
         limit: int | None = None,
-    ) -> list[Any]: ...
+    ) -> list[PauseRecord]: ...
     # Delete up to ``limit`` pauses lifted or expired before ``before``.
     def pause_purge(self, before: int, limit: int) -> int: ...
     # The future expiry times of active pauses, earliest first (each once).
     def pause_expiries(self, now: int) -> list[int]: ...
     # Active pauses that hold back ``job`` (read: its columns PAUSE_COLUMNS names).
-    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[Any]: ...
+    def pauses_covering(self, job: NewJob | JobRow, now: int) -> list[PauseRecord]: ...
 
     # -- ordering keys (ordering.py) ------------------------------------------------------
 
