@@ -193,7 +193,6 @@ class EventHub:
         if position is None and not from_oldest:
             position = bounds.tail
         held_back = CappedBackoff(self.config.held_back_min_s, self.config.held_back_max_s)
-        loop = asyncio.get_running_loop()
         yield [], position
         # After leaving the shared reader, read once alone before joining again:
         # a read error then reaches this watcher's client.
@@ -224,19 +223,28 @@ class EventHub:
                 position = page.scanned_to
             if page.more or self._tail.can_join(position):
                 continue
-            if page.held_back:
-                timeout = held_back.next_delay()
-            else:
-                timeout = self.config.idle_reread_s
-                held_back.reset()
-            read_at = loop.time()
-            try:
-                await asyncio.wait_for(changed.wait(), timeout)
-            except TimeoutError:
-                pass
-            wait = self.config.min_read_interval_s - (loop.time() - read_at)
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self.wait_for_growth(changed, page, held_back)
+
+    async def wait_for_growth(
+        self, changed: asyncio.Event, page: EventPage, held_back: CappedBackoff
+    ) -> None:
+        """After a read that reached the released end: sleep until ``changed`` is
+        set (a commit), the held-back re-read delay or the safety net passes,
+        and at least ``min_read_interval_s`` since the read."""
+        loop = asyncio.get_running_loop()
+        if page.held_back:
+            timeout = held_back.next_delay()
+        else:
+            timeout = self.config.idle_reread_s
+            held_back.reset()
+        read_at = loop.time()
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            pass
+        wait = self.config.min_read_interval_s - (loop.time() - read_at)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -410,7 +418,6 @@ class LiveTail:
         hub = self._hub
         config = hub.config
         held_back = CappedBackoff(config.held_back_min_s, config.held_back_max_s)
-        loop = asyncio.get_running_loop()
         while self._subscribers:
             changed = hub._changed  # taken before the read: a wake during it is kept
             try:
@@ -438,21 +445,8 @@ class LiveTail:
                 subscriber.offer(page.events, position, limit)
                 if subscriber.dropped:
                     self._subscribers.remove(subscriber)
-            if page.more:
-                continue
-            if page.held_back:
-                timeout = held_back.next_delay()
-            else:
-                timeout = config.idle_reread_s
-                held_back.reset()
-            read_at = loop.time()
-            try:
-                await asyncio.wait_for(changed.wait(), timeout)
-            except TimeoutError:
-                pass
-            wait = config.min_read_interval_s - (loop.time() - read_at)
-            if wait > 0:
-                await asyncio.sleep(wait)
+            if not page.more:
+                await hub.wait_for_growth(changed, page, held_back)
 
     def _drop_all(self) -> None:
         for subscriber in self._subscribers:
