@@ -295,6 +295,8 @@ class ProxyLog:
     # (job id, lease token) of every outcome the worker sent, on the stream or by ReportOutcomes.
     outcomes_sent: list[tuple[str, str]] = field(default_factory=list)
     answers_dropped: int = 0
+    # Answers to outcomes passed on to the worker (OutcomeAnswers, ReportOutcomes responses).
+    answers_forwarded: int = 0
 
 
 _ACQUIRE = "/workflowjobs.v1.WorkerService/AcquireJobs"
@@ -385,6 +387,8 @@ class RecordingProxy:
                 if any(r.accepted for r in message.outcomes.results):
                     self.log.answers_dropped += 1
                     return False
+            if kind == "outcomes":
+                self.log.answers_forwarded += 1
         return True
 
 
@@ -411,7 +415,11 @@ class _Handler(grpc.GenericRpcHandler):
                         )
                 call = proxy._channel.unary_unary(method)
                 try:
-                    return await call(request, metadata=forwarded(context))  # type: ignore[no-any-return]
+                    response: bytes = await call(request, metadata=forwarded(context))
+                    if method == _REPORT:
+                        with proxy._lock:
+                            proxy.log.answers_forwarded += 1
+                    return response
                 except grpc.aio.AioRpcError as e:
                     await context.abort(e.code(), e.details() or "")
                     raise

@@ -34,7 +34,7 @@ from conformance.kit import (
 )
 
 from wfj_testing import wait_until
-from workflowjobs.v1 import job_pb2
+from workflowjobs.v1 import job_pb2, scheduler_service_pb2
 
 COMPLETED = job_pb2.JOB_STATUS_COMPLETED
 FAULTED = job_pb2.JOB_STATUS_FAULTED
@@ -357,16 +357,16 @@ def test_an_outcome_resent_after_a_dropped_answer_is_recorded_once(
         job_id = api.enqueue("echo", {"once": True})
         job = api.wait(job_id)
         wait_until(lambda: len(proxy.log.outcomes_sent) >= 2, 30, "the outcome to be sent again")
-        time.sleep(0.5)  # the resend's answer
+        wait_until(lambda: proxy.log.answers_forwarded >= 1, 30, "the resend to be answered")
     finally:
         worker.stop()
         proxy.close()
     assert proxy.log.answers_dropped == 1
-    sent = Counter(proxy.log.outcomes_sent)
-    assert sent[(job_id, job.attempts[0].worker_id and next(iter(sent))[1])] >= 2
+    tokens = [token for sent, token in proxy.log.outcomes_sent if sent == job_id]
+    assert len(tokens) >= 2 and len(set(tokens)) == 1, "the same outcome, sent again"
     assert (job.status, outcomes(job)) == (COMPLETED, ["COMPLETED"])
     kinds = [e.kind for e in api.events(job_id)]
-    assert kinds.count(5) == 1, kinds  # one COMPLETED event
+    assert kinds.count(scheduler_service_pb2.JOB_EVENT_KIND_COMPLETED) == 1, kinds
     assert len(worker.records()) == 1
     log = worker.log()
     assert not lines(log, "not recorded") and not lines(log, "rejected outcome"), log[-2000:]
