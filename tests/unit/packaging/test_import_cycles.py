@@ -154,3 +154,12 @@ def test_the_engine_imports_no_chore_and_no_api() -> None:
                 if e.startswith(("coordinator.engine", "coordinator.chores", "coordinator.api"))
             }
             assert not wrong, f"{module} imports {sorted(wrong)}"
+
+
+def test_the_homes_of_shared_rules_import_no_layer() -> None:
+    """coordinator/tenancy.py (tenant scope) is asked by the api and the engine
+    alike, and api/handlers.py (re-wrapping a handler) by every interceptor:
+    neither may reach into a layer, so every layer can use them."""
+    graph = import_graph("coordinator")
+    assert graph["coordinator.tenancy"] == set()
+    assert graph["coordinator.api.handlers"] == set()

@@ -18,6 +18,9 @@ TENANCY_HOME = "coordinator/tenancy.py"
 # inside the statement (coordinator/tenancy.py's design note says so).
 TENANCY_SQL = {"coordinator/store/leases.py"}
 _SCOPE_NAME = re.compile(r"(^|_)tenants$|^scope$")
+# ``Exclusions.tenants`` holds the tenants acquisition leaves out (full limits),
+# not a credential's scope; these names hold an ``Exclusions``.
+_EXCLUSIONS = {"ex", "exclude", "exclusions", "out"}
 
 
 def _name(node: ast.AST) -> str:
@@ -30,6 +33,12 @@ def _name(node: ast.AST) -> str:
 
 def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_scope(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and _name(node.value) in _EXCLUSIONS:
+        return False
+    return bool(_SCOPE_NAME.search(_name(node)))
 
 
 def tenant_scope_decisions(source: str) -> list[str]:
@@ -48,13 +57,9 @@ def tenant_scope_decisions(source: str) -> list[str]:
         decides = False
         if isinstance(node, ast.Compare):
             for op, right in zip(node.ops, node.comparators, strict=True):
-                if isinstance(op, ast.In | ast.NotIn) and _SCOPE_NAME.search(_name(right)):
+                if isinstance(op, ast.In | ast.NotIn) and _is_scope(right):
                     decides = True
-                if (
-                    isinstance(op, ast.Is | ast.IsNot)
-                    and _is_none(right)
-                    and _SCOPE_NAME.search(_name(node.left))
-                ):
+                if isinstance(op, ast.Is | ast.IsNot) and _is_none(right) and _is_scope(node.left):
                     parent = parents.get(node)
                     conversion = (
                         isinstance(parent, ast.IfExp)
@@ -63,7 +68,7 @@ def tenant_scope_decisions(source: str) -> list[str]:
                     )
                     decides = decides or not conversion
         elif isinstance(node, ast.Call) and _name(node.func) == "len" and node.args:
-            decides = bool(_SCOPE_NAME.search(_name(node.args[0])))
+            decides = _is_scope(node.args[0])
         if decides:
             found.append(f"line {node.lineno}: {ast.unparse(node)}")
     return found
@@ -82,6 +87,7 @@ def test_the_tenant_scope_check_finds_every_spelling() -> None:
     conversions = [
         "names = None if s.tenants is None else sorted(s.tenants)",
         "exclusions.tenants.add(value)",
+        "skip = tenant_id in ex.tenants",
         "ok = tenancy.allows(session.tenants, job.tenant_id)",
     ]
     for conversion in conversions:
