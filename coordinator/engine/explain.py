@@ -109,10 +109,13 @@ async def explain(
             how = {
                 JobStatus.RUNNING: "it is running",
                 JobStatus.PENDING: "it has not run yet",
+                # A FAULTED job cannot be cancelled: it lets the key go once
+                # retried and completed, or retried and then cancelled.
                 JobStatus.FAULTED: (
-                    "it FAULTED and holds the key until it is retried and completes or is "
-                    f"cancelled (`wfjobs jobs retry {blocker.id}` or `wfjobs jobs cancel "
-                    f"{blocker.id}`)"
+                    "it FAULTED and holds the key until it is retried and completes "
+                    f"(`wfjobs jobs retry {blocker.id}`), or is retried and then cancelled, "
+                    f"which lets the next job run (`wfjobs jobs retry {blocker.id}`, then "
+                    f"`wfjobs jobs cancel {blocker.id}`)"
                 ),
             }.get(state, state.name)
             reasons.append(

@@ -588,7 +588,7 @@ class Commands:
                 raise UsageError("for a tenant pause give the tenant once")
             tenant = a.value or a.tenant
             if not tenant:
-                raise UsageError("name the tenant: wfjobs pause tenant TENANT_ID")
+                raise UsageError(f"name the tenant: wfjobs {a.command} tenant TENANT_ID")
             return kind, "", tenant
         if not a.value:
             raise UsageError(f"name the {a.kind}: wfjobs {a.command} {a.kind} VALUE")
