@@ -58,6 +58,7 @@ from coordinator.store.events import EventLogBounds, EventPage
 from coordinator.store.leases import SetAside
 from coordinator.store.limits import AdmissionFor, BucketRows
 from coordinator.store.liveness import ConnectionBounds
+from coordinator.store.stats import ScheduledCount
 
 # How an attempt ends, decided by the engine for each locked row.
 Decide = Callable[[LeasedForFailure], AttemptEnd]
@@ -381,7 +382,7 @@ class Store(Protocol):
     # (tenant, job type, count) of PENDING jobs not due by ``now``.
     def job_count_scheduled(
         self, now: int, tenant_id: str = "", category: int = 0
-    ) -> list[Any]: ...
+    ) -> list[ScheduledCount]: ...
     # The due time of the oldest due PENDING job.
     def job_oldest_pending_due(
         self, now: int, tenant_id: str = "", category: int = 0

@@ -69,7 +69,9 @@ class StatsQueries(StoreBase):
         with self.tx() as conn:
             return int(conn.execute(query).scalar() or 0)
 
-    def job_count_scheduled(self, now: int, tenant_id: str = "", category: int = 0) -> list[Any]:
+    def job_count_scheduled(
+        self, now: int, tenant_id: str = "", category: int = 0
+    ) -> list[ScheduledCount]:
         """(tenant, job type, n) of PENDING jobs not due by ``now`` (held ones
         included), each part of the pending set read by its own index."""
         counts: dict[tuple[str, str], int] = {}

@@ -58,7 +58,6 @@ UNTYPED_ROWS = {
     "job_type_defaults_list",
     "worker_list",
     "job_count_by_status",
-    "job_count_scheduled",
     "job_backlog_by_tenant_type",
 }
 
