@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,8 +36,38 @@ class Reads(EngineCore):
     """Jobs by id and by filter, waiting for a job to finish, stats."""
 
     async def ping_store(self) -> None:
-        """Raise ``StoreUnavailable`` unless the database answers."""
-        await self.run_store(self.store.ping)
+        """Raise ``StoreUnavailable`` unless the database answers.
+
+        On PostgreSQL the ping runs on a thread of its own, not the store's:
+        it neither waits behind store calls (a busy coordinator is not a
+        silent database) nor, when the database is silent and the ping hangs,
+        holds up the engine's shutdown. The health watch sends one at a time.
+        """
+        if not self.store.is_postgres:
+            await self.run_store(self.store.ping)
+            return
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if answered.done():
+                return
+            if error is None:
+                answered.set_result(None)
+            else:
+                answered.set_exception(error)
+
+        def ping() -> None:
+            error: BaseException | None = None
+            try:
+                self.store.ping()
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                error = e
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, error)
+
+        threading.Thread(target=ping, name="wfj-store-ping", daemon=True).start()
+        await answered
 
     async def job_tenants(self, job_ids: Sequence[str]) -> dict[str, str]:
         """The tenant of each job that exists (for credential tenant scopes)."""

@@ -265,6 +265,10 @@ def domain_errors() -> Iterator[None]:
         raise StoreUnavailable(
             f"database connection lost: {mask_credentials(str(e.orig or e))}"
         ) from e
+    except exc.TimeoutError as e:
+        # The pool had no connection to give within its timeout: every one is
+        # held by a call the database has not answered.
+        raise StoreUnavailable(f"no database connection free: {e}") from e
 
 
 @dataclass(frozen=True, slots=True)

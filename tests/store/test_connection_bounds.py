@@ -177,3 +177,34 @@ def test_the_listener_reconnects_when_its_database_stops_answering(pg_database: 
     finally:
         listener.stop()
         path.close()
+
+
+def test_the_health_ping_does_not_wait_behind_busy_store_threads(pg_database: str) -> None:
+    import asyncio
+
+    from coordinator.engine import Engine, EngineConfig
+
+    async def scenario() -> None:
+        store = open_store(pg_database, pool_size=2)
+        engine = Engine(store, EngineConfig(store_threads=1))
+        release = threading.Event()
+        try:
+            # The one store thread is busy (a slow call, not a silent database).
+            busy = asyncio.ensure_future(engine.run_store(release.wait, 30))
+            await asyncio.wait_for(engine.ping_store(), 10)
+            assert not busy.done()
+        finally:
+            release.set()
+            await busy
+            engine.run_store.shutdown()
+            store.dispose()
+
+    asyncio.run(scenario())
+
+
+def test_a_pool_with_no_free_connection_is_unavailable(pg_database: str) -> None:
+    from coordinator.store.base import domain_errors
+
+    with pytest.raises(StoreUnavailable, match="no database connection free"):
+        with domain_errors():
+            raise sa.exc.TimeoutError("QueuePool limit of size 1 overflow 1 reached")
