@@ -202,6 +202,33 @@ def test_a_stale_outcome_is_logged_with_the_coordinators_answer(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_note_on_a_recorded_outcome_is_logged(
+    store_url: str, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An outcome sent with a push-back the coordinator holds shorter (by a
+    client that did not bound it) is recorded, and the answer's note logged."""
+
+    async def scenario(server: CoordinatorServer, reporter: OutcomeReporter) -> None:
+        [(job_id, token)] = await _leased(server, 1)
+        outcome = _completed(job_id, token)
+        outcome.push_back.retry_after.seconds = 400 * 86_400
+        reporter.submit(outcome)
+        with caplog.at_level(logging.WARNING, logger="worker_sdk.outcomes"):
+            assert await reporter.flush(timeout=20)
+        [record] = [
+            r
+            for r in caplog.records
+            if r.name == "worker_sdk.outcomes" and job_id in r.getMessage()
+        ]
+        assert record.getMessage().startswith(
+            f"outcome of job {job_id} recorded: push_back.retry_after of 400 days"
+        )
+        assert await _status(server, job_id) == JobStatus.COMPLETED
+
+    _run(store_url, scenario, transport)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_each_outcome_carries_the_engines_own_error_code(
     store_url: str, transport: str, caplog: pytest.LogCaptureFixture
 ) -> None:
