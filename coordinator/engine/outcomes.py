@@ -119,18 +119,32 @@ class Outcomes(EngineCore):
         if session is not None and session.principal == principal:
             # Only the credential that opened the stream vouches for it.
             session.last_heartbeat_at = now
-        rows = await self.run_store(
-            self.store.lease_extend_many, refs, now, self.config.default_lease_ms
-        )
-        got = {job_id: (exp, cancel) for job_id, exp, cancel in rows}
+        # The store answers by job id, so a job named twice (an older attempt's
+        # lease beside the current one, e.g. after an unlock re-leased it to
+        # the same worker) goes in a round of its own: each lease gets its own answer.
+        rounds: list[list[tuple[str, str]]] = []
+        times_named: dict[str, int] = {}
+        for ref in refs:
+            n = times_named.get(ref[0], 0)
+            times_named[ref[0]] = n + 1
+            if n == len(rounds):
+                rounds.append([])
+            rounds[n].append(ref)
+        got: dict[tuple[str, str], tuple[int, bool]] = {}
+        for round_refs in rounds:
+            rows = await self.run_store(
+                self.store.lease_extend_many, round_refs, now, self.config.default_lease_ms
+            )
+            token_of = dict(round_refs)
+            got.update({(job_id, token_of[job_id]): (exp, cancel) for job_id, exp, cancel in rows})
         answers = []
-        for job_id, _token in refs:
-            if job_id not in got:
-                answers.append(LeaseAnswer(job_id, "lost"))
+        for ref in refs:
+            if ref not in got:
+                answers.append(LeaseAnswer(ref[0], "lost"))
                 continue
-            expires, cancel = got[job_id]
+            expires, cancel = got[ref]
             answers.append(
-                LeaseAnswer(job_id, "cancel_requested" if cancel else "extended", expires)
+                LeaseAnswer(ref[0], "cancel_requested" if cancel else "extended", expires)
             )
         return answers
 
@@ -144,7 +158,9 @@ class Outcomes(EngineCore):
         self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
         marked = _first_mentions(outcomes)
         if any(isinstance(m, OutcomeResult) for m in marked):
-            answers = iter(await self.report([m for m in marked if not isinstance(m, OutcomeResult)]))
+            answers = iter(
+                await self.report([m for m in marked if not isinstance(m, OutcomeResult)])
+            )
             return [m if isinstance(m, OutcomeResult) else next(answers) for m in marked]
         now = self.clock.now_us()
         completions = [o for o in outcomes if isinstance(o, Completion)]
@@ -206,7 +222,9 @@ class Outcomes(EngineCore):
             await self._push_back(pushed, now)
             results = [
                 replace(r, note=_held_at_ceiling(o.push_back_us))
-                if r.accepted and not r.already_recorded and (o.push_back_us or 0) > MAX_PUSH_BACK_US
+                if r.accepted
+                and not r.already_recorded
+                and (o.push_back_us or 0) > MAX_PUSH_BACK_US
                 else r
                 for o, r in zip(outcomes, results, strict=True)
             ]

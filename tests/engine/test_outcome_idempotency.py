@@ -130,3 +130,24 @@ def test_of_several_mentions_of_a_job_the_first_is_recorded_and_answered(
         assert attempts[0].error == "bad input"
 
     run(store_url, scenario)
+
+
+def test_a_heartbeat_naming_an_old_and_the_current_lease_of_a_job_answers_each(
+    store_url: str,
+) -> None:
+    """An unlock may re-lease the job to the very worker that still runs the
+    old attempt: its next heartbeat names both leases, and only the current
+    one is extended."""
+
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, old)] = await h.lease()
+        await h.engine.ops.unlock_job(job_id)
+        [(_, current)] = await h.lease()
+        assert current != old
+        answers = await h.engine.heartbeat("w1", [(job_id, old), (job_id, current)])
+        assert [a.state for a in answers] == ["lost", "extended"]
+        answers = await h.engine.heartbeat("w1", [(job_id, current), (job_id, old)])
+        assert [a.state for a in answers] == ["extended", "lost"]
+
+    run(store_url, scenario)
