@@ -204,6 +204,21 @@ class Api:
             apb.CancelJobRequest(job_id=job_id), metadata=self.metadata, timeout=10
         )
 
+    def unlock(self, job_id: str) -> None:
+        self.admin.UnlockJob(
+            apb.UnlockJobRequest(job_id=job_id), metadata=self.metadata, timeout=10
+        )
+
+    def drain_worker(self, worker_id: str, *, undrain: bool = False) -> None:
+        if undrain:
+            self.admin.Undrain(
+                apb.UndrainRequest(worker_id=worker_id), metadata=self.metadata, timeout=10
+            )
+        else:
+            self.admin.Drain(
+                apb.DrainRequest(worker_id=worker_id), metadata=self.metadata, timeout=10
+            )
+
     def workers(self) -> list[apb.WorkerInfo]:
         response = self.admin.ListWorkers(
             apb.ListWorkersRequest(), metadata=self.metadata, timeout=10
@@ -379,6 +394,8 @@ class RecordingProxy:
         message = worker_service_pb2.AcquireJobsResponse.FromString(data)
         kind = message.WhichOneof("kind")
         with self._lock:
+            if kind == "drain":
+                view.timeline.append(("drain", 0))
             if kind == "jobs":
                 view.timeline.append(("push", len(message.jobs.jobs)))
                 view.pushed += len(message.jobs.jobs)

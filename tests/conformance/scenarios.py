@@ -258,6 +258,30 @@ def test_cancel_reaches_the_handler_within_two_heartbeats(
     assert lines(worker.log(), f"cancel requested for job {job_id}")
 
 
+def test_a_lost_lease_stops_the_handler_and_reports_nothing(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    proxy = RecordingProxy(coordinator.target)
+    worker = start_worker(sdk, proxy.target, tmp_path, "lost")
+    try:
+        job_id = api.enqueue("cancel", lease_s=3)
+        wait_until(lambda: worker.records(), 30, "the handler to start")
+        api.unlock(job_id)  # the lease is taken away: the next heartbeat answers LOST
+        wait_until(
+            lambda: lines(worker.log(), "outcome not reported"), 30, "the handler to see the loss"
+        )
+        sent = [j for j, _ in proxy.log.outcomes_sent if j == job_id]
+        job = api.job(job_id)
+    finally:
+        worker.stop()
+        proxy.close()
+    assert outcomes(job)[0] == "UNLOCKED"
+    assert sent == [], "nothing is reported under a lost lease"
+    log = worker.log()
+    assert lines(log, f"lease of job {job_id} lost")
+    assert lines(log, f"job {job_id} finished after its lease was lost; outcome not reported")
+
+
 # -- protocol.md "Stream end and lease expiry" ------------------------------------------------
 
 
@@ -309,6 +333,33 @@ def test_sigterm_drains_within_the_grace(
     assert lines(log, "SIGTERM received: draining")
     assert lines(log, "handing back 1 job(s) still running after the shutdown grace")
     assert lines(log, f"worker {worker.worker_id} stopped")
+
+
+def test_a_drained_worker_grants_nothing_until_undrained(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    proxy = RecordingProxy(coordinator.target)
+    worker = start_worker(sdk, proxy.target, tmp_path, "drained", concurrency=2)
+    try:
+        running = api.enqueue("sleep", {"ms": 1000})
+        wait_until(lambda: worker.records(), 30, "the handler to start")
+        api.drain_worker(worker.worker_id)
+        wait_until(
+            lambda: lines(worker.log(), "coordinator requested drain"), 30, "the drain to arrive"
+        )
+        waiting = api.enqueue("echo", {"after": "drain"})
+        assert api.wait(running).status == COMPLETED, "a drained worker finishes what it runs"
+        assert api.job(waiting).status == PENDING
+        api.drain_worker(worker.worker_id, undrain=True)
+        assert api.wait(waiting).status == COMPLETED, "undrained, the worker takes work again"
+    finally:
+        worker.stop()
+        proxy.close()
+    first, second = proxy.log.streams[:2]
+    after_drain = first.timeline[first.timeline.index(("drain", 0)) :]
+    granted = [n for kind, n in after_drain if kind in ("grant", "outcomes+grant")]
+    assert sum(granted) == 0, f"credit granted on a drained stream: {first.timeline}"
+    assert second.granted > 0
 
 
 # -- protocol.md "Reconnect" ------------------------------------------------------------------
