@@ -141,3 +141,39 @@ def test_a_watcher_resuming_from_an_old_cursor_catches_up_then_joins(store_url: 
             await engine.stop()
 
     asyncio.run(main())
+
+
+def test_filters_in_memory_match_what_the_store_filters(store_url: str) -> None:
+    """``event_matches`` keeps exactly the events the store's filtered read returns."""
+    from coordinator.engine.events import event_matches
+
+    async def main() -> None:
+        engine = Engine(open_store(store_url))
+        await engine.start()
+        try:
+            jobs = [
+                make_job(tenant_id=t, job_type=k, definition_id=d, instance_id=f"i-{n % 3}",
+                         correlation_id=f"c-{n % 2}", due_at=0)
+                for n, (t, k, d) in enumerate(
+                    (t, k, d) for t in ("a", "b") for k in ("x", "y") for d in ("d1", "d2")
+                )
+            ]
+            ids = [job_id for job_id, _, _ in await engine.enqueue(jobs)]
+            everything = engine.store.event_read(EventFilter(), None, 1000).events
+            assert len(everything) == len(ids)
+            filters = [
+                EventFilter(tenant_id="a"), EventFilter(job_type="y"),
+                EventFilter(definition_id="d2"), EventFilter(instance_id="i-1"),
+                EventFilter(correlation_id="c-0"), EventFilter(job_id=ids[5]),
+                EventFilter(kinds=(JobEventKind.COMPLETED,)), EventFilter(kinds=(ENQUEUED,)),
+                EventFilter(tenant_id="b", job_type="x", definition_id="d1"),
+                EventFilter(tenant_id="nobody"),
+            ]
+            for flt in filters:
+                stored = [e.cursor for e in engine.store.event_read(flt, None, 1000).events]
+                in_memory = [e.cursor for e in everything if event_matches(flt, e)]
+                assert in_memory == stored, flt
+        finally:
+            await engine.stop()
+
+    asyncio.run(main())
