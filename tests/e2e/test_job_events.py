@@ -225,7 +225,9 @@ def test_only_cursors_of_this_log_are_resumed(
     ):
         code, details = _open_watch(coordinator.target, bad)
         assert code == grpc.StatusCode.INVALID_ARGUMENT, (bad[:40], code, details)
-        assert "is not an event cursor" in details, details
+        # A value longer than any string field may be is refused for that first.
+        expected = "the limit is 512" if len(bad) > 512 else "is not an event cursor"
+        assert expected in details, details
         assert len(details) < 400, len(details)
     # Ahead of every cursor this log handed out (a database recreated under a
     # client that kept its cursor): refused, not an empty stream.
