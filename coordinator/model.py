@@ -600,6 +600,8 @@ class JobRecord:
     # run in its order (``store/ordering.py``); None for a job without a key
     # stored on SQLite.
     ordering_seq: int | None = None
+    # The reason an operator gave for cancelling it; a retry clears it.
+    cancel_reason: str | None = None
 
     @property
     def counted_attempts(self) -> int:

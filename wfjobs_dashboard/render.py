@@ -778,6 +778,7 @@ def job_live(view: JobPage, session: Any) -> str:
             f"{job.attempt} of {job.max_attempts or 'unlimited'}"
             + (f" ({job.released_attempts} released)" if job.released_attempts else ""),
         ),
+        ("cancel reason", f'<span id="cancel-reason">{e(job.cancel_reason)}</span>' if job.cancel_reason else ""),
         ("lease holder", lease),
         ("last worker", last_worker),
         ("finished", e(when(job.finish_time))),

@@ -471,6 +471,7 @@ class JobView:
         replay_of: Id of the job this one replays.
         parent_job_id: Id of the job whose handler enqueued this one (empty: none).
         ordering_key: The job's ordering key (empty: none).
+        cancel_reason: The reason an operator gave for cancelling it (empty: none).
         attempts: Attempt history, when it was asked for.
         deduplicated: True when ``enqueue`` returned an existing job.
         debounced: True when ``enqueue`` debounced: the key's pending job took
@@ -509,6 +510,7 @@ class JobView:
     released_attempts: int = 0
     parent_job_id: str = ""
     ordering_key: str = ""
+    cancel_reason: str = ""
     debounced: bool = False
 
     @property
@@ -575,5 +577,6 @@ class JobView:
             released_attempts=job.released_attempts,
             parent_job_id=job.parent_job_id,
             ordering_key=job.ordering_key,
+            cancel_reason=job.cancel_reason,
             debounced=debounced,
         )

@@ -270,6 +270,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
         job.concurrency_key = row.concurrency_key
     if row.cancel_requested:
         job.cancel_requested = True
+    if row.cancel_reason:
+        job.cancel_reason = row.cancel_reason
     if row.replay_of:
         job.replay_of = row.replay_of
     if row.parent_job_id:

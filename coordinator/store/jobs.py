@@ -216,6 +216,7 @@ def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
         "last_error": None,
         "last_error_kind": None,
         "cancel_requested": False,
+        "cancel_reason": None,
         "lease_owner": None,
         "lease_token": None,
         "lease_expires_at": None,
@@ -745,6 +746,7 @@ class JobQueries(EventQueries):
                     status=int(JobStatus.CANCELLED),
                     finished_at=now,
                     last_error=note,
+                    cancel_reason=reason or None,
                     ordering_held=False,
                 )
             ).rowcount
@@ -755,16 +757,16 @@ class JobQueries(EventQueries):
                 self._release(conn, keys)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
-                return self._request_cancel(conn, job_id)
+                return self._request_cancel(conn, job_id, reason)
         # It was leased since it was read: request the cancel without the key's lock.
         with self.tx() as conn:
-            return self._request_cancel(conn, job_id)
+            return self._request_cancel(conn, job_id, reason)
 
-    def _request_cancel(self, conn: sa.Connection, job_id: str) -> StateChange:
+    def _request_cancel(self, conn: sa.Connection, job_id: str, reason: str) -> StateChange:
         running = conn.execute(
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
-            .values(cancel_requested=True)
+            .values(cancel_requested=True, cancel_reason=reason or None)
         ).rowcount
         return StateChange(self._read_job(conn, job_id), bool(running))
 
@@ -1016,6 +1018,7 @@ class JobQueries(EventQueries):
                                 status=int(JobStatus.CANCELLED),
                                 finished_at=now,
                                 last_error=note,
+                                cancel_reason=reason or None,
                                 ordering_held=False,
                             )
                             .returning(jobs.c.id)
@@ -1042,7 +1045,7 @@ class JobQueries(EventQueries):
                             jobs.c.id.in_([r.id for r in running]),
                             jobs.c.status == int(JobStatus.RUNNING),
                         )
-                        .values(cancel_requested=True)
+                        .values(cancel_requested=True, cancel_reason=reason or None)
                     ).rowcount
             if len(found) < BULK_CHUNK:
                 break

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0018"
+SCHEMA_REVISION = "0016"
 
 metadata = sa.MetaData()
 
@@ -84,6 +84,9 @@ jobs = sa.Table(
     # its order, whatever clock made their ids. A later SQLite migration that
     # rebuilds wfj_jobs (Alembic's batch mode) must create the trigger again.
     sa.Column("ordering_seq", sa.BigInteger),
+    # The reason an operator gave for cancelling it (migration 0016), kept
+    # whatever error the attempt then ends with; a retry clears it.
+    sa.Column("cancel_reason", sa.Text),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job

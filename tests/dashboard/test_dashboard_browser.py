@@ -622,3 +622,21 @@ def test_a_job_paused_by_its_definition_offers_unpause_not_another_pause(
     finally:
         admin.unpause("definition", "unversioned-flow", tenant_id="acme")
         admin.cancel_job(job.id)
+
+
+def test_a_typed_cancel_reason_stays_in_the_job_s_view_after_its_handler_returns(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    gate = cluster["tmp"] / "gate-cancel-reason"
+    job = cluster["scheduler"].enqueue("gate", {"path": str(gate)}, tenant_id="acme")
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    expect()(page.locator("#state .badge")).to_have_text("RUNNING")
+    page.fill("#actions input[name=reason]", "wrong customer")
+    page.click('#actions button[data-op="cancel"]')
+    assert f"Cancel job {job.id}" in confirm(page)
+    expect()(page.locator("#state")).to_contain_text("cancel requested")
+    gate.touch()  # the handler returns normally: the attempt ends CANCELLED
+    expect()(page.locator("#state .badge")).to_have_text("CANCELLED", timeout=20_000)
+    expect()(page.locator("#cancel-reason")).to_have_text("wrong customer")
+    assert cluster["admin"].get_job(job.id).cancel_reason == "wrong customer"

@@ -8,6 +8,7 @@ from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
     Claim,
+    Completion,
     JobFilter,
     JobStatus,
     LeasedForFailure,
@@ -85,6 +86,28 @@ def test_cancel_pending_ends_it_and_running_requests_it(store: Store) -> None:
     assert cancel is True
     again = store.job_cancel(pending.id, "", T0)
     assert not again.changed and again.row.status == JobStatus.CANCELLED
+
+
+def test_a_cancel_s_reason_outlives_the_attempt_and_a_retry_clears_it(store: Store) -> None:
+    running, failing, pending = make_job(), make_job(), make_job()
+    store.job_insert_many([running, failing, pending])
+    _claim(store, [running.id], token="t1")
+    _claim(store, [failing.id], token="t2")
+    store.job_cancel(running.id, "wrong customer", T0)
+    store.job_cancel(pending.id, "duplicate", T0)
+    bulk = JobFilter(job_types=("noop",))
+    assert store.job_bulk_cancel(bulk, [JobStatus.RUNNING], "bulk: wrong batch", T0).changed == 2
+    # The handler then returns (a completion) or fails: the reason stays.
+    store.job_complete_many([Completion(running.id, "t1", b"r")], T0 + SECOND)
+    _end(store, failing.id, "t2", JobStatus.CANCELLED, now=T0 + SECOND)
+    done, failed = store.job_get(running.id), store.job_get(failing.id)
+    assert done is not None and failed is not None
+    assert (done.status, failed.status) == (JobStatus.CANCELLED, JobStatus.CANCELLED)
+    assert done.last_error != "cancelled: wrong customer"  # the attempt's own error
+    # A later request's reason is the one kept.
+    assert (done.cancel_reason, failed.cancel_reason) == ("bulk: wrong batch", "bulk: wrong batch")
+    assert store.job_get(pending.id).cancel_reason == "duplicate"  # type: ignore[union-attr]
+    assert store.job_retry(pending.id, False, T0 + 2 * SECOND).row.cancel_reason is None
 
 
 def test_unlock_fences_the_old_lease_and_records_the_attempt(store: Store) -> None:

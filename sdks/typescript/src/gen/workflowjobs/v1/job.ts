@@ -417,6 +417,12 @@ export interface Job {
   /** The job whose handler enqueued this one; empty when none did. */
   parentJobId: string;
   orderingKey: string;
+  /**
+   * The reason an operator gave for cancelling it (CancelJob, BulkCancelJobs),
+   * kept whatever error the cancelled attempt then ends with; empty when none
+   * was given, and after a retry.
+   */
+  cancelReason: string;
 }
 
 function createBaseWorkflowRef(): WorkflowRef {
@@ -1838,6 +1844,7 @@ function createBaseJob(): Job {
     releasedAttempts: 0,
     parentJobId: "",
     orderingKey: "",
+    cancelReason: "",
   };
 }
 
@@ -1932,6 +1939,9 @@ export const Job: MessageFns<Job> = {
     }
     if (message.orderingKey !== "") {
       writer.uint32(242).string(message.orderingKey);
+    }
+    if (message.cancelReason !== "") {
+      writer.uint32(250).string(message.cancelReason);
     }
     return writer;
   },
@@ -2189,6 +2199,14 @@ export const Job: MessageFns<Job> = {
             message.orderingKey = reader.string();
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.cancelReason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2311,6 +2329,11 @@ export const Job: MessageFns<Job> = {
         : isSet(object.ordering_key)
         ? globalThis.String(object.ordering_key)
         : "",
+      cancelReason: isSet(object.cancelReason)
+        ? globalThis.String(object.cancelReason)
+        : isSet(object.cancel_reason)
+        ? globalThis.String(object.cancel_reason)
+        : "",
     };
   },
 
@@ -2406,6 +2429,9 @@ export const Job: MessageFns<Job> = {
     if (message.orderingKey !== "") {
       obj.orderingKey = message.orderingKey;
     }
+    if (message.cancelReason !== "") {
+      obj.cancelReason = message.cancelReason;
+    }
     return obj;
   },
 
@@ -2456,6 +2482,7 @@ export const Job: MessageFns<Job> = {
     message.releasedAttempts = object.releasedAttempts ?? 0;
     message.parentJobId = object.parentJobId ?? "";
     message.orderingKey = object.orderingKey ?? "";
+    message.cancelReason = object.cancelReason ?? "";
     return message;
   },
 };
