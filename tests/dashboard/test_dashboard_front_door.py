@@ -203,8 +203,8 @@ def test_bodies_no_form_sends_are_answered_400_before_anything_else(
     status, body = post_raw(url, cookie, b"junk", "multipart/form-data")
     assert status == 400 and "not a form the dashboard can read" in body
     upload = (
-        "--x\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n" + csrf + "\r\n"
-        "--x\r\nContent-Disposition: form-data; name=\"op\"; filename=\"a.txt\"\r\n\r\n"
+        '--x\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n' + csrf + "\r\n"
+        '--x\r\nContent-Disposition: form-data; name="op"; filename="a.txt"\r\n\r\n'
         "drain\r\n--x--\r\n"
     )
     status, body = post_raw(url, cookie, upload.encode(), "multipart/form-data; boundary=x")
@@ -438,3 +438,29 @@ def test_pages_name_no_referrer_and_no_server_software(
     _, body, _ = fetch(url + "/pauses", headers=session(url)[0])
     # Forms say where to go back to (pages send no Referer).
     assert re.search(r'name="back" value="/pauses"', body)
+
+
+def test_a_pause_recorded_without_a_name_reads_unauthenticated(
+    open_cluster: CoordinatorWithDashboard,
+) -> None:
+    import subprocess
+    import sys
+
+    with AdminClient(open_cluster.target) as admin:
+        admin.pause("job_type", "nameless-type", actor="")
+    try:
+        _, body, _ = fetch(open_cluster.url + "/pauses", headers=session(open_cluster.url)[0])
+        row = body[body.index("job type nameless-type") :].split("</tr>", 1)[0]
+        assert "<td>unauthenticated</td>" in row
+        listed = subprocess.run(
+            [sys.executable, "-m", "worker_sdk.cli", "--target", open_cluster.target, "pauses"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=subprocess_env(without=("WFJOBS_TOKEN",)),
+        )
+        line = next(x for x in listed.stdout.splitlines() if "nameless-type" in x)
+        assert "unauthenticated" in line, listed.stdout
+    finally:
+        with AdminClient(open_cluster.target) as admin:
+            admin.unpause("job_type", "nameless-type")
