@@ -2,8 +2,11 @@
 
 The overview asks the coordinator for its figures all at once (the stats,
 the pauses, twelve stats windows and twelve latency samples), so its first
-load costs about one call, not twenty-six in a row. The time is printed; the
-assertion has a wide margin over the 0.5 s aimed at (a busy machine is slow).
+load costs about one call, not twenty-six in a row. The time is printed
+(0.2-0.6 s on a quiet two-core machine, 1.5 s seen with both cores busy); the
+assertion's bound is far above the 0.5 s aimed at, so a busy machine does not
+fail it. That the calls go out at once is asserted without a clock in
+tests/unit/wfjobs_dashboard/test_backend.py.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ pytestmark = pytest.mark.e2e
 
 JOBS = 20_000
 TENANTS = 50
-# The aim is 0.5 s; the assertion allows five times that on a busy machine.
-BOUND_S = 2.5
+# The aim is 0.5 s; the bound allows for a machine whose cores are all busy.
+BOUND_S = 10.0
 
 
 @pytest.fixture(scope="module")
