@@ -96,17 +96,22 @@ _DEDUP_ROUNDS = 3
 _SMALL_BATCH = 64
 
 
-# One VALUES row of a NewJob, each value cast to its column's type (a VALUES
-# list feeding INSERT ... SELECT does not take types from the target table).
-_TYPED_PLACEHOLDERS = tuple(
-    f"CAST(%({f}_N)s AS {jobs.c[f].type.compile(dialect=postgresql.dialect())})"
+# The new jobs as one array per column, each cast to its column's array type
+# (``unnest`` of the arrays feeds INSERT ... SELECT; ``driver_sql`` sends them
+# in binary), and the offered owner of each job.
+_UNNEST_COLUMNS = ", ".join(
+    f"CAST(:v_{f} AS {jobs.c[f].type.compile(dialect=postgresql.dialect()).lower()}[])"
     for f in _NEW_JOB_FIELDS
-)
+) + ", CAST(:v_owner AS text[])"
 
 
-@functools.lru_cache(maxsize=2 * _SMALL_BATCH)
-def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
-    """The statement of ``_insert_small`` for ``rows`` jobs, built once per shape.
+@functools.lru_cache(maxsize=4)
+def _insert_small_sql(keyed: bool, offered: bool = False) -> str:
+    """The statement of ``_insert_small``, built once per shape.
+
+    Its text is the same for any number of jobs (one array per column), so
+    the server plans it once per session however many enqueues a group
+    commit holds.
 
     With ``keyed``, rows whose (tenant, idempotency key) is already stored are
     skipped by the unique index itself (``ON CONFLICT DO NOTHING``). With
@@ -134,7 +139,7 @@ def _insert_small_sql(rows: int, keyed: bool, offered: bool = False) -> str:
         f"CASE WHEN {leased_when} THEN %(now)s END, "
         f"CASE WHEN {leased_when} THEN %(now)s + COALESCE(v.heartbeat_timeout_ms, "
         "%(lease_ms)s) * 1000 END "
-        f"FROM (VALUES {', '.join(_values_row(i) for i in range(rows))}) "
+        f"FROM unnest({_UNNEST_COLUMNS}) "
         f"AS v({cols}, owner) "
         f"{_SKIP_STORED_KEYS if keyed else ''}"
         f"RETURNING {', '.join(EVENT_SOURCE_COLUMNS)}, created_at), "
@@ -175,17 +180,11 @@ def _insert_small_statement(
         "gate": LIMIT_GATE,
         "due": wake_payload([j.due_at for j in new_jobs]),
     }
-    for i, job in enumerate(new_jobs):
-        for f in _NEW_JOB_FIELDS:
-            params[f"{f}_{i}"] = getattr(job, f)
-        params[f"owner_{i}"] = owners.get(job.id)
-    return _insert_small_sql(len(new_jobs), keyed, bool(owners)), params
-
-
-def _values_row(i: int) -> str:
-    """VALUES row ``i`` of a NewJob plus its offered owner."""
-    cells = [p.replace("_N)s", f"_{i})s") for p in _TYPED_PLACEHOLDERS]
-    return "(" + ", ".join(cells) + f", CAST(%(owner_{i})s AS text))"
+    rows = [_NEW_JOB_VALUES(job) for job in new_jobs]
+    for f, column in zip(_NEW_JOB_FIELDS, zip(*rows, strict=True), strict=True):
+        params[f"v_{f}"] = list(column)
+    params["v_owner"] = [owners.get(job.id) for job in new_jobs]
+    return _insert_small_sql(keyed, bool(owners)), params
 
 
 def _insert_row(job: NewJob) -> dict[str, Any]:

@@ -50,3 +50,27 @@ def test_an_unknown_plan_cache_mode_is_refused(monkeypatch) -> None:
     monkeypatch.setenv("WFJOBS_PLAN_CACHE_MODE", "sometimes")
     with pytest.raises(ValueError, match="WFJOBS_PLAN_CACHE_MODE='sometimes' is not one of"):
         plan_cache_mode_setting()
+
+
+def test_the_group_commit_insert_is_one_statement_for_every_size() -> None:
+    """A group commit of 1 or of 12 single enqueues sends the same statement
+    text (one array per column), so a session plans it once for every size."""
+    from coordinator.model import DirectLeases
+    from coordinator.store.jobs import _insert_small_statement
+    from wfj_testing import make_job
+
+    texts = set()
+    for size in (1, 2, 5, 12):
+        batch = [make_job() for _ in range(size)]
+        sql, params = _insert_small_statement(batch, None, keyed=False)
+        texts.add(sql)
+        assert params["v_id"] == [j.id for j in batch]
+        assert params["v_owner"] == [None] * size
+    assert len(texts) == 1
+    # Offered jobs (direct dispatch) and keyed jobs are a shape each, again one for every size.
+    offered = set()
+    for size in (1, 3):
+        batch = [make_job() for _ in range(size)]
+        direct = DirectLeases({batch[0].id: "worker-1"}, "token", 0, 30_000)
+        offered.add(_insert_small_statement(batch, direct, keyed=True)[0])
+    assert len(offered) == 1 and offered.isdisjoint(texts)
