@@ -1,8 +1,8 @@
 """Operator client: one typed method per ``AdminService`` RPC.
 
-Jobs come back as :class:`JobView`; everything else (pause records, workers,
-stats, limits, wait reasons) as the contract's protobuf messages, which already
-carry names a person can read. Scope kinds are accepted as short names
+Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
+:class:`WaitReason` values; pause records, workers, stats and limits still as
+the contract's protobuf messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -11,6 +11,7 @@ arguments straight through.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack, cast
@@ -24,6 +25,7 @@ from ._convert import (
     JobView,
     RetryPolicy,
     category_to_proto,
+    from_timestamp,
     to_duration,
     to_timestamp,
 )
@@ -160,13 +162,67 @@ class JobPage:
     total_count: int = 0
 
 
+# Why a pending job waits, by the contract's numbers (``WaitReason.Kind``) so
+# ``r.kind == admin_service_pb2.WaitReason.KIND_PAUSED`` holds; names without
+# the ``KIND_`` prefix (``WaitReasonKind.PAUSED``), one per value the contract has.
+WaitReasonKind = enum.IntEnum(  # type: ignore[misc]
+    "WaitReasonKind",
+    {name.removeprefix("KIND_"): number for name, number in admin_service_pb2.WaitReason.Kind.items()},
+    module=__name__,
+)
+WaitReasonKind.__doc__ = "The kind of a :class:`WaitReason` (``workflowjobs.v1.WaitReason.Kind``)."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WaitReason:
+    """One reason a pending job is not running right now.
+
+    Printed, it reads as ``wfjobs jobs explain`` prints it (``paused: …``).
+
+    Attributes:
+        kind: What holds the job (``WaitReasonKind.PAUSED``, ``RATE_LIMIT``, …).
+        message: A sentence a person can act on.
+        until: When it lifts by itself (a due time, a pause's expiry, a lease's
+            end, when a rate limit next admits a start); None when it does not.
+        pause_id: The pause that holds the job (``PAUSED``); "" otherwise.
+        count: A count the kind carries (``CONCURRENCY_LIMIT``: the jobs running
+            in the scope; ``QUEUED_BEHIND``: the eligible jobs ahead;
+            ``FAIR_SHARE``: the other tenants; ``DEBOUNCED``: the enqueues
+            debounced; ``DRAINING``: the drained workers); 0 otherwise.
+        limit: The limit in force (``CONCURRENCY_LIMIT``: its running jobs;
+            ``RATE_LIMIT``: its starts per period); 0 otherwise.
+    """
+
+    kind: WaitReasonKind
+    message: str
+    until: datetime | None = None
+    pause_id: str = ""
+    count: int = 0
+    limit: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.kind.name.lower()}: {self.message}"
+
+    @classmethod
+    def from_proto(cls, r: admin_service_pb2.WaitReason) -> WaitReason:
+        """Read a ``workflowjobs.v1.WaitReason`` message."""
+        return cls(
+            kind=WaitReasonKind(r.kind),
+            message=r.message,
+            until=from_timestamp(r.until) if r.HasField("until") else None,
+            pause_id=r.pause_id,
+            count=r.count,
+            limit=r.limit,
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class JobExplanation:
     """Why a job is not running right now.
 
     Attributes:
         job: The job.
-        reasons: Every reason (``workflowjobs.v1.WaitReason``); empty when it is eligible now.
+        reasons: Every reason (:class:`WaitReason`); empty when it is eligible now.
         last_failure: The latest attempt when it failed and nothing ran since
             (the error and traceback a pending retry waits after, or those that
             faulted the job); None otherwise.
@@ -174,7 +230,7 @@ class JobExplanation:
     """
 
     job: JobView
-    reasons: list[admin_service_pb2.WaitReason]
+    reasons: list[WaitReason]
     last_failure: JobAttemptView | None = None
     raw: admin_service_pb2.ExplainJobResponse | None = None
 
@@ -321,7 +377,7 @@ class AdminClient(BlockingClient):
         )
         return JobExplanation(
             job=JobView.from_proto(response.job),
-            reasons=list(response.reasons),
+            reasons=[WaitReason.from_proto(r) for r in response.reasons],
             last_failure=(
                 JobAttemptView.from_proto(response.last_failure)
                 if response.HasField("last_failure")

@@ -479,7 +479,7 @@ class Commands:
             self.out.json(
                 {
                     "job": job_json(explanation.job),
-                    "reasons": [message_dict(r) for r in explanation.reasons],
+                    "reasons": [message_dict(r) for r in raw.reasons] if raw is not None else [],
                     **(
                         {"last_failure": message_dict(raw.last_failure)}
                         if raw is not None and raw.HasField("last_failure")
