@@ -47,7 +47,7 @@ def test_category_pause_limit_and_filters_through_the_cli(
     assert "paused category integration" in paused.stdout
     held = wfjobs_json(target, "enqueue", "noop", "{}", "--category", "integration")["id"]
     free = wfjobs_json(
-        target, "enqueue", "noop", "{}", "--category", "maintenance", "--wait", "30s"
+        target, "enqueue", "noop", "{}", "--category", "maintenance", "--wait", "120s"
     )
     assert free["status"] == "JOB_STATUS_COMPLETED"
     explained = wfjobs(target, "jobs", "explain", held)
@@ -85,7 +85,7 @@ def test_category_pause_limit_and_filters_through_the_cli(
         30,
         "the limit to hold the next integration job",
     )
-    other = wfjobs_json(target, "enqueue", "noop", "{}", "--category", "custom", "--wait", "30s")
+    other = wfjobs_json(target, "enqueue", "noop", "{}", "--category", "custom", "--wait", "120s")
     assert other["status"] == "JOB_STATUS_COMPLETED"
     assert wfjobs_json(target, "jobs", "show", behind)["status"] == "JOB_STATUS_PENDING"
     gate.touch()

@@ -207,7 +207,7 @@ def test_cli_commands_against_a_live_coordinator(
     worker = processes["worker"](target)
     gate = tmp_path / "gate"
 
-    enqueued = wfjobs(target, "enqueue", "noop", "{}", "--tenant", "acme", "--wait", "30s")
+    enqueued = wfjobs(target, "enqueue", "noop", "{}", "--tenant", "acme", "--wait", "120s")
     assert enqueued.returncode == 0, enqueued.stderr
     queued, first, result = enqueued.stdout.splitlines()
     job_id, status = first.split()
@@ -235,16 +235,16 @@ def test_cli_commands_against_a_live_coordinator(
     gated = wfjobs_json(target, "enqueue", "gate", json.dumps({"path": str(gate)}))["id"]
     wait_until(
         lambda: wfjobs_json(target, "jobs", "show", gated)["status"] == "JOB_STATUS_RUNNING",
-        30,
+        90,
         "RUNNING",
     )
     unlocked = wfjobs_json(target, "jobs", "unlock", gated)
     assert unlocked["status"] in ("JOB_STATUS_PENDING", "JOB_STATUS_RUNNING")
-    wait_until(lambda: len(_events(worker, "start", gated)) == 2, 30, "the job to run again")
+    wait_until(lambda: len(_events(worker, "start", gated)) == 2, 90, "the job to run again")
     gate.touch()
     wait_until(
         lambda: wfjobs_json(target, "jobs", "show", gated)["status"] == "JOB_STATUS_COMPLETED",
-        30,
+        90,
         "COMPLETED",
     )
     outcomes = [a["outcome"] for a in wfjobs_json(target, "jobs", "show", gated)["attempts"]]

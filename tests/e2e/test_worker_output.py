@@ -185,8 +185,8 @@ def test_enqueue_wait_prints_the_result_or_the_error_and_show_decodes_payloads(
     target = coordinator.target
     worker = start_worker(tmp_path, target)
     try:
-        ok = run_wfjobs(target, "enqueue", "greet", '{"name": "Ada"}', "--wait", "30s")
-        bad = run_wfjobs(target, "enqueue", "boom", "{}", "--max-attempts", "1", "--wait", "30s")
+        ok = run_wfjobs(target, "enqueue", "greet", '{"name": "Ada"}', "--wait", "120s")
+        bad = run_wfjobs(target, "enqueue", "boom", "{}", "--max-attempts", "1", "--wait", "120s")
         job_id = ok.stdout.split()[0]
         shown = run_wfjobs(target, "jobs", "show", job_id)
         shown_json = json.loads(run_wfjobs(target, "--json", "jobs", "show", job_id).stdout)
