@@ -472,6 +472,31 @@ class Uniqueness:
     max_wait_us: int = 0
 
 
+class MisfirePolicy(enum.IntEnum):
+    """What a scheduler tick enqueued later than its grace does (``ScheduleTick``)."""
+
+    # One job, now; further late ticks of the schedule while it is pending
+    # are that job (a backlog of missed ticks fires once).
+    FIRE_ONCE_LATE = 1
+    # No job (unless the tick's job exists already).
+    SKIP = 2
+
+
+# A tick enqueued more than this after its nominal time is a misfire, unless
+# the tick names its own grace.
+DEFAULT_MISFIRE_GRACE_US = 60 * 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleTick:
+    """One tick of an outside scheduler: the schedule and the time it was due."""
+
+    schedule_id: str
+    nominal_at: int
+    policy: MisfirePolicy = MisfirePolicy.FIRE_ONCE_LATE
+    grace_us: int = DEFAULT_MISFIRE_GRACE_US
+
+
 @dataclass(frozen=True, slots=True)
 class UniqueKeyRow:
     """A stored uniqueness key: the job it names and what debounce did to it."""

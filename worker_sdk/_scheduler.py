@@ -30,6 +30,8 @@ from ._convert import (
     Uniqueness,
     WorkflowRef,
     job_specs,
+    to_duration,
+    to_timestamp,
 )
 from ._errors import DeadlineExceededError, WorkflowJobsError, error_from_rpc
 from ._events import AsyncEventWatch, EventWatch, JobEvent, JobEventFilter, watch_request
@@ -88,6 +90,40 @@ def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list
         )
         for r in response.results
     ]
+
+
+# Misfire policies of ``enqueue_tick`` by their SDK names.
+MISFIRE_POLICIES = {
+    "fire_once_late": job_pb2.MISFIRE_POLICY_FIRE_ONCE_LATE,
+    "skip": job_pb2.MISFIRE_POLICY_SKIP,
+}
+
+
+def _tick_request(
+    schedule_id: str,
+    nominal_time: datetime,
+    job_type: str,
+    payload: Any,
+    misfire: str,
+    misfire_grace: timedelta | float | None,
+    options: dict[str, Any],
+) -> scheduler_service_pb2.EnqueueRequest:
+    if misfire not in MISFIRE_POLICIES:
+        raise ValueError(f"misfire must be one of {', '.join(MISFIRE_POLICIES)}, got {misfire!r}")
+    request = _enqueue_request(job_type, payload, **options)
+    tick = request.job.schedule_tick
+    tick.schedule_id = schedule_id
+    tick.nominal_time.CopyFrom(to_timestamp(nominal_time))
+    tick.misfire_policy = MISFIRE_POLICIES[misfire]
+    if misfire_grace is not None:
+        tick.misfire_grace.CopyFrom(to_duration(misfire_grace))
+    return request
+
+
+def _tick_answer(response: scheduler_service_pb2.EnqueueResponse) -> JobView | None:
+    if response.skipped:
+        return None
+    return JobView.from_proto(response.job, deduplicated=response.deduplicated)
 
 
 class SchedulerClient(BlockingClient):
@@ -200,6 +236,50 @@ class SchedulerClient(BlockingClient):
         return JobView.from_proto(
             response.job, deduplicated=response.deduplicated, debounced=response.debounced
         )
+
+    def enqueue_tick(
+        self,
+        schedule_id: str,
+        nominal_time: datetime,
+        job_type: str,
+        payload: Any = None,
+        *,
+        misfire: str = "fire_once_late",
+        misfire_grace: timedelta | float | None = None,
+        **options: Any,
+    ) -> JobView | None:
+        """Turn one tick of a scheduler into exactly one job (docs/scheduler-ticks.md).
+
+        Every node running the schedule may call this for the same tick: the
+        schedule id and the tick's nominal time are the job's key, so all of
+        them get the one job, on any coordinator replica.
+
+        Args:
+            schedule_id: The schedule (e.g. the cron job's name), per tenant.
+            nominal_time: When the tick was due, as the schedule computes it
+                (not when this node fired); naive means UTC.
+            job_type: The job type of the tick's job.
+            payload: The job's input.
+            misfire: What a tick later than ``misfire_grace`` does:
+                ``"fire_once_late"`` (one job now; a backlog of late ticks is
+                one job) or ``"skip"`` (no job).
+            misfire_grace: How late a tick may be before it misfires (seconds
+                or timedelta; None: the coordinator's 60 s).
+            **options: Any other :meth:`enqueue` option except
+                ``idempotency_key``, ``due`` and ``delay`` (``tenant_id``,
+                ``workflow``, ``category``, ...).
+
+        Returns:
+            The tick's job (``deduplicated`` when another node made it), or
+            None when the tick misfired, its policy skips it and it had no job.
+        """
+        request = _tick_request(
+            schedule_id, nominal_time, job_type, payload, misfire, misfire_grace, options
+        )
+        with _tracing.enqueue_span(job_type, request.job.tenant_id) as context:
+            if context is not None and not request.job.traceparent:
+                request.job.traceparent, request.job.tracestate = context
+            return _tick_answer(self._call(self._stub.Enqueue, request))
 
     def enqueue_batch(self, jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[EnqueueResult]:
         """Enqueue several jobs atomically: all or none.
@@ -439,6 +519,26 @@ class AsyncSchedulerClient:
         return JobView.from_proto(
             response.job, deduplicated=response.deduplicated, debounced=response.debounced
         )
+
+    async def enqueue_tick(
+        self,
+        schedule_id: str,
+        nominal_time: datetime,
+        job_type: str,
+        payload: Any = None,
+        *,
+        misfire: str = "fire_once_late",
+        misfire_grace: timedelta | float | None = None,
+        **options: Any,
+    ) -> JobView | None:
+        """One scheduler tick as exactly one job. See :meth:`SchedulerClient.enqueue_tick`."""
+        request = _tick_request(
+            schedule_id, nominal_time, job_type, payload, misfire, misfire_grace, options
+        )
+        with _tracing.enqueue_span(job_type, request.job.tenant_id) as context:
+            if context is not None and not request.job.traceparent:
+                request.job.traceparent, request.job.tracestate = context
+            return _tick_answer(await self._call(self._stub.Enqueue, request))
 
     async def enqueue_batch(
         self, jobs: Sequence[JobRequest | job_pb2.JobSpec]

@@ -19,6 +19,7 @@ from coordinator.engine.explain import WaitReason
 from coordinator.engine.validation import MAX_TRACEBACK_BYTES, check_length, keep_head, keep_tail
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
+    DEFAULT_MISFIRE_GRACE_US,
     UNIQUE_WHILE_DEFAULT,
     AttemptRow,
     Completion,
@@ -32,6 +33,7 @@ from coordinator.model import (
     JobStatus,
     JobTypeDefaults,
     LimitKind,
+    MisfirePolicy,
     NewJob,
     OrderingFailure,
     PauseKind,
@@ -40,6 +42,7 @@ from coordinator.model import (
     RateLimit,
     Release,
     RetryPolicy,
+    ScheduleTick,
     Uniqueness,
     UniqueRule,
 )
@@ -192,6 +195,30 @@ def uniqueness_from_spec(spec: jpb.JobSpec) -> Uniqueness | None:
 
 
 _STATUSES = frozenset(int(s) for s in JobStatus)
+
+
+def schedule_tick_from_spec(spec: jpb.JobSpec) -> ScheduleTick | None:
+    """The scheduler tick of a job spec, or None (read only when the spec has one)."""
+    if not spec.HasField("schedule_tick"):
+        return None
+    t = spec.schedule_tick
+    if t.misfire_policy not in _MISFIRE_POLICIES:
+        raise InvalidArgument(
+            f"schedule_tick.misfire_policy {t.misfire_policy} is not a known MisfirePolicy"
+        )
+    nominal = (
+        ts_to_us(t.nominal_time, "schedule_tick.nominal_time") if t.HasField("nominal_time") else 0
+    )
+    grace = (
+        duration_ms(t.misfire_grace, "schedule_tick.misfire_grace") * 1000
+        if t.HasField("misfire_grace")
+        else DEFAULT_MISFIRE_GRACE_US
+    )
+    policy = MisfirePolicy(t.misfire_policy or MisfirePolicy.FIRE_ONCE_LATE)
+    return ScheduleTick(t.schedule_id, nominal, policy, grace)
+
+
+_MISFIRE_POLICIES = frozenset(jpb.MisfirePolicy.values())
 
 
 def _set_ts(ts: timestamp_pb2.Timestamp, us: int) -> None:

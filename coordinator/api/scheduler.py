@@ -10,7 +10,7 @@ from coordinator.api import convert
 from coordinator.engine import Engine
 from coordinator.engine.events import check_cursor
 from coordinator.errors import InvalidArgument
-from coordinator.model import NewJob, Uniqueness, UniqueOutcome
+from coordinator.model import NewJob, ScheduleTick, Uniqueness, UniqueOutcome
 from workflowjobs.v1 import job_pb2 as jpb
 from workflowjobs.v1 import scheduler_service_pb2 as spb
 from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
@@ -24,6 +24,9 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         self, request: spb.EnqueueRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueResponse:
         job = convert.new_job_from_spec(request.job)
+        tick = convert.schedule_tick_from_spec(request.job)
+        if tick is not None:
+            return await self._enqueue_tick(request, job, tick)
         rule = convert.uniqueness_from_spec(request.job)
         if rule is not None:
             if request.HasField("inline"):
@@ -49,6 +52,19 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
             )
         row, dedup = await self._engine.enqueue_one(job)
         return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=dedup)
+
+    async def _enqueue_tick(
+        self, request: spb.EnqueueRequest, job: NewJob, tick: ScheduleTick
+    ) -> spb.EnqueueResponse:
+        if request.HasField("inline") or request.job.HasField("uniqueness"):
+            raise InvalidArgument(
+                "a schedule tick cannot run inline or have uniqueness: its schedule and "
+                "nominal time already make it one job"
+            )
+        row, existed = await self._engine.enqueue_tick(job, tick)
+        if row is None:
+            return spb.EnqueueResponse(skipped=True)
+        return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=existed)
 
     async def EnqueueBatch(
         self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
@@ -104,6 +120,10 @@ def _batch_job(index: int, spec: jpb.JobSpec) -> NewJob:
 
 def _batch_rule(index: int, spec: jpb.JobSpec) -> Uniqueness | None:
     """The uniqueness rule of one job of a batch; a malformed one is named by its position."""
+    if spec.HasField("schedule_tick"):
+        raise InvalidArgument(
+            f"jobs[{index}]: a schedule tick goes through Enqueue, one tick at a time"
+        )
     try:
         return convert.uniqueness_from_spec(spec)
     except InvalidArgument as e:

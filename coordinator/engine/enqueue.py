@@ -17,6 +17,7 @@ from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import WorkerSession
+from coordinator.engine.ticks import check_tick, is_misfire, misfire_uniqueness, tick_key
 from coordinator.engine.uniqueness import check_uniqueness, first_due_at
 from coordinator.engine.validation import (
     check_job_type_name,
@@ -34,9 +35,11 @@ from coordinator.model import (
     JobRecord,
     JobRow,
     JobStatus,
+    MisfirePolicy,
     NewJob,
     OrderingFailure,
     RetryPolicy,
+    ScheduleTick,
     Uniqueness,
     UniqueOutcome,
 )
@@ -194,6 +197,35 @@ class Enqueue(Reads):
             prepared, [(i, o != UniqueOutcome.CREATED, s) for i, o, s in results]
         )
         return results
+
+    async def enqueue_tick(self, job: NewJob, tick: ScheduleTick) -> tuple[JobRow | None, bool]:
+        """Store the job of one scheduler tick exactly once (``engine/ticks.py``).
+
+        Returns the tick's job and whether it existed already; ``(None,
+        False)`` when the tick misfired under the SKIP policy and no job of
+        it exists (nothing was stored).
+        """
+        check_tick(tick, job, self.config.max_string_length)
+        job.idempotency_key = tick_key(tick)
+        now = self.clock.now_us()
+        if not is_misfire(tick, now):
+            return await self.enqueue_one(job)
+        if tick.policy == MisfirePolicy.SKIP:
+            self.prepare(job, now)  # a bad job is refused, skipped or not
+            existing = await self.run_store(
+                self.store.job_get_by_idempotency_key, job.tenant_id, job.idempotency_key
+            )
+            if existing is None:
+                log.info(
+                    "schedule %s: the tick of %s misfired (%.1f s late); its policy skips it",
+                    tick.schedule_id,
+                    job.idempotency_key.rsplit("@", 1)[-1],
+                    (now - tick.nominal_at) / 1e6,
+                )
+            return existing, existing is not None
+        [(job_id, outcome, _)] = await self.enqueue_unique([job], [misfire_uniqueness(tick)])
+        row, _ = await self.get_job(job_id)
+        return row, outcome != UniqueOutcome.CREATED
 
     async def enqueue_one(self, job: NewJob) -> tuple[JobRow, bool]:
         """Store one job; returns it and whether it was deduplicated.

@@ -18,7 +18,8 @@ Under the key's lock the engine's rule is applied to the job the row names
 - DEBOUNCE: that job still PENDING and not yet due takes the new payload and
   the due time ``now + delay``, never past ``max_due_at`` (DEBOUNCED).
 
-A job no longer stored (retention deleted it) blocks nothing. Otherwise the
+A job whose idempotency key names a stored job gets that job (EXISTING), the
+key unchanged. A job no longer stored (retention deleted it) blocks nothing. Otherwise the
 new job is stored and the row names it from then on (CREATED).
 """
 
@@ -30,6 +31,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from coordinator.model import (
+    JobRecord,
+    JobRow,
     JobStatus,
     NewJob,
     UniqueKeyRow,
@@ -86,6 +89,10 @@ class UniqueQueries(JobQueries):
                     if key_row is None:  # the key was free: this job is its first
                         in_batch[ident] = i
                         to_store[i] = job
+                        continue
+                    keyed = self._unique_keyed_job(conn, job)
+                    if keyed is not None:  # its idempotency key names a stored job
+                        answers[i] = (keyed[0], int(UniqueOutcome.EXISTING), keyed[1])
                         continue
                     current = self._unique_current(conn, key_row.job_id)
                 decision = _decide(rule, key_row, current, now)
@@ -156,6 +163,25 @@ class UniqueQueries(JobQueries):
             .with_for_update()
         ).one()
         return UniqueKeyRow(*row)
+
+    def _unique_keyed_job(self, conn: sa.Connection, job: NewJob) -> tuple[str, int] | None:
+        """(id, status) of the job stored under ``job``'s idempotency key, if any."""
+        if not job.idempotency_key:
+            return None
+        row = conn.execute(
+            sa.select(jobs.c.id, jobs.c.status).where(
+                jobs.c.tenant_id == job.tenant_id, jobs.c.idempotency_key == job.idempotency_key
+            )
+        ).first()
+        return (row.id, row.status) if row is not None else None
+
+    def job_get_by_idempotency_key(self, tenant_id: str, key: str) -> JobRow | None:
+        """The job stored under (tenant, idempotency key), or None."""
+        with self.statement() as conn:
+            row = conn.execute(
+                sa.select(jobs).where(jobs.c.tenant_id == tenant_id, jobs.c.idempotency_key == key)
+            ).first()
+            return JobRecord(*row) if row is not None else None
 
     def _unique_current(self, conn: sa.Connection, job_id: str) -> _Current | None:
         row = conn.execute(

@@ -948,6 +948,10 @@ class Commands:
                 definition_id=a.definition, instance_id=a.instance, correlation_id=a.correlation
             )
         with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
+            if a.schedule_id is not None:
+                return self._enqueue_tick(scheduler, payload, workflow)
+            if a.tick_time or a.misfire or a.misfire_grace:
+                raise UsageError("--tick-time, --misfire and --misfire-grace need --schedule-id")
             job = scheduler.enqueue(
                 a.job_type,
                 payload,
@@ -1016,6 +1020,40 @@ class Commands:
         kind = apb.WaitReason.Kind.Name(reason.kind).removeprefix("KIND_").lower()
         return f"{kind}: {reason.message}"
 
+    def _enqueue_tick(
+        self, scheduler: SchedulerClient, payload: Any, workflow: SdkWorkflowRef | None
+    ) -> int:
+        a = self.args
+        if a.tick_time is None:
+            raise UsageError("--schedule-id needs --tick-time (the time the tick was due, UTC)")
+        if a.idempotency_key or a.delay or a.unique_key or a.wait is not None:
+            raise UsageError(
+                "a schedule tick's key is its schedule and time: leave out --idempotency-key, "
+                "--delay, --unique-key and --wait"
+            )
+        job = scheduler.enqueue_tick(
+            a.schedule_id,
+            a.tick_time,
+            a.job_type,
+            payload,
+            misfire=(a.misfire or "fire-once-late").replace("-", "_"),
+            misfire_grace=a.misfire_grace,
+            tenant_id=a.tenant,
+            workflow=workflow,
+            priority=a.priority,
+            max_attempts=a.max_attempts,
+            execution_timeout=a.execution_timeout,
+            heartbeat_timeout=a.heartbeat_timeout,
+            category=a.category,
+        )
+        if job is None:
+            if self.out.as_json:
+                self.out.json({"skipped": True})
+            else:
+                self.out.line("skipped: the tick misfired and its policy skips it")
+            return EXIT_OK
+        return self._enqueued(job)
+
     def _enqueued(self, job: JobView) -> int:
         if self.out.as_json:
             self.out.json(job_json(job))
@@ -1029,6 +1067,17 @@ class Commands:
             )
             self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
+
+
+def _utc_time(text: str) -> datetime:
+    """An ISO 8601 time; one without an offset is UTC."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time (e.g. 2026-12-01T06:00:00Z)"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _uniqueness(a: argparse.Namespace) -> Uniqueness | None:
@@ -1443,6 +1492,31 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_duration,
         default=None,
         help="with --debounce: never later than this long after the first enqueue (a duration: 90s, 5m)",
+    )
+    p.add_argument(
+        "--schedule-id",
+        default=None,
+        help="enqueue one tick of this schedule: exactly one job per --tick-time, whichever "
+        "nodes send it (docs/scheduler-ticks.md)",
+    )
+    p.add_argument(
+        "--tick-time",
+        type=_utc_time,
+        default=None,
+        help="with --schedule-id: the time the tick was due (ISO 8601, UTC unless it says)",
+    )
+    p.add_argument(
+        "--misfire",
+        choices=("fire-once-late", "skip"),
+        default=None,
+        help="with --schedule-id: what a tick later than --misfire-grace does (default "
+        "fire-once-late)",
+    )
+    p.add_argument(
+        "--misfire-grace",
+        type=parse_duration,
+        default=None,
+        help="with --schedule-id: how late a tick may be (a duration: 90s, 5m; default 60s)",
     )
     p.add_argument(
         "--wait",

@@ -39,6 +39,12 @@ class AttemptOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ATTEMPT_OUTCOME_RELEASED: _ClassVar[AttemptOutcome]
     ATTEMPT_OUTCOME_UNLOCKED: _ClassVar[AttemptOutcome]
     ATTEMPT_OUTCOME_TIMED_OUT: _ClassVar[AttemptOutcome]
+
+class MisfirePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MISFIRE_POLICY_UNSPECIFIED: _ClassVar[MisfirePolicy]
+    MISFIRE_POLICY_FIRE_ONCE_LATE: _ClassVar[MisfirePolicy]
+    MISFIRE_POLICY_SKIP: _ClassVar[MisfirePolicy]
 JOB_STATUS_UNSPECIFIED: JobStatus
 JOB_STATUS_PENDING: JobStatus
 JOB_STATUS_RUNNING: JobStatus
@@ -59,6 +65,9 @@ ATTEMPT_OUTCOME_CANCELLED: AttemptOutcome
 ATTEMPT_OUTCOME_RELEASED: AttemptOutcome
 ATTEMPT_OUTCOME_UNLOCKED: AttemptOutcome
 ATTEMPT_OUTCOME_TIMED_OUT: AttemptOutcome
+MISFIRE_POLICY_UNSPECIFIED: MisfirePolicy
+MISFIRE_POLICY_FIRE_ONCE_LATE: MisfirePolicy
+MISFIRE_POLICY_SKIP: MisfirePolicy
 
 class WorkflowRef(_message.Message):
     __slots__ = ("definition_id", "definition_version", "instance_id", "activity_id", "activity_node_id", "bookmark_id", "correlation_id")
@@ -103,7 +112,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_multiplier: _Optional[float] = ..., max_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., jitter: _Optional[float] = ..., non_retryable_error_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key", "uniqueness")
+    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key", "uniqueness", "schedule_tick")
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +130,7 @@ class JobSpec(_message.Message):
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     UNIQUENESS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_TICK_FIELD_NUMBER: _ClassVar[int]
     job_type: str
     tenant_id: str
     workflow: WorkflowRef
@@ -138,7 +148,20 @@ class JobSpec(_message.Message):
     parent_job_id: str
     ordering_key: str
     uniqueness: Uniqueness
-    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., uniqueness: _Optional[_Union[Uniqueness, _Mapping]] = ...) -> None: ...
+    schedule_tick: ScheduleTick
+    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., uniqueness: _Optional[_Union[Uniqueness, _Mapping]] = ..., schedule_tick: _Optional[_Union[ScheduleTick, _Mapping]] = ...) -> None: ...
+
+class ScheduleTick(_message.Message):
+    __slots__ = ("schedule_id", "nominal_time", "misfire_policy", "misfire_grace")
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    NOMINAL_TIME_FIELD_NUMBER: _ClassVar[int]
+    MISFIRE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    MISFIRE_GRACE_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: str
+    nominal_time: _timestamp_pb2.Timestamp
+    misfire_policy: MisfirePolicy
+    misfire_grace: _duration_pb2.Duration
+    def __init__(self, schedule_id: _Optional[str] = ..., nominal_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., misfire_policy: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Uniqueness(_message.Message):
     __slots__ = ("key", "unique_while", "period", "debounce")

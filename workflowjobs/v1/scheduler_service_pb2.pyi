@@ -115,18 +115,20 @@ class InlineExecution(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., enqueue_if_paused: _Optional[bool] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
-    __slots__ = ("job", "deduplicated", "lease_token", "lease_expire_time", "debounced")
+    __slots__ = ("job", "deduplicated", "lease_token", "lease_expire_time", "debounced", "skipped")
     JOB_FIELD_NUMBER: _ClassVar[int]
     DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     DEBOUNCED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     deduplicated: bool
     lease_token: str
     lease_expire_time: _timestamp_pb2.Timestamp
     debounced: bool
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., debounced: _Optional[bool] = ...) -> None: ...
+    skipped: bool
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., deduplicated: _Optional[bool] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., debounced: _Optional[bool] = ..., skipped: _Optional[bool] = ...) -> None: ...
 
 class EnqueueBatchRequest(_message.Message):
     __slots__ = ("jobs",)

@@ -199,6 +199,52 @@ export function attemptOutcomeToJSON(object: AttemptOutcome): string {
   }
 }
 
+/** What a scheduler tick enqueued later than its misfire grace does. */
+export enum MisfirePolicy {
+  /** MISFIRE_POLICY_UNSPECIFIED - FIRE_ONCE_LATE. */
+  MISFIRE_POLICY_UNSPECIFIED = 0,
+  /**
+   * MISFIRE_POLICY_FIRE_ONCE_LATE - The late tick is one job, due now; further late ticks of the schedule
+   * while that job is PENDING return it (a backlog of missed ticks fires once).
+   */
+  MISFIRE_POLICY_FIRE_ONCE_LATE = 1,
+  /** MISFIRE_POLICY_SKIP - No job is stored (EnqueueResponse.skipped), unless the tick has one already. */
+  MISFIRE_POLICY_SKIP = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function misfirePolicyFromJSON(object: any): MisfirePolicy {
+  switch (object) {
+    case 0:
+    case "MISFIRE_POLICY_UNSPECIFIED":
+      return MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED;
+    case 1:
+    case "MISFIRE_POLICY_FIRE_ONCE_LATE":
+      return MisfirePolicy.MISFIRE_POLICY_FIRE_ONCE_LATE;
+    case 2:
+    case "MISFIRE_POLICY_SKIP":
+      return MisfirePolicy.MISFIRE_POLICY_SKIP;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return MisfirePolicy.UNRECOGNIZED;
+  }
+}
+
+export function misfirePolicyToJSON(object: MisfirePolicy): string {
+  switch (object) {
+    case MisfirePolicy.MISFIRE_POLICY_UNSPECIFIED:
+      return "MISFIRE_POLICY_UNSPECIFIED";
+    case MisfirePolicy.MISFIRE_POLICY_FIRE_ONCE_LATE:
+      return "MISFIRE_POLICY_FIRE_ONCE_LATE";
+    case MisfirePolicy.MISFIRE_POLICY_SKIP:
+      return "MISFIRE_POLICY_SKIP";
+    case MisfirePolicy.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** The workflow runtime context every job carries. */
 export interface WorkflowRef {
   definitionId: string;
@@ -299,7 +345,33 @@ export interface JobSpec {
    * At most one job per tenant and uniqueness key, by the rule given
    * (docs/uniqueness.md). Unset: no uniqueness (the idempotency key still applies).
    */
-  uniqueness: Uniqueness | undefined;
+  uniqueness:
+    | Uniqueness
+    | undefined;
+  /**
+   * One tick of an outside scheduler: the coordinator makes it exactly one
+   * job, whichever nodes and replicas it is sent through and however often
+   * (docs/scheduler-ticks.md). Enqueue only; idempotency_key and due_time
+   * stay empty (the tick sets them).
+   */
+  scheduleTick: ScheduleTick | undefined;
+}
+
+export interface ScheduleTick {
+  /** Required: the schedule (e.g. the cron job's name), per tenant. */
+  scheduleId: string;
+  /**
+   * Required: the time the tick was due, as the schedule computes it on
+   * every node (not the time the node fired). With schedule_id, the tick's
+   * idempotency key "schedule:<schedule_id>@<nominal time, UTC ISO 8601>".
+   */
+  nominalTime: Date | undefined;
+  misfirePolicy: MisfirePolicy;
+  /**
+   * A tick enqueued more than this after its nominal time is a misfire.
+   * Unset: 60 s; 0 to 366 days.
+   */
+  misfireGrace: Duration | undefined;
 }
 
 /**
@@ -914,6 +986,7 @@ function createBaseJobSpec(): JobSpec {
     parentJobId: "",
     orderingKey: "",
     uniqueness: undefined,
+    scheduleTick: undefined,
   };
 }
 
@@ -969,6 +1042,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.uniqueness !== undefined) {
       Uniqueness.encode(message.uniqueness, writer.uint32(138).fork()).join();
+    }
+    if (message.scheduleTick !== undefined) {
+      ScheduleTick.encode(message.scheduleTick, writer.uint32(146).fork()).join();
     }
     return writer;
   },
@@ -1122,6 +1198,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.uniqueness = Uniqueness.decode(reader, reader.uint32());
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.scheduleTick = ScheduleTick.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1193,6 +1277,11 @@ export const JobSpec: MessageFns<JobSpec> = {
         ? globalThis.String(object.ordering_key)
         : "",
       uniqueness: isSet(object.uniqueness) ? Uniqueness.fromJSON(object.uniqueness) : undefined,
+      scheduleTick: isSet(object.scheduleTick)
+        ? ScheduleTick.fromJSON(object.scheduleTick)
+        : isSet(object.schedule_tick)
+        ? ScheduleTick.fromJSON(object.schedule_tick)
+        : undefined,
     };
   },
 
@@ -1249,6 +1338,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     if (message.uniqueness !== undefined) {
       obj.uniqueness = Uniqueness.toJSON(message.uniqueness);
     }
+    if (message.scheduleTick !== undefined) {
+      obj.scheduleTick = ScheduleTick.toJSON(message.scheduleTick);
+    }
     return obj;
   },
 
@@ -1285,6 +1377,144 @@ export const JobSpec: MessageFns<JobSpec> = {
     message.orderingKey = object.orderingKey ?? "";
     message.uniqueness = (object.uniqueness !== undefined && object.uniqueness !== null)
       ? Uniqueness.fromPartial(object.uniqueness)
+      : undefined;
+    message.scheduleTick = (object.scheduleTick !== undefined && object.scheduleTick !== null)
+      ? ScheduleTick.fromPartial(object.scheduleTick)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseScheduleTick(): ScheduleTick {
+  return { scheduleId: "", nominalTime: undefined, misfirePolicy: 0, misfireGrace: undefined };
+}
+
+export const ScheduleTick: MessageFns<ScheduleTick> = {
+  encode(message: ScheduleTick, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.scheduleId !== "") {
+      writer.uint32(10).string(message.scheduleId);
+    }
+    if (message.nominalTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.nominalTime), writer.uint32(18).fork()).join();
+    }
+    if (message.misfirePolicy !== 0) {
+      writer.uint32(24).int32(message.misfirePolicy);
+    }
+    if (message.misfireGrace !== undefined) {
+      Duration.encode(message.misfireGrace, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScheduleTick {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScheduleTick();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.scheduleId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nominalTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.misfirePolicy = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.misfireGrace = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScheduleTick {
+    return {
+      scheduleId: isSet(object.scheduleId)
+        ? globalThis.String(object.scheduleId)
+        : isSet(object.schedule_id)
+        ? globalThis.String(object.schedule_id)
+        : "",
+      nominalTime: isSet(object.nominalTime)
+        ? fromJsonTimestamp(object.nominalTime)
+        : isSet(object.nominal_time)
+        ? fromJsonTimestamp(object.nominal_time)
+        : undefined,
+      misfirePolicy: isSet(object.misfirePolicy)
+        ? misfirePolicyFromJSON(object.misfirePolicy)
+        : isSet(object.misfire_policy)
+        ? misfirePolicyFromJSON(object.misfire_policy)
+        : 0,
+      misfireGrace: isSet(object.misfireGrace)
+        ? Duration.fromJSON(object.misfireGrace)
+        : isSet(object.misfire_grace)
+        ? Duration.fromJSON(object.misfire_grace)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ScheduleTick): unknown {
+    const obj: any = {};
+    if (message.scheduleId !== "") {
+      obj.scheduleId = message.scheduleId;
+    }
+    if (message.nominalTime !== undefined) {
+      obj.nominalTime = message.nominalTime.toISOString();
+    }
+    if (message.misfirePolicy !== 0) {
+      obj.misfirePolicy = misfirePolicyToJSON(message.misfirePolicy);
+    }
+    if (message.misfireGrace !== undefined) {
+      obj.misfireGrace = Duration.toJSON(message.misfireGrace);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScheduleTick>, I>>(base?: I): ScheduleTick {
+    return ScheduleTick.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScheduleTick>, I>>(object: I): ScheduleTick {
+    const message = createBaseScheduleTick();
+    message.scheduleId = object.scheduleId ?? "";
+    message.nominalTime = object.nominalTime ?? undefined;
+    message.misfirePolicy = object.misfirePolicy ?? 0;
+    message.misfireGrace = (object.misfireGrace !== undefined && object.misfireGrace !== null)
+      ? Duration.fromPartial(object.misfireGrace)
       : undefined;
     return message;
   },

@@ -226,6 +226,11 @@ export interface EnqueueResponse {
    * pending job (returned, deduplicated) took its payload and a later due time.
    */
   debounced: boolean;
+  /**
+   * True when the job's schedule tick misfired under MISFIRE_POLICY_SKIP and
+   * had no job: nothing was stored and job is unset.
+   */
+  skipped: boolean;
 }
 
 export interface EnqueueBatchRequest {
@@ -1139,7 +1144,14 @@ export const InlineExecution: MessageFns<InlineExecution> = {
 };
 
 function createBaseEnqueueResponse(): EnqueueResponse {
-  return { job: undefined, deduplicated: false, leaseToken: "", leaseExpireTime: undefined, debounced: false };
+  return {
+    job: undefined,
+    deduplicated: false,
+    leaseToken: "",
+    leaseExpireTime: undefined,
+    debounced: false,
+    skipped: false,
+  };
 }
 
 export const EnqueueResponse: MessageFns<EnqueueResponse> = {
@@ -1158,6 +1170,9 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     }
     if (message.debounced !== false) {
       writer.uint32(40).bool(message.debounced);
+    }
+    if (message.skipped !== false) {
+      writer.uint32(48).bool(message.skipped);
     }
     return writer;
   },
@@ -1215,6 +1230,14 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
             message.debounced = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.skipped = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1242,6 +1265,7 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
         ? fromJsonTimestamp(object.lease_expire_time)
         : undefined,
       debounced: isSet(object.debounced) ? globalThis.Boolean(object.debounced) : false,
+      skipped: isSet(object.skipped) ? globalThis.Boolean(object.skipped) : false,
     };
   },
 
@@ -1262,6 +1286,9 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     if (message.debounced !== false) {
       obj.debounced = message.debounced;
     }
+    if (message.skipped !== false) {
+      obj.skipped = message.skipped;
+    }
     return obj;
   },
 
@@ -1275,6 +1302,7 @@ export const EnqueueResponse: MessageFns<EnqueueResponse> = {
     message.leaseToken = object.leaseToken ?? "";
     message.leaseExpireTime = object.leaseExpireTime ?? undefined;
     message.debounced = object.debounced ?? false;
+    message.skipped = object.skipped ?? false;
     return message;
   },
 };
