@@ -514,6 +514,36 @@ class UniqueKeyRow:
     max_due_at: int | None
 
 
+class GroupStatus(enum.IntEnum):
+    """A job group's state (equal to the proto enum)."""
+
+    # Members may be added.
+    OPEN = 1
+    # No more members; the completion job is enqueued once every member ended.
+    CLOSED = 2
+    # The completion job was enqueued (exactly once).
+    COMPLETED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """A job group as stored, with its members counted by status."""
+
+    id: str
+    tenant_id: str
+    status: GroupStatus
+    completion_job_id: str | None
+    created_at: int
+    closed_at: int | None
+    completed_at: int | None
+    # Members by JobStatus number.
+    counts: dict[int, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
 @dataclass(frozen=True, slots=True)
 class JobTypeDefaults:
     """Settings a job of this type gets when its enqueue leaves them unset."""
@@ -559,6 +589,8 @@ class NewJob:
     ordering_skip_failed: bool = False
     # Set by the store as it inserts the job (see ``store/ordering.py``).
     ordering_held: bool = False
+    # The job group it joins (store/groups.py); None: none.
+    group_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -627,6 +659,8 @@ class JobRecord:
     ordering_seq: int | None = None
     # The reason an operator gave for cancelling it; a retry clears it.
     cancel_reason: str | None = None
+    # The job group the job is a member of (``store/groups.py``).
+    group_id: str | None = None
 
     @property
     def counted_attempts(self) -> int:
@@ -822,6 +856,8 @@ class LeasedForFailure:
     # may release the key's next job.
     tenant_id: str = ""
     ordering_key: str | None = None
+    # The job's group: an end that finishes the job may complete the group.
+    group_id: str | None = None
 
     @property
     def counted_attempts(self) -> int:

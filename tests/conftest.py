@@ -83,6 +83,7 @@ def _clean(store: Store) -> None:
             "wfj_job_events",
             "wfj_job_type_defaults",
             "wfj_unique_keys",
+            "wfj_groups",
         ):
             conn.execute(sa.text(f"DELETE FROM {table}"))
 

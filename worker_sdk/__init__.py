@@ -48,6 +48,7 @@ from ._codec import (
 from ._connection import ConfigError, ConnectionSettings, resolve_connection
 from ._context import CancelReason, CancelSignal, JobContext, current_job
 from ._convert import (
+    GroupView,
     JobAttemptView,
     JobCategory,
     JobRequest,
@@ -112,6 +113,7 @@ __all__ = [
     "EnqueueResult",
     "EventWatch",
     "FailedPreconditionError",
+    "GroupView",
     "HandOff",
     "InlineJobContext",
     "InlineResult",

@@ -19,6 +19,7 @@ from typing import Any, Unpack, cast
 from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc, job_pb2
 
 from ._convert import (
+    GroupView,
     JobAttemptView,
     JobCategory,
     JobStatus,
@@ -400,6 +401,13 @@ class AdminClient(BlockingClient):
         """Cancel a job; a running job's handler is signalled."""
         request = admin_service_pb2.CancelJobRequest(job_id=job_id, reason=reason)
         return JobView.from_proto(self._call(self._stub.CancelJob, request).job)
+
+    def cancel_group(self, group_id: str, *, reason: str = "") -> tuple[GroupView, list[str]]:
+        """Close a job group and cancel its pending members; returns the group and
+        the ids cancelled (running members run on; the completion follows)."""
+        request = admin_service_pb2.CancelGroupRequest(group_id=group_id, reason=reason)
+        response = self._call(self._stub.CancelGroup, request)
+        return GroupView.from_proto(response.group), list(response.cancelled_job_ids)
 
     def unlock_job(self, job_id: str) -> JobView:
         """Break a running job's lease and make it pending again."""

@@ -321,6 +321,8 @@ class JobRequest:
             enqueue order.
         uniqueness: At most one job per tenant and uniqueness key
             (:class:`Uniqueness`: unique while, for a period, or debounce).
+        group_id: Join this open job group as a member (see
+            :meth:`SchedulerClient.create_group`).
     """
 
     job_type: str
@@ -343,6 +345,7 @@ class JobRequest:
     parent_job_id: str | None = None
     ordering_key: str | None = None
     uniqueness: Uniqueness | None = None
+    group_id: str | None = None
 
     def to_proto(self) -> job_pb2.JobSpec:
         """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
@@ -363,6 +366,7 @@ class JobRequest:
             tracestate=self.tracestate or "",
             parent_job_id=self.parent_job_id or "",
             ordering_key=self.ordering_key or "",
+            group_id=self.group_id or "",
         )
         if self.payload is not None:
             spec.payload.CopyFrom(encode_payload(self.payload, self.content_type))
@@ -476,6 +480,7 @@ class JobView:
         deduplicated: True when ``enqueue`` returned an existing job.
         debounced: True when ``enqueue`` debounced: the key's pending job took
             its payload and a later due time.
+        group_id: The job group it is a member of (empty: none).
         raw: The underlying ``workflowjobs.v1.Job`` message.
         released_attempts: Attempts a worker handed back; they do not count
             against ``max_attempts``.
@@ -512,6 +517,7 @@ class JobView:
     ordering_key: str = ""
     cancel_reason: str = ""
     debounced: bool = False
+    group_id: str = ""
 
     @property
     def is_terminal(self) -> bool:
@@ -579,4 +585,60 @@ class JobView:
             ordering_key=job.ordering_key,
             cancel_reason=job.cancel_reason,
             debounced=debounced,
+            group_id=job.group_id,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupView:
+    """A job group (see :meth:`SchedulerClient.create_group`).
+
+    Attributes:
+        id: Group id.
+        tenant_id: Owning tenant.
+        status: ``"OPEN"`` (members may join), ``"CLOSED"`` (its completion
+            follows the last member's end) or ``"COMPLETED"``.
+        total: Members so far.
+        pending: Members not started.
+        running: Members running.
+        completed: Members that completed.
+        faulted: Members that faulted.
+        cancelled: Members cancelled.
+        completion_job_id: The completion job, once the group completed.
+        create_time: When the group was created.
+        close_time: When it was closed.
+        complete_time: When its completion job was enqueued.
+    """
+
+    id: str
+    tenant_id: str
+    status: str
+    total: int
+    pending: int
+    running: int
+    completed: int
+    faulted: int
+    cancelled: int
+    completion_job_id: str
+    create_time: datetime | None
+    close_time: datetime | None
+    complete_time: datetime | None
+
+    @classmethod
+    def from_proto(cls, group: job_pb2.JobGroup) -> GroupView:
+        """Read a ``workflowjobs.v1.JobGroup`` message."""
+        return cls(
+            id=group.id,
+            tenant_id=group.tenant_id,
+            status=job_pb2.JobGroupStatus.Name(group.status).removeprefix("JOB_GROUP_STATUS_"),
+            total=group.total,
+            pending=group.pending,
+            running=group.running,
+            completed=group.completed,
+            faulted=group.faulted,
+            cancelled=group.cancelled,
+            completion_job_id=group.completion_job_id,
+            create_time=from_timestamp(group.create_time),
+            close_time=from_timestamp(group.close_time),
+            complete_time=from_timestamp(group.complete_time),
         )

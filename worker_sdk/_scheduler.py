@@ -22,6 +22,7 @@ from workflowjobs.v1 import job_pb2, scheduler_service_pb2, scheduler_service_pb
 from . import _tracing
 from ._backoff import Backoff, BackoffConfig
 from ._convert import (
+    GroupView,
     JobCategory,
     JobRequest,
     JobStatus,
@@ -81,6 +82,10 @@ def _enqueue_request(
 
 
 def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list[EnqueueResult]:
+    return _results(response.results)
+
+
+def _results(results: Sequence[scheduler_service_pb2.EnqueueResult]) -> list[EnqueueResult]:
     return [
         EnqueueResult(
             job_id=r.job_id,
@@ -88,7 +93,7 @@ def _batch_results(response: scheduler_service_pb2.EnqueueBatchResponse) -> list
             status=JobStatus.from_proto(r.status),
             debounced=r.debounced,
         )
-        for r in response.results
+        for r in results
     ]
 
 
@@ -124,6 +129,18 @@ def _tick_answer(response: scheduler_service_pb2.EnqueueResponse) -> JobView | N
     if response.skipped:
         return None
     return JobView.from_proto(response.job, deduplicated=response.deduplicated)
+
+
+def _group_request(
+    completion: JobRequest | job_pb2.JobSpec,
+    members: Sequence[JobRequest | job_pb2.JobSpec],
+    tenant_id: str,
+    close: bool,
+) -> scheduler_service_pb2.CreateGroupRequest:
+    [completion_spec] = job_specs([completion])
+    return scheduler_service_pb2.CreateGroupRequest(
+        tenant_id=tenant_id, completion=completion_spec, members=job_specs(members), close=close
+    )
 
 
 class SchedulerClient(BlockingClient):
@@ -170,6 +187,7 @@ class SchedulerClient(BlockingClient):
         parent_job_id: str | None = None,
         ordering_key: str | None = None,
         uniqueness: Uniqueness | None = None,
+        group_id: str | None = None,
     ) -> JobView:
         """Enqueue one job.
 
@@ -198,6 +216,7 @@ class SchedulerClient(BlockingClient):
                 time, in enqueue order (e.g. a workflow instance id).
             uniqueness: At most one job per tenant and uniqueness key
                 (:class:`Uniqueness`: unique while, for a period, or debounce).
+            group_id: Join this open job group as a member (:meth:`create_group`).
 
         Returns:
             The job; ``deduplicated`` tells whether it already existed, and
@@ -231,6 +250,7 @@ class SchedulerClient(BlockingClient):
                 parent_job_id=parent_job_id,
                 ordering_key=ordering_key,
                 uniqueness=uniqueness,
+                group_id=group_id,
             )
             response = self._call(self._stub.Enqueue, request)
         return JobView.from_proto(
@@ -280,6 +300,39 @@ class SchedulerClient(BlockingClient):
             if context is not None and not request.job.traceparent:
                 request.job.traceparent, request.job.tracestate = context
             return _tick_answer(self._call(self._stub.Enqueue, request))
+
+    def create_group(
+        self,
+        completion: JobRequest | job_pb2.JobSpec,
+        members: Sequence[JobRequest | job_pb2.JobSpec] = (),
+        *,
+        tenant_id: str = "default",
+        close: bool = False,
+    ) -> tuple[GroupView, list[EnqueueResult]]:
+        """Create a job group with its completion job and first members (docs/groups.md).
+
+        More members join while the group is open (``enqueue(...,
+        group_id=group.id)`` or :class:`JobRequest` ``group_id``). Once it is
+        closed (``close=True`` here, or :meth:`close_group`) and every member
+        has ended, the coordinator enqueues ``completion`` exactly once; left
+        without a payload, its payload is the group's summary as JSON.
+
+        Returns:
+            The group and its first members' results, in order.
+        """
+        request = _group_request(completion, members, tenant_id, close)
+        response = self._call(self._stub.CreateGroup, request)
+        return GroupView.from_proto(response.group), _results(response.members)
+
+    def close_group(self, group_id: str) -> GroupView:
+        """No more members: the group completes once every member has ended."""
+        request = scheduler_service_pb2.CloseGroupRequest(group_id=group_id)
+        return GroupView.from_proto(self._call(self._stub.CloseGroup, request).group)
+
+    def get_group(self, group_id: str) -> GroupView:
+        """A group's state and its members counted by status."""
+        request = scheduler_service_pb2.GetGroupRequest(group_id=group_id)
+        return GroupView.from_proto(self._call(self._stub.GetGroup, request).group)
 
     def enqueue_batch(self, jobs: Sequence[JobRequest | job_pb2.JobSpec]) -> list[EnqueueResult]:
         """Enqueue several jobs atomically: all or none.
@@ -488,6 +541,7 @@ class AsyncSchedulerClient:
         parent_job_id: str | None = None,
         ordering_key: str | None = None,
         uniqueness: Uniqueness | None = None,
+        group_id: str | None = None,
     ) -> JobView:
         """Enqueue one job. See :meth:`SchedulerClient.enqueue`."""
         with _tracing.enqueue_span(job_type, tenant_id) as context:
@@ -514,6 +568,7 @@ class AsyncSchedulerClient:
                 parent_job_id=parent_job_id,
                 ordering_key=ordering_key,
                 uniqueness=uniqueness,
+                group_id=group_id,
             )
             response = await self._call(self._stub.Enqueue, request)
         return JobView.from_proto(
@@ -539,6 +594,29 @@ class AsyncSchedulerClient:
             if context is not None and not request.job.traceparent:
                 request.job.traceparent, request.job.tracestate = context
             return _tick_answer(await self._call(self._stub.Enqueue, request))
+
+    async def create_group(
+        self,
+        completion: JobRequest | job_pb2.JobSpec,
+        members: Sequence[JobRequest | job_pb2.JobSpec] = (),
+        *,
+        tenant_id: str = "default",
+        close: bool = False,
+    ) -> tuple[GroupView, list[EnqueueResult]]:
+        """Create a job group. See :meth:`SchedulerClient.create_group`."""
+        request = _group_request(completion, members, tenant_id, close)
+        response = await self._call(self._stub.CreateGroup, request)
+        return GroupView.from_proto(response.group), _results(response.members)
+
+    async def close_group(self, group_id: str) -> GroupView:
+        """Close a group. See :meth:`SchedulerClient.close_group`."""
+        request = scheduler_service_pb2.CloseGroupRequest(group_id=group_id)
+        return GroupView.from_proto((await self._call(self._stub.CloseGroup, request)).group)
+
+    async def get_group(self, group_id: str) -> GroupView:
+        """Read a group. See :meth:`SchedulerClient.get_group`."""
+        request = scheduler_service_pb2.GetGroupRequest(group_id=group_id)
+        return GroupView.from_proto((await self._call(self._stub.GetGroup, request)).group)
 
     async def enqueue_batch(
         self, jobs: Sequence[JobRequest | job_pb2.JobSpec]

@@ -258,6 +258,14 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         row = await self._engine.ops.cancel_job(request.job_id, request.reason)
         return apb.CancelJobResponse(job=convert.job_to_proto(row))
 
+    async def CancelGroup(
+        self, request: apb.CancelGroupRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CancelGroupResponse:
+        group, cancelled = await self._engine.groups.cancel(request.group_id, request.reason)
+        return apb.CancelGroupResponse(
+            group=convert.group_to_proto(group), cancelled_job_ids=cancelled
+        )
+
     async def UnlockJob(
         self, request: apb.UnlockJobRequest, context: grpc.aio.ServicerContext
     ) -> apb.UnlockJobResponse:

@@ -258,6 +258,13 @@ async def _specs(request: Any, principal: Principal, engine: Any) -> None:
         _require_tenant(principal, spec.tenant_id, "job.tenant_id")
 
 
+async def _group_specs(request: Any, principal: Principal, engine: Any) -> None:
+    request.tenant_id = _one_tenant(principal, request.tenant_id, "tenant_id")
+    for spec in [request.completion, *request.members]:
+        if spec.tenant_id:
+            _require_tenant(principal, spec.tenant_id, "job.tenant_id")
+
+
 async def _job_id(request: Any, principal: Principal, engine: Any) -> None:
     if await tenancy.foreign_jobs(engine, principal.tenants, [request.job_id]):
         # Exactly what a job that does not exist gets: nothing leaks.
@@ -278,6 +285,13 @@ def _one_tenant(principal: Principal, given: str, field: str) -> str:
             f"to one of: {principal.describe_tenants()}"
         )
     return given
+
+
+async def _group_id(request: Any, principal: Principal, engine: Any) -> None:
+    tenant = await engine.groups.tenant_of(request.group_id)
+    if tenant is not None and not tenancy.allows(principal.tenants, tenant):
+        # Exactly what a group that does not exist gets: nothing leaks.
+        raise NotFound(f"job group {request.group_id} not found")
 
 
 async def _filter_tenant(request: Any, principal: Principal, engine: Any) -> None:
@@ -311,6 +325,10 @@ def _policies() -> dict[str, Policy]:
         s + "GetJob": _job_id,
         s + "WaitForJob": _job_id,
         s + "WatchJobEvents": _filter_tenant,
+        s + "CreateGroup": _group_specs,
+        s + "CloseGroup": _group_id,
+        s + "GetGroup": _group_id,
+        a + "CancelGroup": _group_id,
         w + "AcquireJobs": _servicer_decides,
         w + "Heartbeat": _servicer_decides,
         w + "ReportOutcomes": _servicer_decides,

@@ -26,6 +26,7 @@ from coordinator.model import (
     ConcurrencyLimit,
     EventFilter,
     Failure,
+    GroupRow,
     JobEvent,
     JobEventKind,
     JobFilter,
@@ -146,6 +147,7 @@ def new_job_from_spec(spec: jpb.JobSpec) -> NewJob:
         concurrency_key=spec.concurrency_key or None,
         parent_job_id=spec.parent_job_id or None,
         ordering_key=spec.ordering_key or None,
+        group_id=spec.group_id or None,
     )
     if spec.HasField("retry_policy"):
         policy = retry_policy_from_proto(spec.retry_policy)
@@ -305,6 +307,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
         job.parent_job_id = row.parent_job_id
     if row.ordering_key:
         job.ordering_key = row.ordering_key
+    if row.group_id:
+        job.group_id = row.group_id
     if attempts:
         job.attempts.extend(attempt_to_proto(a) for a in attempts)
     return job
@@ -312,6 +316,25 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
 
 def job_to_proto(row: JobRow, attempts: Sequence[AttemptRow] = ()) -> jpb.Job:
     return fill_job(jpb.Job(), row, attempts)
+
+
+def group_to_proto(row: GroupRow) -> jpb.JobGroup:
+    counts = row.counts
+    return jpb.JobGroup(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        status=int(row.status),  # type: ignore[arg-type]
+        total=row.total,
+        pending=counts.get(int(JobStatus.PENDING), 0),
+        running=counts.get(int(JobStatus.RUNNING), 0),
+        completed=counts.get(int(JobStatus.COMPLETED), 0),
+        faulted=counts.get(int(JobStatus.FAULTED), 0),
+        cancelled=counts.get(int(JobStatus.CANCELLED), 0),
+        completion_job_id=row.completion_job_id or "",
+        create_time=us_to_ts(row.created_at),
+        close_time=us_to_ts(row.closed_at),
+        complete_time=us_to_ts(row.completed_at),
+    )
 
 
 def attempt_to_proto(a: AttemptRow) -> jpb.JobAttempt:

@@ -29,6 +29,8 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
             return await self._enqueue_tick(request, job, tick)
         rule = convert.uniqueness_from_spec(request.job)
         if rule is not None:
+            if job.group_id is not None:
+                raise InvalidArgument("a group member cannot have uniqueness")
             if request.HasField("inline"):
                 raise InvalidArgument(
                     "an inline job runs now; it cannot have uniqueness (enqueue it without inline)"
@@ -40,6 +42,12 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
                 deduplicated=outcome != UniqueOutcome.CREATED,
                 debounced=outcome == UniqueOutcome.DEBOUNCED,
             )
+        if job.group_id is not None:
+            if request.HasField("inline"):
+                raise InvalidArgument("a group member cannot run inline")
+            [(job_id, dedup, _)] = await self._engine.groups.enqueue([job])
+            row, _ = await self._engine.get_job(job_id)
+            return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=dedup)
         if request.HasField("inline"):
             row, dedup, token = await self._engine.enqueue_inline(
                 job, request.inline.worker_id, enqueue_if_paused=request.inline.enqueue_if_paused
@@ -56,10 +64,10 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     async def _enqueue_tick(
         self, request: spb.EnqueueRequest, job: NewJob, tick: ScheduleTick
     ) -> spb.EnqueueResponse:
-        if request.HasField("inline") or request.job.HasField("uniqueness"):
+        if request.HasField("inline") or request.job.HasField("uniqueness") or job.group_id:
             raise InvalidArgument(
-                "a schedule tick cannot run inline or have uniqueness: its schedule and "
-                "nominal time already make it one job"
+                "a schedule tick cannot run inline, have uniqueness or join a group: its "
+                "schedule and nominal time already make it one job"
             )
         row, existed = await self._engine.enqueue_tick(job, tick)
         if row is None:
@@ -72,8 +80,13 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         jobs = [_batch_job(index, s) for index, s in enumerate(request.jobs)]
         rules = [_batch_rule(index, s) for index, s in enumerate(request.jobs)]
         if any(rules):
+            if any(j.group_id is not None for j in jobs):
+                raise InvalidArgument("a group member cannot have uniqueness")
             return _unique_results(await self._engine.enqueue_unique(jobs, rules))
-        results = await self._engine.enqueue(jobs)
+        if any(j.group_id is not None for j in jobs):
+            results = await self._engine.groups.enqueue(jobs)
+        else:
+            results = await self._engine.enqueue(jobs)
         # Filled field by field: several times cheaper than keyword construction.
         response = spb.EnqueueBatchResponse()
         add = response.results.add
@@ -90,6 +103,37 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     ) -> spb.GetJobResponse:
         row, attempts = await self._engine.get_job(request.job_id, request.include_attempts)
         return spb.GetJobResponse(job=convert.job_to_proto(row, attempts))
+
+    async def CreateGroup(
+        self, request: spb.CreateGroupRequest, context: grpc.aio.ServicerContext
+    ) -> spb.CreateGroupResponse:
+        if not request.HasField("completion"):
+            raise InvalidArgument("completion is required: the job enqueued once the group ends")
+        completion = convert.new_job_from_spec(request.completion)
+        if completion.tenant_id and completion.tenant_id != request.tenant_id:
+            raise InvalidArgument(
+                f"completion.tenant_id {completion.tenant_id!r} is not the group's tenant "
+                f"{request.tenant_id!r}"
+            )
+        completion.tenant_id = request.tenant_id
+        members = [_member(i, s) for i, s in enumerate(request.members)]
+        group, results = await self._engine.groups.create(completion, members, request.close)
+        response = spb.CreateGroupResponse(group=convert.group_to_proto(group))
+        for job_id, dedup, status in results:
+            response.members.add(job_id=job_id, deduplicated=dedup, status=status)  # type: ignore[arg-type]
+        return response
+
+    async def CloseGroup(
+        self, request: spb.CloseGroupRequest, context: grpc.aio.ServicerContext
+    ) -> spb.CloseGroupResponse:
+        group = await self._engine.groups.close(request.group_id)
+        return spb.CloseGroupResponse(group=convert.group_to_proto(group))
+
+    async def GetGroup(
+        self, request: spb.GetGroupRequest, context: grpc.aio.ServicerContext
+    ) -> spb.GetGroupResponse:
+        group = await self._engine.groups.get(request.group_id)
+        return spb.GetGroupResponse(group=convert.group_to_proto(group))
 
     async def WatchJobEvents(
         self, request: spb.WatchJobEventsRequest, context: grpc.aio.ServicerContext
@@ -142,3 +186,16 @@ def _unique_results(
             debounced=outcome == UniqueOutcome.DEBOUNCED,
         )
     return response
+
+
+def _member(index: int, spec: jpb.JobSpec) -> NewJob:
+    """One first member of a group; a malformed one is named by its position."""
+    if spec.HasField("uniqueness") or spec.HasField("schedule_tick") or spec.group_id:
+        raise InvalidArgument(
+            f"members[{index}]: a member cannot have uniqueness, a schedule tick or a group_id "
+            "(it joins the group being created)"
+        )
+    try:
+        return convert.new_job_from_spec(spec)
+    except InvalidArgument as e:
+        raise InvalidArgument(f"members[{index}]: {e}") from None

@@ -25,6 +25,7 @@ from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
 from coordinator.engine.events import EventHub
 from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.groups import JobGroups
 from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.limits import LimitBook
 from coordinator.engine.operations import Operations
@@ -112,6 +113,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
         self.rates = RateBook()
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
+        self.groups = JobGroups(self)
         self._loop: asyncio.AbstractEventLoop | None = None
         # Hand-backs of jobs a closed stream never sent (awaited by stop).
         self._handing_back: set[asyncio.Task[None]] = set()
@@ -145,6 +147,12 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
                 bounds=self.store.bounds,
             )
             self._listener.start()
+        if not self.store.capabilities.listen_notify:
+            # A group's completion is stored by whatever ends its last member.
+            loop = self._loop
+            self.store.set_completion_listener(
+                lambda: loop.call_soon_threadsafe(self.dispatcher.wake)
+            )
         await self.ops.start()
         await self.wake_at_pause_expiries()
         self.dispatcher.start()

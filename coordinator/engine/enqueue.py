@@ -569,6 +569,7 @@ def record_of_new(job: NewJob) -> JobRecord:
         parent_job_id=job.parent_job_id,
         ordering_key=job.ordering_key,
         ordering_skip_failed=job.ordering_skip_failed,
+        group_id=job.group_id,
     )
 
 

@@ -11,6 +11,7 @@ LISTEN/NOTIFY, advisory locks) stay inside this package.
 from __future__ import annotations
 
 from coordinator.store.base import StoreCapabilities
+from coordinator.store.groups import GroupQueries
 from coordinator.store.jobs import JobQueries
 from coordinator.store.leases import LeaseQueries
 from coordinator.store.limits import LimitQueries
@@ -25,6 +26,7 @@ from coordinator.store.workers import WorkerQueries
 
 class SqlStore(
     UniqueQueries,
+    GroupQueries,
     JobQueries,
     LeaseQueries,
     PauseQueries,

@@ -277,6 +277,9 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
 class JobQueries(EventQueries):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
+    # Members of these groups ended in this transaction (store/groups.py).
+    _groups_after_end: Callable[..., list[str]]
+
     def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url, **options)
         self._known_lanes: set[tuple[str, str, str]] = set()
@@ -732,7 +735,7 @@ class JobQueries(EventQueries):
             # holding a key never waits for a RUNNING job's row (see
             # store/ordering.py), so a RUNNING job is handled without it.
             found = conn.execute(
-                sa.select(jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status).where(
+                sa.select(jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id).where(
                     jobs.c.id == job_id
                 )
             ).first()
@@ -754,6 +757,8 @@ class JobQueries(EventQueries):
                     conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
                 )
                 self._release(conn, keys)
+                if found is not None and found.group_id is not None:
+                    self._groups_after_end(conn, {found.group_id}, now)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
                 return self._request_cancel(conn, job_id, reason)
@@ -1020,9 +1025,11 @@ class JobQueries(EventQueries):
                                 cancel_reason=reason or None,
                                 ordering_held=False,
                             )
-                            .returning(jobs.c.id)
-                        ).scalars()
+                            .returning(jobs.c.id, jobs.c.group_id)
+                        )
                     )
+                    ended_groups = {g for _, g in cancelled if g is not None}
+                    cancelled = [j for j, _ in cancelled]
                     changed += len(cancelled)
                     self._record_events(
                         conn,
@@ -1032,6 +1039,8 @@ class JobQueries(EventQueries):
                     )
                     done = set(cancelled)
                     self._release(conn, _keys_of(r for r in rows if r.id in done))
+                    if ended_groups:
+                        self._groups_after_end(conn, ended_groups, now)
             if was.get(int(JobStatus.RUNNING)):
                 with self.tx() as conn:
                     running = self._lock_rows(

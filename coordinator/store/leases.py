@@ -162,7 +162,7 @@ CANCELLED_AFTER_COMPLETION = (
 
 _LEASED_FOR_FAILURE = (
     "id, job_type, attempt, max_attempts, retry_policy, lease_owner, started_at, "
-    "cancel_requested, released_attempts, tenant_id, ordering_key"
+    "cancel_requested, released_attempts, tenant_id, ordering_key, group_id"
 )
 
 
@@ -198,6 +198,9 @@ def _completion_event(row: Any) -> EventEntry:
 
 class LeaseQueries(EventQueries):
     """Queries that lease jobs, end attempts and keep leases alive."""
+
+    # Members of these groups ended in this transaction (store/groups.py).
+    _groups_after_end: Callable[..., list[str]]
 
     def job_candidates(
         self,
@@ -591,9 +594,9 @@ class LeaseQueries(EventQueries):
                         {event_tx_bump("j")}
                     FROM input i
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
-                      {"" if ordered else "AND j.ordering_key IS NULL"}
+                      {"" if ordered else "AND j.ordering_key IS NULL AND j.group_id IS NULL"}
                     RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
-                        j.last_error, j.last_error_kind, i.token, j.ordering_key
+                        j.last_error, j.last_error_kind, i.token, j.ordering_key, j.group_id
                 ), recorded AS (
                     INSERT INTO wfj_job_attempts
                         (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
@@ -601,7 +604,7 @@ class LeaseQueries(EventQueries):
                     FROM done WHERE NOT {first_attempt_completed()}
                 ), {_COMPLETION_EVENTS_SQL}
                 {f", lk AS ({key_locks_sql('done')})" if ordered else ""}
-                SELECT id, status, tenant_id, ordering_key
+                SELECT id, status, tenant_id, ordering_key, group_id
                     {", (SELECT count(*) FROM lk)" if ordered else ""} FROM done
                 """
             params = {
@@ -614,15 +617,20 @@ class LeaseQueries(EventQueries):
             }
             out: dict[str, JobStatus] = {}
             keys: set[Key] = set()
-            for job_id, status, tenant_id, ordering_key, *_ in conn.exec_driver_sql(
+            ended_groups: set[str] = set()
+            for job_id, status, tenant_id, ordering_key, group_id, *_ in conn.exec_driver_sql(
                 driver_sql(sql), params
             ):
                 out[job_id] = JobStatus(status)
                 if ordering_key is not None:
                     keys.add((tenant_id, ordering_key))
+                if group_id is not None:
+                    ended_groups.add(group_id)
             if out:
                 self._events_written(conn)
             self._release_after_end(conn, keys, locked=True, released=released)
+            if ended_groups:
+                self._groups_after_end(conn, ended_groups, now)
             return out
         update = sa.text(
             f"""
@@ -631,12 +639,13 @@ class LeaseQueries(EventQueries):
                 finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
             RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind,
-                tenant_id, ordering_key
+                tenant_id, ordering_key, group_id
             """
         )
         applied: dict[str, JobStatus] = {}
         events: list[EventEntry] = []
         ended_keys: set[Key] = set()
+        ended_groups = set()
         for c in completions:
             row = conn.execute(
                 update,
@@ -655,6 +664,8 @@ class LeaseQueries(EventQueries):
             events.append(_completion_event(row))
             if row.ordering_key is not None:
                 ended_keys.add((row.tenant_id, row.ordering_key))
+            if row.group_id is not None:
+                ended_groups.add(row.group_id)
             if row.status == JobStatus.COMPLETED and row.attempt == 1:
                 continue
             conn.execute(
@@ -671,6 +682,8 @@ class LeaseQueries(EventQueries):
             )
         self._record_events(conn, events, now, bump=False)
         self._release_after_end(conn, ended_keys, released=released)
+        if ended_groups:
+            self._groups_after_end(conn, ended_groups, now)
         return applied
 
     def job_end_attempts(
@@ -918,6 +931,13 @@ class LeaseQueries(EventQueries):
             },
             released=released,
         )
+        ended_groups = {
+            group
+            for e in ends
+            if e.new_status != JobStatus.PENDING and (group := by_id[e.job_id].group_id) is not None
+        }
+        if ended_groups:
+            self._groups_after_end(conn, ended_groups, now)
         # Every retry's due time, and "now" when the freed slots may admit
         # a waiting job.
         due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]

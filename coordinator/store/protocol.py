@@ -38,6 +38,7 @@ from coordinator.model import (
     EventFilter,
     Exclusions,
     FairSnapshot,
+    GroupRow,
     JobFilter,
     JobRow,
     JobStatus,
@@ -130,6 +131,21 @@ class Store(Protocol):
     def job_get_by_idempotency_key(self, tenant_id: str, key: str) -> JobRow | None: ...
     # The uniqueness key naming this job, or None.
     def unique_key_of_job(self, job_id: str) -> UniqueKeyRow | None: ...
+    # Job groups (store/groups.py): create with the completion's template and
+    # first members; members joining open groups; close; cancel; read.
+    def group_create(
+        self, group_id: str, completion: NewJob, members: Sequence[NewJob], close: bool, now: int
+    ) -> list[tuple[str, bool, int]]: ...
+    def job_insert_grouped(
+        self, new_jobs: Sequence[NewJob], now: int
+    ) -> list[tuple[str, bool, int]]: ...
+    def group_close(self, group_id: str, now: int) -> GroupRow | None: ...
+    def group_cancel(
+        self, group_id: str, reason: str, now: int
+    ) -> tuple[GroupRow, list[str]] | None: ...
+    def group_get(self, group_id: str) -> GroupRow | None: ...
+    # Called whenever a group's completion job is stored (SQLite: the engine wakes).
+    def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).

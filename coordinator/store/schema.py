@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0016"
+SCHEMA_REVISION = "0021"
 
 metadata = sa.MetaData()
 
@@ -87,6 +87,8 @@ jobs = sa.Table(
     # The reason an operator gave for cancelling it (migration 0016), kept
     # whatever error the attempt then ends with; a retry clears it.
     sa.Column("cancel_reason", sa.Text),
+    # The job group the job is a member of (store/groups.py); NULL otherwise.
+    sa.Column("group_id", sa.Text),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
@@ -243,6 +245,21 @@ unique_keys = sa.Table(
 )
 sa.Index("ix_wfj_unique_keys_job", unique_keys.c.job_id)
 
+# Job groups (store/groups.py): the completion job, as a JSON NewJob, is
+# enqueued once the group is closed and every member has ended.
+groups = sa.Table(
+    "wfj_groups",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("tenant_id", sa.Text, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("completion", sa.Text, nullable=False),
+    sa.Column("completion_job_id", sa.Text),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("closed_at", sa.BigInteger),
+    sa.Column("completed_at", sa.BigInteger),
+)
+
 # One row per worker stream of each coordinator: keyed by (coordinator,
 # worker id), since workers on different replicas may announce the same id.
 workers = sa.Table(
@@ -372,6 +389,13 @@ sa.Index(
     jobs.c.ordering_seq,
     sqlite_where=jobs.c.ordering_seq.isnot(None),
 ).ddl_if(dialect="sqlite")
+sa.Index(
+    "ix_wfj_jobs_group",
+    jobs.c.group_id,
+    jobs.c.status,
+    postgresql_where=jobs.c.group_id.isnot(None),
+    sqlite_where=jobs.c.group_id.isnot(None),
+)
 sa.Index("ix_wfj_pauses_active", pauses.c.kind, pauses.c.value, pauses.c.lifted_at)
 
 

@@ -8,6 +8,7 @@ running one command line is :func:`worker_sdk.cli.main`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -21,11 +22,13 @@ import grpc
 from worker_sdk import (
     AdminClient,
     DeadlineExceededError,
+    GroupView,
     JobCategory,
     JobEvent,
     JobEventFilter,
     JobEventKind,
     JobFilter,
+    JobRequest,
     JobStatus,
     JobView,
     PermissionDeniedError,
@@ -354,6 +357,15 @@ class Commands:
         self._show(job)
         return EXIT_OK
 
+    def _fields(self, fields: Sequence[tuple[str, Any]]) -> None:
+        """``key  value`` lines, keys aligned; None values are left out."""
+        width = max(len(k) for k, _ in fields)
+        for key, value in fields:
+            if value is not None:
+                self.out.line(
+                    f"{key:<{width}}  {cell(value) if not isinstance(value, str) else value}"
+                )
+
     def _show(self, job: JobView) -> None:
         wf = job.workflow
         fields = [
@@ -383,6 +395,7 @@ class Commands:
             ("replay of", job.replay_of or None),
             ("parent", job.parent_job_id or None),
             ("ordering key", job.ordering_key or None),
+            ("group", job.group_id or None),
             ("payload", payload_text(job.payload, job.payload_content_type)),
             (
                 "result",
@@ -391,12 +404,7 @@ class Commands:
                 else None,
             ),
         ]
-        width = max(len(k) for k, _ in fields)
-        for key, value in fields:
-            if value is not None:
-                self.out.line(
-                    f"{key:<{width}}  {cell(value) if not isinstance(value, str) else value}"
-                )
+        self._fields(fields)
         if job.attempts:
             self.out.line()
             self.out.table(
@@ -460,6 +468,58 @@ class Commands:
         if not self._confirmed(run, "cancel"):
             return EXIT_NOT_CONFIRMED
         return self._bulk(run(a.dry_run), "cancel")
+
+    # groups ----------------------------------------------------------------------------------
+
+    def groups_create(self) -> int:
+        a = self.args
+        payload = _json_payload(a.payload)
+        with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
+            group, _ = scheduler.create_group(
+                JobRequest(a.job_type, payload, tenant_id=a.tenant),
+                tenant_id=a.tenant,
+                close=a.close,
+            )
+        return self._group_out(group)
+
+    def groups_show(self) -> int:
+        with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
+            return self._group_out(scheduler.get_group(self.args.group_id))
+
+    def groups_close(self) -> int:
+        with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
+            return self._group_out(scheduler.close_group(self.args.group_id))
+
+    def groups_cancel(self) -> int:
+        group, cancelled = self.admin.cancel_group(self.args.group_id, reason=self.args.reason)
+        if not self.out.as_json:
+            self.out.line(f"cancelled {len(cancelled)} pending member(s)")
+        return self._group_out(group, {"cancelled_job_ids": cancelled})
+
+    def _group_out(self, group: GroupView, more: dict[str, Any] | None = None) -> int:
+        if self.out.as_json:
+            data = {f.name: getattr(group, f.name) for f in dataclasses.fields(group)}
+            for key in ("create_time", "close_time", "complete_time"):
+                data[key] = data[key].isoformat() if data[key] else None
+            self.out.json({**data, **(more or {})})
+            return EXIT_OK
+        fields = [
+            ("id", group.id),
+            ("tenant", group.tenant_id),
+            ("status", group.status.lower()),
+            (
+                "members",
+                f"{group.total} ({group.pending} pending, {group.running} running, "
+                f"{group.completed} completed, {group.faulted} faulted, "
+                f"{group.cancelled} cancelled)",
+            ),
+            ("completion job", group.completion_job_id or None),
+            ("created", group.create_time),
+            ("closed", group.close_time),
+            ("completed", group.complete_time),
+        ]
+        self._fields(fields)
+        return EXIT_OK
 
     def jobs_unlock(self) -> int:
         return self._each([self.args.job_id], self.admin.unlock_job, "unlocked")
@@ -936,12 +996,7 @@ class Commands:
 
     def enqueue(self) -> int:
         a = self.args
-        payload: Any = None
-        if a.payload is not None:
-            try:
-                payload = json.loads(a.payload)
-            except json.JSONDecodeError as e:
-                raise UsageError(f"payload is not JSON: {e}") from None
+        payload = _json_payload(a.payload)
         workflow = None
         if a.definition or a.instance or a.correlation:
             workflow = SdkWorkflowRef(
@@ -966,6 +1021,7 @@ class Commands:
                 category=a.category,
                 ordering_key=a.ordering_key,
                 uniqueness=_uniqueness(a),
+                group_id=a.group,
             )
             if a.wait is None:
                 return self._enqueued(job)
@@ -1067,6 +1123,15 @@ class Commands:
             )
             self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
+
+
+def _json_payload(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"payload is not JSON: {e}") from None
 
 
 def _utc_time(text: str) -> datetime:
@@ -1239,6 +1304,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id", help="the job to copy")
     p = add(jsub, "explain", "jobs_explain", "every reason a job is not running right now")
     p.add_argument("job_id", help="the job's id")
+
+    groups = sub.add_parser("groups", help="job groups: fan-in with a completion job")
+    gsub = groups.add_subparsers(dest="groups_command", required=True, metavar="ACTION")
+    p = add(
+        gsub,
+        "create",
+        "groups_create",
+        "create a group whose completion job is enqueued once it is closed and every member "
+        "ended; add members with `wfjobs enqueue TYPE --group ID`",
+    )
+    p.add_argument("job_type", help="the completion job's type")
+    p.add_argument(
+        "payload",
+        nargs="?",
+        default=None,
+        help="the completion job's JSON payload (default: the group's summary)",
+    )
+    p.add_argument("--tenant", default="default", help="owning tenant (default: default)")
+    p.add_argument("--close", action="store_true", help="close it at once (no members join)")
+    p = add(gsub, "show", "groups_show", "a group's state and its members by status")
+    p.add_argument("group_id", help="the group's id")
+    p = add(gsub, "close", "groups_close", "no more members: it completes once every member ended")
+    p.add_argument("group_id", help="the group's id")
+    p = add(gsub, "cancel", "groups_cancel", "close a group and cancel its pending members")
+    p.add_argument("group_id", help="the group's id")
+    p.add_argument("--reason", default="", help="kept with each cancelled member")
 
     events = sub.add_parser("events", help="watch the job event stream")
     esub = events.add_subparsers(dest="events_command", required=True, metavar="ACTION")
@@ -1492,6 +1583,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_duration,
         default=None,
         help="with --debounce: never later than this long after the first enqueue (a duration: 90s, 5m)",
+    )
+    p.add_argument(
+        "--group",
+        default=None,
+        metavar="GROUP_ID",
+        help="join this open job group as a member (wfjobs groups create)",
     )
     p.add_argument(
         "--schedule-id",

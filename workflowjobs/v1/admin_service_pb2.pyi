@@ -294,6 +294,22 @@ class CancelJobResponse(_message.Message):
     job: _job_pb2.Job
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
 
+class CancelGroupRequest(_message.Message):
+    __slots__ = ("group_id", "reason")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    reason: str
+    def __init__(self, group_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelGroupResponse(_message.Message):
+    __slots__ = ("group", "cancelled_job_ids")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    group: _job_pb2.JobGroup
+    cancelled_job_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ..., cancelled_job_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class UnlockJobRequest(_message.Message):
     __slots__ = ("job_id",)
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

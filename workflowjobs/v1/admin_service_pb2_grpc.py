@@ -65,6 +65,11 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobResponse.FromString,
                 _registered_method=True)
+        self.CancelGroup = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/CancelGroup',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.FromString,
+                _registered_method=True)
         self.UnlockJob = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/UnlockJob',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.UnlockJobRequest.SerializeToString,
@@ -228,6 +233,14 @@ class AdminServiceServicer:
     def CancelJob(self, request, context):
         """Cancel a pending or running job (a running job's handler is told at its
         next heartbeat); FAILED_PRECONDITION for a finished job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelGroup(self, request, context):
+        """Close a job group and cancel its PENDING members; running members run on
+        and the completion job follows once they end (docs/groups.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -441,6 +454,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobResponse.SerializeToString,
+            ),
+            'CancelGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelGroup,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.SerializeToString,
             ),
             'UnlockJob': grpc.unary_unary_rpc_method_handler(
                     servicer.UnlockJob,
@@ -721,6 +739,33 @@ class AdminService:
             '/workflowjobs.v1.AdminService/CancelJob',
             workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/CancelGroup',
+            workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

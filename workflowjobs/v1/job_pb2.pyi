@@ -45,6 +45,13 @@ class MisfirePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MISFIRE_POLICY_UNSPECIFIED: _ClassVar[MisfirePolicy]
     MISFIRE_POLICY_FIRE_ONCE_LATE: _ClassVar[MisfirePolicy]
     MISFIRE_POLICY_SKIP: _ClassVar[MisfirePolicy]
+
+class JobGroupStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_GROUP_STATUS_UNSPECIFIED: _ClassVar[JobGroupStatus]
+    JOB_GROUP_STATUS_OPEN: _ClassVar[JobGroupStatus]
+    JOB_GROUP_STATUS_CLOSED: _ClassVar[JobGroupStatus]
+    JOB_GROUP_STATUS_COMPLETED: _ClassVar[JobGroupStatus]
 JOB_STATUS_UNSPECIFIED: JobStatus
 JOB_STATUS_PENDING: JobStatus
 JOB_STATUS_RUNNING: JobStatus
@@ -68,6 +75,10 @@ ATTEMPT_OUTCOME_TIMED_OUT: AttemptOutcome
 MISFIRE_POLICY_UNSPECIFIED: MisfirePolicy
 MISFIRE_POLICY_FIRE_ONCE_LATE: MisfirePolicy
 MISFIRE_POLICY_SKIP: MisfirePolicy
+JOB_GROUP_STATUS_UNSPECIFIED: JobGroupStatus
+JOB_GROUP_STATUS_OPEN: JobGroupStatus
+JOB_GROUP_STATUS_CLOSED: JobGroupStatus
+JOB_GROUP_STATUS_COMPLETED: JobGroupStatus
 
 class WorkflowRef(_message.Message):
     __slots__ = ("definition_id", "definition_version", "instance_id", "activity_id", "activity_node_id", "bookmark_id", "correlation_id")
@@ -112,7 +123,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_multiplier: _Optional[float] = ..., max_backoff: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., jitter: _Optional[float] = ..., non_retryable_error_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key", "uniqueness", "schedule_tick")
+    __slots__ = ("job_type", "tenant_id", "workflow", "payload", "category", "priority", "due_time", "retry_policy", "execution_timeout", "heartbeat_timeout", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "parent_job_id", "ordering_key", "uniqueness", "schedule_tick", "group_id")
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +142,7 @@ class JobSpec(_message.Message):
     ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     UNIQUENESS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_TICK_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     job_type: str
     tenant_id: str
     workflow: WorkflowRef
@@ -149,7 +161,8 @@ class JobSpec(_message.Message):
     ordering_key: str
     uniqueness: Uniqueness
     schedule_tick: ScheduleTick
-    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., uniqueness: _Optional[_Union[Uniqueness, _Mapping]] = ..., schedule_tick: _Optional[_Union[ScheduleTick, _Mapping]] = ...) -> None: ...
+    group_id: str
+    def __init__(self, job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., uniqueness: _Optional[_Union[Uniqueness, _Mapping]] = ..., schedule_tick: _Optional[_Union[ScheduleTick, _Mapping]] = ..., group_id: _Optional[str] = ...) -> None: ...
 
 class ScheduleTick(_message.Message):
     __slots__ = ("schedule_id", "nominal_time", "misfire_policy", "misfire_grace")
@@ -210,7 +223,7 @@ class JobAttempt(_message.Message):
     def __init__(self, number: _Optional[int] = ..., worker_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[AttemptOutcome, str]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., traceback: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "job_type", "tenant_id", "workflow", "payload", "category", "priority", "status", "attempt", "max_attempts", "retry_policy", "execution_timeout", "heartbeat_timeout", "create_time", "due_time", "finish_time", "lease_owner", "lease_expire_time", "last_error", "result", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "cancel_requested", "replay_of", "attempts", "released_attempts", "parent_job_id", "ordering_key", "cancel_reason")
+    __slots__ = ("id", "job_type", "tenant_id", "workflow", "payload", "category", "priority", "status", "attempt", "max_attempts", "retry_policy", "execution_timeout", "heartbeat_timeout", "create_time", "due_time", "finish_time", "lease_owner", "lease_expire_time", "last_error", "result", "idempotency_key", "traceparent", "tracestate", "concurrency_key", "cancel_requested", "replay_of", "attempts", "released_attempts", "parent_job_id", "ordering_key", "cancel_reason", "group_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +255,7 @@ class Job(_message.Message):
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REASON_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_type: str
     tenant_id: str
@@ -273,4 +287,35 @@ class Job(_message.Message):
     parent_job_id: str
     ordering_key: str
     cancel_reason: str
-    def __init__(self, id: _Optional[str] = ..., job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., status: _Optional[_Union[JobStatus, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_owner: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., result: _Optional[_Union[Payload, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., replay_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., released_attempts: _Optional[int] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., cancel_reason: _Optional[str] = ...) -> None: ...
+    group_id: str
+    def __init__(self, id: _Optional[str] = ..., job_type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., workflow: _Optional[_Union[WorkflowRef, _Mapping]] = ..., payload: _Optional[_Union[Payload, _Mapping]] = ..., category: _Optional[_Union[JobCategory, str]] = ..., priority: _Optional[int] = ..., status: _Optional[_Union[JobStatus, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., execution_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_owner: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., result: _Optional[_Union[Payload, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., replay_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., released_attempts: _Optional[int] = ..., parent_job_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., cancel_reason: _Optional[str] = ..., group_id: _Optional[str] = ...) -> None: ...
+
+class JobGroup(_message.Message):
+    __slots__ = ("id", "tenant_id", "status", "total", "pending", "running", "completed", "faulted", "cancelled", "completion_job_id", "create_time", "close_time", "complete_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    FAULTED_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_TIME_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    status: JobGroupStatus
+    total: int
+    pending: int
+    running: int
+    completed: int
+    faulted: int
+    cancelled: int
+    completion_job_id: str
+    create_time: _timestamp_pb2.Timestamp
+    close_time: _timestamp_pb2.Timestamp
+    complete_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., status: _Optional[_Union[JobGroupStatus, str]] = ..., total: _Optional[int] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., completion_job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., close_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., complete_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -32,6 +32,50 @@ JOB_EVENT_KIND_FAULTED: JobEventKind
 JOB_EVENT_KIND_CANCELLED: JobEventKind
 JOB_EVENT_KIND_RELEASED: JobEventKind
 
+class CreateGroupRequest(_message.Message):
+    __slots__ = ("tenant_id", "completion", "members", "close")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    completion: _job_pb2.JobSpec
+    members: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobSpec]
+    close: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., completion: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., members: _Optional[_Iterable[_Union[_job_pb2.JobSpec, _Mapping]]] = ..., close: _Optional[bool] = ...) -> None: ...
+
+class CreateGroupResponse(_message.Message):
+    __slots__ = ("group", "members")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    group: _job_pb2.JobGroup
+    members: _containers.RepeatedCompositeFieldContainer[EnqueueResult]
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ..., members: _Optional[_Iterable[_Union[EnqueueResult, _Mapping]]] = ...) -> None: ...
+
+class CloseGroupRequest(_message.Message):
+    __slots__ = ("group_id",)
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    def __init__(self, group_id: _Optional[str] = ...) -> None: ...
+
+class CloseGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: _job_pb2.JobGroup
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ...) -> None: ...
+
+class GetGroupRequest(_message.Message):
+    __slots__ = ("group_id",)
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    def __init__(self, group_id: _Optional[str] = ...) -> None: ...
+
+class GetGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: _job_pb2.JobGroup
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ...) -> None: ...
+
 class JobEventFilter(_message.Message):
     __slots__ = ("tenant_id", "definition_id", "instance_id", "correlation_id", "job_type", "kinds", "job_id")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,21 @@ class JobSchedulerServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.FromString,
                 _registered_method=True)
+        self.CreateGroup = channel.unary_unary(
+                '/workflowjobs.v1.JobSchedulerService/CreateGroup',
+                request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupResponse.FromString,
+                _registered_method=True)
+        self.CloseGroup = channel.unary_unary(
+                '/workflowjobs.v1.JobSchedulerService/CloseGroup',
+                request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupResponse.FromString,
+                _registered_method=True)
+        self.GetGroup = channel.unary_unary(
+                '/workflowjobs.v1.JobSchedulerService/GetGroup',
+                request_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupResponse.FromString,
+                _registered_method=True)
 
 
 class JobSchedulerServiceServicer:
@@ -114,6 +129,31 @@ class JobSchedulerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateGroup(self, request, context):
+        """Create a job group (docs/groups.md) with its completion job and, in the
+        same transaction, its first members. More members join while it is open
+        (Enqueue/EnqueueBatch with JobSpec.group_id); once it is closed and every
+        member has ended, the completion job is enqueued exactly once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseGroup(self, request, context):
+        """No more members: the group completes once every member has ended (at
+        once when they all have). Closing a closed or completed group changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGroup(self, request, context):
+        """A group's state and its members counted by status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobSchedulerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +181,21 @@ def add_JobSchedulerServiceServicer_to_server(servicer, server):
                     servicer.WatchJobEvents,
                     request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.SerializeToString,
+            ),
+            'CreateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateGroup,
+                    request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupResponse.SerializeToString,
+            ),
+            'CloseGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseGroup,
+                    request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupResponse.SerializeToString,
+            ),
+            'GetGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGroup,
+                    request_deserializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -279,6 +334,87 @@ class JobSchedulerService:
             '/workflowjobs.v1.JobSchedulerService/WatchJobEvents',
             workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsRequest.SerializeToString,
             workflowjobs_dot_v1_dot_scheduler__service__pb2.WatchJobEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.JobSchedulerService/CreateGroup',
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.CreateGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.JobSchedulerService/CloseGroup',
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.CloseGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.JobSchedulerService/GetGroup',
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_scheduler__service__pb2.GetGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -26,6 +26,7 @@ import {
   JobCategory,
   jobCategoryFromJSON,
   jobCategoryToJSON,
+  JobGroup,
   JobStatus,
   jobStatusFromJSON,
   jobStatusToJSON,
@@ -540,6 +541,19 @@ export interface CancelJobRequest {
 
 export interface CancelJobResponse {
   job: Job | undefined;
+}
+
+export interface CancelGroupRequest {
+  groupId: string;
+  reason: string;
+}
+
+export interface CancelGroupResponse {
+  group:
+    | JobGroup
+    | undefined;
+  /** The members this call cancelled. */
+  cancelledJobIds: string[];
 }
 
 export interface UnlockJobRequest {
@@ -3149,6 +3163,186 @@ export const CancelJobResponse: MessageFns<CancelJobResponse> = {
   fromPartial<I extends Exact<DeepPartial<CancelJobResponse>, I>>(object: I): CancelJobResponse {
     const message = createBaseCancelJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseCancelGroupRequest(): CancelGroupRequest {
+  return { groupId: "", reason: "" };
+}
+
+export const CancelGroupRequest: MessageFns<CancelGroupRequest> = {
+  encode(message: CancelGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelGroupRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: CancelGroupRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelGroupRequest>, I>>(base?: I): CancelGroupRequest {
+    return CancelGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelGroupRequest>, I>>(object: I): CancelGroupRequest {
+    const message = createBaseCancelGroupRequest();
+    message.groupId = object.groupId ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelGroupResponse(): CancelGroupResponse {
+  return { group: undefined, cancelledJobIds: [] };
+}
+
+export const CancelGroupResponse: MessageFns<CancelGroupResponse> = {
+  encode(message: CancelGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      JobGroup.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.cancelledJobIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = JobGroup.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cancelledJobIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelGroupResponse {
+    return {
+      group: isSet(object.group) ? JobGroup.fromJSON(object.group) : undefined,
+      cancelledJobIds: globalThis.Array.isArray(object?.cancelledJobIds)
+        ? object.cancelledJobIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.cancelled_job_ids)
+        ? object.cancelled_job_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: CancelGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = JobGroup.toJSON(message.group);
+    }
+    if (message.cancelledJobIds?.length) {
+      obj.cancelledJobIds = message.cancelledJobIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelGroupResponse>, I>>(base?: I): CancelGroupResponse {
+    return CancelGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelGroupResponse>, I>>(object: I): CancelGroupResponse {
+    const message = createBaseCancelGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null)
+      ? JobGroup.fromPartial(object.group)
+      : undefined;
+    message.cancelledJobIds = object.cancelledJobIds?.map((e) => e) || [];
     return message;
   },
 };
@@ -7977,6 +8171,19 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
   },
   /**
+   * Close a job group and cancel its PENDING members; running members run on
+   * and the completion job follows once they end (docs/groups.md).
+   */
+  cancelGroup: {
+    path: "/workflowjobs.v1.AdminService/CancelGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelGroupRequest): Buffer => Buffer.from(CancelGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelGroupRequest => CancelGroupRequest.decode(value),
+    responseSerialize: (value: CancelGroupResponse): Buffer => Buffer.from(CancelGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelGroupResponse => CancelGroupResponse.decode(value),
+  },
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8298,6 +8505,11 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    */
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
   /**
+   * Close a job group and cancel its PENDING members; running members run on
+   * and the completion job follows once they end (docs/groups.md).
+   */
+  cancelGroup: handleUnaryCall<CancelGroupRequest, CancelGroupResponse>;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8491,6 +8703,25 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Close a job group and cancel its PENDING members; running members run on
+   * and the completion job follows once they end (docs/groups.md).
+   */
+  cancelGroup(
+    request: CancelGroupRequest,
+    callback: (error: ServiceError | null, response: CancelGroupResponse) => void,
+  ): ClientUnaryCall;
+  cancelGroup(
+    request: CancelGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelGroupResponse) => void,
+  ): ClientUnaryCall;
+  cancelGroup(
+    request: CancelGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelGroupResponse) => void,
   ): ClientUnaryCall;
   /**
    * End a running job's attempt now, as failed, and take its lease back (a

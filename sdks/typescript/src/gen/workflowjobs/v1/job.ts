@@ -245,6 +245,54 @@ export function misfirePolicyToJSON(object: MisfirePolicy): string {
   }
 }
 
+export enum JobGroupStatus {
+  JOB_GROUP_STATUS_UNSPECIFIED = 0,
+  /** JOB_GROUP_STATUS_OPEN - Members may join. */
+  JOB_GROUP_STATUS_OPEN = 1,
+  /** JOB_GROUP_STATUS_CLOSED - No more members; the completion job follows the last member's end. */
+  JOB_GROUP_STATUS_CLOSED = 2,
+  /** JOB_GROUP_STATUS_COMPLETED - The completion job was enqueued (completion_job_id). */
+  JOB_GROUP_STATUS_COMPLETED = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function jobGroupStatusFromJSON(object: any): JobGroupStatus {
+  switch (object) {
+    case 0:
+    case "JOB_GROUP_STATUS_UNSPECIFIED":
+      return JobGroupStatus.JOB_GROUP_STATUS_UNSPECIFIED;
+    case 1:
+    case "JOB_GROUP_STATUS_OPEN":
+      return JobGroupStatus.JOB_GROUP_STATUS_OPEN;
+    case 2:
+    case "JOB_GROUP_STATUS_CLOSED":
+      return JobGroupStatus.JOB_GROUP_STATUS_CLOSED;
+    case 3:
+    case "JOB_GROUP_STATUS_COMPLETED":
+      return JobGroupStatus.JOB_GROUP_STATUS_COMPLETED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return JobGroupStatus.UNRECOGNIZED;
+  }
+}
+
+export function jobGroupStatusToJSON(object: JobGroupStatus): string {
+  switch (object) {
+    case JobGroupStatus.JOB_GROUP_STATUS_UNSPECIFIED:
+      return "JOB_GROUP_STATUS_UNSPECIFIED";
+    case JobGroupStatus.JOB_GROUP_STATUS_OPEN:
+      return "JOB_GROUP_STATUS_OPEN";
+    case JobGroupStatus.JOB_GROUP_STATUS_CLOSED:
+      return "JOB_GROUP_STATUS_CLOSED";
+    case JobGroupStatus.JOB_GROUP_STATUS_COMPLETED:
+      return "JOB_GROUP_STATUS_COMPLETED";
+    case JobGroupStatus.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** The workflow runtime context every job carries. */
 export interface WorkflowRef {
   definitionId: string;
@@ -354,7 +402,14 @@ export interface JobSpec {
    * (docs/scheduler-ticks.md). Enqueue only; idempotency_key and due_time
    * stay empty (the tick sets them).
    */
-  scheduleTick: ScheduleTick | undefined;
+  scheduleTick:
+    | ScheduleTick
+    | undefined;
+  /**
+   * Join this open job group (CreateGroup) as a member; its tenant must be
+   * the group's. A member cannot have an ordering_key.
+   */
+  groupId: string;
 }
 
 export interface ScheduleTick {
@@ -495,6 +550,26 @@ export interface Job {
    * was given, and after a retry.
    */
   cancelReason: string;
+  /** The job group it is a member of; empty when none. */
+  groupId: string;
+}
+
+export interface JobGroup {
+  id: string;
+  tenantId: string;
+  status: JobGroupStatus;
+  /** Members by status. */
+  total: bigint;
+  pending: bigint;
+  running: bigint;
+  completed: bigint;
+  faulted: bigint;
+  cancelled: bigint;
+  /** Set once the group completed. */
+  completionJobId: string;
+  createTime: Date | undefined;
+  closeTime: Date | undefined;
+  completeTime: Date | undefined;
 }
 
 function createBaseWorkflowRef(): WorkflowRef {
@@ -987,6 +1062,7 @@ function createBaseJobSpec(): JobSpec {
     orderingKey: "",
     uniqueness: undefined,
     scheduleTick: undefined,
+    groupId: "",
   };
 }
 
@@ -1045,6 +1121,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.scheduleTick !== undefined) {
       ScheduleTick.encode(message.scheduleTick, writer.uint32(146).fork()).join();
+    }
+    if (message.groupId !== "") {
+      writer.uint32(154).string(message.groupId);
     }
     return writer;
   },
@@ -1206,6 +1285,14 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.scheduleTick = ScheduleTick.decode(reader, reader.uint32());
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1282,6 +1369,11 @@ export const JobSpec: MessageFns<JobSpec> = {
         : isSet(object.schedule_tick)
         ? ScheduleTick.fromJSON(object.schedule_tick)
         : undefined,
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
     };
   },
 
@@ -1341,6 +1433,9 @@ export const JobSpec: MessageFns<JobSpec> = {
     if (message.scheduleTick !== undefined) {
       obj.scheduleTick = ScheduleTick.toJSON(message.scheduleTick);
     }
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
     return obj;
   },
 
@@ -1381,6 +1476,7 @@ export const JobSpec: MessageFns<JobSpec> = {
     message.scheduleTick = (object.scheduleTick !== undefined && object.scheduleTick !== null)
       ? ScheduleTick.fromPartial(object.scheduleTick)
       : undefined;
+    message.groupId = object.groupId ?? "";
     return message;
   },
 };
@@ -2075,6 +2171,7 @@ function createBaseJob(): Job {
     parentJobId: "",
     orderingKey: "",
     cancelReason: "",
+    groupId: "",
   };
 }
 
@@ -2172,6 +2269,9 @@ export const Job: MessageFns<Job> = {
     }
     if (message.cancelReason !== "") {
       writer.uint32(250).string(message.cancelReason);
+    }
+    if (message.groupId !== "") {
+      writer.uint32(258).string(message.groupId);
     }
     return writer;
   },
@@ -2437,6 +2537,14 @@ export const Job: MessageFns<Job> = {
             message.cancelReason = reader.string();
             continue;
           }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2564,6 +2672,11 @@ export const Job: MessageFns<Job> = {
         : isSet(object.cancel_reason)
         ? globalThis.String(object.cancel_reason)
         : "",
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
     };
   },
 
@@ -2662,6 +2775,9 @@ export const Job: MessageFns<Job> = {
     if (message.cancelReason !== "") {
       obj.cancelReason = message.cancelReason;
     }
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
     return obj;
   },
 
@@ -2713,6 +2829,320 @@ export const Job: MessageFns<Job> = {
     message.parentJobId = object.parentJobId ?? "";
     message.orderingKey = object.orderingKey ?? "";
     message.cancelReason = object.cancelReason ?? "";
+    message.groupId = object.groupId ?? "";
+    return message;
+  },
+};
+
+function createBaseJobGroup(): JobGroup {
+  return {
+    id: "",
+    tenantId: "",
+    status: 0,
+    total: 0n,
+    pending: 0n,
+    running: 0n,
+    completed: 0n,
+    faulted: 0n,
+    cancelled: 0n,
+    completionJobId: "",
+    createTime: undefined,
+    closeTime: undefined,
+    completeTime: undefined,
+  };
+}
+
+export const JobGroup: MessageFns<JobGroup> = {
+  encode(message: JobGroup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).int32(message.status);
+    }
+    if (message.total !== 0n) {
+      if (BigInt.asIntN(64, message.total) !== message.total) {
+        throw new globalThis.Error("value provided for field message.total of type int64 too large");
+      }
+      writer.uint32(32).int64(message.total);
+    }
+    if (message.pending !== 0n) {
+      if (BigInt.asIntN(64, message.pending) !== message.pending) {
+        throw new globalThis.Error("value provided for field message.pending of type int64 too large");
+      }
+      writer.uint32(40).int64(message.pending);
+    }
+    if (message.running !== 0n) {
+      if (BigInt.asIntN(64, message.running) !== message.running) {
+        throw new globalThis.Error("value provided for field message.running of type int64 too large");
+      }
+      writer.uint32(48).int64(message.running);
+    }
+    if (message.completed !== 0n) {
+      if (BigInt.asIntN(64, message.completed) !== message.completed) {
+        throw new globalThis.Error("value provided for field message.completed of type int64 too large");
+      }
+      writer.uint32(56).int64(message.completed);
+    }
+    if (message.faulted !== 0n) {
+      if (BigInt.asIntN(64, message.faulted) !== message.faulted) {
+        throw new globalThis.Error("value provided for field message.faulted of type int64 too large");
+      }
+      writer.uint32(64).int64(message.faulted);
+    }
+    if (message.cancelled !== 0n) {
+      if (BigInt.asIntN(64, message.cancelled) !== message.cancelled) {
+        throw new globalThis.Error("value provided for field message.cancelled of type int64 too large");
+      }
+      writer.uint32(72).int64(message.cancelled);
+    }
+    if (message.completionJobId !== "") {
+      writer.uint32(82).string(message.completionJobId);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(90).fork()).join();
+    }
+    if (message.closeTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.closeTime), writer.uint32(98).fork()).join();
+    }
+    if (message.completeTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.completeTime), writer.uint32(106).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobGroup {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobGroup();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.total = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pending = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.running = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.completed = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.faulted = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.cancelled = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.completionJobId = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.closeTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.completeTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobGroup {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      status: isSet(object.status) ? jobGroupStatusFromJSON(object.status) : 0,
+      total: isSet(object.total) ? BigInt(object.total) : 0n,
+      pending: isSet(object.pending) ? BigInt(object.pending) : 0n,
+      running: isSet(object.running) ? BigInt(object.running) : 0n,
+      completed: isSet(object.completed) ? BigInt(object.completed) : 0n,
+      faulted: isSet(object.faulted) ? BigInt(object.faulted) : 0n,
+      cancelled: isSet(object.cancelled) ? BigInt(object.cancelled) : 0n,
+      completionJobId: isSet(object.completionJobId)
+        ? globalThis.String(object.completionJobId)
+        : isSet(object.completion_job_id)
+        ? globalThis.String(object.completion_job_id)
+        : "",
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      closeTime: isSet(object.closeTime)
+        ? fromJsonTimestamp(object.closeTime)
+        : isSet(object.close_time)
+        ? fromJsonTimestamp(object.close_time)
+        : undefined,
+      completeTime: isSet(object.completeTime)
+        ? fromJsonTimestamp(object.completeTime)
+        : isSet(object.complete_time)
+        ? fromJsonTimestamp(object.complete_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: JobGroup): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.status !== 0) {
+      obj.status = jobGroupStatusToJSON(message.status);
+    }
+    if (message.total !== 0n) {
+      obj.total = message.total.toString();
+    }
+    if (message.pending !== 0n) {
+      obj.pending = message.pending.toString();
+    }
+    if (message.running !== 0n) {
+      obj.running = message.running.toString();
+    }
+    if (message.completed !== 0n) {
+      obj.completed = message.completed.toString();
+    }
+    if (message.faulted !== 0n) {
+      obj.faulted = message.faulted.toString();
+    }
+    if (message.cancelled !== 0n) {
+      obj.cancelled = message.cancelled.toString();
+    }
+    if (message.completionJobId !== "") {
+      obj.completionJobId = message.completionJobId;
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime.toISOString();
+    }
+    if (message.closeTime !== undefined) {
+      obj.closeTime = message.closeTime.toISOString();
+    }
+    if (message.completeTime !== undefined) {
+      obj.completeTime = message.completeTime.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<JobGroup>, I>>(base?: I): JobGroup {
+    return JobGroup.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<JobGroup>, I>>(object: I): JobGroup {
+    const message = createBaseJobGroup();
+    message.id = object.id ?? "";
+    message.tenantId = object.tenantId ?? "";
+    message.status = object.status ?? 0;
+    message.total = (object.total !== undefined && object.total !== null) ? BigInt(object.total) : 0n;
+    message.pending = (object.pending !== undefined && object.pending !== null) ? BigInt(object.pending) : 0n;
+    message.running = (object.running !== undefined && object.running !== null) ? BigInt(object.running) : 0n;
+    message.completed = (object.completed !== undefined && object.completed !== null) ? BigInt(object.completed) : 0n;
+    message.faulted = (object.faulted !== undefined && object.faulted !== null) ? BigInt(object.faulted) : 0n;
+    message.cancelled = (object.cancelled !== undefined && object.cancelled !== null) ? BigInt(object.cancelled) : 0n;
+    message.completionJobId = object.completionJobId ?? "";
+    message.createTime = object.createTime ?? undefined;
+    message.closeTime = object.closeTime ?? undefined;
+    message.completeTime = object.completeTime ?? undefined;
     return message;
   },
 };

@@ -21,7 +21,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../google/protobuf/timestamp";
-import { Job, JobSpec, JobStatus, jobStatusFromJSON, jobStatusToJSON, Payload, WorkflowRef } from "./job";
+import { Job, JobGroup, JobSpec, JobStatus, jobStatusFromJSON, jobStatusToJSON, Payload, WorkflowRef } from "./job";
 
 export const protobufPackage = "workflowjobs.v1";
 
@@ -119,6 +119,48 @@ export function jobEventKindToJSON(object: JobEventKind): string {
     default:
       return "UNRECOGNIZED";
   }
+}
+
+export interface CreateGroupRequest {
+  /** The group's tenant (members and completion default to it and must match). */
+  tenantId: string;
+  /**
+   * Required: the job enqueued once the group is closed and every member has
+   * ended. Its idempotency key is "group:<group id>:completion"; left without
+   * a payload, its payload is the group's summary as JSON: {"group_id",
+   * "total", "completed", "faulted", "cancelled"}.
+   */
+  completion:
+    | JobSpec
+    | undefined;
+  /** First members (at most the batch limit; more join by group_id). */
+  members: JobSpec[];
+  /** Close the group at once (no member joins later). */
+  close: boolean;
+}
+
+export interface CreateGroupResponse {
+  group:
+    | JobGroup
+    | undefined;
+  /** The members, in request order. */
+  members: EnqueueResult[];
+}
+
+export interface CloseGroupRequest {
+  groupId: string;
+}
+
+export interface CloseGroupResponse {
+  group: JobGroup | undefined;
+}
+
+export interface GetGroupRequest {
+  groupId: string;
+}
+
+export interface GetGroupResponse {
+  group: JobGroup | undefined;
 }
 
 /** Which events a watch receives; empty fields match every job. */
@@ -266,6 +308,502 @@ export interface WaitForJobRequest {
 export interface WaitForJobResponse {
   job: Job | undefined;
 }
+
+function createBaseCreateGroupRequest(): CreateGroupRequest {
+  return { tenantId: "", completion: undefined, members: [], close: false };
+}
+
+export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
+  encode(message: CreateGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.completion !== undefined) {
+      JobSpec.encode(message.completion, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.members) {
+      JobSpec.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.close !== false) {
+      writer.uint32(32).bool(message.close);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.completion = JobSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.members.push(JobSpec.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.close = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateGroupRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      completion: isSet(object.completion) ? JobSpec.fromJSON(object.completion) : undefined,
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => JobSpec.fromJSON(e)) : [],
+      close: isSet(object.close) ? globalThis.Boolean(object.close) : false,
+    };
+  },
+
+  toJSON(message: CreateGroupRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.completion !== undefined) {
+      obj.completion = JobSpec.toJSON(message.completion);
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => JobSpec.toJSON(e));
+    }
+    if (message.close !== false) {
+      obj.close = message.close;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateGroupRequest>, I>>(base?: I): CreateGroupRequest {
+    return CreateGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateGroupRequest>, I>>(object: I): CreateGroupRequest {
+    const message = createBaseCreateGroupRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.completion = (object.completion !== undefined && object.completion !== null)
+      ? JobSpec.fromPartial(object.completion)
+      : undefined;
+    message.members = object.members?.map((e) => JobSpec.fromPartial(e)) || [];
+    message.close = object.close ?? false;
+    return message;
+  },
+};
+
+function createBaseCreateGroupResponse(): CreateGroupResponse {
+  return { group: undefined, members: [] };
+}
+
+export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
+  encode(message: CreateGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      JobGroup.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.members) {
+      EnqueueResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = JobGroup.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.members.push(EnqueueResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateGroupResponse {
+    return {
+      group: isSet(object.group) ? JobGroup.fromJSON(object.group) : undefined,
+      members: globalThis.Array.isArray(object?.members)
+        ? object.members.map((e: any) => EnqueueResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: CreateGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = JobGroup.toJSON(message.group);
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => EnqueueResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateGroupResponse>, I>>(base?: I): CreateGroupResponse {
+    return CreateGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateGroupResponse>, I>>(object: I): CreateGroupResponse {
+    const message = createBaseCreateGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null)
+      ? JobGroup.fromPartial(object.group)
+      : undefined;
+    message.members = object.members?.map((e) => EnqueueResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCloseGroupRequest(): CloseGroupRequest {
+  return { groupId: "" };
+}
+
+export const CloseGroupRequest: MessageFns<CloseGroupRequest> = {
+  encode(message: CloseGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CloseGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCloseGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CloseGroupRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CloseGroupRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CloseGroupRequest>, I>>(base?: I): CloseGroupRequest {
+    return CloseGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CloseGroupRequest>, I>>(object: I): CloseGroupRequest {
+    const message = createBaseCloseGroupRequest();
+    message.groupId = object.groupId ?? "";
+    return message;
+  },
+};
+
+function createBaseCloseGroupResponse(): CloseGroupResponse {
+  return { group: undefined };
+}
+
+export const CloseGroupResponse: MessageFns<CloseGroupResponse> = {
+  encode(message: CloseGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      JobGroup.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CloseGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCloseGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = JobGroup.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CloseGroupResponse {
+    return { group: isSet(object.group) ? JobGroup.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: CloseGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = JobGroup.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CloseGroupResponse>, I>>(base?: I): CloseGroupResponse {
+    return CloseGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CloseGroupResponse>, I>>(object: I): CloseGroupResponse {
+    const message = createBaseCloseGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null)
+      ? JobGroup.fromPartial(object.group)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetGroupRequest(): GetGroupRequest {
+  return { groupId: "" };
+}
+
+export const GetGroupRequest: MessageFns<GetGroupRequest> = {
+  encode(message: GetGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetGroupRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetGroupRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetGroupRequest>, I>>(base?: I): GetGroupRequest {
+    return GetGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetGroupRequest>, I>>(object: I): GetGroupRequest {
+    const message = createBaseGetGroupRequest();
+    message.groupId = object.groupId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetGroupResponse(): GetGroupResponse {
+  return { group: undefined };
+}
+
+export const GetGroupResponse: MessageFns<GetGroupResponse> = {
+  encode(message: GetGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      JobGroup.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = JobGroup.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetGroupResponse {
+    return { group: isSet(object.group) ? JobGroup.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: GetGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = JobGroup.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetGroupResponse>, I>>(base?: I): GetGroupResponse {
+    return GetGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetGroupResponse>, I>>(object: I): GetGroupResponse {
+    const message = createBaseGetGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null)
+      ? JobGroup.fromPartial(object.group)
+      : undefined;
+    return message;
+  },
+};
 
 function createBaseJobEventFilter(): JobEventFilter {
   return { tenantId: "", definitionId: "", instanceId: "", correlationId: "", jobType: "", kinds: [], jobId: "" };
@@ -1937,6 +2475,44 @@ export const JobSchedulerServiceService = {
       Buffer.from(WatchJobEventsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WatchJobEventsResponse => WatchJobEventsResponse.decode(value),
   },
+  /**
+   * Create a job group (docs/groups.md) with its completion job and, in the
+   * same transaction, its first members. More members join while it is open
+   * (Enqueue/EnqueueBatch with JobSpec.group_id); once it is closed and every
+   * member has ended, the completion job is enqueued exactly once.
+   */
+  createGroup: {
+    path: "/workflowjobs.v1.JobSchedulerService/CreateGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateGroupRequest): Buffer => Buffer.from(CreateGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateGroupRequest => CreateGroupRequest.decode(value),
+    responseSerialize: (value: CreateGroupResponse): Buffer => Buffer.from(CreateGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateGroupResponse => CreateGroupResponse.decode(value),
+  },
+  /**
+   * No more members: the group completes once every member has ended (at
+   * once when they all have). Closing a closed or completed group changes nothing.
+   */
+  closeGroup: {
+    path: "/workflowjobs.v1.JobSchedulerService/CloseGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CloseGroupRequest): Buffer => Buffer.from(CloseGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CloseGroupRequest => CloseGroupRequest.decode(value),
+    responseSerialize: (value: CloseGroupResponse): Buffer => Buffer.from(CloseGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CloseGroupResponse => CloseGroupResponse.decode(value),
+  },
+  /** A group's state and its members counted by status. */
+  getGroup: {
+    path: "/workflowjobs.v1.JobSchedulerService/GetGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetGroupRequest): Buffer => Buffer.from(GetGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetGroupRequest => GetGroupRequest.decode(value),
+    responseSerialize: (value: GetGroupResponse): Buffer => Buffer.from(GetGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetGroupResponse => GetGroupResponse.decode(value),
+  },
 } as const;
 
 export interface JobSchedulerServiceServer extends UntypedServiceImplementation {
@@ -1965,6 +2541,20 @@ export interface JobSchedulerServiceServer extends UntypedServiceImplementation 
    * filter.tenant_id to one of them.
    */
   watchJobEvents: handleServerStreamingCall<WatchJobEventsRequest, WatchJobEventsResponse>;
+  /**
+   * Create a job group (docs/groups.md) with its completion job and, in the
+   * same transaction, its first members. More members join while it is open
+   * (Enqueue/EnqueueBatch with JobSpec.group_id); once it is closed and every
+   * member has ended, the completion job is enqueued exactly once.
+   */
+  createGroup: handleUnaryCall<CreateGroupRequest, CreateGroupResponse>;
+  /**
+   * No more members: the group completes once every member has ended (at
+   * once when they all have). Closing a closed or completed group changes nothing.
+   */
+  closeGroup: handleUnaryCall<CloseGroupRequest, CloseGroupResponse>;
+  /** A group's state and its members counted by status. */
+  getGroup: handleUnaryCall<GetGroupRequest, GetGroupResponse>;
 }
 
 export interface JobSchedulerServiceClient extends Client {
@@ -2057,6 +2647,62 @@ export interface JobSchedulerServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchJobEventsResponse>;
+  /**
+   * Create a job group (docs/groups.md) with its completion job and, in the
+   * same transaction, its first members. More members join while it is open
+   * (Enqueue/EnqueueBatch with JobSpec.group_id); once it is closed and every
+   * member has ended, the completion job is enqueued exactly once.
+   */
+  createGroup(
+    request: CreateGroupRequest,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  createGroup(
+    request: CreateGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  createGroup(
+    request: CreateGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateGroupResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * No more members: the group completes once every member has ended (at
+   * once when they all have). Closing a closed or completed group changes nothing.
+   */
+  closeGroup(
+    request: CloseGroupRequest,
+    callback: (error: ServiceError | null, response: CloseGroupResponse) => void,
+  ): ClientUnaryCall;
+  closeGroup(
+    request: CloseGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CloseGroupResponse) => void,
+  ): ClientUnaryCall;
+  closeGroup(
+    request: CloseGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CloseGroupResponse) => void,
+  ): ClientUnaryCall;
+  /** A group's state and its members counted by status. */
+  getGroup(
+    request: GetGroupRequest,
+    callback: (error: ServiceError | null, response: GetGroupResponse) => void,
+  ): ClientUnaryCall;
+  getGroup(
+    request: GetGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetGroupResponse) => void,
+  ): ClientUnaryCall;
+  getGroup(
+    request: GetGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetGroupResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const JobSchedulerServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,151 @@
+"""Job groups: fan-in with a completion job (docs/groups.md).
+
+A caller creates a group with the completion job's spec and, optionally, its
+first members; more members join while it is OPEN (an enqueue naming its
+``group_id``); closing it says no more will. Once it is closed and every
+member has ended (COMPLETED, FAULTED or CANCELLED), the completion job is
+stored exactly once, in the transaction of the last member's end
+(``store/groups.py`` has how). Cancelling a group closes it and cancels its
+pending members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from coordinator.errors import InvalidArgument, NotFound
+from coordinator.ids import is_valid_id, new_id
+from coordinator.model import GroupRow, JobStatus, NewJob
+
+if TYPE_CHECKING:
+    from coordinator.engine.engine import Engine
+
+
+def check_group_id(group_id: str, field: str = "group_id") -> None:
+    if not group_id:
+        raise InvalidArgument(f"{field} is required")
+    if not is_valid_id(group_id):
+        raise InvalidArgument(
+            f"{field} {group_id[:80]!r} is malformed; group ids are lower-case UUIDs "
+            "like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
+        )
+
+
+class JobGroups:
+    """The group operations of one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def create(
+        self, completion: NewJob, members: Sequence[NewJob], close: bool
+    ) -> tuple[GroupRow, list[tuple[str, bool, int]]]:
+        """Store a group (of ``completion``'s tenant) with its first members."""
+        e = self._engine
+        if len(members) > e.config.max_batch_size:
+            raise InvalidArgument(
+                f"{len(members)} members exceed the batch limit of {e.config.max_batch_size}; "
+                "add the rest by enqueueing them with the group's id"
+            )
+        now = e.clock.now_us()
+        if completion.group_id is not None:
+            raise InvalidArgument("completion.group_id: a completion job joins no group")
+        try:
+            e.prepare(completion, now)
+        except InvalidArgument as err:
+            raise InvalidArgument(f"completion: {err}") from None
+        if completion.ordering_key is not None:
+            raise InvalidArgument("completion.ordering_key: a completion job has no ordering key")
+        group_id = new_id()
+        prepared = []
+        for index, job in enumerate(members):
+            job.group_id = group_id
+            try:
+                self._check_member(job, completion.tenant_id)
+                prepared.append(e.prepare(job, now))
+            except InvalidArgument as err:
+                raise InvalidArgument(f"members[{index}]: {err}") from None
+        results = await e.run_store(
+            e.store.group_create, group_id, completion, prepared, close, now
+        )
+        e.dispatcher.wake_at(j.due_at for j in prepared)
+        e.telemetry.enqueued(prepared, results)
+        return await self.get(group_id), results
+
+    def _check_member(self, job: NewJob, tenant_id: str) -> None:
+        if job.tenant_id and job.tenant_id != tenant_id:
+            raise InvalidArgument(
+                f"tenant_id {job.tenant_id!r} is not the group's tenant {tenant_id!r}"
+            )
+        job.tenant_id = tenant_id
+        if job.ordering_key is not None:
+            raise InvalidArgument("a group member cannot have an ordering_key")
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
+        """Store jobs of which some join open groups (by ``group_id``), atomically."""
+        e = self._engine
+        e._check_batch_size(jobs)  # noqa: SLF001 - the engine's own batch rule
+        now = e.clock.now_us()
+        prepared = []
+        for index, job in enumerate(jobs):
+            where = f"jobs[{index}]: " if len(jobs) > 1 else ""
+            try:
+                if job.group_id is not None:
+                    check_group_id(job.group_id)
+                    if job.ordering_key is not None:
+                        raise InvalidArgument("a group member cannot have an ordering_key")
+                prepared.append(e.prepare(job, now))
+            except InvalidArgument as err:
+                raise InvalidArgument(f"{where}{err}") from None
+        results = await e.run_store(e.store.job_insert_grouped, prepared, now)
+        e.dispatcher.wake_at(j.due_at for j in prepared)
+        e.telemetry.enqueued(prepared, results)
+        return results
+
+    async def get(self, group_id: str) -> GroupRow:
+        check_group_id(group_id)
+        row = await self._engine.run_store(self._engine.store.group_get, group_id)
+        if row is None:
+            raise NotFound(f"job group {group_id} not found")
+        return row
+
+    async def close(self, group_id: str) -> GroupRow:
+        """Close the group: no more members; it completes once every member ended."""
+        check_group_id(group_id)
+        e = self._engine
+        row = await e.run_store(e.store.group_close, group_id, e.clock.now_us())
+        if row is None:
+            raise NotFound(f"job group {group_id} not found")
+        e.dispatcher.wake()
+        return row
+
+    async def cancel(self, group_id: str, reason: str) -> tuple[GroupRow, list[str]]:
+        """Close the group and cancel its pending members (running ones run on)."""
+        check_group_id(group_id)
+        e = self._engine
+        note = f"cancelled with group {group_id}: {reason}" if reason else (
+            f"cancelled with group {group_id}"
+        )
+        done = await e.run_store(e.store.group_cancel, group_id, note, e.clock.now_us())
+        if done is None:
+            raise NotFound(f"job group {group_id} not found")
+        e.dispatcher.wake()
+        return done
+
+    async def tenant_of(self, group_id: str) -> str | None:
+        """The group's tenant (None: no such group), for tenant-scope checks."""
+        try:
+            check_group_id(group_id)
+        except InvalidArgument:
+            return None
+        row = await self._engine.run_store(self._engine.store.group_get, group_id)
+        return row.tenant_id if row is not None else None
+
+
+def live_members(row: GroupRow) -> int:
+    """Members that have not ended yet."""
+    return row.counts.get(int(JobStatus.PENDING), 0) + row.counts.get(int(JobStatus.RUNNING), 0)
+
+
+__all__ = ["JobGroups", "live_members"]

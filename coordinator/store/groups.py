@@ -1,0 +1,302 @@
+"""Named queries of job groups: fan-in with a completion job enqueued exactly once.
+
+A group (``wfj_groups``) is OPEN while members may join (a job joins by its
+``group_id``), CLOSED once no more may, and COMPLETED when its completion job
+is stored. The completion job is stored in the transaction that ends the last
+member (or closes a group whose members have all ended), never elsewhere:
+
+- every transaction that ends a member (completion, failure, expiry, cancel)
+  locks the member's group row ``FOR UPDATE`` after its own writes, then, in
+  a new statement, looks for members that have not ended. Under PostgreSQL's
+  READ COMMITTED that statement sees every member ended by a transaction that
+  held the lock before, so of two replicas ending the last two members at
+  once the second to take the lock sees both ended and stores the completion;
+  the first saw the other member still running and did nothing;
+- joining an open group takes the group row ``FOR SHARE`` and checks it is
+  OPEN, so a close (``FOR UPDATE``) waits for joins in flight and a join after
+  it is refused;
+- the completion is stored with the idempotency key ``group:<id>:completion``
+  and the group row's ``completion_job_id`` is set with the status COMPLETED
+  in the same transaction: a group completes once.
+
+Groups of one transaction are locked in id order. Jobs without a group never
+touch ``wfj_groups``: the outcome statements return ``group_id`` and only the
+ends of members come here.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from coordinator.errors import FailedPrecondition, NotFound
+from coordinator.ids import new_id
+from coordinator.model import (
+    FINISHED_STATUSES,
+    GroupRow,
+    GroupStatus,
+    JobEventKind,
+    JobStatus,
+    NewJob,
+)
+from coordinator.store.events import EventEntry
+from coordinator.store.jobs import JobQueries
+from coordinator.store.schema import groups, jobs
+
+_LIVE = (int(JobStatus.PENDING), int(JobStatus.RUNNING))
+
+
+def completion_key(group_id: str) -> str:
+    """The idempotency key of a group's completion job."""
+    return f"group:{group_id}:completion"
+
+
+def _completion_text(job: NewJob) -> str:
+    data = dataclasses.asdict(job)
+    data["payload"] = base64.b64encode(job.payload).decode()
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _completion_job(text: str) -> NewJob:
+    data = json.loads(text)
+    data["payload"] = base64.b64decode(data["payload"])
+    return NewJob(**data)
+
+
+class GroupQueries(JobQueries):
+    """Job groups (design note above)."""
+
+    # Called (in the store's thread) when a completion job was stored, on a
+    # store whose replicas hear no NOTIFY (SQLite): the engine wakes itself.
+    _completion_listener: Callable[[], None] | None = None
+
+    def set_completion_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener`` whenever a group's completion job is stored."""
+        self._completion_listener = listener
+
+    def group_create(
+        self, group_id: str, completion: NewJob, members: Sequence[NewJob], close: bool, now: int
+    ) -> list[tuple[str, bool, int]]:
+        """Store a group, its completion job's template and its first members, atomically.
+
+        With ``close`` the group is closed at once; a closed group whose
+        members have all ended (none given, say) completes in this very
+        transaction. Returns the members' ``(id, deduplicated, status)``.
+        """
+        for member in members:
+            member.group_id = group_id
+        with self.tx() as conn:
+            conn.execute(
+                groups.insert().values(
+                    id=group_id,
+                    tenant_id=completion.tenant_id,
+                    status=int(GroupStatus.CLOSED if close else GroupStatus.OPEN),
+                    completion=_completion_text(completion),
+                    created_at=now,
+                    closed_at=now if close else None,
+                )
+            )
+            result = self._insert_members(conn, members) if members else []
+            if close:
+                self._groups_after_end(conn, {group_id}, now)
+        return result
+
+    def job_insert_grouped(self, new_jobs: Sequence[NewJob], now: int) -> list[tuple[str, bool, int]]:
+        """Store jobs of which some join groups: each group must be OPEN and the
+        job's tenant the group's (else nothing is stored)."""
+        with self.tx() as conn:
+            wanted = sorted({j.group_id for j in new_jobs if j.group_id is not None})
+            found = {
+                r.id: r
+                for r in conn.execute(
+                    sa.select(groups.c.id, groups.c.tenant_id, groups.c.status)
+                    .where(groups.c.id.in_(wanted))
+                    .order_by(groups.c.id)
+                    .with_for_update(read=True)
+                )
+            }
+            for index, job in enumerate(new_jobs):
+                if job.group_id is None:
+                    continue
+                where = f"jobs[{index}]: " if len(new_jobs) > 1 else ""
+                group = found.get(job.group_id)
+                if group is None or group.tenant_id != job.tenant_id:
+                    raise NotFound(f"{where}job group {job.group_id} not found")
+                if group.status != GroupStatus.OPEN:
+                    raise FailedPrecondition(
+                        f"{where}job group {job.group_id} is {GroupStatus(group.status).name}: "
+                        "it takes no more members (create another group)"
+                    )
+            return self._insert_members(conn, new_jobs)
+
+    def _insert_members(
+        self, conn: sa.Connection, new_jobs: Sequence[NewJob]
+    ) -> list[tuple[str, bool, int]]:
+        lanes_needed = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
+        lanes_needed -= self._known_lanes
+        if lanes_needed:
+            self._lane_upsert(conn, lanes_needed)
+        result = self._insert_in(conn, new_jobs, any(j.idempotency_key for j in new_jobs), None)
+        self._known_lanes |= lanes_needed
+        return result
+
+    def group_close(self, group_id: str, now: int) -> GroupRow | None:
+        """Close an OPEN group (a closed or completed one is left as it is); a group
+        whose members have all ended completes now. None: no such group."""
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(groups.c.status).where(groups.c.id == group_id).with_for_update()
+            ).first()
+            if row is None:
+                return None
+            if row.status == GroupStatus.OPEN:
+                conn.execute(
+                    groups.update()
+                    .where(groups.c.id == group_id)
+                    .values(status=int(GroupStatus.CLOSED), closed_at=now)
+                )
+                self._groups_after_end(conn, {group_id}, now)
+            return self._group_read(conn, group_id)
+
+    def group_cancel(
+        self, group_id: str, reason: str, now: int
+    ) -> tuple[GroupRow, list[str]] | None:
+        """Close the group and cancel its PENDING members; returns the group and
+        the ids cancelled (None: no such group). Running members run on; the
+        completion follows once they end (now, when none runs).
+
+        The close commits first, so no member joins after it; the members are
+        then locked before the group, the order every member's end takes.
+        """
+        if self.group_close(group_id, now) is None:
+            return None
+        with self.tx() as conn:
+            pending = list(
+                conn.execute(
+                    sa.select(jobs.c.id)
+                    .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
+                    .order_by(jobs.c.id)
+                    .with_for_update()
+                ).scalars()
+            )
+            cancelled: list[str] = []
+            if pending:
+                cancelled = list(
+                    conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
+                        .values(
+                            status=int(JobStatus.CANCELLED),
+                            finished_at=now,
+                            last_error=reason,
+                            last_error_kind="Cancelled",
+                            cancel_reason=reason,
+                        )
+                        .returning(jobs.c.id)
+                    ).scalars()
+                )
+            if cancelled:
+                self._record_events(
+                    conn,
+                    [EventEntry(i, JobEventKind.CANCELLED, reason, "Cancelled") for i in cancelled],
+                    now,
+                    bump=True,
+                )
+                self._groups_after_end(conn, {group_id}, now)
+            group = self._group_read(conn, group_id)
+            assert group is not None
+            return group, cancelled
+
+    def group_get(self, group_id: str) -> GroupRow | None:
+        with self.statement() as conn:
+            return self._group_read(conn, group_id)
+
+    def _group_read(self, conn: sa.Connection, group_id: str) -> GroupRow | None:
+        row = conn.execute(sa.select(groups).where(groups.c.id == group_id)).first()
+        if row is None:
+            return None
+        counts = {
+            int(status): int(n)
+            for status, n in conn.execute(
+                sa.select(jobs.c.status, sa.func.count())
+                .where(jobs.c.group_id == group_id)
+                .group_by(jobs.c.status)
+            )
+        }
+        return GroupRow(
+            row.id,
+            row.tenant_id,
+            GroupStatus(row.status),
+            row.completion_job_id,
+            row.created_at,
+            row.closed_at,
+            row.completed_at,
+            counts,
+        )
+
+    def _groups_after_end(
+        self,
+        conn: sa.Connection,
+        group_ids: Collection[str],
+        now: int,
+    ) -> list[str]:
+        """Members of ``group_ids`` ended (or the groups closed) in this
+        transaction: store the completion of each closed group none of whose
+        members is left. Returns the completion jobs stored."""
+        stored: list[str] = []
+        for group_id in sorted(group_ids):
+            row = conn.execute(
+                sa.select(groups).where(groups.c.id == group_id).with_for_update()
+            ).first()
+            if row is None or row.status != GroupStatus.CLOSED:
+                continue
+            live = conn.execute(
+                sa.select(jobs.c.id)
+                .where(jobs.c.group_id == group_id, jobs.c.status.in_(_LIVE))
+                .limit(1)
+            ).first()
+            if live is not None:
+                continue
+            stored.append(self._group_complete(conn, row, now))
+        if stored and self._completion_listener is not None:
+            self._completion_listener()
+        return stored
+
+    def _group_complete(self, conn: sa.Connection, row: Any, now: int) -> str:
+        """Store the group's completion job and mark the group COMPLETED."""
+        counts = {
+            JobStatus(int(status)).name.lower(): int(n)
+            for status, n in conn.execute(
+                sa.select(jobs.c.status, sa.func.count())
+                .where(jobs.c.group_id == row.id)
+                .group_by(jobs.c.status)
+            )
+        }
+        job = _completion_job(row.completion)
+        job.id = new_id()
+        job.created_at = now
+        job.due_at = max(job.due_at, now)
+        job.idempotency_key = completion_key(row.id)
+        if not job.payload:
+            summary = {
+                "group_id": row.id,
+                "total": sum(counts.values()),
+                **{s.name.lower(): counts.get(s.name.lower(), 0) for s in FINISHED_STATUSES},
+            }
+            job.payload = json.dumps(summary, separators=(",", ":")).encode()
+            job.content_type = "application/json"
+        [(job_id, _, _)] = self._insert_members(conn, [job])
+        conn.execute(
+            groups.update()
+            .where(groups.c.id == row.id)
+            .values(status=int(GroupStatus.COMPLETED), completion_job_id=job_id, completed_at=now)
+        )
+        return job_id
+
+
+__all__ = ["GroupQueries", "completion_key"]

@@ -1,0 +1,159 @@
+"""Job groups on both stores: the completion job is stored exactly once, when
+the group is closed and every member has ended (completed, faulted or
+cancelled), with the summary as its payload; groups extend while open,
+refuse members once closed, and cancelling one cancels its pending members."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
+from coordinator.model import Completion, Failure, GroupStatus, JobStatus
+from coordinator.store.groups import completion_key
+from wfj_engine import Harness, run
+from wfj_testing import make_job
+
+
+def _completion(**fields):
+    return make_job(**{"job_type": "fan-in", "payload": b"", "content_type": "", **fields})
+
+
+async def _leased(h: Harness, types=("noop",)) -> dict[str, str]:
+    return {row.id: token for row, token in await h.lease(types=types)}
+
+
+async def _completions(h: Harness, group_id: str) -> list:
+    rows = await h.engine.run_store(
+        h.engine.store.job_get_by_idempotency_key, "tenant-a", completion_key(group_id)
+    )
+    return [rows] if rows is not None else []
+
+
+def test_the_completion_is_stored_once_the_last_member_ends_with_the_summary(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        members = [make_job(max_attempts=1) for _ in range(3)]
+        group, results = await h.engine.groups.create(_completion(), members, close=True)
+        assert group.status == GroupStatus.CLOSED and group.total == 3
+        ids = [r[0] for r in results]
+        leased = await _leased(h)
+        assert set(leased) == set(ids)
+        await h.engine.report([Completion(ids[0], leased[ids[0]])])
+        await h.engine.report([Failure(ids[1], leased[ids[1]], "boom", non_retryable=True)])
+        assert await _completions(h, group.id) == []
+        assert (await h.engine.groups.get(group.id)).status == GroupStatus.CLOSED
+        await h.engine.ops.cancel_job(ids[2], "not needed")  # running: cancel requested
+        await h.engine.report([Failure(ids[2], leased[ids[2]], "stopped")])
+        [done] = await _completions(h, group.id)
+        got = await h.engine.groups.get(group.id)
+        assert (got.status, got.completion_job_id) == (GroupStatus.COMPLETED, done.id)
+        assert got.counts == {
+            int(JobStatus.COMPLETED): 1,
+            int(JobStatus.FAULTED): 1,
+            int(JobStatus.CANCELLED): 1,
+        }
+        assert (done.job_type, done.status) == ("fan-in", JobStatus.PENDING)
+        assert json.loads(done.payload) == {
+            "group_id": group.id,
+            "total": 3,
+            "completed": 1,
+            "faulted": 1,
+            "cancelled": 1,
+        }
+        # The completion job is leasable at once (the engine was woken).
+        [(row, _)] = await h.lease(types=("fan-in",))
+        assert row.id == done.id
+
+    run(store_url, scenario)
+
+
+def test_an_open_group_extends_and_completes_when_closed_after_its_members_ended(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        group, _ = await h.engine.groups.create(
+            _completion(payload=b'{"mine":1}', content_type="application/json"), [], close=False
+        )
+        [(first, _, _)] = await h.engine.groups.enqueue([make_job(group_id=group.id)])
+        leased = await _leased(h)
+        await h.engine.report([Completion(first, leased[first])])
+        assert await _completions(h, group.id) == []  # open: more may come
+        [(second, _, _), _] = await h.engine.groups.enqueue(
+            [make_job(group_id=group.id), make_job()]
+        )
+        assert (await h.engine.groups.get(group.id)).total == 2
+        leased = await _leased(h)
+        await h.engine.report([Completion(second, leased[second])])
+        assert await _completions(h, group.id) == []
+        closed = await h.engine.groups.close(group.id)
+        assert closed.status == GroupStatus.COMPLETED
+        [done] = await _completions(h, group.id)
+        assert done.payload == b'{"mine":1}'  # a payload of its own is kept
+        # Closing again changes nothing; joining is refused.
+        assert (await h.engine.groups.close(group.id)).completion_job_id == done.id
+        with pytest.raises(FailedPrecondition, match="COMPLETED: it takes no more members"):
+            await h.engine.groups.enqueue([make_job(group_id=group.id)])
+        assert len(await _completions(h, group.id)) == 1
+
+    run(store_url, scenario)
+
+
+def test_an_empty_closed_group_completes_at_once(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        group, _ = await h.engine.groups.create(_completion(), [], close=True)
+        assert group.status == GroupStatus.COMPLETED
+        [done] = await _completions(h, group.id)
+        assert json.loads(done.payload)["total"] == 0
+
+    run(store_url, scenario)
+
+
+def test_cancelling_a_group_cancels_its_pending_members_and_running_ones_finish(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        group, results = await h.engine.groups.create(
+            _completion(), [make_job(), make_job(job_type="later")], close=False
+        )
+        running, pending = results[0][0], results[1][0]
+        leased = await _leased(h)
+        assert list(leased) == [running]
+        row, cancelled = await h.engine.groups.cancel(group.id, "deploy")
+        assert cancelled == [pending]
+        assert row.status == GroupStatus.CLOSED
+        job, _ = await h.job(pending)
+        assert job.status == JobStatus.CANCELLED and "group" in (job.last_error or "")
+        with pytest.raises(FailedPrecondition):
+            await h.engine.groups.enqueue([make_job(group_id=group.id)])
+        assert await _completions(h, group.id) == []
+        await h.engine.report([Completion(running, leased[running])])
+        [done] = await _completions(h, group.id)
+        assert json.loads(done.payload)["cancelled"] == 1
+
+    run(store_url, scenario)
+
+
+def test_bad_groups_and_members_are_refused(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        group, _ = await h.engine.groups.create(_completion(), [], close=False)
+        with pytest.raises(NotFound):
+            await h.engine.groups.enqueue([make_job(group_id=group.id, tenant_id="tenant-b")])
+        with pytest.raises(NotFound):
+            await h.engine.groups.get("0190b6e2-5c1a-7d3e-8f00-123456789abc")
+        with pytest.raises(InvalidArgument, match="group_id 'nope' is malformed"):
+            await h.engine.groups.enqueue([make_job(group_id="nope")])
+        with pytest.raises(InvalidArgument, match="members\\[1\\]: tenant_id 'tenant-b'"):
+            await h.engine.groups.create(
+                _completion(), [make_job(), make_job(tenant_id="tenant-b")], close=True
+            )
+        with pytest.raises(InvalidArgument, match="ordering_key"):
+            await h.engine.groups.create(_completion(), [make_job(ordering_key="o")], close=True)
+        with pytest.raises(InvalidArgument, match="completion: job_type is required"):
+            await h.engine.groups.create(_completion(job_type=""), [], close=True)
+        # Nothing of the refused calls was stored.
+        assert (await h.engine.groups.get(group.id)).total == 0
+
+    run(store_url, scenario)
