@@ -127,8 +127,11 @@ def main() -> None:
         # The job itself does nothing. misfire_grace_time=None and no coalescing
         # report every missed run as a tick: the coordinator's misfire policy
         # (--misfire, --misfire-grace) decides what a late one does.
+        # With --start-at, the first run is due then even if this process starts
+        # later: the ticks since are reported as missed runs (and sent as ticks).
+        first = {"next_run_time": trigger.start_date} if args.start_at else {}
         scheduler.add_job(
-            lambda: None, trigger, id=TICK_JOB, coalesce=False, misfire_grace_time=None
+            lambda: None, trigger, id=TICK_JOB, coalesce=False, misfire_grace_time=None, **first
         )
         if args.stop_at is not None:
             stop_at = args.stop_at if args.stop_at.tzinfo else args.stop_at.replace(tzinfo=UTC)

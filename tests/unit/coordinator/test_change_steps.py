@@ -31,8 +31,11 @@ from wfj_testing import REPO
 from worker_sdk import JobRequest, JobView, RetryPolicy, Uniqueness, WorkflowRef
 from workflowjobs.v1 import job_pb2 as jpb
 
-# Enqueue-time rules, not stored with the job (docs/uniqueness.md).
-NOT_ON_THE_JOB = {"uniqueness"}
+# Enqueue-time rules, not stored with the job (docs/uniqueness.md,
+# docs/scheduler-ticks.md: a tick becomes the job's idempotency key).
+NOT_ON_THE_JOB = {"uniqueness", "schedule_tick"}
+# JobSpec fields the SDK sets outside JobRequest (SchedulerClient.enqueue_tick).
+NOT_IN_JOB_REQUEST = {"schedule_tick"}
 # Job fields JobView does not carry (the job's own settings, not its state).
 NOT_IN_JOB_VIEW = {
     "execution_timeout",
@@ -75,6 +78,8 @@ def _full_spec() -> jpb.JobSpec:
         parent_job_id="0123456789abcdef",
         ordering_key="ok",
         uniqueness=jpb.Uniqueness(key="u"),
+        schedule_tick=jpb.ScheduleTick(schedule_id="s"),
+        group_id="0190b6e2-5c1a-7d3e-8f00-123456789abc",
     )
 
 
@@ -118,12 +123,13 @@ def test_the_sdk_job_request_sets_every_job_spec_field() -> None:
         "parent_job_id": "0123456789abcdef",
         "ordering_key": "ok",
         "uniqueness": Uniqueness.unique_while("u"),
+        "group_id": "0190b6e2-5c1a-7d3e-8f00-123456789abc",
     }
     # The request's fields that have no JobSpec field of their own.
     folded = {"due", "max_attempts", "content_type"}
     assert set(values) | folded == {f.name for f in dataclasses.fields(JobRequest)}
     spec = JobRequest(**values).to_proto()  # type: ignore[arg-type]
-    assert _set_fields(spec) == set(jpb.JobSpec.DESCRIPTOR.fields_by_name)
+    assert _set_fields(spec) == set(jpb.JobSpec.DESCRIPTOR.fields_by_name) - NOT_IN_JOB_REQUEST
     assert _set_fields(spec.workflow) == set(jpb.WorkflowRef.DESCRIPTOR.fields_by_name)
 
 
