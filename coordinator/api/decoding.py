@@ -59,6 +59,7 @@ FREE_TEXT = frozenset(
     f"{_PACKAGE}.{name}"
     for name in (
         "CancelJobRequest.reason",
+        "CancelGroupRequest.reason",
         "BulkCancelJobsRequest.reason",
         "PauseRequest.reason",
     )

@@ -9,6 +9,7 @@ import grpc
 from coordinator.api import convert
 from coordinator.engine import Engine
 from coordinator.engine.events import check_cursor
+from coordinator.engine.ticks import check_tick
 from coordinator.errors import InvalidArgument
 from coordinator.model import NewJob, ScheduleTick, Uniqueness, UniqueOutcome
 from workflowjobs.v1 import job_pb2 as jpb
@@ -78,7 +79,11 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
     ) -> spb.EnqueueBatchResponse:
         jobs = [_batch_job(index, s) for index, s in enumerate(request.jobs)]
-        rules = [_batch_rule(index, s) for index, s in enumerate(request.jobs)]
+        limit = self._engine.config.max_string_length
+        rules = [
+            _batch_rule(index, s, job, limit)
+            for index, (s, job) in enumerate(zip(request.jobs, jobs, strict=True))
+        ]
         if any(rules):
             if any(j.group_id is not None for j in jobs):
                 raise InvalidArgument("a group member cannot have uniqueness")
@@ -109,7 +114,13 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
     ) -> spb.CreateGroupResponse:
         if not request.HasField("completion"):
             raise InvalidArgument("completion is required: the job enqueued once the group ends")
-        completion = convert.new_job_from_spec(request.completion)
+        c = request.completion
+        if c.HasField("uniqueness") or c.HasField("schedule_tick") or c.group_id:
+            raise InvalidArgument(
+                "completion: a completion job has no uniqueness, schedule tick or group_id "
+                "(its group enqueues it exactly once)"
+            )
+        completion = convert.new_job_from_spec(c)
         if completion.tenant_id and completion.tenant_id != request.tenant_id:
             raise InvalidArgument(
                 f"completion.tenant_id {completion.tenant_id!r} is not the group's tenant "
@@ -162,9 +173,15 @@ def _batch_job(index: int, spec: jpb.JobSpec) -> NewJob:
         raise InvalidArgument(f"jobs[{index}]: {e}") from None
 
 
-def _batch_rule(index: int, spec: jpb.JobSpec) -> Uniqueness | None:
+def _batch_rule(index: int, spec: jpb.JobSpec, job: NewJob, limit: int) -> Uniqueness | None:
     """The uniqueness rule of one job of a batch; a malformed one is named by its position."""
     if spec.HasField("schedule_tick"):
+        try:  # a malformed tick is named as such first
+            tick = convert.schedule_tick_from_spec(spec)
+            assert tick is not None
+            check_tick(tick, job, limit)
+        except InvalidArgument as e:
+            raise InvalidArgument(f"jobs[{index}]: {e}") from None
         raise InvalidArgument(
             f"jobs[{index}]: a schedule tick goes through Enqueue, one tick at a time"
         )

@@ -206,7 +206,7 @@ class Enqueue(Reads):
         it exists (nothing was stored).
         """
         check_tick(tick, job, self.config.max_string_length)
-        job.idempotency_key = tick_key(tick)
+        job.idempotency_key = tick_key(tick, self.config.max_string_length)
         now = self.clock.now_us()
         if not is_misfire(tick, now):
             return await self.enqueue_one(job)

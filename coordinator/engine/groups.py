@@ -12,14 +12,11 @@ pending members.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import GroupRow, JobStatus, NewJob
-
-if TYPE_CHECKING:
-    from coordinator.engine.engine import Engine
 
 
 def check_group_id(group_id: str, field: str = "group_id") -> None:
@@ -35,7 +32,9 @@ def check_group_id(group_id: str, field: str = "group_id") -> None:
 class JobGroups:
     """The group operations of one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Any) -> None:
+        # The engine (engine.py) that owns this object; typed loosely, since
+        # engine.py imports this module.
         self._engine = engine
 
     async def create(

@@ -21,6 +21,7 @@ the pause to lift.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
@@ -35,11 +36,19 @@ from coordinator.model import (
 _MAX_GRACE_US = 366 * 86_400 * 1_000_000
 
 
-def tick_key(tick: ScheduleTick) -> str:
-    """The idempotency key of a tick: its schedule and nominal time (UTC, to the µs)."""
+def tick_key(tick: ScheduleTick, max_length: int) -> str:
+    """The idempotency key of a tick: its schedule and nominal time (UTC, to the µs).
+
+    A schedule id too long for the key within ``max_length`` is replaced by
+    its SHA-256 (the key stays one per schedule and time).
+    """
     when = dt.datetime.fromtimestamp(tick.nominal_at / 1e6, dt.UTC)
     text = when.isoformat(timespec="microseconds" if when.microsecond else "seconds")
-    return f"schedule:{tick.schedule_id}@{text.replace('+00:00', 'Z')}"
+    key = f"schedule:{tick.schedule_id}@{text.replace('+00:00', 'Z')}"
+    if len(key) > max_length:
+        digest = hashlib.sha256(tick.schedule_id.encode()).hexdigest()
+        key = f"schedule:sha256:{digest}@{text.replace('+00:00', 'Z')}"
+    return key
 
 
 def misfire_uniqueness(tick: ScheduleTick) -> Uniqueness:
@@ -53,10 +62,10 @@ def check_tick(tick: ScheduleTick, job: NewJob, max_length: int) -> None:
     """Raise ``InvalidArgument`` naming the field unless ``tick`` fits ``job``."""
     if not tick.schedule_id:
         raise InvalidArgument("schedule_tick.schedule_id is required (e.g. 'nightly-report')")
-    if len(tick.schedule_id) > max_length - 40:
+    if len(tick.schedule_id) > max_length:
         raise InvalidArgument(
             f"schedule_tick.schedule_id is {len(tick.schedule_id)} characters long; "
-            f"the limit is {max_length - 40}"
+            f"the limit is {max_length}"
         )
     if tick.nominal_at <= 0:
         raise InvalidArgument("schedule_tick.nominal_time is required: the time the tick was due")

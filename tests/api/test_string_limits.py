@@ -101,8 +101,10 @@ def _base(method: pbd.MethodDescriptor) -> Message:
     return request
 
 
-def _set_uniqueness_rule(request: Message) -> None:
-    spec = request.job if hasattr(request, "job") else request.jobs[0]
+def _set_uniqueness_rule(request: Message, path: str) -> None:
+    head = path.split(".", 1)[0].removesuffix("[]")
+    specs = getattr(request, head)
+    spec = specs if isinstance(specs, jpb.JobSpec) else (specs[0] if len(specs) else specs.add())
     spec.uniqueness.period.seconds = 60
 
 
@@ -168,7 +170,7 @@ def test_every_string_field_of_every_rpc_is_bounded(target: str) -> None:
                 most = MAX_TEXT_LENGTH if field.full_name in FREE_TEXT else LIMIT
                 request = _base(method)
                 if ".uniqueness." in f".{path}":
-                    _set_uniqueness_rule(request)
+                    _set_uniqueness_rule(request, path)
                 _set(request, path, "x" * (most + 1))
                 code, details = _answer(*_call(channel, service, method, request))
                 assert code == "INVALID_ARGUMENT", (where, code, details)
