@@ -59,8 +59,11 @@ test-faults: install
 ## TypeScript (ts-proto, for @grpc/grpc-js) in sdks/typescript/src/gen/, and the API
 ## reference docs/api.md from the protos' comments (protos/api_reference.py).
 TS_PROTO_OPTS := outputServices=grpc-js,env=node,esModuleInterop=true,oneof=unions,useDate=true,forceLong=bigint
+## KEDA's external scaler interface is generated into workflowjobs/externalscaler/.
 proto: install
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --pyi_out=. $(PROTOS)
+	$(PY) -m grpc_tools.protoc -Iworkflowjobs/externalscaler=protos/externalscaler \
+		--python_out=. --grpc_python_out=. --pyi_out=. protos/externalscaler/externalscaler.proto
 	rm -rf sdks/typescript/src/gen && mkdir -p sdks/typescript/src/gen
 	$(PY) -m grpc_tools.protoc -Iprotos --plugin=protoc-gen-ts_proto=node_modules/.bin/protoc-gen-ts_proto \
 	  --ts_proto_out=sdks/typescript/src/gen --ts_proto_opt=$(TS_PROTO_OPTS) $(PROTOS)

@@ -545,6 +545,23 @@ class GroupRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ScalingFigures:
+    """What an autoscaler reads of one job type's work (store/scaling.py)."""
+
+    job_type: str
+    # PENDING, due, not held behind an ordering key, not paused: a worker could start it.
+    ready: int
+    # PENDING and not due yet (not paused).
+    scheduled: int
+    # PENDING and covered by a pause.
+    pause_held: int
+    # RUNNING: in flight on a worker.
+    running: int
+    # Due time of the oldest ready job (None: none is ready).
+    oldest_ready_due_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class JobTypeDefaults:
     """Settings a job of this type gets when its enqueue leaves them unset."""
 

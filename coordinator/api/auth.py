@@ -76,12 +76,14 @@ _ROLE_OF_SERVICE = {
     f"{_PACKAGE}.AdminService": "admin",
 }
 HEALTH_SERVICE = "grpc.health.v1.Health"
+# KEDA's external scaler (api/keda.py): KEDA sends no bearer token.
+SCALER_SERVICE = "externalscaler.ExternalScaler"
 REFLECTION_SERVICES = (
     "grpc.reflection.v1alpha.ServerReflection",
     "grpc.reflection.v1.ServerReflection",
 )
 # Services any authenticated caller may use when they are not left open.
-_ANY_TOKEN_SERVICES = frozenset((HEALTH_SERVICE, *REFLECTION_SERVICES))
+_ANY_TOKEN_SERVICES = frozenset((HEALTH_SERVICE, SCALER_SERVICE, *REFLECTION_SERVICES))
 # Methods any authenticated caller may use: a credential may always learn its own scope.
 WHOAMI_METHOD = f"/{_PACKAGE}.AdminService/WhoAmI"
 _ANY_TOKEN_METHODS = frozenset((WHOAMI_METHOD,))
@@ -410,6 +412,9 @@ class AuthConfig:
     open_health: bool = True
     # Leave server reflection open (grpcurl can list services without a token).
     open_reflection: bool = True
+    # Leave KEDA's external scaler open: KEDA's gRPC client sends no token, and
+    # the service answers only backlog counts of the job types it is asked about.
+    open_scaler: bool = True
 
 
 def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
@@ -519,6 +524,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             open_services.add(HEALTH_SERVICE)
         if config.open_reflection:
             open_services.update(REFLECTION_SERVICES)
+        if config.open_scaler:
+            open_services.add(SCALER_SERVICE)
         self._open = frozenset(open_services)
         self.gate = TokenGate(self)
 

@@ -19,15 +19,17 @@ from grpc_reflection.v1alpha import reflection
 
 from coordinator import telemetry
 from coordinator.api.admin import AdminServicer
-from coordinator.api.auth import AuthConfig, AuthInterceptor, TokenBook
+from coordinator.api.auth import SCALER_SERVICE, AuthConfig, AuthInterceptor, TokenBook
 from coordinator.api.decoding import RequestDecodingInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.health import HealthWatchConfig, StoreHealthWatch
+from coordinator.api.keda import ExternalScalerServicer
 from coordinator.api.request_limits import ApiLimits, LimitsInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
 from coordinator.api.tls import TlsConfig
 from coordinator.api.worker import WorkerServicer
 from coordinator.engine import Engine
+from workflowjobs.externalscaler import externalscaler_pb2_grpc as kpb_grpc
 from workflowjobs.v1 import admin_service_pb2, scheduler_service_pb2, worker_service_pb2
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
@@ -111,11 +113,13 @@ class CoordinatorServer:
             self.server,
         )
         apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(engine), self.server)
+        kpb_grpc.add_ExternalScalerServicer_to_server(ExternalScalerServicer(engine), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (
                 *SERVICE_NAMES,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                SCALER_SERVICE,
                 reflection.SERVICE_NAME,
             ),
             self.server,

@@ -19,6 +19,7 @@ from coordinator.store.liveness import DEFAULT_BOUNDS, ConnectionBounds
 from coordinator.store.ordering import OrderingQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.protocol import Store
+from coordinator.store.scaling import ScalingQueries
 from coordinator.store.stats import StatsQueries
 from coordinator.store.uniqueness import UniqueQueries
 from coordinator.store.workers import WorkerQueries
@@ -34,6 +35,7 @@ class SqlStore(
     OrderingQueries,
     WorkerQueries,
     StatsQueries,
+    ScalingQueries,
 ):
     """Every named query of ``Store``, over one SQLAlchemy engine, for both dialects."""
 

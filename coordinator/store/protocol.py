@@ -48,6 +48,7 @@ from coordinator.model import (
     PauseScope,
     RetryGrantRule,
     RunningDeadline,
+    ScalingFigures,
     StateChange,
     UniqueKeyRow,
     Uniqueness,
@@ -146,6 +147,10 @@ class Store(Protocol):
     def group_get(self, group_id: str) -> GroupRow | None: ...
     # Called whenever a group's completion job is stored (SQLite: the engine wakes).
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
+    # Autoscaling figures per job type: ready, scheduled, paused, running (store/scaling.py).
+    def job_scaling_figures(
+        self, now: int, job_types: Sequence[str] = (), tenant_id: str = "", category: int = 0
+    ) -> list[ScalingFigures]: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).

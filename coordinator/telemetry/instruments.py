@@ -34,6 +34,7 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
     NewJob,
+    ScalingFigures,
     category_label,
 )
 from coordinator.telemetry.hooks import EngineTelemetry
@@ -93,6 +94,8 @@ class OtelEngineTelemetry(EngineTelemetry):
         self._backlog: list[Any] = []
         self._backlog_at = 0.0
         self._backlog_lock = threading.Lock()
+        self._scaling: list[ScalingFigures] = []
+        self._scaling_at = 0.0
         # Per rate limit label: until when its throttled time is already counted.
         self._throttled_until: dict[str, int] = {}
         if meter is not None:
@@ -163,6 +166,13 @@ class OtelEngineTelemetry(EngineTelemetry):
             unit="s",
             description="Age of the oldest due PENDING job, from its due time.",
         )
+        for name, figure, text in _SCALING_GAUGES:
+            meter.create_observable_gauge(
+                name,
+                callbacks=[self._scaling_observer(figure)],
+                unit="s" if figure == "oldest_ready_age" else "{job}",
+                description=text,
+            )
         meter.create_observable_gauge(
             "wfjobs.workers.connected",
             callbacks=[self._observe_workers],
@@ -318,6 +328,31 @@ class OtelEngineTelemetry(EngineTelemetry):
             age = max(0, now - row.oldest_due_at) / 1_000_000
             yield Observation(age, _attributes(_backlog_lane(row)))
 
+    def _scaling_rows(self) -> list[ScalingFigures]:
+        """The autoscaling figures per job type, refreshed as the backlog is."""
+        with self._backlog_lock:
+            if time.monotonic() - self._scaling_at >= self._backlog_refresh_s:
+                try:
+                    now = self._engine.clock.now_us()
+                    self._scaling = bounded_by_type(self._engine.store.job_scaling_figures(now))
+                except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old figures
+                    log.warning("cannot refresh the scaling figures for metrics: %s", exc)
+                self._scaling_at = time.monotonic()
+            return self._scaling
+
+    def _scaling_observer(self, figure: str) -> Any:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            now = self._engine.clock.now_us()
+            for row in self._scaling_rows():
+                if figure == "oldest_ready_age":
+                    due = row.oldest_ready_due_at
+                    value: float = max(0, now - due) / 1_000_000 if due is not None else 0.0
+                else:
+                    value = getattr(row, figure)
+                yield Observation(value, {"job_type": row.job_type})
+
+        return observe
+
     def _sessions(self) -> list[Any]:
         # Read from the scrape thread while the event loop may change the dict.
         for _ in range(10):
@@ -332,6 +367,43 @@ class OtelEngineTelemetry(EngineTelemetry):
 
     def _observe_free_slots(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(sum(s.credits for s in self._sessions() if not s.closed))
+
+
+# The autoscaling gauges (docs/autoscaling.md): one series per job type.
+_SCALING_GAUGES = (
+    ("wfjobs.scaling.ready", "ready", "PENDING jobs a worker could start now (due, not paused)."),
+    ("wfjobs.scaling.scheduled", "scheduled", "PENDING jobs not due yet (not paused)."),
+    ("wfjobs.scaling.paused", "pause_held", "PENDING jobs a pause holds."),
+    ("wfjobs.scaling.in_flight", "running", "RUNNING jobs."),
+    (
+        "wfjobs.scaling.oldest_ready_age",
+        "oldest_ready_age",
+        "Age of the oldest ready job, from its due time (0: none).",
+    ),
+)
+# Job types with their own series; the rest are summed under OTHER_JOB_TYPES,
+# so a deployment with unbounded job type names keeps a bounded series count.
+MAX_SCALING_TYPES = 100
+OTHER_JOB_TYPES = "other"
+
+
+def bounded_by_type(rows: Sequence[ScalingFigures]) -> list[ScalingFigures]:
+    """``rows`` with at most ``MAX_SCALING_TYPES`` job types: the busiest keep
+    their own, the rest are summed into one row named ``OTHER_JOB_TYPES``."""
+    if len(rows) <= MAX_SCALING_TYPES:
+        return list(rows)
+    ranked = sorted(rows, key=lambda r: (-(r.ready + r.running), r.job_type))
+    kept, rest = ranked[: MAX_SCALING_TYPES - 1], ranked[MAX_SCALING_TYPES - 1 :]
+    dues = [r.oldest_ready_due_at for r in rest if r.oldest_ready_due_at is not None]
+    other = ScalingFigures(
+        OTHER_JOB_TYPES,
+        sum(r.ready for r in rest),
+        sum(r.scheduled for r in rest),
+        sum(r.pause_held for r in rest),
+        sum(r.running for r in rest),
+        min(dues) if dues else None,
+    )
+    return [*kept, other]
 
 
 def _attributes(lane: Lane) -> dict[str, str]:

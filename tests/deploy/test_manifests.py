@@ -150,7 +150,8 @@ def test_kustomization_lists_every_manifest_and_nothing_missing(
     kustomization: dict[str, Any],
 ) -> None:
     listed = set(kustomization["resources"])
-    on_disk = {p.name for p in yaml_files(K8S)} - {"kustomization.yaml"}
+    # Overlays (keda/) list their own files.
+    on_disk = {p.name for p in K8S.glob("*.y*ml")} - {"kustomization.yaml"}
     assert listed == on_disk, (
         f"not in kustomization: {sorted(on_disk - listed)}; missing on disk: "
         f"{sorted(listed - on_disk)}"
@@ -757,3 +758,40 @@ def test_healthcheck_fails_when_nothing_listens(healthcheck) -> None:
         probe.bind(("127.0.0.1", 0))
         unused = f"127.0.0.1:{probe.getsockname()[1]}"
     assert healthcheck.main(["--target", unused, "--timeout", "0.5"]) == 1
+
+
+# --- the KEDA overlay (deploy/kubernetes/keda) -------------------------------------
+
+KEDA = K8S / "keda"
+
+
+def test_the_keda_overlay_scales_the_workers_on_the_coordinators_scaler(
+    resources: list[dict[str, Any]],
+) -> None:
+    overlay = load_yaml_documents(KEDA / "kustomization.yaml")[0]
+    assert set(overlay["resources"]) == {"..", "worker-scaledobject.yaml"}
+    # KEDA makes its own HPA for the Deployment: the base's CPU one is deleted.
+    [patch] = overlay["patches"]
+    assert patch["target"] == {"kind": "HorizontalPodAutoscaler", "name": WORKER}
+    assert "$patch: delete" in patch["patch"]
+    [scaled] = load_yaml_documents(KEDA / "worker-scaledobject.yaml")
+    assert (scaled["apiVersion"], scaled["kind"]) == ("keda.sh/v1alpha1", "ScaledObject")
+    ref = scaled["spec"]["scaleTargetRef"]
+    assert (ref["apiVersion"], ref["kind"], ref["name"]) == ("apps/v1", "Deployment", WORKER)
+    find(resources, "Deployment", WORKER)
+    [trigger] = scaled["spec"]["triggers"]
+    assert trigger["type"] in ("external", "external-push")
+    meta = trigger["metadata"]
+    host, _, port = meta["scalerAddress"].rpartition(":")
+    service = find(resources, "Service", COORDINATOR)
+    assert host.split(".")[0] == COORDINATOR
+    assert int(port) in {p["port"] for p in service["spec"]["ports"]}
+    assert host.split(".")[1] == scaled["metadata"]["namespace"]
+    # The job types are those the example worker serves.
+    served = set(
+        re.findall(r'@worker\.handler\("([^"]+)"\)', (REPO / "examples" / "worker.py").read_text())
+    )
+    assert set(meta["jobTypes"].split(",")) <= served and meta["jobTypes"]
+    assert float(meta["targetPerReplica"]) > 0
+    # Scaling to zero is safe: running jobs count (docs/autoscaling.md).
+    assert scaled["spec"]["minReplicaCount"] == 0 < scaled["spec"]["maxReplicaCount"]

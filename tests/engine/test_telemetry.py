@@ -13,10 +13,18 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from coordinator.model import Completion, Failure, JobStatus, RetryPolicy
+from coordinator.model import (
+    Completion,
+    Failure,
+    JobStatus,
+    PauseKind,
+    PauseScope,
+    RetryPolicy,
+)
 from coordinator.telemetry import install
 from coordinator.telemetry.instruments import OtelEngineTelemetry
 from wfj_engine import Harness, run
+from wfj_testing import SECOND, T0
 
 NO_JITTER = RetryPolicy(initial_backoff_ms=10_000, backoff_multiplier=2.0, jitter=0.0).to_json()
 
@@ -288,8 +296,10 @@ def test_a_row_set_aside_is_counted_by_chore(store_url: str) -> None:
             with h.engine.store.engine.begin() as conn:
                 conn.execute(
                     sa.text("UPDATE wfj_jobs SET retry_policy = :p WHERE id = :id"),
-                    {"p": '{"backoff_multiplier": 2.0, "written_by": "an old release"}',
-                     "id": ids[0]},
+                    {
+                        "p": '{"backoff_multiplier": 2.0, "written_by": "an old release"}',
+                        "id": ids[0],
+                    },
                 )
             h.clock.advance(120)
             assert (await h.chores.lease_reaper.run_once(h.clock.now_us())).reclaimed == 1
@@ -302,6 +312,34 @@ def test_a_row_set_aside_is_counted_by_chore(store_url: str) -> None:
                 for point in metric.data.data_points
             }
             assert counted == {"lease-reaper": 1}
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
+
+
+def test_scaling_gauges_count_ready_scheduled_paused_and_in_flight_per_job_type(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        seen = Observed(h)
+        try:
+            for _ in range(3):
+                await h.enqueue(job_type="noop")
+            await h.enqueue(job_type="noop", due_at=T0 + 3600 * SECOND)
+            await h.enqueue(job_type="other", definition_id="frozen")
+            await h.engine.pause(PauseScope(PauseKind.DEFINITION, value="frozen"), "ops", "", None)
+            leased = await h.lease(1, types=("noop",))
+            assert len(leased) == 1
+            h.clock.advance(2)
+            assert seen.points("wfjobs.scaling.ready") == {("", "noop"): 2, ("", "other"): 0}
+            assert seen.points("wfjobs.scaling.scheduled") == {("", "noop"): 1, ("", "other"): 0}
+            assert seen.points("wfjobs.scaling.paused") == {("", "noop"): 0, ("", "other"): 1}
+            assert seen.points("wfjobs.scaling.in_flight") == {("", "noop"): 1, ("", "other"): 0}
+            assert seen.points("wfjobs.scaling.oldest_ready_age") == {
+                ("", "noop"): 2.0,
+                ("", "other"): 0.0,
+            }
         finally:
             seen.close()
 

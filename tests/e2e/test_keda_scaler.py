@@ -1,0 +1,105 @@
+"""KEDA's external scaler served by a coordinator process, called as KEDA calls
+it (``externalscaler.ExternalScaler`` over gRPC, no token), on both stores:
+the ready backlog of the ScaledObject's job types plus the jobs in flight,
+paused and scheduled work left out, tenant and category filters, bad
+metadata refused, StreamIsActive following the backlog; and the gauges."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import grpc
+import pytest
+
+from coordinator.model import ScalingFigures
+from coordinator.telemetry.instruments import MAX_SCALING_TYPES, OTHER_JOB_TYPES, bounded_by_type
+from wfj_testing import wait_until
+from worker_sdk import AdminClient, SchedulerClient, WorkflowRef
+from workflowjobs.externalscaler import externalscaler_pb2 as kpb
+from workflowjobs.externalscaler import externalscaler_pb2_grpc as kpb_grpc
+
+
+def _ref(**metadata: str) -> kpb.ScaledObjectRef:
+    return kpb.ScaledObjectRef(name="workers", namespace="jobs", scalerMetadata=metadata)
+
+
+def _metric(stub: Any, **metadata: str) -> float:
+    response = stub.GetMetrics(
+        kpb.GetMetricsRequest(scaledObjectRef=_ref(**metadata), metricName="s0-wfjobs_backlog"),
+        timeout=30,
+    )
+    [value] = response.metricValues
+    assert value.metricName == "s0-wfjobs_backlog"
+    assert value.metricValue == int(value.metricValueFloat)
+    return value.metricValueFloat
+
+
+def test_the_scaler_answers_ready_plus_in_flight_without_paused_or_scheduled_work(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    target = coordinator.target
+    channel = grpc.insecure_channel(target)
+    stub = kpb_grpc.ExternalScalerStub(channel)
+    email = {"jobTypes": "email"}
+    assert stub.IsActive(_ref(**email), timeout=30).result is False
+    assert _metric(stub, **email) == 0
+    [spec] = stub.GetMetricSpec(_ref(**email, targetPerReplica="2.5"), timeout=30).metricSpecs
+    assert (spec.metricName, spec.targetSizeFloat, spec.targetSize) == ("wfjobs_backlog", 2.5, 2)
+    [spec] = stub.GetMetricSpec(_ref(**email), timeout=30).metricSpecs
+    assert spec.targetSizeFloat == 10
+
+    stream = stub.StreamIsActive(_ref(jobTypes="sleep"), timeout=120)
+    assert next(stream).result is False
+
+    with SchedulerClient(target) as client, AdminClient(target) as admin:
+        for _ in range(3):
+            client.enqueue("email", {}, workflow=WorkflowRef(definition_id="newsletter"))
+        client.enqueue("email", {}, tenant_id="other", category="integration")
+        client.enqueue("email", {}, delay=timedelta(hours=1))  # scheduled: not ready
+        client.enqueue("report", {})
+        assert _metric(stub, **email) == 4
+        assert _metric(stub, jobTypes="email,report") == 5
+        assert _metric(stub, jobTypes="email", tenant="other") == 1
+        assert _metric(stub, jobTypes="email", category="integration") == 1
+        assert stub.IsActive(_ref(**email), timeout=30).result is True
+        # A paused definition does not scale workers up.
+        admin.pause("definition", "newsletter", reason="frozen")
+        assert _metric(stub, **email) == 1
+        # Jobs in flight keep their workers: a running job counts with nothing ready.
+        client.enqueue("sleep", {"seconds": 60})
+        processes["worker"](target)
+        assert next(stream).result is True  # the stream follows the backlog
+        wait_until(
+            lambda: any(j.status.name == "RUNNING" for j in admin.iter_jobs()), 60, "sleep to run"
+        )
+        assert _metric(stub, jobTypes="sleep") == 1
+        assert stub.IsActive(_ref(jobTypes="sleep"), timeout=30).result is True
+    stream.cancel()
+
+    for metadata, words in (
+        ({}, "scalerMetadata.jobTypes is required"),
+        ({"jobTypes": "email", "category": "nope"}, "is not a job category"),
+        ({"jobTypes": "email", "targetPerReplica": "0"}, "targetPerReplica must be a number"),
+    ):
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.IsActive(_ref(**metadata), timeout=30)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert words in (refused.value.details() or "")
+    channel.close()
+
+
+def test_the_gauges_keep_at_most_a_hundred_job_types() -> None:
+    rows = [ScalingFigures(f"type-{i:03d}", i, 1, 0, 1, 1000 + i) for i in range(150)]
+    bounded = bounded_by_type(rows)
+    assert len(bounded) == MAX_SCALING_TYPES
+    kept = {r.job_type for r in bounded}
+    assert "type-149" in kept and "type-000" not in kept  # the busiest keep their own
+    [other] = [r for r in bounded if r.job_type == OTHER_JOB_TYPES]
+    summed = rows[: 150 - MAX_SCALING_TYPES + 1]
+    assert other.ready == sum(r.ready for r in summed)
+    assert other.running == len(summed)
+    assert other.oldest_ready_due_at == 1000
+    assert sum(r.ready + r.running for r in bounded) == sum(r.ready + r.running for r in rows)

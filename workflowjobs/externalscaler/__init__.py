@@ -1,0 +1,1 @@
+"""KEDA's external scaler interface (generated from protos/externalscaler; make proto)."""
