@@ -179,3 +179,43 @@ def test_job_logger_lines_carry_job_and_trace_ids_as_json(spans: InMemorySpanExp
     assert line["tenant_id"] == "acme"
     assert line["trace_id"] == f"{span.context.trace_id:032x}"
     assert line["span_id"] == f"{span.context.span_id:016x}"
+
+
+def test_an_enqueue_from_outside_continues_the_callers_trace(spans: InMemorySpanExporter) -> None:
+    provider_tracer = _tracing.tracer()
+    assert provider_tracer is not None
+    with provider_tracer.start_as_current_span("POST /orders") as caller:
+        with _tracing.enqueue_span("send", "acme") as (traceparent, _):
+            pass
+    enqueue = next(s for s in spans.get_finished_spans() if s.name == "enqueue send")
+    assert enqueue.parent is not None
+    assert enqueue.parent.span_id == caller.get_span_context().span_id
+    assert traceparent.split("-")[1] == f"{caller.get_span_context().trace_id:032x}"
+
+
+def test_a_child_jobs_spans_descend_from_the_handler_span_that_enqueued_it(
+    spans: InMemorySpanExporter,
+) -> None:
+    parent_job = _context(traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    handler = _tracing.start_execution(parent_job)
+    assert handler is not None
+    # ctx.enqueue inside the handler: the enqueue span is the handler span's child,
+    # and its context is what the child job stores.
+    with _tracing.enqueue_span("child", "acme") as (traceparent, tracestate):
+        pass
+    handler.finish(worker_service_pb2.Completion())
+    child_job = _context(traceparent=traceparent, tracestate=tracestate)
+    child = _tracing.start_execution(child_job)
+    assert child is not None
+    child.finish(worker_service_pb2.Completion())
+    # Finished in this order: the enqueue, the parent's attempt, the child's attempt.
+    enqueued, executed, child_span = spans.get_finished_spans()
+    assert enqueued.name == "enqueue child"
+    assert executed.name == child_span.name == "execute send"
+    assert enqueued.parent.span_id == executed.context.span_id
+    assert child_span.parent.span_id == enqueued.context.span_id
+    assert (
+        child_span.context.trace_id
+        == executed.context.trace_id
+        == 0x0AF7651916CD43DD8448EB211C80319C
+    )
