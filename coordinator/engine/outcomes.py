@@ -8,7 +8,7 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from coordinator.engine.attempts import release_end
 from coordinator.engine.core import EngineCore, rate_book_of
@@ -72,22 +72,44 @@ def _held_at_ceiling(asked_us: int | None) -> str:
 def _first_mentions(
     outcomes: Sequence[Outcome | OutcomeResult],
 ) -> list[Outcome | OutcomeResult]:
-    """``outcomes`` with each later mention of a job replaced by its refusal."""
-    first: dict[str, int] = {}
+    """``outcomes`` with each later mention of a lease (job id and token) replaced
+    by its refusal. One job under two tokens is two leases (an older attempt's
+    beside the current one, after an unlock re-leased the job to the same
+    worker): each is answered on its own, and at most one of them holds the job."""
+    first: dict[tuple[str, str], int] = {}
     marked: list[Outcome | OutcomeResult] = []
     for i, o in enumerate(outcomes):
         if isinstance(o, OutcomeResult):
             marked.append(o)
-        elif o.job_id in first:
+            continue
+        lease = (o.job_id, o.lease_token)
+        if lease in first:
             error = InvalidArgument(
-                f"job {o.job_id} is named more than once in this report; only its first "
-                f"mention (outcome {first[o.job_id]}) was considered: send one outcome per job"
+                f"job {o.job_id} is named more than once in this report under one lease "
+                f"token; only its first mention (outcome {first[lease]}) was considered: "
+                "send one outcome per lease"
             )
             marked.append(OutcomeResult(o.job_id, False, error=error))
         else:
-            first[o.job_id] = i
+            first[lease] = i
             marked.append(o)
     return marked
+
+
+def _rounds(marked: Sequence[Outcome | OutcomeResult]) -> list[list[int]]:
+    """The positions of the outcomes still to record, split so that no round
+    names a job twice: what records a round is keyed by job id."""
+    rounds: list[list[int]] = []
+    times_named: dict[str, int] = {}
+    for i, o in enumerate(marked):
+        if isinstance(o, OutcomeResult):
+            continue
+        n = times_named.get(o.job_id, 0)
+        times_named[o.job_id] = n + 1
+        if n == len(rounds):
+            rounds.append([])
+        rounds[n].append(i)
+    return rounds
 
 
 class _Unexpected(Exception):
@@ -151,17 +173,20 @@ class Outcomes(EngineCore):
     async def report(self, outcomes: Sequence[Outcome]) -> list[OutcomeResult]:
         """Record outcomes; each is applied at most once, guarded by its lease token.
 
-        A job named several times in one report: only its first mention is
-        considered (recorded, or refused as any outcome may be); each later
-        one is refused with ``InvalidArgument`` and changes nothing.
+        A lease (job id and token) named several times in one report: only its
+        first mention is considered (recorded, or refused as any outcome may
+        be); each later one is refused with ``InvalidArgument`` and changes
+        nothing. One job under two tokens is two leases, recorded one after the other.
         """
         self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
         marked = _first_mentions(outcomes)
-        if any(isinstance(m, OutcomeResult) for m in marked):
-            answers = iter(
-                await self.report([m for m in marked if not isinstance(m, OutcomeResult)])
-            )
-            return [m if isinstance(m, OutcomeResult) else next(answers) for m in marked]
+        rounds = _rounds(marked)
+        if len(rounds) > 1 or any(isinstance(m, OutcomeResult) for m in marked):
+            answers: dict[int, OutcomeResult] = {}
+            for positions in rounds:
+                results = await self.report([cast(Outcome, marked[i]) for i in positions])
+                answers.update(zip(positions, results, strict=True))
+            return [m if isinstance(m, OutcomeResult) else answers[i] for i, m in enumerate(marked)]
         now = self.clock.now_us()
         completions = [o for o in outcomes if isinstance(o, Completion)]
         others = [o for o in outcomes if not isinstance(o, Completion)]

@@ -151,3 +151,33 @@ def test_a_heartbeat_naming_an_old_and_the_current_lease_of_a_job_answers_each(
         assert [a.state for a in answers] == ["extended", "lost"]
 
     run(store_url, scenario)
+
+
+@pytest.mark.parametrize("old_first", [True, False])
+def test_a_report_naming_an_old_and_the_current_lease_of_a_job_records_the_current(
+    store_url: str, old_first: bool
+) -> None:
+    """Both attempts of a job re-leased to the same worker may end together, so
+    one report names both leases: the current one is recorded, the old one is
+    refused as lease lost; neither is "named more than once"."""
+
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue()
+        [(_, old)] = await h.lease()
+        await h.engine.ops.unlock_job(job_id)
+        [(_, current)] = await h.lease()
+        mentions = [Completion(job_id, old, b"old"), Completion(job_id, current, b"current")]
+        if not old_first:
+            mentions.reverse()
+        answers = await h.engine.report(mentions)
+        by_token = dict(zip([m.lease_token for m in mentions], answers, strict=True))
+        assert by_token[current].accepted and not by_token[current].already_recorded
+        assert not by_token[old].accepted and isinstance(by_token[old].error, LeaseLost)
+        job, attempts = await h.job(job_id)
+        assert (job.status, job.result) == (JobStatus.COMPLETED, b"current")
+        assert [a.outcome for a in attempts] == [
+            AttemptOutcome.UNLOCKED,
+            AttemptOutcome.COMPLETED,
+        ]
+
+    run(store_url, scenario)
