@@ -23,6 +23,9 @@ export class JobCancelledError extends Error {
   }
 }
 
+/** The longest push-back the coordinator holds a rate limit for: 366 days. */
+export const MAX_PUSH_BACK_MS = 366 * 24 * 3600 * 1000;
+
 /** Prefix of the idempotency key of a child job: `child:<parent id>:<key>`. */
 export const CHILD_KEY_PREFIX = "child";
 
@@ -120,10 +123,29 @@ export class JobContext<P = unknown> {
 
   /**
    * Report that the downstream pushed back (e.g. HTTP 429): every rate limit
-   * covering the job slows down (docs/limits.md). Travels with the outcome.
+   * covering the job slows down (docs/limits.md). Travels with the outcome,
+   * whatever it is. `retryAfterMs`: how long the downstream asked to wait
+   * (none: one start interval at the slowed rate); longer than 366 days (what
+   * the coordinator holds a limit for), 366 days are reported, with a warning
+   * in the job's log. Calling it again keeps the longest.
    */
   throttle(retryAfterMs?: number): void {
-    this.pushBackMs = retryAfterMs ?? null;
+    if (retryAfterMs !== undefined && !(retryAfterMs >= 0 && retryAfterMs <= Number.MAX_VALUE)) {
+      throw new RangeError(`retryAfterMs must be a finite number of milliseconds >= 0, not ${retryAfterMs}`);
+    }
+    let hold = retryAfterMs ?? 0;
+    if (hold > MAX_PUSH_BACK_MS) {
+      this.logger.warning(
+        `push-back retry_after of ${hold} ms is longer than the coordinator holds a rate limit ` +
+          "(366 days); reporting 366 days (the attempt's outcome is not affected)",
+      );
+      hold = MAX_PUSH_BACK_MS;
+    }
+    if (retryAfterMs === undefined) {
+      if (this.pushBackMs === undefined) this.pushBackMs = null;
+    } else if (this.pushBackMs === undefined || this.pushBackMs === null || hold > this.pushBackMs) {
+      this.pushBackMs = hold;
+    }
   }
 
   /**

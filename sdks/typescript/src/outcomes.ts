@@ -313,7 +313,12 @@ export class OutcomeReporter {
       }
       current.forEach((outcome, i) => {
         const result = results[i];
-        if (result === undefined || result.accepted) return;
+        if (result === undefined) return;
+        if (result.accepted) {
+          // Recorded, with something changed (a push-back shortened).
+          if (result.note) this.logger.warning(`outcome of job ${outcome.jobId} recorded: ${result.note}`);
+          return;
+        }
         if (RETRYABLE_NAMES.has(result.errorCode)) {
           again.push(outcome);
           last = result;

@@ -118,3 +118,65 @@ test("the reporter sends again only the outcomes answered with a transient code"
   assert.ok(lines.some((l) => l.startsWith("outcome of job c not recorded: FAILED_PRECONDITION")));
   assert.equal(reporter.backlog, 0);
 });
+
+test("ctx.throttle keeps the longest push-back, holds at 366 days with a warning, refuses a bad one", async () => {
+  const { JobContext, MAX_PUSH_BACK_MS } = await import("../src/context");
+  const { Job } = await import("../src/gen/workflowjobs/v1/job");
+  const records: string[] = [];
+  const ctx = new JobContext({
+    job: Job.fromPartial({ id: "j1", jobType: "t" }),
+    payload: undefined,
+    leaseToken: "l1",
+    leaseExpireTime: undefined,
+    workerId: "w1",
+    span: trace.getTracer("test").startSpan("t"),
+    logger: rootLogger("worker_sdk.job", (record) => records.push(`${record.level} ${record.message}`)),
+    client: undefined,
+    onHeartbeat: () => undefined,
+  });
+  assert.equal(ctx.pushBackMs, undefined, "nothing reported before throttle()");
+  ctx.throttle();
+  assert.equal(ctx.pushBackMs, null, "no retry-after: the coordinator picks one interval");
+  ctx.throttle(2000);
+  ctx.throttle(500);
+  assert.equal(ctx.pushBackMs, 2000, "the longest is kept");
+  ctx.throttle(400 * 24 * 3600 * 1000);
+  assert.equal(ctx.pushBackMs, MAX_PUSH_BACK_MS);
+  assert.equal(records.length, 1);
+  assert.match(records[0]!, /^WARNING push-back retry_after of 34560000000 ms is longer .*366 days/);
+  for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+    assert.throws(() => ctx.throttle(bad), RangeError);
+  }
+  assert.equal(ctx.pushBackMs, MAX_PUSH_BACK_MS, "a refused call changes nothing");
+});
+
+test("an outcome recorded with a note is logged", async () => {
+  const stub = {
+    reportOutcomes(request: { outcomes: JobOutcome[] }, _md: unknown, _opts: unknown, cb: (e: null, r: unknown) => void) {
+      const results: OutcomeResult[] = request.outcomes.map((o) => ({
+        jobId: o.jobId,
+        accepted: true,
+        errorCode: "",
+        errorMessage: "",
+        status: 0,
+        alreadyRecorded: false,
+        note: o.jobId === "held" ? "push-back held 366 days" : "",
+      }));
+      cb(null, { results });
+    },
+  } as unknown as WorkerServiceClient;
+  const lines: string[] = [];
+  const logger = rootLogger("worker_sdk.outcomes", (r) => lines.push(`${r.level} ${r.message}`));
+  const reporter = new OutcomeReporter(stub, () => ({}) as never, logger, {
+    batchSize: 100,
+    lingerMs: 1,
+    maxInFlight: 4,
+    rpcTimeoutMs: 1000,
+    initialBackoffMs: 1,
+    maxBackoffMs: 5,
+    giveUpAfterMs: 10_000,
+  });
+  for (const id of ["plain", "held"]) reporter.submit(jobOutcome(id, "tok", failure("e", "K"), undefined));
+  assert.equal(await reporter.flush(5000), true);
+  assert.deepEqual(lines, ["WARNING outcome of job held recorded: push-back held 366 days"]);
+});
