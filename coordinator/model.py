@@ -608,6 +608,8 @@ class NewJob:
     ordering_held: bool = False
     # The job group it joins (store/groups.py); None: none.
     group_id: str | None = None
+    # W3C traceparents its spans link to, as a JSON list (None: none).
+    trace_links: str | None = None
 
 
 @dataclass(slots=True)
@@ -678,6 +680,8 @@ class JobRecord:
     cancel_reason: str | None = None
     # The job group the job is a member of (``store/groups.py``).
     group_id: str | None = None
+    # W3C traceparents its spans link to, as a JSON list (a group's completion job).
+    trace_links: str | None = None
 
     @property
     def counted_attempts(self) -> int:

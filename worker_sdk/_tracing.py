@@ -25,7 +25,9 @@ Trace shape: ``enqueue <job type>`` (PRODUCER) is the current span while the
 (stored with the job) and into the call's metadata (the coordinator's RPC span
 becomes its child). Each attempt is an ``execute <job type>`` span (CONSUMER)
 whose parent is the stored context: a job's attempts all sit in the
-enqueuer's trace, however long after the enqueue they run.
+enqueuer's trace, however long after the enqueue they run. A job with
+``trace_links`` (a group's completion job: its members' enqueue contexts)
+gets a span link to each.
 """
 
 from __future__ import annotations
@@ -266,11 +268,16 @@ def start_execution(ctx: Any) -> ExecutionSpan | None:
         "wfjobs.correlation_id": workflow.correlation_id,
         "wfjobs.worker_id": ctx.worker_id,
     }
+    links = [
+        trace.Link(trace.get_current_span(propagate.extract({"traceparent": tp})).get_span_context())
+        for tp in job.trace_links
+    ]
     span = _tracer.start_span(
         f"execute {job.job_type}",
         context=parent,
         kind=trace.SpanKind.CONSUMER,
         attributes=attributes,
+        links=[link for link in links if link.context.is_valid],
     )
     token = context.attach(trace.set_span_in_context(span))
     span_context = span.get_span_context()

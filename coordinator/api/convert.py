@@ -7,6 +7,7 @@ are rejected here with INVALID_ARGUMENT before anything reaches the engine.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -309,6 +310,8 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
         job.ordering_key = row.ordering_key
     if row.group_id:
         job.group_id = row.group_id
+    if row.trace_links:
+        job.trace_links.extend(json.loads(row.trace_links))
     if attempts:
         job.attempts.extend(attempt_to_proto(a) for a in attempts)
     return job

@@ -570,6 +570,7 @@ def record_of_new(job: NewJob) -> JobRecord:
         ordering_key=job.ordering_key,
         ordering_skip_failed=job.ordering_skip_failed,
         group_id=job.group_id,
+        trace_links=job.trace_links,
     )
 
 

@@ -49,6 +49,9 @@ from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
 _LIVE = (int(JobStatus.PENDING), int(JobStatus.RUNNING))
+# Most member contexts a completion job links to (OpenTelemetry's default
+# limit of links per span).
+MAX_TRACE_LINKS = 128
 
 
 def completion_key(group_id: str) -> str:
@@ -267,6 +270,19 @@ class GroupQueries(JobQueries):
             self._completion_listener()
         return stored
 
+    def _member_trace_links(self, conn: sa.Connection, group_id: str) -> str | None:
+        """The members' enqueue contexts the completion job's spans link to (the
+        first ``MAX_TRACE_LINKS`` by id), as JSON; None when no member had one."""
+        links = list(
+            conn.execute(
+                sa.select(jobs.c.traceparent)
+                .where(jobs.c.group_id == group_id, jobs.c.traceparent != "")
+                .order_by(jobs.c.id)
+                .limit(MAX_TRACE_LINKS)
+            ).scalars()
+        )
+        return json.dumps(links) if links else None
+
     def _group_complete(self, conn: sa.Connection, row: Any, now: int) -> str:
         """Store the group's completion job and mark the group COMPLETED."""
         counts = {
@@ -282,6 +298,7 @@ class GroupQueries(JobQueries):
         job.created_at = now
         job.due_at = max(job.due_at, now)
         job.idempotency_key = completion_key(row.id)
+        job.trace_links = self._member_trace_links(conn, row.id)
         if not job.payload:
             summary = {
                 "group_id": row.id,

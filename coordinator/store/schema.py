@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0021"
+SCHEMA_REVISION = "0022"
 
 metadata = sa.MetaData()
 
@@ -89,6 +89,9 @@ jobs = sa.Table(
     sa.Column("cancel_reason", sa.Text),
     # The job group the job is a member of (store/groups.py); NULL otherwise.
     sa.Column("group_id", sa.Text),
+    # W3C traceparents its spans link to, as a JSON list (a group's completion
+    # job: its members'); NULL otherwise.
+    sa.Column("trace_links", sa.Text),
 )
 
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job

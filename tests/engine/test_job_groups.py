@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from coordinator.api import convert
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.model import Completion, Failure, GroupStatus, JobStatus
 from coordinator.store.groups import completion_key
@@ -155,5 +156,22 @@ def test_bad_groups_and_members_are_refused(store_url: str) -> None:
             await h.engine.groups.create(_completion(job_type=""), [], close=True)
         # Nothing of the refused calls was stored.
         assert (await h.engine.groups.get(group.id)).total == 0
+
+    run(store_url, scenario)
+
+
+def test_the_completion_job_links_to_its_members_enqueue_contexts(store_url: str) -> None:
+    async def scenario(h: Harness) -> None:
+        parents = [f"00-{i:032x}-{i:016x}-01" for i in range(1, 4)]
+        members = [make_job(traceparent=tp) for tp in parents] + [make_job()]
+        group, results = await h.engine.groups.create(_completion(), members, close=True)
+        leased = await _leased(h)
+        await h.engine.report([Completion(job_id, leased[job_id]) for job_id, _, _ in results])
+        [done] = await _completions(h, group.id)
+        order = [tp for _, tp in sorted(zip((r[0] for r in results), [*parents, ""], strict=True))]
+        assert json.loads(done.trace_links or "[]") == [tp for tp in order if tp]
+        assert list(convert.job_to_proto(done).trace_links) == [tp for tp in order if tp]
+        # A job of no group links to nothing.
+        assert (await h.job(results[0][0]))[0].trace_links is None
 
     run(store_url, scenario)

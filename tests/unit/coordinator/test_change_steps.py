@@ -43,6 +43,7 @@ NOT_IN_JOB_VIEW = {
     "retry_policy",
     "traceparent",
     "tracestate",
+    "trace_links",
 }
 
 # Every workflow reference set.

@@ -219,3 +219,17 @@ def test_a_child_jobs_spans_descend_from_the_handler_span_that_enqueued_it(
         == executed.context.trace_id
         == 0x0AF7651916CD43DD8448EB211C80319C
     )
+
+
+def test_an_execution_span_links_to_the_jobs_trace_links(spans: InMemorySpanExporter) -> None:
+    members = [f"00-{i:032x}-{i:016x}-01" for i in (7, 8)]
+    ctx = _context(trace_links=[*members, "not a traceparent"])
+    execution = _tracing.start_execution(ctx)
+    assert execution is not None
+    execution.finish(worker_service_pb2.Completion())
+    [span] = spans.get_finished_spans()
+    assert [(link.context.trace_id, link.context.span_id) for link in span.links] == [
+        (7, 7),
+        (8, 8),
+    ]
+    assert span.parent is None  # links, not a parent: the completion starts its own trace

@@ -552,6 +552,12 @@ export interface Job {
   cancelReason: string;
   /** The job group it is a member of; empty when none. */
   groupId: string;
+  /**
+   * W3C traceparents the job's attempt spans link to (span links, not
+   * parents): a group's completion job links to its members' enqueue
+   * contexts (at most 128). Empty for other jobs.
+   */
+  traceLinks: string[];
 }
 
 export interface JobGroup {
@@ -2172,6 +2178,7 @@ function createBaseJob(): Job {
     orderingKey: "",
     cancelReason: "",
     groupId: "",
+    traceLinks: [],
   };
 }
 
@@ -2272,6 +2279,9 @@ export const Job: MessageFns<Job> = {
     }
     if (message.groupId !== "") {
       writer.uint32(258).string(message.groupId);
+    }
+    for (const v of message.traceLinks) {
+      writer.uint32(266).string(v!);
     }
     return writer;
   },
@@ -2545,6 +2555,14 @@ export const Job: MessageFns<Job> = {
             message.groupId = reader.string();
             continue;
           }
+          case 33: {
+            if (tag !== 266) {
+              break;
+            }
+
+            message.traceLinks.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2677,6 +2695,11 @@ export const Job: MessageFns<Job> = {
         : isSet(object.group_id)
         ? globalThis.String(object.group_id)
         : "",
+      traceLinks: globalThis.Array.isArray(object?.traceLinks)
+        ? object.traceLinks.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.trace_links)
+        ? object.trace_links.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2778,6 +2801,9 @@ export const Job: MessageFns<Job> = {
     if (message.groupId !== "") {
       obj.groupId = message.groupId;
     }
+    if (message.traceLinks?.length) {
+      obj.traceLinks = message.traceLinks;
+    }
     return obj;
   },
 
@@ -2830,6 +2856,7 @@ export const Job: MessageFns<Job> = {
     message.orderingKey = object.orderingKey ?? "";
     message.cancelReason = object.cancelReason ?? "";
     message.groupId = object.groupId ?? "";
+    message.traceLinks = object.traceLinks?.map((e) => e) || [];
     return message;
   },
 };
