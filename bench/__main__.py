@@ -3,10 +3,7 @@
 Figures run on the server at BENCH_PGHOST:BENCH_PGPORT (default
 127.0.0.1:5432), or with `--private-cluster` on the bench's own cluster
 (`bench.cluster`, with pg_stat_statements): the per-statement cost tables
-under the table appear only where pg_stat_statements is loaded. PgQueuer's
-latency was far worse on the private cluster than on the shared server in
-quick runs (176–934 ms against 7 ms, cause not found), so the quoted
-peer figures come from the shared server.
+under the table appear only where pg_stat_statements is loaded.
 
 Figures (in table order): throughput, events, replicas, latency, unary, paused, backlog,
 ordering, fairness, rate_limits, idle, memory, snapshot, typescript. With no figure named, all run. Output:
