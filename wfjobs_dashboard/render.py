@@ -18,6 +18,7 @@ from worker_sdk import (
     PAUSE_SCOPE_KINDS,
     JobAttemptView,
     JobView,
+    RateLimit,
     category_name,
     pause_scope_text,
 )
@@ -1115,14 +1116,14 @@ def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
     )
 
 
-def rate_limits_body(limits: Sequence[apb.RateLimit], session: Any) -> str:
+def rate_limits_body(limits: Sequence[RateLimit], session: Any) -> str:
     """The rate limits, with when each next admits a start, and a form to set one."""
     rows = []
     for lim in limits:
         kind = apb.LimitScopeKind.Name(lim.kind).removeprefix("LIMIT_SCOPE_KIND_").lower()
         shown = category_name(lim.value) if kind == "category" else lim.value
-        period = lim.period.ToTimedelta().total_seconds()
-        until = ts(lim, "throttled_until")
+        period = lim.period.total_seconds()
+        until = lim.throttled_until
         rows.append(
             [
                 e(kind.replace("_", " ")),

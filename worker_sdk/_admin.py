@@ -1,8 +1,8 @@
 """Operator client: one typed method per ``AdminService`` RPC.
 
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
-:class:`WaitReason` values; pause records, workers, stats and limits still as
-the contract's protobuf messages. Scope kinds are accepted as short names
+:class:`WaitReason` values, rate limits as :class:`RateLimit`; pause records,
+workers, stats and the other limits still as the contract's protobuf messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -32,7 +32,15 @@ from ._convert import (
 )
 from ._transport import BlockingClient, ClientOptions
 
-__all__ = ["AdminClient", "BulkResult", "JobExplanation", "JobFilter", "JobPage"]
+__all__ = [
+    "AdminClient",
+    "BulkResult",
+    "JobExplanation",
+    "JobFilter",
+    "JobPage",
+    "LimitKind",
+    "RateLimit",
+]
 
 
 def _short_names(enum_type: Any, prefix: str) -> tuple[str, ...]:
@@ -234,6 +242,87 @@ class JobExplanation:
     reasons: list[WaitReason]
     last_failure: JobAttemptView | None = None
     raw: admin_service_pb2.ExplainJobResponse | None = None
+
+
+# The kind of a limit's scope, by the contract's numbers (``LimitScopeKind``)
+# so ``limit.kind == admin_service_pb2.LIMIT_SCOPE_KIND_TENANT`` holds.
+LimitKind = enum.IntEnum(  # type: ignore[misc]
+    "LimitKind",
+    {
+        name.removeprefix("LIMIT_SCOPE_KIND_"): number
+        for name, number in admin_service_pb2.LimitScopeKind.items()
+        if not name.endswith("UNSPECIFIED")
+    },
+    module=__name__,
+)
+LimitKind.__doc__ = (
+    "The kind of a limit's scope (``workflowjobs.v1.LimitScopeKind``): "
+    "``TENANT``, ``JOB_TYPE``, ``DEFINITION``, ``CONCURRENCY_KEY``, ``CATEGORY``."
+)
+
+
+def _limit_kind(number: int) -> LimitKind:
+    try:
+        return LimitKind(number)
+    except ValueError:  # a kind newer than this SDK: keep its number
+        return cast(LimitKind, number)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RateLimit:
+    """A rate limit as :meth:`AdminClient.list_rate_limits` lists it.
+
+    Printed, it reads ``job_type noop: 5 starts per 0:00:02, burst 3``.
+
+    Attributes:
+        kind: The kind of its scope (:class:`LimitKind`).
+        value: The tenant, job type, definition, key or category (a category as
+            its number, ``"3"``; :func:`category_name` names it); ``"*"`` for
+            each value of the kind separately.
+        starts: Starts allowed per period.
+        period: The period.
+        burst: Starts an idle scope may take at once.
+        throttled_until: When the limit next admits a start (for ``"*"``, the
+            latest over its values); None when it admits one now.
+        slow_level: The adaptive slowdown in force: the rate is divided by
+            ``2 ** slow_level`` after push-back reports (0: the configured rate).
+        raw: The ``workflowjobs.v1.RateLimit`` message itself.
+    """
+
+    kind: LimitKind
+    value: str
+    starts: int
+    period: timedelta
+    burst: int
+    throttled_until: datetime | None = None
+    slow_level: int = 0
+    raw: admin_service_pb2.RateLimit | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    def __str__(self) -> str:
+        kind = self.kind.name.lower() if isinstance(self.kind, LimitKind) else str(self.kind)
+        category = int(self.kind) == admin_service_pb2.LIMIT_SCOPE_KIND_CATEGORY
+        value = category_name(self.value) if category else self.value
+        return f"{kind} {value}: {self.starts} starts per {self.period}, burst {self.burst}"
+
+    @classmethod
+    def from_proto(cls, limit: admin_service_pb2.RateLimit) -> RateLimit:
+        """Read a ``workflowjobs.v1.RateLimit`` message."""
+        return cls(
+            kind=_limit_kind(limit.kind),
+            value=limit.value,
+            starts=limit.starts,
+            period=limit.period.ToTimedelta(),
+            burst=limit.burst,
+            throttled_until=(
+                from_timestamp(limit.throttled_until)
+                if limit.HasField("throttled_until")
+                else None
+            ),
+            slow_level=limit.slow_level,
+            raw=limit,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -713,10 +802,11 @@ class AdminClient(BlockingClient):
         )
         self._call(self._stub.SetRateLimit, admin_service_pb2.SetRateLimitRequest(limit=limit))
 
-    def list_rate_limits(self) -> list[admin_service_pb2.RateLimit]:
-        """Every rate limit, with when it next admits a start and its slowdown."""
+    def list_rate_limits(self) -> list[RateLimit]:
+        """Every rate limit (:class:`RateLimit`), with when it next admits a
+        start and its slowdown."""
         request = admin_service_pb2.ListRateLimitsRequest()
-        return list(self._call(self._stub.ListRateLimits, request).limits)
+        return [RateLimit.from_proto(x) for x in self._call(self._stub.ListRateLimits, request).limits]
 
     def remove_rate_limit(self, kind: str | int, value: str) -> bool:
         """Remove a rate limit; False when none was set for the scope."""

@@ -163,7 +163,7 @@ def test_a_push_back_longer_than_a_limit_is_held_never_costs_the_outcome(
         assert done.status == "COMPLETED", done
         assert [a.outcome for a in done.attempts] == ["COMPLETED"]
         [limit] = admin.list_rate_limits()
-        held_days = (limit.throttled_until.seconds - time.time()) / 86_400
+        held_days = (limit.throttled_until.timestamp() - time.time()) / 86_400
         assert 365 < held_days <= 366, held_days
         assert limit.slow_level == 1
     assert "reporting 366 days" in worker.log(), worker.log()[-2000:]

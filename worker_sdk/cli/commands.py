@@ -817,7 +817,7 @@ class Commands:
     def rate_limits_list(self) -> int:
         limits = self.admin.list_rate_limits()
         if self.out.as_json:
-            self.out.json({"limits": [message_dict(x) for x in limits]})
+            self.out.json({"limits": [message_dict(x.raw) for x in limits if x.raw]})
             return EXIT_OK
         self.out.table(
             ["KIND", "VALUE", "STARTS", "PERIOD", "BURST", "THROTTLED UNTIL", "SLOWDOWN"],
@@ -826,11 +826,9 @@ class Commands:
                     limit_kind_text(x.kind),
                     limit_value_text(x.kind, x.value),
                     x.starts,
-                    f"{x.period.ToTimedelta().total_seconds():g}s",
+                    f"{x.period.total_seconds():g}s",
                     x.burst,
-                    time_text(timestamp(x.throttled_until))
-                    if x.HasField("throttled_until")
-                    else "-",
+                    time_text(x.throttled_until),
                     f"1/{2**x.slow_level}" if x.slow_level else "-",
                 )
                 for x in limits

@@ -158,3 +158,28 @@ def test_the_scope_kinds_offered_are_the_contract_s() -> None:
             "concurrency key",
             "category",
         ]
+
+
+def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
+    from worker_sdk import LimitKind, RateLimit
+
+    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
+    html = rate_limits_body(
+        [
+            RateLimit(LimitKind.TENANT, "initech", 5, timedelta(seconds=2), 3),
+            RateLimit(
+                LimitKind.CATEGORY,
+                "3",
+                1,
+                timedelta(minutes=1),
+                1,
+                throttled_until=datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
+                slow_level=1,
+            ),
+        ],
+        session,
+    )
+    assert "5 per 2s, burst 3" in html and "admitting" in html
+    assert "1 per 60s, burst 1" in html and "integration" in html
+    assert "until 2026-12-01 12:00" in html
+    assert "1/2 after push-back" in html

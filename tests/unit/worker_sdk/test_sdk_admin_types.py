@@ -1,0 +1,69 @@
+"""AdminClient's listings come back as the SDK's own types, not protobuf: their
+periods are timedeltas, their times datetimes, their kinds still compare equal
+to the contract's numbers, and they print without protobuf text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+
+import worker_sdk
+from worker_sdk import LimitKind, RateLimit
+from workflowjobs.v1 import admin_service_pb2 as apb
+
+
+def _timestamp(value: datetime) -> Timestamp:
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def test_a_listed_rate_limit_reads_as_python_values() -> None:
+    until = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+    message = apb.RateLimit(
+        kind=apb.LIMIT_SCOPE_KIND_JOB_TYPE,
+        value="noop",
+        starts=5,
+        period=Duration(seconds=2, nanos=500_000_000),
+        burst=3,
+        throttled_until=_timestamp(until),
+        slow_level=2,
+    )
+    limit = RateLimit.from_proto(message)
+    assert limit.kind is LimitKind.JOB_TYPE
+    assert limit.kind == apb.LIMIT_SCOPE_KIND_JOB_TYPE
+    assert (limit.value, limit.starts, limit.burst, limit.slow_level) == ("noop", 5, 3, 2)
+    assert limit.period == timedelta(seconds=2.5)
+    assert limit.throttled_until == until
+    assert limit.raw is message
+    assert "seconds:" not in repr(limit) and "nanos" not in repr(limit)
+    assert repr(limit).startswith("RateLimit(kind=<LimitKind.JOB_TYPE: 2>, value='noop'")
+    assert str(limit) == "job_type noop: 5 starts per 0:00:02.500000, burst 3"
+
+
+def test_a_rate_limit_admitting_now_has_no_throttled_until() -> None:
+    limit = RateLimit.from_proto(
+        apb.RateLimit(
+            kind=apb.LIMIT_SCOPE_KIND_CATEGORY, value="3", starts=1, period=Duration(seconds=60)
+        )
+    )
+    assert limit.throttled_until is None
+    assert limit.slow_level == 0
+    assert str(limit) == "category integration: 1 starts per 0:01:00, burst 0"
+    # Equal by value, whatever message it came from.
+    assert limit == RateLimit(LimitKind.CATEGORY, "3", 1, timedelta(minutes=1), 0)
+
+
+def test_every_limit_kind_of_the_contract_has_a_name() -> None:
+    for name, number in apb.LimitScopeKind.items():
+        if name.endswith("UNSPECIFIED"):
+            continue
+        assert LimitKind(number).name == name.removeprefix("LIMIT_SCOPE_KIND_")
+
+
+def test_the_types_are_public_and_documented() -> None:
+    for name in ("RateLimit", "LimitKind"):
+        assert name in worker_sdk.__all__
+        assert getattr(worker_sdk, name).__doc__
