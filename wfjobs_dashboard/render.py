@@ -16,6 +16,7 @@ from google.protobuf.json_format import MessageToDict
 from worker_sdk import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
+    ConcurrencyLimit,
     JobAttemptView,
     JobView,
     RateLimit,
@@ -1079,7 +1080,7 @@ def category_weights_body(weights: Sequence[apb.CategoryWeight], session: Any) -
     )
 
 
-def limits_body(limits: Sequence[apb.ConcurrencyLimit], session: Any) -> str:
+def limits_body(limits: Sequence[ConcurrencyLimit], session: Any) -> str:
     rows = []
     for lim in limits:
         kind = apb.LimitScopeKind.Name(lim.kind).removeprefix("LIMIT_SCOPE_KIND_").lower()

@@ -1,8 +1,9 @@
 """Operator client: one typed method per ``AdminService`` RPC.
 
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
-:class:`WaitReason` values, rate limits as :class:`RateLimit`; pause records,
-workers, stats and the other limits still as the contract's protobuf messages. Scope kinds are accepted as short names
+:class:`WaitReason` values, limits as :class:`ConcurrencyLimit` and
+:class:`RateLimit`; pause records, workers, stats, defaults and weights still as
+the contract's protobuf messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -35,6 +36,7 @@ from ._transport import BlockingClient, ClientOptions
 __all__ = [
     "AdminClient",
     "BulkResult",
+    "ConcurrencyLimit",
     "JobExplanation",
     "JobFilter",
     "JobPage",
@@ -268,6 +270,52 @@ def _limit_kind(number: int) -> LimitKind:
         return cast(LimitKind, number)
 
 
+def _scope_text(kind: LimitKind, value: str) -> str:
+    """A limit's scope as its repr words it: ``job_type noop``, ``category integration``."""
+    name = kind.name.lower() if isinstance(kind, LimitKind) else str(int(kind))
+    category = int(kind) == admin_service_pb2.LIMIT_SCOPE_KIND_CATEGORY
+    return f"{name} {category_name(value) if category else value}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConcurrencyLimit:
+    """A concurrency limit as :meth:`AdminClient.list_concurrency_limits` lists it.
+
+    Printed, it reads ``job_type noop: 2 of 7 running``.
+
+    Attributes:
+        kind: The kind of its scope (:class:`LimitKind`).
+        value: The tenant, job type, definition, key or category (a category as
+            its number, ``"3"``; :func:`category_name` names it); ``"*"`` for
+            each value of the kind separately.
+        max_running: Most jobs of the scope running at once.
+        running: Jobs of the scope running now.
+        raw: The ``workflowjobs.v1.ConcurrencyLimit`` message itself.
+    """
+
+    kind: LimitKind
+    value: str
+    max_running: int
+    running: int = 0
+    raw: admin_service_pb2.ConcurrencyLimit | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    def __str__(self) -> str:
+        return f"{_scope_text(self.kind, self.value)}: {self.running} of {self.max_running} running"
+
+    @classmethod
+    def from_proto(cls, limit: admin_service_pb2.ConcurrencyLimit) -> ConcurrencyLimit:
+        """Read a ``workflowjobs.v1.ConcurrencyLimit`` message."""
+        return cls(
+            kind=_limit_kind(limit.kind),
+            value=limit.value,
+            max_running=limit.max_running,
+            running=limit.running,
+            raw=limit,
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RateLimit:
     """A rate limit as :meth:`AdminClient.list_rate_limits` lists it.
@@ -301,10 +349,8 @@ class RateLimit:
     )
 
     def __str__(self) -> str:
-        kind = self.kind.name.lower() if isinstance(self.kind, LimitKind) else str(self.kind)
-        category = int(self.kind) == admin_service_pb2.LIMIT_SCOPE_KIND_CATEGORY
-        value = category_name(self.value) if category else self.value
-        return f"{kind} {value}: {self.starts} starts per {self.period}, burst {self.burst}"
+        scope = _scope_text(self.kind, self.value)
+        return f"{scope}: {self.starts} starts per {self.period}, burst {self.burst}"
 
     @classmethod
     def from_proto(cls, limit: admin_service_pb2.RateLimit) -> RateLimit:
@@ -765,10 +811,11 @@ class AdminClient(BlockingClient):
             admin_service_pb2.SetConcurrencyLimitRequest(limit=limit),
         )
 
-    def list_concurrency_limits(self) -> list[admin_service_pb2.ConcurrencyLimit]:
-        """Every concurrency limit with its current running count."""
+    def list_concurrency_limits(self) -> list[ConcurrencyLimit]:
+        """Every concurrency limit (:class:`ConcurrencyLimit`) with its current running count."""
         request = admin_service_pb2.ListConcurrencyLimitsRequest()
-        return list(self._call(self._stub.ListConcurrencyLimits, request).limits)
+        response = self._call(self._stub.ListConcurrencyLimits, request)
+        return [ConcurrencyLimit.from_proto(x) for x in response.limits]
 
     def set_rate_limit(
         self,

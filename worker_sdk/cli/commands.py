@@ -725,7 +725,7 @@ class Commands:
     def limits_list(self) -> int:
         limits = self.admin.list_concurrency_limits()
         if self.out.as_json:
-            self.out.json({"limits": [message_dict(x) for x in limits]})
+            self.out.json({"limits": [message_dict(x.raw) for x in limits if x.raw]})
             return EXIT_OK
         self.out.table(
             ["KIND", "VALUE", "MAX RUNNING", "RUNNING"],

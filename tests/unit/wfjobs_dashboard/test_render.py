@@ -183,3 +183,18 @@ def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
     assert "1 per 60s, burst 1" in html and "integration" in html
     assert "until 2026-12-01 12:00" in html
     assert "1/2 after push-back" in html
+
+
+def test_concurrency_limits_show_running_of_max_and_a_category_by_name() -> None:
+    from worker_sdk import ConcurrencyLimit, LimitKind
+
+    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
+    html = limits_body(
+        [
+            ConcurrencyLimit(LimitKind.JOB_TYPE, "noop", 7, 2),
+            ConcurrencyLimit(LimitKind.CATEGORY, "3", 2),
+        ],
+        session,
+    )
+    assert "2 / 7" in html and "noop" in html
+    assert "0 / 2" in html and "integration" in html

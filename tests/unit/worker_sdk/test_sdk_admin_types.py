@@ -10,7 +10,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 import worker_sdk
-from worker_sdk import LimitKind, RateLimit
+from worker_sdk import ConcurrencyLimit, LimitKind, RateLimit
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 
@@ -64,6 +64,25 @@ def test_every_limit_kind_of_the_contract_has_a_name() -> None:
 
 
 def test_the_types_are_public_and_documented() -> None:
-    for name in ("RateLimit", "LimitKind"):
+    for name in ("RateLimit", "LimitKind", "ConcurrencyLimit"):
         assert name in worker_sdk.__all__
         assert getattr(worker_sdk, name).__doc__
+
+
+def test_a_listed_concurrency_limit_reads_as_python_values() -> None:
+    message = apb.ConcurrencyLimit(
+        kind=apb.LIMIT_SCOPE_KIND_JOB_TYPE, value="noop", max_running=7, running=2
+    )
+    limit = ConcurrencyLimit.from_proto(message)
+    assert limit.kind is LimitKind.JOB_TYPE
+    assert (limit.value, limit.max_running, limit.running) == ("noop", 7, 2)
+    assert limit.raw is message
+    assert str(limit) == "job_type noop: 2 of 7 running"
+    assert repr(limit) == (
+        "ConcurrencyLimit(kind=<LimitKind.JOB_TYPE: 2>, value='noop', max_running=7, running=2)"
+    )
+    category = ConcurrencyLimit.from_proto(
+        apb.ConcurrencyLimit(kind=apb.LIMIT_SCOPE_KIND_CATEGORY, value="3", max_running=2)
+    )
+    assert str(category) == "category integration: 0 of 2 running"
+    assert category == ConcurrencyLimit(LimitKind.CATEGORY, "3", 2)
