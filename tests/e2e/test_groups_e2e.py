@@ -25,6 +25,8 @@ from worker_sdk import (
     JobRequest,
     SchedulerClient,
 )
+from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 from workflowjobs.v1 import scheduler_service_pb2 as spb
 from workflowjobs.v1 import scheduler_service_pb2_grpc as spb_grpc
 
@@ -158,7 +160,17 @@ def test_groups_over_two_replicas_one_killed_complete_once_each(
             120,
             "a quarter of the members to complete",
         )
-        first.kill()
+        # ... and while the killed replica's worker holds leases, so some
+        # members must be reclaimed (a kill between its batches proves nothing).
+        with grpc.insecure_channel(first.target) as channel:
+            workers = apb_grpc.AdminServiceStub(channel)
+
+            def first_replica_leases() -> bool:
+                listed = workers.ListWorkers(apb.ListWorkersRequest(), timeout=30).workers
+                return any(w.in_flight_job_ids for w in listed)
+
+            wait_until(first_replica_leases, 120, "the first replica's worker to hold leases")
+            first.kill()
         for group_id in ids:
             two.close_group(group_id)
 
