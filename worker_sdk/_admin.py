@@ -2,8 +2,9 @@
 
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
 :class:`WaitReason` values, limits as :class:`ConcurrencyLimit` and
-:class:`RateLimit`; pause records, workers, stats, defaults and weights still as
-the contract's protobuf messages. Scope kinds are accepted as short names
+:class:`RateLimit`, tenant weights as :class:`TenantWeights`; pause records,
+workers, stats, defaults and category weights still as the contract's protobuf
+messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -42,6 +43,8 @@ __all__ = [
     "JobPage",
     "LimitKind",
     "RateLimit",
+    "TenantWeight",
+    "TenantWeights",
 ]
 
 
@@ -372,6 +375,45 @@ class RateLimit:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TenantWeight:
+    """One tenant's fair-share weight.
+
+    Attributes:
+        tenant_id: The tenant.
+        weight: Its weight (1 to 10000).
+    """
+
+    tenant_id: str
+    weight: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TenantWeights:
+    """The fair-share weights :meth:`AdminClient.list_tenant_weights` lists.
+
+    Attributes:
+        weights: The weights set, one :class:`TenantWeight` per tenant, by tenant id.
+        default_weight: The weight of every tenant not listed.
+        raw: The ``workflowjobs.v1.ListTenantWeightsResponse`` itself.
+    """
+
+    weights: list[TenantWeight]
+    default_weight: int
+    raw: admin_service_pb2.ListTenantWeightsResponse | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, response: admin_service_pb2.ListTenantWeightsResponse) -> TenantWeights:
+        """Read a ``workflowjobs.v1.ListTenantWeightsResponse`` message."""
+        return cls(
+            weights=[TenantWeight(w.tenant_id, w.weight) for w in response.weights],
+            default_weight=response.default_weight,
+            raw=response,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BulkResult:
     """Outcome of a bulk retry or cancel.
 
@@ -684,17 +726,15 @@ class AdminClient(BlockingClient):
         request = admin_service_pb2.SetTenantWeightRequest(tenant_id=tenant_id, weight=weight)
         self._call(self._stub.SetTenantWeight, request)
 
-    def list_tenant_weights(self, *, tenant_id: str = "") -> admin_service_pb2.ListTenantWeightsResponse:
-        """The fair-share weights set per tenant, and the weight of every other tenant.
+    def list_tenant_weights(self, *, tenant_id: str = "") -> TenantWeights:
+        """The fair-share weights set per tenant, and the weight of every other
+        tenant (:class:`TenantWeights`).
 
         Args:
             tenant_id: Only this tenant's weight.
         """
         request = admin_service_pb2.ListTenantWeightsRequest(tenant_id=tenant_id)
-        return cast(
-            admin_service_pb2.ListTenantWeightsResponse,
-            self._call(self._stub.ListTenantWeights, request),
-        )
+        return TenantWeights.from_proto(self._call(self._stub.ListTenantWeights, request))
 
     def set_category_weight(
         self, tenant_id: str, category: JobCategory | str | int, weight: int

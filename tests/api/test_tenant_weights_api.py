@@ -10,7 +10,7 @@ import pytest
 from faults.harness import CoordinatorProcess
 from security.conftest import write_tokens
 
-from worker_sdk import AdminClient, PermissionDeniedError
+from worker_sdk import AdminClient, PermissionDeniedError, TenantWeight, TenantWeights
 
 pytestmark = pytest.mark.e2e
 
@@ -55,6 +55,9 @@ def test_weights_set_are_read_back_and_survive_a_restart(coordinator) -> None:
         assert weights(root) == [("acme", 5), ("globex", 3)]
         assert weights(root, "globex") == [("globex", 3)]
         assert weights(root, "initech") == []
+        listed = root.list_tenant_weights()
+        assert isinstance(listed, TenantWeights)
+        assert listed.weights == [TenantWeight("acme", 5), TenantWeight("globex", 3)]
     coordinator.stop()
     coordinator.start()
     with AdminClient(coordinator.target, token="weights-root-secret") as root:

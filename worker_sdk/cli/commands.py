@@ -759,8 +759,8 @@ class Commands:
 
     def tenants_weights(self) -> int:
         answer = self.admin.list_tenant_weights(tenant_id=self.args.tenant)
-        if self.out.as_json:
-            self.out.json(message_dict(answer))
+        if self.out.as_json and answer.raw is not None:
+            self.out.json(message_dict(answer.raw))
             return EXIT_OK
         self.out.table(
             ["TENANT", "WEIGHT"], [(w.tenant_id, w.weight) for w in answer.weights]

@@ -10,7 +10,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 import worker_sdk
-from worker_sdk import ConcurrencyLimit, LimitKind, RateLimit
+from worker_sdk import ConcurrencyLimit, LimitKind, RateLimit, TenantWeight, TenantWeights
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 
@@ -64,7 +64,13 @@ def test_every_limit_kind_of_the_contract_has_a_name() -> None:
 
 
 def test_the_types_are_public_and_documented() -> None:
-    for name in ("RateLimit", "LimitKind", "ConcurrencyLimit"):
+    for name in (
+        "RateLimit",
+        "LimitKind",
+        "ConcurrencyLimit",
+        "TenantWeight",
+        "TenantWeights",
+    ):
         assert name in worker_sdk.__all__
         assert getattr(worker_sdk, name).__doc__
 
@@ -86,3 +92,16 @@ def test_a_listed_concurrency_limit_reads_as_python_values() -> None:
     )
     assert str(category) == "category integration: 0 of 2 running"
     assert category == ConcurrencyLimit(LimitKind.CATEGORY, "3", 2)
+
+
+def test_listed_tenant_weights_read_as_python_values() -> None:
+    message = apb.ListTenantWeightsResponse(
+        weights=[apb.TenantWeight(tenant_id="acme", weight=3)], default_weight=1
+    )
+    weights = TenantWeights.from_proto(message)
+    assert weights.weights == [TenantWeight("acme", 3)]
+    assert weights.default_weight == 1
+    assert weights.raw is message
+    assert repr(weights) == (
+        "TenantWeights(weights=[TenantWeight(tenant_id='acme', weight=3)], default_weight=1)"
+    )
