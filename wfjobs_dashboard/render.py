@@ -16,6 +16,7 @@ from google.protobuf.json_format import MessageToDict
 from worker_sdk import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
+    CategoryWeight,
     ConcurrencyLimit,
     JobAttemptView,
     JobView,
@@ -978,7 +979,7 @@ def tenants_body(
     weights: dict[str, int],
     default_weight: int,
     session: Any,
-    category_weights: Sequence[apb.CategoryWeight] = (),
+    category_weights: Sequence[CategoryWeight] = (),
 ) -> str:
     rows = []
     for t in tenants:
@@ -1028,12 +1029,12 @@ def tenants_body(
     )
 
 
-def category_weights_body(weights: Sequence[apb.CategoryWeight], session: Any) -> str:
+def category_weights_body(weights: Sequence[CategoryWeight], session: Any) -> str:
     """The category weights set (``ListCategoryWeights``), each removable, and a
     form setting one (``SetCategoryWeight``)."""
     rows = []
     for w in weights:
-        category = category_name(str(w.category))
+        category = w.category.lower()
         rows.append(
             [
                 f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">'

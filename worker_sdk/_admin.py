@@ -2,9 +2,9 @@
 
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
 :class:`WaitReason` values, limits as :class:`ConcurrencyLimit` and
-:class:`RateLimit`, tenant weights as :class:`TenantWeights`; pause records,
-workers, stats, defaults and category weights still as the contract's protobuf
-messages. Scope kinds are accepted as short names
+:class:`RateLimit`, weights as :class:`TenantWeights` and
+:class:`CategoryWeights`; pause records, workers, stats and defaults still as
+the contract's protobuf messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -37,6 +37,8 @@ from ._transport import BlockingClient, ClientOptions
 __all__ = [
     "AdminClient",
     "BulkResult",
+    "CategoryWeight",
+    "CategoryWeights",
     "ConcurrencyLimit",
     "JobExplanation",
     "JobFilter",
@@ -414,6 +416,51 @@ class TenantWeights:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CategoryWeight:
+    """One category's share of its tenant's starts.
+
+    Attributes:
+        tenant_id: The tenant.
+        category: The category (``JobCategory.UNSPECIFIED``: the jobs enqueued
+            without one).
+        weight: Its weight (1 to 10000).
+    """
+
+    tenant_id: str
+    category: JobCategory
+    weight: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CategoryWeights:
+    """The category weights :meth:`AdminClient.list_category_weights` lists
+    (a category not listed has weight 1).
+
+    Attributes:
+        weights: One :class:`CategoryWeight` per weight set, by tenant id, then category.
+        raw: The ``workflowjobs.v1.ListCategoryWeightsResponse`` itself.
+    """
+
+    weights: list[CategoryWeight]
+    raw: admin_service_pb2.ListCategoryWeightsResponse | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(
+        cls, response: admin_service_pb2.ListCategoryWeightsResponse
+    ) -> CategoryWeights:
+        """Read a ``workflowjobs.v1.ListCategoryWeightsResponse`` message."""
+        return cls(
+            weights=[
+                CategoryWeight(w.tenant_id, JobCategory.from_proto(w.category), w.weight)
+                for w in response.weights
+            ],
+            raw=response,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BulkResult:
     """Outcome of a bulk retry or cancel.
 
@@ -758,19 +805,15 @@ class AdminClient(BlockingClient):
         )
         self._call(self._stub.SetCategoryWeight, request)
 
-    def list_category_weights(
-        self, *, tenant_id: str = ""
-    ) -> admin_service_pb2.ListCategoryWeightsResponse:
-        """The category weights set per tenant (a category not listed has weight 1).
+    def list_category_weights(self, *, tenant_id: str = "") -> CategoryWeights:
+        """The category weights set per tenant (:class:`CategoryWeights`; a
+        category not listed has weight 1).
 
         Args:
             tenant_id: Only this tenant's weights.
         """
         request = admin_service_pb2.ListCategoryWeightsRequest(tenant_id=tenant_id)
-        return cast(
-            admin_service_pb2.ListCategoryWeightsResponse,
-            self._call(self._stub.ListCategoryWeights, request),
-        )
+        return CategoryWeights.from_proto(self._call(self._stub.ListCategoryWeights, request))
 
     def remove_category_weight(self, tenant_id: str, category: JobCategory | str | int) -> bool:
         """Put a category of a tenant back to weight 1; False when none was set."""

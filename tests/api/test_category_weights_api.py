@@ -16,6 +16,7 @@ from security.conftest import write_tokens
 
 from worker_sdk import (
     AdminClient,
+    CategoryWeight,
     InvalidArgumentError,
     JobCategory,
     JobRequest,
@@ -59,7 +60,8 @@ def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Coor
 
 def weights(admin: AdminClient, tenant_id: str = "") -> list[tuple[str, int, int]]:
     answer = admin.list_category_weights(tenant_id=tenant_id)
-    return [(w.tenant_id, w.category, w.weight) for w in answer.weights]
+    assert all(isinstance(w, CategoryWeight) for w in answer.weights)
+    return [(w.tenant_id, w.category.to_proto(), w.weight) for w in answer.weights]
 
 
 def test_category_weights_are_set_listed_removed_and_kept(coordinator) -> None:

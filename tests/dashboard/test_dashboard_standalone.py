@@ -177,7 +177,7 @@ def test_category_weights_are_set_and_removed_from_the_tenants_page(
     def weights() -> list[tuple[str, str, int]]:
         with AdminClient(target, token=TOKENS["ops"][0]) as admin:
             listed = admin.list_category_weights(tenant_id="cw-set")
-        return [(w.tenant_id, str(w.category), w.weight) for w in listed.weights]
+        return [(w.tenant_id, str(w.category.to_proto()), w.weight) for w in listed.weights]
 
     with ops_session(target, tmp_path) as (url, cookie):
         status, body, _ = fetch(url + "/tenants", headers=cookie)

@@ -23,7 +23,6 @@ from worker_sdk import (
     AdminClient,
     DeadlineExceededError,
     GroupView,
-    JobCategory,
     JobEvent,
     JobEventFilter,
     JobEventKind,
@@ -779,13 +778,13 @@ class Commands:
 
     def tenants_category_weights(self) -> int:
         answer = self.admin.list_category_weights(tenant_id=self.args.tenant)
-        if self.out.as_json:
-            self.out.json(message_dict(answer))
+        if self.out.as_json and answer.raw is not None:
+            self.out.json(message_dict(answer.raw))
             return EXIT_OK
         self.out.table(
             ["TENANT", "CATEGORY", "WEIGHT"],
             [
-                (w.tenant_id, JobCategory.from_proto(w.category).lower(), w.weight)
+                (w.tenant_id, w.category.lower(), w.weight)
                 for w in answer.weights
             ],
         )

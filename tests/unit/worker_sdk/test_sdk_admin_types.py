@@ -10,8 +10,18 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 import worker_sdk
-from worker_sdk import ConcurrencyLimit, LimitKind, RateLimit, TenantWeight, TenantWeights
+from worker_sdk import (
+    CategoryWeight,
+    CategoryWeights,
+    ConcurrencyLimit,
+    JobCategory,
+    LimitKind,
+    RateLimit,
+    TenantWeight,
+    TenantWeights,
+)
 from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import job_pb2 as jpb
 
 
 def _timestamp(value: datetime) -> Timestamp:
@@ -70,6 +80,8 @@ def test_the_types_are_public_and_documented() -> None:
         "ConcurrencyLimit",
         "TenantWeight",
         "TenantWeights",
+        "CategoryWeight",
+        "CategoryWeights",
     ):
         assert name in worker_sdk.__all__
         assert getattr(worker_sdk, name).__doc__
@@ -105,3 +117,20 @@ def test_listed_tenant_weights_read_as_python_values() -> None:
     assert repr(weights) == (
         "TenantWeights(weights=[TenantWeight(tenant_id='acme', weight=3)], default_weight=1)"
     )
+
+
+def test_listed_category_weights_name_their_category() -> None:
+    message = apb.ListCategoryWeightsResponse(
+        weights=[
+            apb.CategoryWeight(tenant_id="acme", category=jpb.JOB_CATEGORY_INTEGRATION, weight=3),
+            apb.CategoryWeight(tenant_id="acme", category=jpb.JOB_CATEGORY_UNSPECIFIED, weight=2),
+        ]
+    )
+    weights = CategoryWeights.from_proto(message)
+    assert weights.weights == [
+        CategoryWeight("acme", JobCategory.INTEGRATION, 3),
+        CategoryWeight("acme", JobCategory.UNSPECIFIED, 2),
+    ]
+    assert weights.weights[0].category is JobCategory.INTEGRATION
+    assert weights.raw is message
+    assert "category=<JobCategory.INTEGRATION: 'INTEGRATION'>" in repr(weights)
