@@ -3,8 +3,8 @@
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
 :class:`WaitReason` values, limits as :class:`ConcurrencyLimit` and
 :class:`RateLimit`, weights as :class:`TenantWeights` and
-:class:`CategoryWeights`; pause records, workers, stats and defaults still as
-the contract's protobuf messages. Scope kinds are accepted as short names
+:class:`CategoryWeights`, job type defaults as :class:`JobTypeDefaults`;
+pause records, workers and stats still as the contract's protobuf messages. Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -28,6 +28,7 @@ from ._convert import (
     JobView,
     RetryPolicy,
     category_to_proto,
+    from_duration,
     from_timestamp,
     to_duration,
     to_timestamp,
@@ -43,6 +44,7 @@ __all__ = [
     "JobExplanation",
     "JobFilter",
     "JobPage",
+    "JobTypeDefaults",
     "LimitKind",
     "RateLimit",
     "TenantWeight",
@@ -461,6 +463,52 @@ class CategoryWeights:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobTypeDefaults:
+    """What jobs of one type get when their enqueue leaves it unset, as
+    :meth:`AdminClient.list_job_type_defaults` lists it.
+
+    Attributes:
+        job_type: The job type.
+        retry_policy: Its default retry policy; None when it sets none.
+        execution_timeout: Its default longest run of one attempt; None when unset.
+        heartbeat_timeout: Its default lease length between heartbeats; None when unset.
+        ordering_failure: What a FAULTED job of the type does to its ordering
+            key: ``"block"`` (the default) or ``"skip"``.
+        raw: The ``workflowjobs.v1.JobTypeDefaults`` message itself.
+    """
+
+    job_type: str
+    retry_policy: RetryPolicy | None = None
+    execution_timeout: timedelta | None = None
+    heartbeat_timeout: timedelta | None = None
+    ordering_failure: str = "block"
+    raw: admin_service_pb2.JobTypeDefaults | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, defaults: admin_service_pb2.JobTypeDefaults) -> JobTypeDefaults:
+        """Read a ``workflowjobs.v1.JobTypeDefaults`` message."""
+        ordering = admin_service_pb2.OrderingFailure.Name(defaults.ordering_failure)
+        return cls(
+            job_type=defaults.job_type,
+            retry_policy=(
+                RetryPolicy.from_proto(defaults.retry_policy)
+                if defaults.HasField("retry_policy")
+                else None
+            ),
+            execution_timeout=from_duration(defaults.execution_timeout),
+            heartbeat_timeout=from_duration(defaults.heartbeat_timeout),
+            ordering_failure=(
+                "block"
+                if ordering.endswith("UNSPECIFIED")
+                else ordering.removeprefix("ORDERING_FAILURE_").lower()
+            ),
+            raw=defaults,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BulkResult:
     """Outcome of a bulk retry or cancel.
 
@@ -869,10 +917,11 @@ class AdminClient(BlockingClient):
             admin_service_pb2.SetJobTypeDefaultsRequest(defaults=defaults),
         )
 
-    def list_job_type_defaults(self) -> list[admin_service_pb2.JobTypeDefaults]:
-        """Every job type's defaults."""
+    def list_job_type_defaults(self) -> list[JobTypeDefaults]:
+        """Every job type's defaults (:class:`JobTypeDefaults`)."""
         request = admin_service_pb2.ListJobTypeDefaultsRequest()
-        return list(self._call(self._stub.ListJobTypeDefaults, request).defaults)
+        response = self._call(self._stub.ListJobTypeDefaults, request)
+        return [JobTypeDefaults.from_proto(x) for x in response.defaults]
 
     def set_concurrency_limit(self, kind: str | int, value: str, max_running: int) -> None:
         """Limit running jobs cluster-wide for a scope; ``max_running=0`` removes the limit.

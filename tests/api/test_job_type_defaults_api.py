@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from wfj_testing import Coordinator
-from worker_sdk import AdminClient, InvalidArgumentError, RetryPolicy, SchedulerClient
+from worker_sdk import (
+    AdminClient,
+    InvalidArgumentError,
+    JobTypeDefaults,
+    RetryPolicy,
+    SchedulerClient,
+)
 
 
 def test_set_list_and_apply_defaults(tmp_path: Path) -> None:
@@ -16,8 +23,11 @@ def test_set_list_and_apply_defaults(tmp_path: Path) -> None:
                 "report", retry_policy=RetryPolicy(max_attempts=9), execution_timeout=120
             )
             [listed] = admin.list_job_type_defaults()
-            assert (listed.job_type, listed.retry_policy.max_attempts) == ("report", 9)
-            assert listed.execution_timeout.seconds == 120
+            assert listed == JobTypeDefaults(
+                "report",
+                retry_policy=RetryPolicy(max_attempts=9),
+                execution_timeout=timedelta(seconds=120),
+            )
             job = sched.enqueue("report", {"month": 11})
             assert job.max_attempts == 9
             try:
@@ -40,7 +50,9 @@ def test_ordering_failure_policy_is_set_listed_and_fixed_on_jobs(tmp_path: Path)
         with AdminClient(coordinator.target) as admin, SchedulerClient(coordinator.target) as sched:
             admin.set_job_type_defaults("step", ordering_failure="skip")
             [listed] = admin.list_job_type_defaults()
-            assert listed.ordering_failure == apb.ORDERING_FAILURE_SKIP
+            assert listed.ordering_failure == "skip"
+            assert listed.raw is not None
+            assert listed.raw.ordering_failure == apb.ORDERING_FAILURE_SKIP
             job = sched.enqueue("step", {}, ordering_key="inst-1")
             assert job.ordering_key == "inst-1"
             assert sched.get_job(job.id).ordering_key == "inst-1"

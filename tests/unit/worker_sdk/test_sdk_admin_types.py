@@ -15,8 +15,10 @@ from worker_sdk import (
     CategoryWeights,
     ConcurrencyLimit,
     JobCategory,
+    JobTypeDefaults,
     LimitKind,
     RateLimit,
+    RetryPolicy,
     TenantWeight,
     TenantWeights,
 )
@@ -82,6 +84,7 @@ def test_the_types_are_public_and_documented() -> None:
         "TenantWeights",
         "CategoryWeight",
         "CategoryWeights",
+        "JobTypeDefaults",
     ):
         assert name in worker_sdk.__all__
         assert getattr(worker_sdk, name).__doc__
@@ -134,3 +137,28 @@ def test_listed_category_weights_name_their_category() -> None:
     assert weights.weights[0].category is JobCategory.INTEGRATION
     assert weights.raw is message
     assert "category=<JobCategory.INTEGRATION: 'INTEGRATION'>" in repr(weights)
+
+
+def test_listed_job_type_defaults_read_as_python_values() -> None:
+    message = apb.JobTypeDefaults(
+        job_type="report",
+        retry_policy=jpb.RetryPolicy(max_attempts=9),
+        execution_timeout=Duration(seconds=120),
+        ordering_failure=apb.ORDERING_FAILURE_SKIP,
+    )
+    defaults = JobTypeDefaults.from_proto(message)
+    assert defaults == JobTypeDefaults(
+        "report",
+        retry_policy=RetryPolicy(max_attempts=9),
+        execution_timeout=timedelta(minutes=2),
+        ordering_failure="skip",
+    )
+    assert defaults.heartbeat_timeout is None
+    assert defaults.raw is message
+    assert "seconds:" not in repr(defaults)
+    bare = JobTypeDefaults.from_proto(apb.JobTypeDefaults(job_type="step"))
+    assert (bare.retry_policy, bare.execution_timeout, bare.ordering_failure) == (
+        None,
+        None,
+        "block",
+    )
