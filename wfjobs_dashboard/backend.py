@@ -177,8 +177,13 @@ class Backend:
         """Whether pages can follow the job event stream (else they only poll)."""
         return self._events_channel is not None
 
-    async def watch(self, token: str, event_filter: JobEventFilter) -> AsyncIterator[JobEvent]:
+    async def watch(
+        self, token: str, event_filter: JobEventFilter, placed: asyncio.Event | None = None
+    ) -> AsyncIterator[JobEvent]:
         """Job events from now on (``WatchJobEvents``, reconnecting after restarts).
+
+        ``placed`` is set once the coordinator has placed the watch: every event
+        committed after that is delivered.
 
         Raises:
             WorkflowJobsError: The coordinator refuses the watch (a token without
@@ -187,7 +192,11 @@ class Backend:
         if self._events_channel is None:
             raise RuntimeError("this dashboard has no event channel")
         client = AsyncSchedulerClient(channel=self._events_channel, token=token, timeout=None)
-        async for event in client.watch_events(event_filter):
+        watch = client.watch_events(event_filter)
+        await watch.start()
+        if placed is not None:
+            placed.set()
+        async for event in watch:
             yield event
 
     async def overview(self, token: str, tenant_id: str) -> Overview:

@@ -34,9 +34,11 @@ async def event_stream(request: web.Request, event_filter: JobEventFilter) -> we
     await response.prepare(request)
     changes: asyncio.Queue[str | WorkflowJobsError] = asyncio.Queue()
 
+    placed = asyncio.Event()
+
     async def pump() -> None:
         try:
-            async for event in site.backend.watch(session.token, event_filter):
+            async for event in site.backend.watch(session.token, event_filter, placed):
                 changes.put_nowait(event.cursor)
         except WorkflowJobsError as exc:
             changes.put_nowait(exc)
@@ -46,6 +48,11 @@ async def event_stream(request: web.Request, event_filter: JobEventFilter) -> we
     if task is not None:
         site.streams.add(task)
     try:
+        # "ready" once the coordinator has placed the watch (or refused it): a
+        # change committed after the page hears "ready" is never missed.
+        waiting = asyncio.ensure_future(placed.wait())
+        await asyncio.wait({waiting, pumping}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
         await response.write(b"retry: 5000\nevent: ready\ndata: watching\n\n")
         while True:
             try:
