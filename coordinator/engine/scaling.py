@@ -18,12 +18,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordinator.errors import InvalidArgument
-from coordinator.model import ScalingFigures, parse_category
+from coordinator.model import ScalingFigures, parse_category, shown
 
 if TYPE_CHECKING:
     from coordinator.engine.engine import Engine
 
 DEFAULT_TARGET_PER_REPLICA = 10.0
+# The scaler answers without a token, so its metadata is bounded like every string
+# of the API (docs/limits.md), and a target must fit KEDA's int64 target size.
+MAX_METADATA_VALUE = 512
+MAX_TARGET_PER_REPLICA = 1e9
 METRIC_NAME = "wfjobs_backlog"
 
 
@@ -39,6 +43,12 @@ class ScalerQuery:
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, str]) -> ScalerQuery:
         """Raises ``InvalidArgument`` naming the key a person must fix."""
+        for key, value in metadata.items():
+            if len(key) > MAX_METADATA_VALUE or len(value) > MAX_METADATA_VALUE:
+                raise InvalidArgument(
+                    f"scalerMetadata {shown(key)} is {max(len(key), len(value)):,} characters long; "
+                    f"the limit is {MAX_METADATA_VALUE} (docs/limits.md)"
+                )
         types = tuple(t.strip() for t in metadata.get("jobTypes", "").split(",") if t.strip())
         if not types:
             raise InvalidArgument(
@@ -50,7 +60,7 @@ class ScalerQuery:
             parsed = parse_category(metadata["category"])
             if parsed is None:
                 raise InvalidArgument(
-                    f"scalerMetadata.category {metadata['category']!r} is not a job category "
+                    f"scalerMetadata.category {shown(metadata['category'])} is not a job category "
                     "(continuation, activity_work, integration, maintenance, custom)"
                 )
             category = int(parsed)
@@ -60,10 +70,10 @@ class ScalerQuery:
                 target = float(metadata["targetPerReplica"])
             except ValueError:
                 target = 0.0
-            if not target > 0:
+            if not 0 < target <= MAX_TARGET_PER_REPLICA:
                 raise InvalidArgument(
-                    f"scalerMetadata.targetPerReplica must be a number above 0, got "
-                    f"{metadata['targetPerReplica']!r}"
+                    f"scalerMetadata.targetPerReplica must be a number above 0 and at most "
+                    f"{MAX_TARGET_PER_REPLICA:.0e}, got {shown(metadata['targetPerReplica'])}"
                 )
         return cls(types, metadata.get("tenant", "").strip(), category, target)
 
