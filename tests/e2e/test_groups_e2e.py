@@ -121,6 +121,7 @@ def pg_url(pg_database: str):
 
 GROUPS = int(12 * SCALE)
 MEMBERS = 8
+SECONDS = 1.5
 
 
 def test_groups_over_two_replicas_one_killed_complete_once_each(
@@ -139,29 +140,26 @@ def test_groups_over_two_replicas_one_killed_complete_once_each(
             closed = n % 3 == 0
             group, _ = creator.create_group(
                 JobRequest("noop"),
-                [JobRequest(payload={"seconds": 0.3}, **member) for _ in range(MEMBERS // 2)],
+                [JobRequest(payload={"seconds": SECONDS}, **member) for _ in range(MEMBERS // 2)],
                 close=False,
             )
             # The rest join through the other replica, in one batch and one by one.
             other.enqueue_batch(
                 [
-                    JobRequest(payload={"seconds": 0.3}, group_id=group.id, **member)
+                    JobRequest(payload={"seconds": SECONDS}, group_id=group.id, **member)
                     for _ in range(MEMBERS // 4)
                 ]
             )
             for _ in range(MEMBERS - MEMBERS // 2 - MEMBERS // 4):
-                other.enqueue(payload={"seconds": 0.3}, group_id=group.id, **member)
+                other.enqueue(payload={"seconds": SECONDS}, group_id=group.id, **member)
             if closed:
                 creator.close_group(group.id)
             ids.append(group.id)
-        # Kill one replica while members run on both.
-        wait_until(
-            lambda: sum(two.get_group(g).completed for g in ids) >= GROUPS * MEMBERS // 4,
-            120,
-            "a quarter of the members to complete",
-        )
-        # ... and while the killed replica's worker holds leases, so some
-        # members must be reclaimed (a kill between its batches proves nothing).
+        # Kill one replica while members run on both: some have completed and the
+        # killed replica's worker holds leases, so some members must be reclaimed
+        # (a kill between its batches proves nothing). Members sleep long enough
+        # (1.5 s) that leases are still held when the first completions show,
+        # however busy the machine.
         with grpc.insecure_channel(first.target) as channel:
             workers = apb_grpc.AdminServiceStub(channel)
 
@@ -169,7 +167,12 @@ def test_groups_over_two_replicas_one_killed_complete_once_each(
                 listed = workers.ListWorkers(apb.ListWorkersRequest(), timeout=30).workers
                 return any(w.in_flight_job_ids for w in listed)
 
-            wait_until(first_replica_leases, 120, "the first replica's worker to hold leases")
+            def mid_way() -> bool:
+                return first_replica_leases() and any(two.get_group(g).completed for g in ids)
+
+            wait_until(
+                mid_way, 120, "a completed member and the first replica's worker holding leases"
+            )
             first.kill()
         for group_id in ids:
             two.close_group(group_id)
