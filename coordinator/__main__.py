@@ -133,6 +133,14 @@ def _parser(defaults: Settings) -> argparse.ArgumentParser:
         "(env WFJOBS_TOKENS_FILE)",
     )
     serve.add_argument(
+        "--scaler-requires-token",
+        action="store_true",
+        default=not defaults.auth_open_scaler,
+        help="with --tokens-file, KEDA's external scaler service takes only calls with a "
+        "token of the file (any role); it is open without one by default "
+        "(env WFJOBS_AUTH_OPEN_SCALER=0)",
+    )
+    serve.add_argument(
         "--allow-unauthenticated",
         action="store_true",
         default=defaults.allow_unauthenticated,
@@ -204,6 +212,7 @@ def _server_options(settings: Settings) -> dict[str, Any]:
             settings.tokens_file,
             open_health=settings.auth_open_health,
             open_reflection=settings.auth_open_reflection,
+            open_scaler=settings.auth_open_scaler,
         )
         log.info("bearer-token authentication on, tokens from %s", settings.tokens_file)
     else:
@@ -240,6 +249,11 @@ def _check_security(settings: Settings) -> None:
             f"refusing to serve {settings.listen} without authentication: set --tokens-file "
             "(WFJOBS_TOKENS_FILE), or pass --allow-unauthenticated "
             "(WFJOBS_ALLOW_UNAUTHENTICATED=1) if a network boundary protects this port"
+        )
+    if not settings.auth_open_scaler and not settings.tokens_file:
+        raise ValueError(
+            "--scaler-requires-token (WFJOBS_AUTH_OPEN_SCALER=0) needs authentication: "
+            "set --tokens-file (WFJOBS_TOKENS_FILE)"
         )
     if settings.dashboard_listen:
         _check_dashboard(settings)
@@ -445,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
             tokens_file=args.tokens_file,
+            auth_open_scaler=not args.scaler_requires_token,
             allow_unauthenticated=args.allow_unauthenticated,
         )
         _check_security(settings)

@@ -65,6 +65,9 @@ class Settings:
     # Leave health and reflection open when authentication is on.
     auth_open_health: bool = True
     auth_open_reflection: bool = True
+    # Leave KEDA's external scaler open when authentication is on (KEDA sends
+    # no bearer token); False makes it take any token of the token file.
+    auth_open_scaler: bool = True
     # Allow serving a non-loopback address with authentication off.
     allow_unauthenticated: bool = False
 
@@ -136,6 +139,7 @@ class Settings:
             tokens_file=env.get("WFJOBS_TOKENS_FILE") or None,
             auth_open_health=_flag(env.get("WFJOBS_AUTH_OPEN_HEALTH", "1")),
             auth_open_reflection=_flag(env.get("WFJOBS_AUTH_OPEN_REFLECTION", "1")),
+            auth_open_scaler=_flag(env.get("WFJOBS_AUTH_OPEN_SCALER", "1")),
             allow_unauthenticated=_flag(env.get("WFJOBS_ALLOW_UNAUTHENTICATED", "")),
             max_payload_bytes=int(env.get("WFJOBS_MAX_PAYLOAD_BYTES", 1024 * 1024)),
             max_batch_size=int(env.get("WFJOBS_MAX_BATCH_SIZE", 5_000)),

@@ -6,16 +6,21 @@ metadata refused, StreamIsActive following the backlog; and the gauges."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from faults.harness import CoordinatorProcess
 
+from coordinator.api.auth import hash_token
 from coordinator.model import ScalingFigures
 from coordinator.telemetry.instruments import MAX_SCALING_TYPES, OTHER_JOB_TYPES, bounded_by_type
-from wfj_testing import wait_until
+from wfj_testing import coordinator_args, subprocess_env, wait_until
 from worker_sdk import AdminClient, SchedulerClient, WorkflowRef
 from workflowjobs.externalscaler import externalscaler_pb2 as kpb
 from workflowjobs.externalscaler import externalscaler_pb2_grpc as kpb_grpc
@@ -103,3 +108,92 @@ def test_the_gauges_keep_at_most_a_hundred_job_types() -> None:
     assert other.running == len(summed)
     assert other.oldest_ready_due_at == 1000
     assert sum(r.ready + r.running for r in bounded) == sum(r.ready + r.running for r in rows)
+
+
+def _tokens(path: Path) -> Path:
+    entry = {
+        "name": "keda",
+        "sha256": hash_token("keda-secret"),
+        "roles": ["worker"],
+        "tenants": ["*"],
+    }
+    path.write_text(json.dumps(entry) + "\n")
+    return path
+
+
+def _refused(stub: Any, metadata: tuple[tuple[str, str], ...] | None) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as refused:
+        stub.IsActive(_ref(jobTypes="email"), timeout=30, metadata=metadata)
+    return refused.value.code()
+
+
+def test_scaler_requires_token_closes_the_scaler_to_calls_without_a_known_token(
+    e2e_database: str, tmp_path: Path
+) -> None:
+    """``--scaler-requires-token``: no token or an unknown one is UNAUTHENTICATED;
+    any token of the file (whatever its roles) gets the figures."""
+    tokens = _tokens(tmp_path / "tokens.jsonl")
+    coordinator = CoordinatorProcess(
+        e2e_database, tmp_path, args=["--tokens-file", str(tokens), "--scaler-requires-token"]
+    )
+    try:
+        with grpc.insecure_channel(coordinator.target) as channel:
+            stub = kpb_grpc.ExternalScalerStub(channel)
+            assert _refused(stub, None) == grpc.StatusCode.UNAUTHENTICATED
+            assert _refused(stub, (("authorization", "Bearer nope"),)) == (
+                grpc.StatusCode.UNAUTHENTICATED
+            )
+            known = (("authorization", "Bearer keda-secret"),)
+            assert stub.IsActive(_ref(jobTypes="email"), timeout=30, metadata=known).result is False
+            [value] = stub.GetMetrics(
+                kpb.GetMetricsRequest(scaledObjectRef=_ref(jobTypes="email")),
+                timeout=30,
+                metadata=known,
+            ).metricValues
+            assert value.metricValue == 0
+    finally:
+        coordinator.stop()
+
+
+def test_with_tokens_the_scaler_is_open_by_default_and_closed_by_the_environment(
+    tmp_path: Path,
+) -> None:
+    tokens = _tokens(tmp_path / "tokens.jsonl")
+    database = f"sqlite:///{tmp_path / 'scaler.db'}"
+    open_by_default = CoordinatorProcess(
+        database, tmp_path, env={"WFJOBS_TOKENS_FILE": str(tokens)}, name="open"
+    )
+    try:
+        with grpc.insecure_channel(open_by_default.target) as channel:
+            stub = kpb_grpc.ExternalScalerStub(channel)
+            assert stub.IsActive(_ref(jobTypes="email"), timeout=30).result is False
+    finally:
+        open_by_default.stop()
+    closed = CoordinatorProcess(
+        database,
+        tmp_path,
+        env={"WFJOBS_TOKENS_FILE": str(tokens), "WFJOBS_AUTH_OPEN_SCALER": "0"},
+        name="closed",
+    )
+    try:
+        with grpc.insecure_channel(closed.target) as channel:
+            stub = kpb_grpc.ExternalScalerStub(channel)
+            assert _refused(stub, None) == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        closed.stop()
+
+
+def test_scaler_requires_token_without_a_token_file_is_refused_at_start(tmp_path: Path) -> None:
+    result = subprocess.run(
+        coordinator_args(
+            f"sqlite:///{tmp_path / 'x.db'}", "127.0.0.1:0", "--scaler-requires-token"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=subprocess_env(),
+    )
+    assert result.returncode == 5
+    assert "--scaler-requires-token (WFJOBS_AUTH_OPEN_SCALER=0) needs authentication" in (
+        result.stderr
+    )
