@@ -179,8 +179,12 @@ class RetentionCleaner(Chore[RetentionResult]):
         cutoffs = self.cutoffs(now)
         limit = self.config.batch_size
         engine = self._engine
-        purged = await engine.run_store(engine.store.job_purge_finished, cutoffs, limit) if cutoffs else 0
-        if purged and engine.ordered_work_seen:
+        purged = (
+            await engine.run_store(engine.store.job_purge_finished, cutoffs, limit)
+            if cutoffs
+            else 0
+        )
+        if purged and engine.attempts.ordered_work_seen:
             # A purged FAULTED head of an ordering key released the key's next job.
             engine.dispatcher.wake()
         events = 0

@@ -1,6 +1,6 @@
 """The engine: acquisition, leases, retries, fairness and pause rules."""
 
-from coordinator.engine.core import EngineConfig
+from coordinator.engine.config import EngineConfig
 from coordinator.engine.engine import Engine
 from coordinator.engine.outcomes import LeaseAnswer, OutcomeResult
 from coordinator.engine.reads import ListPage

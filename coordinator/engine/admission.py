@@ -10,9 +10,10 @@ the jobs it actually leased.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
-from coordinator.engine.limits import LimitBook, ScopeKey
-from coordinator.engine.rates import RateBook, RateBucket
+from coordinator.engine.limits import LimitBook, ScopeKey, limit_book_of
+from coordinator.engine.rates import RateBook, RateBucket, rate_book_of
 from coordinator.model import Candidate, Claim
 
 
@@ -91,3 +92,14 @@ class Admission:
             if job.id in leased:
                 self._rates.charge(job, buckets, self._now)
         return {key: b.as_row() for key, b in buckets.items() if key in self.rate_keys}
+
+
+def admission_for(
+    claims: Sequence[Claim],
+    picks: Sequence[Candidate],
+    now: int,
+    limit_rows: Sequence[Any],
+    rate_rows: Sequence[Any],
+) -> Admission:
+    """The admission of ``claims`` under the limits as stored (read by the claim)."""
+    return Admission(limit_book_of(limit_rows), claims, picks, rate_book_of(rate_rows), now)

@@ -102,7 +102,7 @@ class Attempts:
         dispatcher: Dispatcher,
         set_aside: SetAsideBook,
         telemetry: Callable[[], EngineTelemetry],
-        wake_replicas: Callable[[], bool],
+        concurrency_limited: Callable[[], bool],
         now: Callable[[], int],
     ) -> None:
         self._store = store
@@ -110,7 +110,11 @@ class Attempts:
         self._dispatcher = dispatcher
         self._set_aside = set_aside
         self._telemetry = telemetry
-        self._wake_replicas = wake_replicas
+        self._concurrency_limited = concurrency_limited
+        # True once this replica enqueued or leased a job with an ordering key: from
+        # then on every ended attempt wakes acquisition here and on every replica, as
+        # under concurrency limits (it may free the head of a key a job waits behind).
+        self.ordered_work_seen = False
         self._now = now
         self.waiters = FinishWaiters()
 
@@ -119,7 +123,7 @@ class Attempts:
         """An ended attempt must wake acquisition on every replica: concurrency
         limits apply or ordering keys are in use (the end may free a slot, or a
         key's head, that a job waits for)."""
-        return self._wake_replicas()
+        return self._concurrency_limited() or self.ordered_work_seen
 
     def token_here(self, job_id: str) -> str | None:
         """The lease token of ``job_id`` as delivered by this coordinator, if it is in flight here."""

@@ -3,10 +3,10 @@
 Design note. One loop per coordinator. It sleeps until something can change
 what is eligible (a local enqueue, a NOTIFY from another replica, new credit,
 a retry or delayed job falling due, an unpause), then makes passes: for each
-set of job types served by sessions with credit it reads candidates from the
-ready lanes, lets the fair scheduler pick across tenants (and across the
-categories of each tenant), leases the picks in
-one guarded statement and queues them on the sessions' outboxes. When a pass
+set of job types served by sessions with credit it asks acquisition
+(acquisition.py: candidates, the fair pick across tenants and categories, the
+guarded claim) to lease jobs to those sessions, position by position, and
+queues what was leased on the sessions' outboxes. When a pass
 leases fewer jobs than wanted, nothing more is eligible and the loop sleeps
 again. While idle with credit outstanding it re-checks only every
 ``idle_poll_s`` as a safety net; with no credit outstanding it never queries.
@@ -18,15 +18,15 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from coordinator.clock import US_PER_SECOND, Clock
-from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.sessions import LeaseBatch, WorkerSession
 from coordinator.errors import AlreadyExists
 from coordinator.ids import new_token
-from coordinator.model import Candidate, Claim, JobRow
+from coordinator.model import JobRow
 from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 
 log = logging.getLogger(__name__)
@@ -35,13 +35,30 @@ log = logging.getLogger(__name__)
 WAKE_GRAIN_US = 10_000
 
 
-# Picks and leases in one step (the store ranks by the fair rule itself):
-# (job types, tenant scope, owner per position, lease token, now) -> leased
-# rows, or None when this acquisition needs the general path.
-ClaimFair = Callable[
-    [Sequence[str], "frozenset[str] | None", list[str], str, int],
-    Awaitable[list[JobRow] | None],
-]
+@dataclass
+class AcquisitionBatch:
+    """What one acquisition leased (``Acquisition.lease``)."""
+
+    rows: list[JobRow]
+    # Picks the claim did not lease (taken elsewhere, or over a concurrency limit).
+    dropped: int = 0
+    # When rate limits that held scopes back next admit a start: a pass runs then.
+    retry_at: list[int] = field(default_factory=list)
+
+
+class Leasing(Protocol):
+    """What the dispatcher calls to lease (engine/acquisition.py's ``Acquisition``)."""
+
+    async def lease(
+        self,
+        job_types: Sequence[str],
+        tenants: frozenset[str] | None,
+        owners: Sequence[str],
+        token: str,
+        now: int,
+    ) -> AcquisitionBatch: ...
+
+    async def hand_back(self, refs: Sequence[tuple[str, str]]) -> None: ...
 
 
 @dataclass
@@ -67,22 +84,12 @@ class Dispatcher:
         self,
         *,
         clock: Clock,
-        fair: FairScheduler,
-        candidates: Callable[
-            [Sequence[str], int, int, frozenset[str] | None], Awaitable[list[Candidate]]
-        ],
-        claim: Callable[[Sequence[Claim], Sequence[Candidate], str, int], Awaitable[list[JobRow]]],
-        release: Callable[[Sequence[tuple[str, str]]], Awaitable[None]],
-        claim_fair: ClaimFair | None = None,
+        acquisition: Leasing,
         acquire_batch_max: int = 500,
         idle_poll_s: float = 15.0,
     ) -> None:
         self._clock = clock
-        self._claim_fair = claim_fair
-        self._fair = fair
-        self._candidates = candidates
-        self._claim = claim
-        self._release = release
+        self._acquisition = acquisition
         self._acquire_batch_max = acquire_batch_max
         self._idle_poll_s = idle_poll_s
         self.sessions: dict[str, WorkerSession] = {}
@@ -97,7 +104,9 @@ class Dispatcher:
         # entries grow; the in-flight audit decides whether to run early.
         self.on_in_flight_growth: Callable[[int, int], None] = lambda entries, audited: None
         self._task: asyncio.Task[None] | None = None
-        self.paused = False  # drain: no new acquisitions
+        # False while this coordinator is drained (operations.py throws it):
+        # no pass leases, nor does direct dispatch at insert.
+        self.leasing = True
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------
@@ -275,7 +284,7 @@ class Dispatcher:
     async def run_pass(self) -> bool:
         """One round over every group of sessions with credit; True if more may wait."""
         self._pass_started_us = self._clock.now_us()
-        if self.paused:
+        if not self.leasing:
             return False
         self.passes += 1
         # Sessions share a pass when they serve the same job types for the same
@@ -320,23 +329,12 @@ class Dispatcher:
     ) -> AcquisitionResult:
         now = self._clock.now_us()
         token = new_token()
-        dropped = 0
-        rows = None
-        if self._claim_fair is not None:
-            rows = await self._claim_fair(
-                sorted(job_types), tenants, _owner_slots(sessions, wanted), token, now
-            )
-        if rows is None:
-            candidates = await self._candidates(sorted(job_types), wanted, now, tenants)
-            picks = self._fair.pick(candidates, wanted)
-            if not picks:
-                return AcquisitionResult(wanted, 0)
-            claims = _assign(picks, sessions)
-            rows = await self._claim(claims, picks, token, now)
-            dropped = len(claims) - len(rows)
+        owners = _owner_slots(sessions, wanted)
+        batch = await self._acquisition.lease(sorted(job_types), tenants, owners, token, now)
+        self.wake_at(batch.retry_at)
+        rows = batch.rows
         if not rows:
-            return AcquisitionResult(wanted, 0, dropped)
-        self._fair.charge([r.tenant_id for r in rows], [r.category for r in rows])
+            return AcquisitionResult(wanted, 0, batch.dropped)
         # The rows name the worker id of the session each was leased to; the
         # sessions of this pass are the ones that asked (one per worker id).
         by_label = {s.worker_id: s for s in sessions}
@@ -353,8 +351,8 @@ class Dispatcher:
         orphans.extend(self.deliver(owned.items(), token))
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.
-            await self._release(orphans)
-        return AcquisitionResult(wanted, len(rows), dropped)
+            await self._acquisition.hand_back(orphans)
+        return AcquisitionResult(wanted, len(rows), batch.dropped)
 
 
 def _owner_slots(sessions: list[WorkerSession], wanted: int) -> list[str]:
@@ -371,20 +369,3 @@ def _owner_slots(sessions: list[WorkerSession], wanted: int) -> list[str]:
         if not progressed:
             break
     return owners
-
-
-def _assign(picks: list[Candidate], sessions: list[WorkerSession]) -> list[Claim]:
-    """Spread picks over sessions, each up to its credit, round robin."""
-    remaining = {s.worker_id: s.credits for s in sessions}
-    order = [s.worker_id for s in sessions]
-    claims: list[Claim] = []
-    i = 0
-    for pick in picks:
-        for _ in range(len(order)):
-            owner = order[i % len(order)]
-            i += 1
-            if remaining[owner] > 0:
-                remaining[owner] -= 1
-                claims.append(Claim(pick.id, owner))
-                break
-    return claims

@@ -20,7 +20,7 @@ from typing import Any
 from coordinator.clock import Clock, DatabaseClock, SystemClock
 from coordinator.engine.acquisition import Acquisition
 from coordinator.engine.attempts import Attempts
-from coordinator.engine.core import ChoreHooks, EngineConfig
+from coordinator.engine.config import ChoreHooks, EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
 from coordinator.engine.events import EventHub
@@ -46,7 +46,7 @@ from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 log = logging.getLogger(__name__)
 
 
-class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
+class Engine(Enqueue, Outcomes, Pauses, Weights, LimitSettings):
     """Owns the store, the dispatcher and the operator actions; the chores run on it."""
 
     def __init__(
@@ -71,20 +71,28 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
         # Draws the backoff jitter of every retry decision.
         self.rng = rng or random.Random()
         self.fair = FairScheduler()
-        self.dispatcher = Dispatcher(
-            clock=self.clock,
-            fair=self.fair,
-            candidates=self._candidates,
-            claim=self._claim,
-            release=self._hand_back_orphans,
-            claim_fair=self._claim_fair,
-            acquire_batch_max=self.config.acquire_batch_max,
-            idle_poll_s=self.config.idle_poll_s,
-        )
         # Set by the chore supervisor (coordinator/chores); no-ops without it.
         self.hooks = ChoreHooks()
         # Metrics and spans; replaced by coordinator.telemetry when configured.
         self.telemetry: EngineTelemetry = NO_TELEMETRY
+        self.limits = LimitBook()
+        self.rates = RateBook()
+        self.acquisition = Acquisition(
+            store=store,
+            run_store=self.run_store,
+            fair=self.fair,
+            settings=self,
+            hooks=self.hooks,
+            attempts=lambda: self.attempts,
+            telemetry=lambda: self.telemetry,
+            default_lease_ms=self.config.default_lease_ms,
+        )
+        self.dispatcher = Dispatcher(
+            clock=self.clock,
+            acquisition=self.acquisition,
+            acquire_batch_max=self.config.acquire_batch_max,
+            idle_poll_s=self.config.idle_poll_s,
+        )
         # Rows the chores and outcome reports could not process (see set_aside.py).
         self.set_aside = SetAsideBook(lambda chore, n: self.telemetry.rows_set_aside(chore, n))
         # The one path for "an attempt ended" (attempts.py).
@@ -94,7 +102,7 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
             dispatcher=self.dispatcher,
             set_aside=self.set_aside,
             telemetry=lambda: self.telemetry,
-            wake_replicas=lambda: bool(self.limits) or self.ordered_work_seen,
+            concurrency_limited=lambda: bool(self.limits),
             now=self.clock.now_us,
         )
         self._listener: Any = None
@@ -108,9 +116,6 @@ class Engine(Enqueue, Acquisition, Outcomes, Pauses, Weights, LimitSettings):
         store.add_event_listener(self.events.on_store_events)
         self._enqueue_queue = []
         self._enqueue_flushing = False
-        self.limits = LimitBook()
-        self.ordered_work_seen = False
-        self.rates = RateBook()
         self.type_defaults: dict[str, JobTypeDefaults] = {}
         self.ops = Operations(self, self.config.operations)
         self.groups = JobGroups(self)

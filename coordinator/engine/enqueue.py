@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-from coordinator.engine.core import admission_for
+from coordinator.engine.admission import admission_for
 from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
@@ -112,7 +112,7 @@ class Enqueue(Reads):
                 f"max_attempts must be between 1 and {MAX_ATTEMPTS:,}, got {job.max_attempts}"
             )
         if job.ordering_key is not None:
-            self.ordered_work_seen = True
+            self.attempts.ordered_work_seen = True
         job.id = new_id()
         job.created_at = now
         job.due_at = max(job.due_at, now) if job.due_at else now
@@ -345,7 +345,7 @@ class Enqueue(Reads):
         if (
             self.limits
             or self.rates
-            or self.dispatcher.paused
+            or not self.dispatcher.leasing
             or not self.store.capabilities.lease_at_insert
         ):
             return None, {}
@@ -421,14 +421,13 @@ class Enqueue(Reads):
         records = [r for rs in leased.values() for r in rs]
         # Leased at insert is leased all the same: it counts against the
         # tenant's and the category's fair shares like a lease from a pass.
-        self.fair.charge([r.tenant_id for r in records], [r.category for r in records])
-        self._leased(records, direct.now)
+        self.acquisition.leased(records, direct.now)
         return self.dispatcher.deliver(leased.items(), direct.lease_token)
 
     async def _hand_back_direct(self, orphans: list[tuple[str, str]]) -> None:
         """Hand back jobs leased at insert that their worker can no longer take."""
         try:
-            await self.attempts.hand_back(orphans, "worker disconnected")
+            await self.acquisition.hand_back(orphans)
         except Exception:  # noqa: BLE001 - the reaper ends these leases when they expire
             log.warning(
                 "could not hand back %d job(s) leased to a worker that left; "
@@ -486,9 +485,7 @@ class Enqueue(Reads):
                     "enqueue_if_paused to queue it"
                 )
             pauses = await self.run_store(self.store.pauses_covering, prepared, now)
-            names = ", ".join(
-                pause_scope_text(p.scope, with_tenant=False) for p in pauses
-            )
+            names = ", ".join(pause_scope_text(p.scope, with_tenant=False) for p in pauses)
             raise FailedPrecondition(
                 f"cannot run inline: paused ({names or 'a pause'}); "
                 "retry after unpause or set enqueue_if_paused to queue it"
@@ -498,7 +495,8 @@ class Enqueue(Reads):
                 self.dispatcher.wake()
             return row, dedup, None
         self.telemetry.enqueued([prepared], [(row.id, False, int(JobStatus.RUNNING))])
-        self._leased([row], now)
+        # No fair pick chose an inline run: the caller runs it, uncharged.
+        self.acquisition.leased([row], now, fair_share=False)
         return row, False, token
 
     async def _rate_limited_text(self, job: NewJob, now: int) -> str:

@@ -207,7 +207,7 @@ async def explain(
     served = sorted(
         {t for w in workers if not w.draining for t in w.job_types if w.takes(t, row.tenant_id)}
     )
-    exclude, _ = await engine.exclusions(now)
+    exclude, _ = await engine.acquisition.exclusions(now)
     ahead = await engine.run_store(
         engine.store.job_count_ahead,
         row.tenant_id,

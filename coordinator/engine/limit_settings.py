@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.engine.core import EngineCore, rate_book_of
-from coordinator.engine.rates import RateBucket, level_at, next_start_at
+from coordinator.engine.core import EngineCore
+from coordinator.engine.rates import RateBucket, level_at, next_start_at, rate_book_of
 from coordinator.engine.validation import (
     category_value,
     check_job_type_name,

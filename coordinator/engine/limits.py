@@ -13,7 +13,7 @@ scope's backlog cannot crowd out jobs that could run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, scope_text
 
@@ -123,3 +123,8 @@ def add_exclusion(out: Exclusions, kind: int, value: str) -> None:
         out.concurrency_keys.add(value)
     else:
         out.categories.add(int(value))
+
+
+def limit_book_of(rows: Iterable[Any]) -> LimitBook:
+    """The limits in stored rows (wfj_concurrency_limits)."""
+    return LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)

@@ -19,7 +19,7 @@ out of the load balancer.
 
 The drain state is held here alone (``local_drain``, ``cluster_drain``;
 ``draining`` is either). ``_apply_drain`` throws the dispatcher's switch
-(``Dispatcher.paused``) to match, which only acquisition reads (the
+(``Dispatcher.leasing``) to match, which only acquisition reads (the
 dispatcher's passes and direct dispatch at insert); stats, ExplainJob and
 ``Engine.draining`` read ``draining``.
 
@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator import tenancy
-from coordinator.engine.core import OperationsConfig, check_id
+from coordinator.engine.config import OperationsConfig
 from coordinator.engine.reads import Reads
 from coordinator.engine.sessions import DrainSignal, WorkerSession, takes
+from coordinator.engine.validation import check_id
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
@@ -369,14 +370,14 @@ class Operations:
     def _apply_drain(self) -> None:
         dispatcher = self._engine.dispatcher
         if self.draining:
-            dispatcher.paused = True
+            dispatcher.leasing = False
             reason = self._drain_reason()
             for session in list(dispatcher.sessions.values()):
                 self._signal(session, reason)
             return
-        if not dispatcher.paused:
+        if dispatcher.leasing:
             return
-        dispatcher.paused = False
+        dispatcher.leasing = True
         for session in list(self._signalled):
             if session not in self._drained_sessions:
                 # The worker stopped granting credit on this stream; closing

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from coordinator.engine.attempts import release_end
-from coordinator.engine.core import EngineCore, rate_book_of
-from coordinator.engine.rates import RateBucket, push_back
+from coordinator.engine.core import EngineCore
+from coordinator.engine.rates import RateBucket, push_back, rate_book_of
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.set_aside import OutcomeNotRecorded
 from coordinator.errors import (

@@ -30,9 +30,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from coordinator.engine.limits import ScopeBook, ScopeKey, add_exclusion, limit_scope_text
-from coordinator.model import Candidate, Exclusions, RateLimit
+from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit
 
 # Most doublings of the emission interval a push-back report can cause.
 MAX_SLOW_LEVEL = 4
@@ -163,6 +164,13 @@ def rate_limit_text(key: ScopeKey, limit: RateLimit) -> str:
     return f"{limit_scope_text(*key)} ({limit.starts} per {period:g}s, burst {limit.burst})"
 
 
+def rate_book_of(rows: Iterable[Any]) -> RateBook:
+    """The rate limits in stored rows (wfj_rate_limits)."""
+    return RateBook(
+        RateLimit(LimitKind(r.kind), r.value, r.starts, r.period_ms, r.burst) for r in rows
+    )
+
+
 __all__ = [
     "MAX_SLOW_LEVEL",
     "RECOVERY_PERIODS",
@@ -171,6 +179,7 @@ __all__ = [
     "interval_us",
     "next_start_at",
     "push_back",
+    "rate_book_of",
     "rate_limit_text",
     "take",
 ]

@@ -10,7 +10,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.engine.core import EngineCore, check_id
+from coordinator.engine.core import EngineCore
+from coordinator.engine.validation import check_id
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id
 from coordinator.model import (

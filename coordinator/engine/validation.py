@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from coordinator.errors import InvalidArgument
+from coordinator.ids import is_valid_id
 from coordinator.model import MAX_ATTEMPTS, JobCategory, RetryPolicy, parse_category
 
 # Largest backoff_multiplier: 100 ** n passes any max_backoff within a few attempts.
@@ -134,19 +135,6 @@ def check_timeout(value: int | None, field: str) -> None:
         raise InvalidArgument(f"{field} must be between 0 and 366 days, got {value} ms")
 
 
-__all__ = [
-    "MAX_TEXT_LENGTH",
-    "check_length",
-    "keep_head",
-    "MAX_BACKOFF_MS",
-    "MAX_BACKOFF_MULTIPLIER",
-    "MAX_NON_RETRYABLE_KINDS",
-    "MAX_TIMEOUT_MS",
-    "check_retry_policy",
-    "check_timeout",
-]
-
-
 def category_value(text: str) -> str:
     """A category named in a pause or limit, as stored: its number as text ("3").
 
@@ -160,3 +148,27 @@ def category_value(text: str) -> str:
             f"value {text[:80]!r} is not a job category; use one of {names} (or its number)"
         )
     return str(int(category))
+
+
+def check_id(job_id: str) -> None:
+    if not job_id:
+        raise InvalidArgument("job_id is required")
+    if not is_valid_id(job_id):
+        raise InvalidArgument(
+            f"job_id {job_id[:80]!r} is malformed; job ids are lower-case UUIDs "
+            "like 0190b6e2-5c1a-7d3e-8f00-123456789abc"
+        )
+
+
+__all__ = [
+    "MAX_BACKOFF_MS",
+    "MAX_BACKOFF_MULTIPLIER",
+    "MAX_NON_RETRYABLE_KINDS",
+    "MAX_TEXT_LENGTH",
+    "MAX_TIMEOUT_MS",
+    "check_id",
+    "check_length",
+    "check_retry_policy",
+    "check_timeout",
+    "keep_head",
+]

@@ -256,7 +256,7 @@ def test_cluster_drain_reaches_another_coordinator(store_url: str) -> None:
             assert h.engine.draining
             assert not other.draining
             await chores_of(other).cluster_sync.run_once()
-            assert other.draining and other.dispatcher.paused
+            assert other.draining and not other.dispatcher.leasing
             await other.ops.undrain(cluster=True)
             await h.chores.cluster_sync.run_once()
             assert not h.engine.draining

@@ -10,16 +10,11 @@ from __future__ import annotations
 import asyncio
 
 from coordinator.clock import ManualClock
-from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.dispatch import AcquisitionBatch, Dispatcher
 from coordinator.engine.enqueue import record_of_new
-from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.sessions import LeaseBatch, WorkerSession
 from coordinator.model import JobRow
 from wfj_testing import make_job
-
-
-async def _nothing(*_args: object) -> list:
-    return []
 
 
 def test_credit_spent_by_a_pass_cannot_be_spent_at_insert_meanwhile() -> None:
@@ -30,28 +25,25 @@ async def _scenario() -> None:
     session = WorkerSession(worker_id="w", job_types=frozenset({"noop"}), slots=3)
     direct_offers: list[int] = []
 
-    async def claim_fair(job_types, tenants, owners, token, now):  # noqa: ANN001
-        # While the claim awaits the store, an enqueue offers its job directly
-        # to a session with credit no pass holds (Enqueue's direct path).
-        await asyncio.sleep(0)
-        if session.credits > session.reserved:
-            session.credits -= 1
-            direct_offers.append(1)
-        rows: list[JobRow] = []
-        for owner in owners:
-            row = record_of_new(make_job())
-            row.lease_owner = owner
-            rows.append(row)
-        return rows
+    class Acquisition:
+        async def lease(self, job_types, tenants, owners, token, now):  # noqa: ANN001
+            # While the claim awaits the store, an enqueue offers its job directly
+            # to a session with credit no pass holds (Enqueue's direct path).
+            await asyncio.sleep(0)
+            if session.credits > session.reserved:
+                session.credits -= 1
+                direct_offers.append(1)
+            rows: list[JobRow] = []
+            for owner in owners:
+                row = record_of_new(make_job())
+                row.lease_owner = owner
+                rows.append(row)
+            return AcquisitionBatch(rows)
 
-    dispatcher = Dispatcher(
-        clock=ManualClock(1_000_000_000_000),
-        fair=FairScheduler(),
-        candidates=_nothing,
-        claim=_nothing,
-        release=_nothing,
-        claim_fair=claim_fair,
-    )
+        async def hand_back(self, refs):  # noqa: ANN001
+            return None
+
+    dispatcher = Dispatcher(clock=ManualClock(1_000_000_000_000), acquisition=Acquisition())
     dispatcher.add_session(session)
     dispatcher.grant(session, 3)
     await dispatcher.run_pass()

@@ -10,13 +10,8 @@ from __future__ import annotations
 import asyncio
 
 from coordinator.clock import ManualClock
-from coordinator.engine.dispatch import Dispatcher
-from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.dispatch import AcquisitionBatch, Dispatcher
 from coordinator.engine.sessions import WorkerSession
-
-
-async def _no_claim(*_args: object) -> list:
-    return []
 
 
 def test_a_due_time_passing_during_a_pass_gets_its_own_pass() -> None:
@@ -28,22 +23,19 @@ async def _scenario() -> None:
     passes: list[int] = []
     second_pass = asyncio.Event()
 
-    async def candidates(job_types, per_lane, now, tenants=None):  # noqa: ANN001
-        passes.append(now)
-        if len(passes) == 1:
-            clock.advance(2.0)  # the first pass is slow: the job due at +1 s comes due meanwhile
-        else:
-            second_pass.set()
-        return []
+    class Acquisition:
+        async def lease(self, job_types, tenants, owners, token, now):  # noqa: ANN001
+            passes.append(now)
+            if len(passes) == 1:
+                clock.advance(2.0)  # the first pass is slow: the job due at +1 s comes due meanwhile
+            else:
+                second_pass.set()
+            return AcquisitionBatch([])
 
-    dispatcher = Dispatcher(
-        clock=clock,
-        fair=FairScheduler(),
-        candidates=candidates,
-        claim=_no_claim,
-        release=_no_claim,
-        idle_poll_s=600.0,
-    )
+        async def hand_back(self, refs):  # noqa: ANN001
+            return None
+
+    dispatcher = Dispatcher(clock=clock, acquisition=Acquisition(), idle_poll_s=600.0)
     session = WorkerSession(worker_id="w", job_types=frozenset({"t"}), slots=1)
     session.credits = 1
     dispatcher.add_session(session)

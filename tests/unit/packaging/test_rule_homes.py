@@ -163,11 +163,11 @@ def test_drain_is_read_from_operations_everywhere_else() -> None:
         found = [
             f"line {node.lineno}"
             for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Attribute) and node.attr == "paused"
+            if isinstance(node, ast.Attribute) and node.attr == "leasing"
         ]
         if found:
             elsewhere[rel] = found
-    assert elsewhere == {}, f"read Operations.draining instead of Dispatcher.paused: {elsewhere}"
+    assert elsewhere == {}, f"read Operations.draining instead of Dispatcher.leasing: {elsewhere}"
 
 
 # -- rebuilding a gRPC method handler: coordinator/api/handlers.py ------------------
