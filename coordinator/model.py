@@ -111,6 +111,7 @@ class EventFilter:
     job_type: str = ""
     kinds: tuple[JobEventKind, ...] = ()
     job_id: str = ""
+    group_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,8 @@ class JobEvent:
     # COMPLETED only: the job's result, read from the job while it is stored.
     result: bytes | None = None
     result_content_type: str | None = None
+    # The job group the job belongs to; None outside any group.
+    group_id: str | None = None
 
 
 # ``EventCursor.n`` of a cursor that stands after every event of its log row.

@@ -65,6 +65,7 @@ class JobEventFilter:
         job_type: Only jobs of this type.
         kinds: Only these kinds of event (names like ``"COMPLETED"`` or enum members).
         job_id: Only this job.
+        group_id: Only the members of this job group.
     """
 
     tenant_id: str = ""
@@ -74,6 +75,7 @@ class JobEventFilter:
     job_type: str = ""
     kinds: Sequence[JobEventKind | str] = ()
     job_id: str = ""
+    group_id: str = ""
 
     def to_proto(self) -> scheduler_service_pb2.JobEventFilter:
         """Build the ``workflowjobs.v1.JobEventFilter`` message."""
@@ -85,6 +87,7 @@ class JobEventFilter:
             job_type=self.job_type,
             kinds=[JobEventKind(str(k).upper()).to_proto() for k in self.kinds],  # type: ignore[misc]
             job_id=self.job_id,
+            group_id=self.group_id,
         )
 
 
@@ -108,6 +111,7 @@ class JobEvent:
         result: The job's result bytes (``COMPLETED``); None otherwise.
         result_content_type: The result's content type.
         raw: The ``workflowjobs.v1.JobEvent`` message.
+        group_id: The job group the job is a member of; "" when none.
     """
 
     cursor: str
@@ -125,6 +129,7 @@ class JobEvent:
     result: bytes | None
     result_content_type: str
     raw: Any = dataclasses.field(repr=False, compare=False)
+    group_id: str = ""
 
     @overload
     def result_value(self, type_hint: type[_T]) -> _T: ...
@@ -156,6 +161,7 @@ class JobEvent:
             result=e.result.data if e.HasField("result") else None,
             result_content_type=e.result.content_type,
             raw=e,
+            group_id=e.group_id,
         )
 
 

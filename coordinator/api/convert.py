@@ -663,6 +663,7 @@ def event_filter_from_proto(f: spb.JobEventFilter) -> EventFilter:
         job_type=f.job_type,
         kinds=tuple(kinds),
         job_id=f.job_id,
+        group_id=f.group_id,
     )
 
 
@@ -703,6 +704,8 @@ def add_event(events: Any, e: JobEvent) -> None:
     if e.result is not None:
         out.result.data = e.result
         out.result.content_type = e.result_content_type or ""
+    if e.group_id:
+        out.group_id = e.group_id
 
 
 _DUE_KINDS = frozenset(

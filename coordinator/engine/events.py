@@ -281,6 +281,7 @@ def event_matches(flt: EventFilter, event: JobEvent) -> bool:
         (not flt.tenant_id or event.tenant_id == flt.tenant_id)
         and (not flt.job_type or event.job_type == flt.job_type)
         and (not flt.job_id or event.job_id == flt.job_id)
+        and (not flt.group_id or event.group_id == flt.group_id)
         and (not flt.definition_id or event.definition_id == flt.definition_id)
         and (not flt.instance_id or event.instance_id == flt.instance_id)
         and (not flt.correlation_id or event.correlation_id == flt.correlation_id)

@@ -114,7 +114,15 @@ REF_COLUMNS = (
     "correlation_id",
 )
 # What a CTE's RETURNING must give for ``event_ctes`` to read it.
-EVENT_SOURCE_COLUMNS = ("id", "event_tx", *REF_COLUMNS, "status", "attempt", "due_at")
+EVENT_SOURCE_COLUMNS = (
+    "id",
+    "event_tx",
+    *REF_COLUMNS,
+    "status",
+    "attempt",
+    "due_at",
+    "group_id",
+)
 
 # The event columns of a log row, scalars on SQLite and arrays on PostgreSQL.
 EVENT_COLUMNS = (
@@ -127,6 +135,7 @@ EVENT_COLUMNS = (
     "due_at",
     "error",
     "error_kind",
+    "group_id",
 )
 # PostgreSQL: each event column's array column and element type.
 _ARRAY_COLUMNS = {
@@ -147,6 +156,7 @@ _ARRAY_COLUMNS = {
     "due_at": ("due_ats", "bigint"),
     "error": ("errors", "text"),
     "error_kind": ("error_kinds", "text"),
+    "group_id": ("group_ids", "text"),
 }
 _ROW_INSERT = (
     "INSERT INTO wfj_job_events (ord, created_at, events, "
@@ -204,7 +214,8 @@ def event_ctes(
     rows = (
         f"SELECT s.event_tx AS ord, {kind} AS kind, {created_at} AS created_at, "
         f"s.id AS job_id, {refs}, s.status AS status, s.attempt AS attempt, s.due_at AS due_at, "
-        f"{error} AS error, {error_kind} AS error_kind FROM {source} AS s {joins}{sort}"
+        f"{error} AS error, {error_kind} AS error_kind, s.group_id AS group_id "
+        f"FROM {source} AS s {joins}{sort}"
     )
     aggregated = ", ".join(
         f"array_agg(CAST(r.{c} AS {_ARRAY_COLUMNS[c][1]}))" for c in EVENT_COLUMNS
@@ -295,7 +306,7 @@ class EventQueries(StoreBase):
                 sa.text(
                     f"INSERT INTO wfj_job_events ({_SQLITE_INSERT_COLUMNS}) "
                     f"SELECT 0, :kind, :now, id, {refs}, status, attempt, due_at, :error, "
-                    ":error_kind FROM wfj_jobs WHERE id = :job_id"
+                    ":error_kind, group_id FROM wfj_jobs WHERE id = :job_id"
                 ),
                 [
                     {
@@ -375,6 +386,7 @@ class EventQueries(StoreBase):
             ("correlation_id", flt.correlation_id),
             ("job_type", flt.job_type),
             ("job_id", flt.job_id),
+            ("group_id", flt.group_id),
         ):
             if value:
                 clauses.append(f"u.{column} = :f_{column}")
@@ -615,8 +627,9 @@ def _event_of(row: Any, history: str) -> JobEvent:
         v[17],
         v[18],
         v[19],
-        v[20] if completed else None,
         v[21] if completed else None,
+        v[22] if completed else None,
+        group_id=v[20],
     )
 
 

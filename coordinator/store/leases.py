@@ -596,7 +596,7 @@ class LeaseQueries(EventQueries):
                     WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
                       {"" if ordered else "AND j.ordering_key IS NULL AND j.group_id IS NULL"}
                     RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
-                        j.last_error, j.last_error_kind, i.token, j.ordering_key, j.group_id
+                        j.last_error, j.last_error_kind, i.token, j.ordering_key
                 ), recorded AS (
                     INSERT INTO wfj_job_attempts
                         (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0022"
+SCHEMA_REVISION = "0023"
 
 metadata = sa.MetaData()
 
@@ -151,6 +151,7 @@ job_events = sa.Table(
     sa.Column("due_at", sa.BigInteger),
     sa.Column("error", sa.Text),
     sa.Column("error_kind", sa.Text),
+    sa.Column("group_id", sa.Text),
 )
 # SQLite reads, resumes and purges the log through this index; on PostgreSQL
 # ``(ord, id)`` is the primary key of its row layout (migrations 0012, 0015).

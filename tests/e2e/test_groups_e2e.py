@@ -20,6 +20,7 @@ from wfj_testing import REPO, wait_until
 from worker_sdk import (
     AdminClient,
     FailedPreconditionError,
+    JobEventFilter,
     JobFilter,
     JobNotFoundError,
     JobRequest,
@@ -73,6 +74,29 @@ def test_a_group_through_the_sdk_and_the_cli(
         }
         with pytest.raises(FailedPreconditionError, match="takes no more members"):
             client.enqueue("noop", group_id=group.id)
+        # Events carry the group id; a watch filtered by it sees only the members.
+        member_ids = {m.job_id for m in members} | {extra.id}
+        watched = wfjobs(
+            target,
+            "--json",
+            "events",
+            "watch",
+            "--group",
+            group.id,
+            "--from-oldest",
+            "--count",
+            "12",
+        )
+        assert watched.returncode == 0, watched.stderr
+        events = [json.loads(line) for line in watched.stdout.splitlines()]
+        assert {e["group_id"] for e in events} == {group.id}
+        assert {e["job_id"] for e in events} == member_ids
+        assert sorted(e["kind"] for e in events) == sorted(
+            ["JOB_EVENT_KIND_ENQUEUED", "JOB_EVENT_KIND_STARTED", "JOB_EVENT_KIND_COMPLETED"] * 4
+        )
+        with client.watch_events(JobEventFilter(job_id=done.id), from_oldest=True) as watch:
+            completion_event = next(iter(watch))
+        assert completion_event.group_id == ""  # the completion job is no member
         with pytest.raises(JobNotFoundError):
             client.get_group("0190b6e2-5c1a-7d3e-8f00-123456789abc")
 

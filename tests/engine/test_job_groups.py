@@ -6,15 +6,25 @@ refuse members once closed, and cancelling one cancels its pending members."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from coordinator.api import convert
+from coordinator.engine.events import event_matches
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
-from coordinator.model import Completion, Failure, GroupStatus, JobStatus
+from coordinator.model import (
+    Completion,
+    EventFilter,
+    Failure,
+    GroupStatus,
+    JobEventKind,
+    JobStatus,
+)
 from coordinator.store.groups import completion_key
 from wfj_engine import Harness, run
 from wfj_testing import make_job
+from workflowjobs.v1 import scheduler_service_pb2 as spb
 
 
 def _completion(**fields):
@@ -175,3 +185,75 @@ def test_the_completion_job_links_to_its_members_enqueue_contexts(store_url: str
         assert (await h.job(results[0][0]))[0].trace_links is None
 
     run(store_url, scenario)
+
+
+def test_members_events_carry_the_group_id_and_a_filter_by_group_reads_only_theirs(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        group, results = await h.engine.groups.create(
+            _completion(), [make_job(max_attempts=1), make_job(job_type="later")], close=False
+        )
+        first, waiting = results[0][0], results[1][0]
+        [(joined, _, _)] = await h.engine.groups.enqueue([make_job(group_id=group.id)])
+        outside = await h.enqueue()
+        leased = await _leased(h)
+        assert set(leased) == {first, joined, outside}
+        await h.engine.report([Completion(first, leased[first])])
+        await h.engine.report([Failure(joined, leased[joined], "boom", non_retryable=True)])
+        await h.engine.groups.cancel(group.id, "enough")  # cancels the waiting member
+        [done] = await _completions(h, group.id)
+
+        def read(flt: EventFilter) -> list:
+            """Every event matching ``flt``, paged as a watcher pages."""
+            seen, after = [], None
+            deadline = time.monotonic() + 30
+            while True:
+                page = h.engine.store.event_read(flt, after, 1000)
+                if page.held_back and time.monotonic() < deadline:  # PostgreSQL: not released
+                    time.sleep(0.01)
+                    continue
+                seen.extend(page.events)
+                if not page.more:
+                    return seen
+                after = page.scanned_to
+
+        every = read(EventFilter())
+        by_job = {e.job_id: e.group_id for e in every}
+        assert by_job == {
+            first: group.id,
+            waiting: group.id,
+            joined: group.id,
+            outside: None,
+            done.id: None,  # the completion job is no member
+        }
+        grouped = read(EventFilter(group_id=group.id))
+        assert [(e.job_id, e.kind) for e in grouped] == [
+            (e.job_id, e.kind) for e in every if e.group_id == group.id
+        ]
+        assert {e.kind for e in grouped} == {
+            JobEventKind.ENQUEUED,
+            JobEventKind.STARTED,
+            JobEventKind.COMPLETED,
+            JobEventKind.ATTEMPT_FAILED,
+            JobEventKind.FAULTED,
+            JobEventKind.CANCELLED,
+        }
+        assert all(event_matches(EventFilter(group_id=group.id), e) for e in grouped)
+        assert not event_matches(EventFilter(group_id=group.id), _event_of(every, outside))
+        kinds = read(EventFilter(group_id=group.id, kinds=(JobEventKind.CANCELLED,)))
+        assert [e.job_id for e in kinds] == [waiting]
+        # On the wire: the event names its group, and the filter reaches the store.
+        wire = spb.WatchJobEventsResponse()
+        convert.add_event(wire.events, grouped[0])
+        convert.add_event(wire.events, _event_of(every, outside))
+        assert [e.group_id for e in wire.events] == [group.id, ""]
+        assert convert.event_filter_from_proto(spb.JobEventFilter(group_id=group.id)) == (
+            EventFilter(group_id=group.id)
+        )
+
+    run(store_url, scenario)
+
+
+def _event_of(events: list, job_id: str):
+    return next(e for e in events if e.job_id == job_id)

@@ -271,6 +271,7 @@ class Commands:
             job_type=a.job_type,
             kinds=list(a.kind or ()),
             job_id=a.job,
+            group_id=a.group,
         )
         options = self.connection.client_options()
         options["timeout"] = None
@@ -294,6 +295,7 @@ class Commands:
                 if event.result is not None
                 else ""
             )
+            group = (f"group={event.group_id}",) if event.group_id else ()
             self.out.line(
                 "  ".join(
                     (
@@ -304,6 +306,7 @@ class Commands:
                         event.tenant_id,
                         event.job_type,
                         f"attempt={event.attempt}",
+                        *group,
                         detail,
                     )
                 ).rstrip()
@@ -1343,6 +1346,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--correlation", default="", help="only jobs with this correlation id")
     p.add_argument("--type", dest="job_type", default="", help="only jobs of this type")
     p.add_argument("--job", default="", help="only this job")
+    p.add_argument("--group", default="", help="only the members of this job group")
     p.add_argument(
         "--kind",
         action="append",

@@ -77,7 +77,7 @@ class GetGroupResponse(_message.Message):
     def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ...) -> None: ...
 
 class JobEventFilter(_message.Message):
-    __slots__ = ("tenant_id", "definition_id", "instance_id", "correlation_id", "job_type", "kinds", "job_id")
+    __slots__ = ("tenant_id", "definition_id", "instance_id", "correlation_id", "job_type", "kinds", "job_id", "group_id")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     DEFINITION_ID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +85,7 @@ class JobEventFilter(_message.Message):
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     definition_id: str
     instance_id: str
@@ -92,7 +93,8 @@ class JobEventFilter(_message.Message):
     job_type: str
     kinds: _containers.RepeatedScalarFieldContainer[JobEventKind]
     job_id: str
-    def __init__(self, tenant_id: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., job_type: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[JobEventKind, str]]] = ..., job_id: _Optional[str] = ...) -> None: ...
+    group_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., job_type: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[JobEventKind, str]]] = ..., job_id: _Optional[str] = ..., group_id: _Optional[str] = ...) -> None: ...
 
 class WatchJobEventsRequest(_message.Message):
     __slots__ = ("filter", "after", "from_oldest")
@@ -105,7 +107,7 @@ class WatchJobEventsRequest(_message.Message):
     def __init__(self, filter: _Optional[_Union[JobEventFilter, _Mapping]] = ..., after: _Optional[str] = ..., from_oldest: _Optional[bool] = ...) -> None: ...
 
 class JobEvent(_message.Message):
-    __slots__ = ("cursor", "kind", "time", "job_id", "tenant_id", "job_type", "workflow", "status", "attempt", "due_time", "error", "error_kind", "result")
+    __slots__ = ("cursor", "kind", "time", "job_id", "tenant_id", "job_type", "workflow", "status", "attempt", "due_time", "error", "error_kind", "result", "group_id")
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +121,7 @@ class JobEvent(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_KIND_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     cursor: str
     kind: JobEventKind
     time: _timestamp_pb2.Timestamp
@@ -132,7 +135,8 @@ class JobEvent(_message.Message):
     error: str
     error_kind: str
     result: _job_pb2.Payload
-    def __init__(self, cursor: _Optional[str] = ..., kind: _Optional[_Union[JobEventKind, str]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., workflow: _Optional[_Union[_job_pb2.WorkflowRef, _Mapping]] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., attempt: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., result: _Optional[_Union[_job_pb2.Payload, _Mapping]] = ...) -> None: ...
+    group_id: str
+    def __init__(self, cursor: _Optional[str] = ..., kind: _Optional[_Union[JobEventKind, str]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., workflow: _Optional[_Union[_job_pb2.WorkflowRef, _Mapping]] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., attempt: _Optional[int] = ..., due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., error_kind: _Optional[str] = ..., result: _Optional[_Union[_job_pb2.Payload, _Mapping]] = ..., group_id: _Optional[str] = ...) -> None: ...
 
 class WatchJobEventsResponse(_message.Message):
     __slots__ = ("events", "cursor")

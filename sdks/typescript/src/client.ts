@@ -211,7 +211,7 @@ export class Client {
   ): AsyncGenerator<JobEvent> {
     const call = this.stub.watchJobEvents(
       {
-        filter: { tenantId: "", definitionId: "", instanceId: "", correlationId: "", jobType: "", kinds: [], jobId: "", ...filter },
+        filter: { tenantId: "", definitionId: "", instanceId: "", correlationId: "", jobType: "", kinds: [], jobId: "", groupId: "", ...filter },
         after: options.after ?? "",
         fromOldest: options.fromOldest ?? false,
       },

@@ -173,6 +173,8 @@ export interface JobEventFilter {
   /** Only these kinds (empty: every kind). */
   kinds: JobEventKind[];
   jobId: string;
+  /** Only the events of the members of this job group (JobSpec.group_id). */
+  groupId: string;
 }
 
 export interface WatchJobEventsRequest {
@@ -215,7 +217,14 @@ export interface JobEvent {
   error: string;
   errorKind: string;
   /** COMPLETED: the job's result. */
-  result: Payload | undefined;
+  result:
+    | Payload
+    | undefined;
+  /**
+   * The job group the job is a member of (JobSpec.group_id); empty when none.
+   * A group's completion job is not a member: it has none.
+   */
+  groupId: string;
 }
 
 export interface WatchJobEventsResponse {
@@ -806,7 +815,16 @@ export const GetGroupResponse: MessageFns<GetGroupResponse> = {
 };
 
 function createBaseJobEventFilter(): JobEventFilter {
-  return { tenantId: "", definitionId: "", instanceId: "", correlationId: "", jobType: "", kinds: [], jobId: "" };
+  return {
+    tenantId: "",
+    definitionId: "",
+    instanceId: "",
+    correlationId: "",
+    jobType: "",
+    kinds: [],
+    jobId: "",
+    groupId: "",
+  };
 }
 
 export const JobEventFilter: MessageFns<JobEventFilter> = {
@@ -835,6 +853,9 @@ export const JobEventFilter: MessageFns<JobEventFilter> = {
     }
     if (message.jobId !== "") {
       writer.uint32(58).string(message.jobId);
+    }
+    if (message.groupId !== "") {
+      writer.uint32(66).string(message.groupId);
     }
     return writer;
   },
@@ -918,6 +939,14 @@ export const JobEventFilter: MessageFns<JobEventFilter> = {
             message.jobId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -965,6 +994,11 @@ export const JobEventFilter: MessageFns<JobEventFilter> = {
         : isSet(object.job_id)
         ? globalThis.String(object.job_id)
         : "",
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
     };
   },
 
@@ -991,6 +1025,9 @@ export const JobEventFilter: MessageFns<JobEventFilter> = {
     if (message.jobId !== "") {
       obj.jobId = message.jobId;
     }
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
     return obj;
   },
 
@@ -1006,6 +1043,7 @@ export const JobEventFilter: MessageFns<JobEventFilter> = {
     message.jobType = object.jobType ?? "";
     message.kinds = object.kinds?.map((e) => e) || [];
     message.jobId = object.jobId ?? "";
+    message.groupId = object.groupId ?? "";
     return message;
   },
 };
@@ -1132,6 +1170,7 @@ function createBaseJobEvent(): JobEvent {
     error: "",
     errorKind: "",
     result: undefined,
+    groupId: "",
   };
 }
 
@@ -1175,6 +1214,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     }
     if (message.result !== undefined) {
       Payload.encode(message.result, writer.uint32(106).fork()).join();
+    }
+    if (message.groupId !== "") {
+      writer.uint32(114).string(message.groupId);
     }
     return writer;
   },
@@ -1296,6 +1338,14 @@ export const JobEvent: MessageFns<JobEvent> = {
             message.result = Payload.decode(reader, reader.uint32());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1343,6 +1393,11 @@ export const JobEvent: MessageFns<JobEvent> = {
         ? globalThis.String(object.error_kind)
         : "",
       result: isSet(object.result) ? Payload.fromJSON(object.result) : undefined,
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
     };
   },
 
@@ -1387,6 +1442,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     if (message.result !== undefined) {
       obj.result = Payload.toJSON(message.result);
     }
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
     return obj;
   },
 
@@ -1412,6 +1470,7 @@ export const JobEvent: MessageFns<JobEvent> = {
     message.result = (object.result !== undefined && object.result !== null)
       ? Payload.fromPartial(object.result)
       : undefined;
+    message.groupId = object.groupId ?? "";
     return message;
   },
 };
