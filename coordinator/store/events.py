@@ -51,6 +51,7 @@ cursor falls before that is told so instead of silently missing events.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,7 @@ from coordinator.model import (
     JobEvent,
     JobEventKind,
     JobStatus,
+    NewJob,
 )
 from coordinator.store.base import StoreBase, driver_sql
 from coordinator.store.schema import cluster_flags
@@ -226,6 +228,37 @@ def event_ctes(
     )
 
 
+# The event columns an ENQUEUED event takes from its job as given (``NewJob``
+# fields of the same names), and the statement writing them as one log row.
+_ENQUEUED_FIELDS = ("id", *REF_COLUMNS, "due_at")
+_ENQUEUED_VALUES = operator.attrgetter(*_ENQUEUED_FIELDS)
+_ENQUEUED_CONSTANTS = {
+    "kind": f"{JobEventKind.ENQUEUED:d}",
+    "created_at": ":now",
+    "status": f"{JobStatus.PENDING:d}",
+    "attempt": "0",
+    "error": "NULL",
+    "error_kind": "NULL",
+}
+
+
+def _enqueued_array(column: str) -> str:
+    """The array of ``column`` in the ENQUEUED log row: a parameter, or a constant filled in."""
+    element = _ARRAY_COLUMNS[column][1]
+    field = "id" if column == "job_id" else column
+    if field in _ENQUEUED_FIELDS:
+        return f"CAST(:q_{field} AS {element}[])"
+    value = _ENQUEUED_CONSTANTS[column]
+    return f"array_fill(CAST({value} AS {element}), ARRAY[CAST(:n AS integer)])"
+
+
+_ENQUEUED_SQL = driver_sql(
+    f"{_ROW_INSERT}VALUES ({XID_SQL}, :now, :n, "
+    + ", ".join(_enqueued_array(c) for c in EVENT_COLUMNS)
+    + ")"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class EventEntry:
     """One event to write for a job whose row this transaction changed."""
@@ -347,24 +380,28 @@ class EventQueries(StoreBase):
         )
         conn.exec_driver_sql(driver_sql(sql), {**_entries_params(entries), "now": now})
 
-    def _record_enqueued(self, conn: sa.Connection, job_ids: Sequence[str], now: int) -> None:
-        """Write ENQUEUED for the jobs just stored, at ``now``."""
+    def _record_enqueued(self, conn: sa.Connection, new_jobs: Sequence[NewJob], now: int) -> None:
+        """Write ENQUEUED, at ``now``, for ``new_jobs``, stored PENDING by this transaction.
+
+        On PostgreSQL the log row is built from the jobs' own values (every
+        column an event copies is the job's as given; status PENDING, attempt
+        0, ``ord`` the transaction's id, which a new row's ``event_tx`` is by
+        default), so the rows just stored are not read back.
+        """
+        if not new_jobs:
+            return
         if not self.is_postgres:
             self._record_events(
-                conn, [EventEntry(j, JobEventKind.ENQUEUED) for j in job_ids], now, bump=False
+                conn, [EventEntry(j.id, JobEventKind.ENQUEUED) for j in new_jobs], now, bump=False
             )
             return
-        if not job_ids:
-            return
         self._events_written(conn)
-        columns = ", ".join(f"j.{c}" for c in EVENT_SOURCE_COLUMNS)
-        sql = (
-            f"WITH c AS (SELECT {columns} FROM wfj_jobs j "
-            "WHERE j.id = ANY(CAST(:e_ids AS text[]))), "
-            + event_ctes("c", f"{JobEventKind.ENQUEUED:d}", ":now")
-            + " SELECT 1"
-        )
-        conn.exec_driver_sql(driver_sql(sql), {"e_ids": list(job_ids), "now": now})
+        params: dict[str, Any] = {"now": now, "n": len(new_jobs)}
+        for name, column in zip(
+            _ENQUEUED_FIELDS, zip(*map(_ENQUEUED_VALUES, new_jobs), strict=True), strict=True
+        ):
+            params[f"q_{name}"] = list(column)
+        conn.exec_driver_sql(_ENQUEUED_SQL, params)
 
     def event_read(self, flt: EventFilter, after: EventCursor | None, limit: int) -> EventPage:
         """Up to ``limit`` released events matching ``flt`` after ``after``, in order.

@@ -349,7 +349,8 @@ class JobQueries(EventQueries):
         else:
             conn.execute(jobs.insert(), [_insert_row(j) for j in new_jobs])
             result = [(j.id, False, int(JobStatus.PENDING)) for j in new_jobs]
-        stored = [job_id for job_id, deduplicated, _ in result if not deduplicated]
+        stored_ids = {job_id for job_id, deduplicated, _ in result if not deduplicated}
+        stored = [j for j in new_jobs if j.id in stored_ids]
         if stored:
             self._record_enqueued(conn, stored, max(j.created_at for j in new_jobs))
         if new_jobs:

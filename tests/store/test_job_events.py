@@ -169,6 +169,45 @@ def test_batches_write_one_enqueued_event_per_stored_job(store_url: str, size: i
     run(store_url, scenario)
 
 
+def test_a_bulk_enqueue_s_events_carry_each_stored_job_s_values(store_url: str) -> None:
+    """A batch past the single-statement size (COPY on PostgreSQL) writes each
+    job's ENQUEUED event with the values the job is stored with."""
+
+    async def scenario(h: Harness) -> None:
+        jobs = [
+            make_job(
+                tenant_id=f"tenant-{i % 3}",
+                job_type=f"type-{i % 2}",
+                definition_id=f"def-{i % 5}",
+                definition_version=i,
+                activity_id=f"act-{i}",
+                activity_node_id=f"node-{i}",
+                bookmark_id=f"bm-{i}",
+                correlation_id=f"corr-{i}",
+                due_at=T0 + i * 1000,
+            )
+            for i in range(150)
+        ]
+        await h.engine.enqueue(jobs)
+        events = _log(h, kinds=(K.ENQUEUED,))
+        assert sorted(e.job_id for e in events) == sorted(j.id for j in jobs)
+        for event in events:
+            row = h.engine.store.job_get(event.job_id)
+            assert row is not None
+            assert (
+                event.tenant_id, event.job_type, event.definition_id, event.definition_version,
+                event.instance_id, event.activity_id, event.activity_node_id, event.bookmark_id,
+                event.correlation_id, event.status, event.attempt, event.due_at,
+                event.error, event.error_kind,
+            ) == (
+                row.tenant_id, row.job_type, row.definition_id, row.definition_version,
+                row.instance_id, row.activity_id, row.activity_node_id, row.bookmark_id,
+                row.correlation_id, JobStatus.PENDING, 0, row.due_at, None, None,
+            )
+
+    run(store_url, scenario)
+
+
 def test_a_refused_outcome_writes_no_event(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         job_id = await h.enqueue()
