@@ -230,7 +230,7 @@ def event_ctes(
 
 # The event columns an ENQUEUED event takes from its job as given (``NewJob``
 # fields of the same names), and the statement writing them as one log row.
-_ENQUEUED_FIELDS = ("id", *REF_COLUMNS, "due_at")
+_ENQUEUED_FIELDS = ("id", *REF_COLUMNS, "due_at", "group_id")
 _ENQUEUED_VALUES = operator.attrgetter(*_ENQUEUED_FIELDS)
 _ENQUEUED_CONSTANTS = {
     "kind": f"{JobEventKind.ENQUEUED:d}",
