@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROTOS := $(wildcard protos/workflowjobs/v1/*.proto)
 
-.PHONY: install run dashboard-screenshots test test-faults proto proto-check lint bench bench-quick clean
+.PHONY: install bytecode run dashboard-screenshots test test-faults proto proto-check lint bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,12 +40,18 @@ run: install
 dashboard-screenshots: install
 	WFJOBS_SCREENSHOTS=docs/images $(PY) -m pytest -q tests/dashboard/test_dashboard_browser.py
 
+## Byte-compile the project's modules up front: every test starts coordinators, workers
+## and `wfjobs` as processes, and where PYTHONDONTWRITEBYTECODE is set (or the tree is
+## read-only) each of them would otherwise compile its sources again.
+bytecode:
+	@$(PY) -m compileall -q -j 0 coordinator worker_sdk wfjobs_dashboard workflowjobs examples bench tests > /dev/null
+
 ## Run the whole test suite (needs PostgreSQL on 127.0.0.1:5432 for the PostgreSQL half):
 ## all but the fault scenarios in TEST_WORKERS pytest-xdist processes, a module's tests
 ## on one worker (most tests wait on real processes and sockets, so more workers than
 ## cores pays), then the fault scenarios alone, one at a time (they time recoveries).
 TEST_WORKERS ?= 4
-test: install
+test: install bytecode
 	cd sdks/typescript && node --test dist/test/
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --ignore=tests/faults
 	$(PY) -m pytest tests/faults
