@@ -130,7 +130,9 @@ def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        # About 40 commands, each a new process: generous, so a machine with both
+        # cores busy still gets through; the bound only stops a hung command.
+        timeout=600,
     )
 
 
