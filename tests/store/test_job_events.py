@@ -198,11 +198,11 @@ def test_a_bulk_enqueue_s_events_carry_each_stored_job_s_values(store_url: str) 
                 event.tenant_id, event.job_type, event.definition_id, event.definition_version,
                 event.instance_id, event.activity_id, event.activity_node_id, event.bookmark_id,
                 event.correlation_id, event.status, event.attempt, event.due_at,
-                event.error, event.error_kind,
+                event.error, event.error_kind, event.group_id,
             ) == (
                 row.tenant_id, row.job_type, row.definition_id, row.definition_version,
                 row.instance_id, row.activity_id, row.activity_node_id, row.bookmark_id,
-                row.correlation_id, JobStatus.PENDING, 0, row.due_at, None, None,
+                row.correlation_id, JobStatus.PENDING, 0, row.due_at, None, None, row.group_id,
             )
 
     run(store_url, scenario)
