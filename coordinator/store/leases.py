@@ -68,14 +68,22 @@ log = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=8)
 def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
-    """The statement of ``job_claim_fair``, built once per shape."""
+    """The statement of ``job_claim_fair``, built once per shape.
+
+    Each pick carries the heap address (``ctid``) its candidate was read at,
+    and is locked and leased there (a TID scan) instead of through two more
+    primary-key descents. A row another transaction changed since is
+    re-checked on its newest version by the lock (``status + 0 = PENDING``
+    and the rest of ``locked``'s rules), as when it was found by id.
+    """
     sql = f"""
         WITH cand AS (
-            SELECT j.id, j.tenant_id, j.category, j.priority, j.due_at
+            SELECT j.id, j.tid, j.tenant_id, j.category, j.priority, j.due_at
             FROM wfj_lanes l
             CROSS JOIN unnest(CAST(:categories AS smallint[])) AS k(category)
             CROSS JOIN LATERAL (
-                SELECT x.id, x.tenant_id, x.category, x.priority, x.due_at FROM wfj_jobs x
+                SELECT x.id, x.ctid AS tid, x.tenant_id, x.category, x.priority, x.due_at
+                FROM wfj_jobs x
                 WHERE x.tenant_id = l.tenant_id AND x.job_type = l.job_type
                   AND x.definition_id = l.definition_id AND x.category = k.category
                   AND {ready_job("x")} AND x.due_at <= :now
@@ -86,7 +94,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             WHERE l.job_type = ANY(:types) AND NOT {pause_blocks("l", LANE_PAUSE_KINDS)}
               {"AND l.tenant_id = ANY(:only_tenants)" if scoped else ""}
         ), in_tenant AS (
-            SELECT c.id, c.tenant_id, c.priority, c.due_at,
+            SELECT c.id, c.tid, c.tenant_id, c.priority, c.due_at,
                    COALESCE(g.vstart, t.cfloor, 0.0)
                    + (row_number() OVER wc - 1) / COALESCE(g.weight, 1.0) AS ckey
             FROM cand c
@@ -99,7 +107,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             WINDOW wc AS (PARTITION BY c.tenant_id, c.category
                           ORDER BY c.priority DESC, c.due_at, c.id)
         ), ranked AS (
-            SELECT c.id, c.priority, c.due_at,
+            SELECT c.id, c.tid, c.priority, c.due_at,
                    COALESCE(f.vstart, :floor)
                    + (row_number() OVER w - 1) / COALESCE(f.weight, 1.0) AS vkey
             FROM in_tenant c
@@ -108,14 +116,14 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
               ON f.tenant_id = c.tenant_id
             WINDOW w AS (PARTITION BY c.tenant_id ORDER BY c.ckey, c.priority DESC, c.due_at, c.id)
         ), picked AS (
-            SELECT id, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
+            SELECT id, tid, row_number() OVER (ORDER BY vkey, priority DESC, due_at, id) AS pos
             FROM ranked
             ORDER BY vkey, priority DESC, due_at, id
             LIMIT :n
         ), gate AS (
             {LIMIT_GATE_SHARE_SQL}
         ), locked AS (
-            SELECT x.id, p.pos FROM wfj_jobs x JOIN picked p ON x.id = p.id
+            SELECT x.id, x.ctid AS tid, p.pos FROM wfj_jobs x JOIN picked p ON x.ctid = p.tid
             WHERE x.status + 0 = {JobStatus.PENDING:d} AND x.due_at <= :now
               AND COALESCE((SELECT value FROM gate), '0') = '0'
               AND NOT {pause_blocks("x")} AND {ordering_allows("x")}
@@ -128,7 +136,7 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
                 lease_expires_at = :now + COALESCE(j.heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000,
                 {event_tx_bump("j")}
             FROM locked
-            WHERE j.id = locked.id
+            WHERE j.ctid = locked.tid AND j.id = locked.id
             RETURNING j.*
         ), {event_ctes("done", f"{JobEventKind.STARTED:d}", ":now")}
         SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
