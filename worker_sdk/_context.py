@@ -408,15 +408,13 @@ class JobContext:
             retry_after: How long the downstream asked to wait (seconds or a
                 ``timedelta``); None when it said nothing. Longer than 366 days
                 (what the coordinator holds a limit for): 366 days are
-                reported, with a warning in the job's log.
+                reported, with a warning in the job's log (an infinite number of
+                seconds too).
+
+        Raises:
+            ValueError: ``retry_after`` is negative or NaN.
         """
-        if retry_after is not None and not isinstance(retry_after, timedelta):
-            retry_after = timedelta(seconds=retry_after)
-        if retry_after is not None and retry_after < timedelta(0):
-            raise ValueError("retry_after must not be negative")
-        if retry_after is not None:
-            retry_after = bounded_push_back(retry_after, self.logger)
-        hold = retry_after or timedelta(0)
+        hold = bounded_push_back(retry_after, self.logger) or timedelta(0)
         if self.push_back is None or hold > self.push_back:
             self.push_back = hold
 

@@ -11,6 +11,7 @@ Two families live here:
 from __future__ import annotations
 
 import logging
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -212,14 +213,36 @@ class RetryAfter(Exception):
 MAX_PUSH_BACK = timedelta(days=366)
 
 
-def bounded_push_back(retry_after: timedelta, logger: Any) -> timedelta:
-    """``retry_after``, or ``MAX_PUSH_BACK`` (with a warning) when it is longer."""
+def bounded_push_back(retry_after: timedelta | float | None, logger: Any) -> timedelta | None:
+    """``retry_after`` as a ``timedelta``: at most ``MAX_PUSH_BACK`` (longer, or an
+    infinite number of seconds, is reported as that, with a warning); None stays None.
+
+    Raises:
+        ValueError: ``retry_after`` is negative or not a number (NaN).
+    """
+    if retry_after is None:
+        return None
+    if not isinstance(retry_after, timedelta):
+        seconds = float(retry_after)
+        if math.isnan(seconds):
+            raise ValueError("retry_after must be a number of seconds, not NaN")
+        if seconds < 0:
+            raise ValueError("retry_after must not be negative")
+        if seconds > MAX_PUSH_BACK.total_seconds():
+            return _longest_push_back(f"{seconds:g}s", logger)
+        retry_after = timedelta(seconds=seconds)
+    if retry_after < timedelta(0):
+        raise ValueError("retry_after must not be negative")
     if retry_after <= MAX_PUSH_BACK:
         return retry_after
+    return _longest_push_back(str(retry_after), logger)
+
+
+def _longest_push_back(asked: str, logger: Any) -> timedelta:
     logger.warning(
         "push-back retry_after of %s is longer than the coordinator holds a rate limit "
         "(366 days); reporting 366 days (the attempt's outcome is not affected)",
-        retry_after,
+        asked,
     )
     return MAX_PUSH_BACK
 
@@ -240,16 +263,10 @@ class Throttled(Exception):
     """
 
     def __init__(self, retry_after: timedelta | float | None = None, message: str = "") -> None:
-        if retry_after is not None and not isinstance(retry_after, timedelta):
-            retry_after = timedelta(seconds=retry_after)
-        if retry_after is not None and retry_after < timedelta(0):
-            raise ValueError("retry_after must not be negative")
-        if retry_after is not None:
-            retry_after = bounded_push_back(retry_after, logging.getLogger("worker_sdk.job"))
+        retry_after = bounded_push_back(retry_after, logging.getLogger("worker_sdk.job"))
         self.retry_after: timedelta | None = retry_after
         self.message = message or (
             "the downstream pushed back"
             + (f"; retry after {retry_after.total_seconds():g}s" if retry_after else "")
         )
         super().__init__(self.message)
-

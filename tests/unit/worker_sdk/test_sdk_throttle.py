@@ -60,3 +60,31 @@ def test_the_outcome_carries_push_back_to_the_coordinator() -> None:
     assert convert.outcome_from_proto(plain) == Failure("job-1", "tok", "boom", "Boom")
     zero = outcome_message("job-1", "tok", done, timedelta(0))
     assert convert.outcome_from_proto(zero).push_back_us == 0
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [float("inf"), 1e300, 10**12, timedelta(days=400), timedelta.max],
+    ids=["inf", "1e300", "1e12-int", "400-days", "timedelta-max"],
+)
+def test_a_push_back_beyond_a_year_is_reported_as_366_days_with_a_warning(
+    asked: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctx = make_job_context()
+    with caplog.at_level("WARNING"):
+        ctx.throttle(asked)  # type: ignore[arg-type]
+        thrown = Throttled(retry_after=asked)  # type: ignore[arg-type]
+    assert ctx.push_back == thrown.retry_after == timedelta(days=366)
+    assert sum("reporting 366 days" in r.getMessage() for r in caplog.records) == 2
+
+
+@pytest.mark.parametrize("asked", [float("nan"), -0.5, timedelta(seconds=-1)])
+def test_a_push_back_that_is_no_duration_is_refused_where_the_handler_gives_it(
+    asked: object,
+) -> None:
+    ctx = make_job_context()
+    with pytest.raises(ValueError, match="NaN|negative"):
+        ctx.throttle(asked)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="NaN|negative"):
+        Throttled(retry_after=asked)  # type: ignore[arg-type]
+    assert ctx.push_back is None
