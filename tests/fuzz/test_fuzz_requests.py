@@ -68,9 +68,11 @@ DELIBERATE = {
 MALFORMED_IDS = ["", "not-an-id", "0190B6E2-5C1A-7D3E-8F00-123456789ABC", "x" * 5000, "\x00"]
 UNKNOWN_ID = "0190b6e2-5c1a-7d3e-8f00-123456789abc"
 TOKENS = ["root-secret", "admin-a-secret", "sched-a-secret", "worker-a-secret"]
-# Examples per RPC and store (30 RPCs, 2 stores): about 2,400 calls in all by default.
-EXAMPLES = int(os.environ.get("WFJOBS_FUZZ_EXAMPLES", "25"))
-RAW_EXAMPLES = int(os.environ.get("WFJOBS_FUZZ_RAW_EXAMPLES", "15"))
+# Examples per RPC and store (about 45 RPCs, 2 stores): about 2,000 calls in all by
+# default, drawn anew each run (no example database), so runs add up to more; a
+# longer search: WFJOBS_FUZZ_EXAMPLES=200 WFJOBS_FUZZ_RAW_EXAMPLES=100.
+EXAMPLES = int(os.environ.get("WFJOBS_FUZZ_EXAMPLES", "12"))
+RAW_EXAMPLES = int(os.environ.get("WFJOBS_FUZZ_RAW_EXAMPLES", "8"))
 ACQUIRE = "AcquireJobs"
 
 

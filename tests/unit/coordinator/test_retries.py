@@ -21,7 +21,7 @@ _ANY_NUMBER = st.one_of(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     initial=_ANY_NUMBER,
     multiplier=_ANY_NUMBER,
