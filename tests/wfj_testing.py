@@ -55,15 +55,22 @@ STARTUP_TIMEOUT = 120.0
 def wait_until(
     predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
 ) -> Any:
-    """Poll ``predicate`` until truthy; fail with ``what`` after ``timeout`` seconds."""
+    """Poll ``predicate`` until truthy; fail with ``what`` after ``timeout`` seconds.
+
+    Between polls it sleeps ``interval``, or as long as the poll took when that is
+    longer: a predicate that starts a process (a ``wfjobs`` command) then polls at
+    most half the time instead of keeping a core busy on a loaded machine.
+    """
     deadline = time.monotonic() + timeout
     while True:
+        started = time.monotonic()
         value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+        time.sleep(min(max(interval, now - started), max(0.0, deadline - now) + 0.01))
 
 
 def subprocess_env(
