@@ -67,6 +67,48 @@ class Harness:
             return result
 
         store.job_insert_many = insert  # type: ignore[method-assign]
+        on_loop = store.job_insert_on_loop
+
+        async def insert_on_loop(*args, **kwargs):
+            result = await on_loop(*args, **kwargs)
+            if result is not None:
+                callback()  # the engine resumes only after this returns
+            return result
+
+        store.job_insert_on_loop = insert_on_loop  # type: ignore[method-assign]
+
+
+async def refused_in_a_shared_commit(h: Harness, held, calls: list[int], release) -> None:
+    """Enqueue four good jobs and one of job type ``refused`` (which the database
+    refuses) while ``held`` (a started enqueue whose commit waits for
+    ``release()``) is in flight, so that the five share the next commit; check
+    that only the refused one's caller fails."""
+    from coordinator.errors import InvalidArgument
+    from coordinator.model import JobStatus
+
+    good = [make_job() for _ in range(4)]
+    bad = make_job(job_type="refused")
+    callers = [
+        asyncio.create_task(h.engine.enqueue_one(j)) for j in (*good[:2], bad, *good[2:])
+    ]
+    await asyncio.sleep(0)  # every caller has queued behind the held commit
+    release()
+    await held
+    answers = await asyncio.gather(*callers, return_exceptions=True)
+    assert calls[1] == 5  # the five shared one commit, which the database refused
+    refused = answers.pop(2)
+    assert isinstance(refused, InvalidArgument), refused
+    assert "the database refused a value" in str(refused)
+    assert [row.id for row, _ in answers] == [j.id for j in good]
+    for job in good:
+        row, _ = await h.job(job.id)
+        assert row.status == JobStatus.PENDING
+    try:
+        await h.job(bad.id)
+    except Exception as e:  # noqa: BLE001 - the refused job was never stored
+        assert "not found" in str(e)
+    else:
+        raise AssertionError("the refused job was stored")
 
 
 def run(url: str, scenario) -> None:

@@ -181,6 +181,7 @@ class Engine(Enqueue, Outcomes, Pauses, Weights, LimitSettings):
             await asyncio.get_running_loop().run_in_executor(None, self._listener.stop)
             self._listener = None
         self.run_store.shutdown()
+        await self.store.loop_close()
         self.store.dispose()
 
     def _on_remote_wake(self, due_at: int) -> None:

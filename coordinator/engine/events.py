@@ -161,7 +161,8 @@ class EventHub:
         while self._notify_pending:
             self._notify_pending = False
             try:
-                await self._run(self._store.event_notify)
+                if not await self._store.event_notify_on_loop():
+                    await self._run(self._store.event_notify)
             except Exception as e:  # noqa: BLE001 - the safety-net re-read covers a lost one
                 log.warning("could not notify other replicas of new job events: %s", e)
             await asyncio.sleep(self.config.notify_interval_s)

@@ -7,6 +7,7 @@ turned into ``coordinator.errors`` exceptions here, at the edge.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
@@ -159,6 +161,25 @@ def create_sa_engine(
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    engine = sa.create_engine(
+        url,
+        connect_args=postgres_connect_args(url, prepare=prepare, bounds=bounds),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        # No pre-ping: it costs a round trip per checkout. A dropped connection
+        # fails its statement, is invalidated by the pool and reported as
+        # StoreUnavailable; callers retry.
+        pool_recycle=1800,
+    )
+    if prepare:
+        _without_options_if_refused(engine)
+    return engine
+
+
+def postgres_connect_args(
+    url: str, *, prepare: bool, bounds: ConnectionBounds = DEFAULT_BOUNDS
+) -> dict[str, Any]:
+    """The psycopg connection parameters the coordinator adds to a PostgreSQL URL."""
     connect_args: dict[str, Any] = tcp_connect_args(bounds)
     if prepare:
         # Generic plans: psycopg prepares a statement on its fifth use; with
@@ -174,19 +195,19 @@ def create_sa_engine(
         )
     else:
         connect_args["prepare_threshold"] = None
-    engine = sa.create_engine(
-        url,
-        connect_args=connect_args,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        # No pre-ping: it costs a round trip per checkout. A dropped connection
-        # fails its statement, is invalidated by the pool and reported as
-        # StoreUnavailable; callers retry.
-        pool_recycle=1800,
-    )
-    if prepare:
-        _without_options_if_refused(engine)
-    return engine
+    return connect_args
+
+
+LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"
+
+
+def loop_statements_setting() -> bool:
+    """Whether the hot statements that can run on the event loop do (``WFJOBS_STORE_ON_LOOP``:
+    ``1``, the default, or ``0``: every statement through the store's threads)."""
+    value = os.environ.get(LOOP_STATEMENTS_ENV, "") or "1"
+    if value not in ("0", "1"):
+        raise ValueError(f"{LOOP_STATEMENTS_ENV}={value!r} is neither 1 (the default) nor 0")
+    return value == "1"
 
 
 def _without_options_if_refused(engine: sa.Engine) -> None:
@@ -354,6 +375,18 @@ class StoreBase:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.capabilities = POSTGRES_CAPABILITIES if self.is_postgres else SQLITE_CAPABILITIES
         self._event_listeners: list[Callable[[], None]] = []
+        # The event loop's own connection (psycopg's async driver, autocommit)
+        # for the hot statements that run without a thread hop; PostgreSQL only.
+        self._loop_statements = self.is_postgres and loop_statements_setting()
+        self._loop_params: dict[str, Any] | None = None
+        if self._loop_statements:
+            _, params = self.engine.dialect.create_connect_args(self.engine.url)
+            self._loop_params = {
+                **params,
+                **postgres_connect_args(url, prepare=session_url is None, bounds=bounds),
+            }
+        self._loop_conn: psycopg.AsyncConnection[Any] | None = None
+        self._loop_connecting: asyncio.Lock | None = None
 
     def add_event_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from the store's thread) after every commit that wrote job events."""
@@ -398,6 +431,67 @@ class StoreBase:
             finally:
                 wrote = _take_events_mark(conn)
         self._after_commit(wrote)
+
+    async def _loop_connection(self) -> psycopg.AsyncConnection[Any]:
+        """The event loop's connection, (re)connected when there is none or it broke."""
+        conn = self._loop_conn
+        if conn is not None and not conn.closed:
+            return conn
+        if self._loop_connecting is None:
+            self._loop_connecting = asyncio.Lock()
+        async with self._loop_connecting:
+            conn = self._loop_conn
+            if conn is not None and not conn.closed:
+                return conn
+            assert self._loop_params is not None
+            params = self._loop_params
+            try:
+                conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            except psycopg.OperationalError as e:
+                if "options" not in params or not refuses_options(str(e)):
+                    raise
+                # A pooler that refuses startup options (see _without_options_if_refused).
+                self._loop_params = params = {k: v for k, v in params.items() if k != "options"}
+                conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            self._loop_conn = conn
+            return conn
+
+    async def _run_on_loop(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """One self-contained statement (``driver_sql`` text) on the event loop's
+        own autocommit connection; its rows.
+
+        No thread hop and no SQLAlchemy on the way: the loop sends the
+        statement and is free until the answer comes. Database errors become
+        domain errors exactly as on the store's threads (``domain_errors``);
+        a connection that broke is dropped, and the next statement connects
+        again.
+        """
+        try:
+            conn = await self._loop_connection()
+            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
+            return await cursor.fetchall() if cursor.description is not None else []
+        except psycopg.Error as e:
+            if self._loop_conn is not None and self._loop_conn.broken:
+                await self._drop_loop_connection()
+            with domain_errors():
+                raise exc.DBAPIError.instance(
+                    sql, params, e, psycopg.Error, hide_parameters=True
+                ) from e
+            raise
+        except BaseException:
+            # Cancelled mid-statement: the connection's state is unknown.
+            await self._drop_loop_connection()
+            raise
+
+    async def _drop_loop_connection(self) -> None:
+        conn, self._loop_conn = self._loop_conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def loop_close(self) -> None:
+        """Close the event loop's connection (the engine stops). Idempotent."""
+        await self._drop_loop_connection()
 
     def _insert(self, table: sa.Table) -> Any:
         """An INSERT of ``table`` in the dialect's own flavour (it has ON CONFLICT)."""

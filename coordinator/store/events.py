@@ -570,6 +570,14 @@ class EventQueries(StoreBase):
             with self.statement() as conn:
                 conn.exec_driver_sql("SELECT pg_notify('wfj_events', '')")
 
+    async def event_notify_on_loop(self) -> bool:
+        """``event_notify`` sent by the event loop itself (``_run_on_loop``); False
+        when loop statements are off and the store's threads must send it."""
+        if not self._loop_statements:
+            return False
+        await self._run_on_loop("SELECT pg_notify('wfj_events', '')", {})
+        return True
+
     def event_purged_through(self) -> EventCursor | None:
         """The last cursor retention deleted (events after it are kept); None if none."""
         with self.statement() as conn:

@@ -330,6 +330,34 @@ class JobQueries(EventQueries):
         self._known_lanes |= new_lanes
         return result
 
+    async def job_insert_on_loop(
+        self, new_jobs: Sequence[NewJob], direct: DirectLeases | None = None
+    ) -> list[tuple[str, bool, int]] | None:
+        """``job_insert_many`` of a few jobs on the event loop (``_run_on_loop``),
+        or None when these jobs take the store's threads.
+
+        The loop runs the single statement of ``_insert_small`` itself when
+        that statement is the whole insert: PostgreSQL, at most
+        ``_SMALL_BATCH`` jobs, no idempotency or ordering key (their reads
+        and locks take the threads), every lane already stored. Same
+        statement, same answer; a single enqueue then makes no thread hop.
+        """
+        if not self._loop_statements or len(new_jobs) > _SMALL_BATCH:
+            return None
+        known = self._known_lanes
+        for j in new_jobs:
+            if (
+                j.idempotency_key
+                or j.ordering_key is not None
+                or (j.tenant_id, j.job_type, j.definition_id) not in known
+            ):
+                return None
+        sql, params = _insert_small_statement(new_jobs, direct, keyed=False)
+        stored = {job_id: status for _, job_id, status in await self._run_on_loop(sql, params)}
+        self._after_commit(bool(stored))
+        pending = int(JobStatus.PENDING)
+        return [(j.id, False, stored.get(j.id, pending)) for j in new_jobs]
+
     def _insert_in(
         self,
         conn: sa.Connection,

@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import pytest
 import sqlalchemy as sa
 
-from coordinator.errors import InvalidArgument
 from coordinator.model import Completion, JobStatus
-from wfj_engine import Harness, run
+from wfj_engine import Harness, refused_in_a_shared_commit, run
 from wfj_testing import make_job
 
 
@@ -64,25 +62,7 @@ def test_a_refused_job_fails_only_its_own_caller(store_url: str) -> None:
             h.engine.store.job_insert_many = insert
             held = asyncio.create_task(h.engine.enqueue_one(make_job()))
             await asyncio.to_thread(first_started.wait, 10)
-            good = [make_job() for _ in range(4)]
-            bad = make_job(job_type="refused")
-            callers = [
-                asyncio.create_task(h.engine.enqueue_one(j)) for j in (*good[:2], bad, *good[2:])
-            ]
-            await asyncio.sleep(0)  # every caller has queued behind the held commit
-            release.set()
-            await held
-            answers = await asyncio.gather(*callers, return_exceptions=True)
-            assert calls[1] == 5  # the five shared one commit, which the database refused
-            refused = answers.pop(2)
-            assert isinstance(refused, InvalidArgument), refused
-            assert "the database refused a value" in str(refused)
-            assert [row.id for row, _ in answers] == [j.id for j in good]
-            for job in good:
-                row, _ = await h.job(job.id)
-                assert row.status == JobStatus.PENDING
-            with pytest.raises(Exception, match="not found"):
-                await h.job(bad.id)
+            await refused_in_a_shared_commit(h, held, calls, release.set)
         finally:
             _allow_again(h)
 
