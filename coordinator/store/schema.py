@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0023"
+SCHEMA_REVISION = "0024"
 
 metadata = sa.MetaData()
 

@@ -208,6 +208,30 @@ def test_a_bulk_enqueue_s_events_carry_each_stored_job_s_values(store_url: str) 
     run(store_url, scenario)
 
 
+def test_a_log_row_s_arrays_are_stored_lz4_compressed(store_url: str) -> None:
+    """A batch's log row is compressed with lz4 where the server has it (migration 0024)."""
+    if not store_url.startswith("postgresql"):
+        pytest.skip("SQLite's log has one row per event: nothing to compress")
+
+    async def scenario(h: Harness) -> None:
+        with h.engine.store.engine.connect() as conn:
+            has_lz4 = conn.exec_driver_sql(
+                "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
+                "WHERE name = 'default_toast_compression'"
+            ).scalar()
+        if not has_lz4:
+            pytest.skip("this PostgreSQL was built without lz4")
+        await h.engine.enqueue([make_job() for _ in range(300)])
+        with h.engine.store.engine.connect() as conn:
+            methods = conn.exec_driver_sql(
+                "SELECT pg_column_compression(job_ids), pg_column_compression(instance_ids) "
+                "FROM wfj_job_events ORDER BY ord DESC, id DESC LIMIT 1"
+            ).one()
+        assert tuple(methods) == ("lz4", "lz4")
+
+    run(store_url, scenario)
+
+
 def test_a_refused_outcome_writes_no_event(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
         job_id = await h.enqueue()
