@@ -27,7 +27,10 @@ from worker_sdk import (
     JobEvent,
     JobEventFilter,
     JobFilter,
+    JobStats,
     JobView,
+    PauseRecord,
+    WindowCounts,
     WorkflowJobsError,
 )
 
@@ -64,8 +67,8 @@ class Bucket:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Overview:
-    stats: Any  # workflowjobs.v1.GetStatsResponse
-    pauses: list[Any]  # workflowjobs.v1.PauseRecord
+    stats: JobStats
+    pauses: list[PauseRecord]
     history: list[Bucket]
     read_at: datetime
     # The coordinator did not answer: these figures are the last it gave.
@@ -269,7 +272,7 @@ class Backend:
 
 
 def _buckets(
-    starts: list[datetime], windows: list[Any], samples: list[list[JobView]]
+    starts: list[datetime], windows: list[WindowCounts], samples: list[list[JobView]]
 ) -> list[Bucket]:
     """Buckets from the windows' counts (GetStats windows of 5, 10, ... 60 minutes) and each bucket's sample."""
     totals = [(0, 0, 0)] + [

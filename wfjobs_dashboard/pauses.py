@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from aiohttp import web
 
 from worker_sdk import AdminClient
@@ -16,7 +18,7 @@ async def pauses(request: web.Request) -> web.Response:
     history = await site.call(
         session, AdminClient.list_pauses, include_lifted=True, tenant_id=session.tenant_id
     )
-    history = sorted(history, key=lambda p: p.create_time.ToNanoseconds(), reverse=True)
+    history = sorted(history, key=lambda p: p.create_time or datetime.min.replace(tzinfo=UTC), reverse=True)
     prefill = {k: request.query.get(k, "") for k in ("kind", "value", "tenant_id")}
     return site.page(request, "Pauses", render.pauses_body(active, history, session, prefill))
 

@@ -19,13 +19,17 @@ from worker_sdk import (
     CategoryWeight,
     ConcurrencyLimit,
     JobAttemptView,
+    JobStats,
     JobView,
+    PauseRecord,
+    PauseScope,
     RateLimit,
+    StatusCount,
+    WorkerView,
     category_name,
     pause_scope_text,
 )
 from workflowjobs.v1 import admin_service_pb2 as apb
-from workflowjobs.v1 import job_pb2
 
 from .backend import Bucket, Outage, Overview
 
@@ -72,13 +76,6 @@ def when(value: datetime | None) -> str:
     if value is None:
         return ""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def ts(message: Any, field: str) -> datetime | None:
-    if not message.HasField(field):
-        return None
-    value: datetime = getattr(message, field).ToDatetime(tzinfo=UTC)
-    return value
 
 
 def age(seconds: float | None) -> str:
@@ -158,7 +155,7 @@ def actor_text(actor: str) -> str:
     return actor or "unauthenticated"
 
 
-def pause_kind(scope: apb.PauseScope) -> str:
+def pause_kind(scope: PauseScope) -> str:
     return apb.PauseScopeKind.Name(scope.kind).removeprefix("PAUSE_SCOPE_KIND_").lower()
 
 
@@ -355,11 +352,7 @@ def overview_live(
     ``sort``: the backlog's column (``-`` before it: descending). A stale
     view (the coordinator is not answering) says so above every figure."""
     s = view.stats
-    oldest = (
-        s.oldest_pending_age.ToTimedelta().total_seconds()
-        if s.HasField("oldest_pending_age")
-        else None
-    )
+    oldest = s.oldest_pending_age.total_seconds() if s.oldest_pending_age else None
     now_text = view.read_at.strftime("%Y-%m-%dT%H:%M:%S")
     due = urlencode({"status": "PENDING", "due_before": now_text, "order": "oldest"})
     later = urlencode({"status": "PENDING", "due_after": now_text, "order": "oldest"})
@@ -434,10 +427,10 @@ BACKLOG_COLUMNS = (
 )
 
 
-def _backlog(counts: Sequence[apb.StatusCount], sort: str = "") -> str:
+def _backlog(counts: Sequence[StatusCount], sort: str = "") -> str:
     grid: dict[tuple[str, str], dict[str, int]] = {}
     for c in counts:
-        status = job_pb2.JobStatus.Name(c.status).removeprefix("JOB_STATUS_")
+        status = c.status.value
         cell = grid.setdefault((c.tenant_id, c.job_type), {})
         if status == "PENDING":
             cell["due"] = c.count - c.scheduled
@@ -486,7 +479,7 @@ def _backlog(counts: Sequence[apb.StatusCount], sort: str = "") -> str:
     return table(headers, rows, empty="no jobs", raw_headers=True)
 
 
-def pause_jobs_href(scope: apb.PauseScope) -> str:
+def pause_jobs_href(scope: PauseScope) -> str:
     """The job list of the pending jobs a pause holds."""
     kind = pause_kind(scope)
     query = {"status": "PENDING"}
@@ -673,7 +666,7 @@ class JobPage:
     reasons: Sequence[apb.WaitReason] | None = None
     failure: JobAttemptView | None = None
     # The active pauses that hold it.
-    pauses: Sequence[apb.PauseRecord] = ()
+    pauses: Sequence[PauseRecord] = ()
 
 
 def job_live(view: JobPage, session: Any) -> str:
@@ -917,14 +910,14 @@ def pauses_body(
     now = datetime.now(UTC)
     rows = []
     for p in active:
-        expire = ts(p, "expire_time")
+        expire = p.expire_time
         rows.append(
             [
                 f'<a href="{e(pause_jobs_href(p.scope))}" title="the pending jobs it holds">'
                 f"{e(pause_scope_text(p.scope))}</a>",
                 e(actor_text(p.actor)),
                 e(p.reason),
-                e(ago(ts(p, "create_time"), now)),
+                e(ago(p.create_time, now)),
                 e(when(expire)) if expire else "never",
                 action_form(
                     session.csrf,
@@ -957,14 +950,14 @@ def pauses_body(
     )
     hist_rows = []
     for p in history:
-        lifted = ts(p, "lift_time")
+        lifted = p.lift_time
         hist_rows.append(
             [
                 e(pause_scope_text(p.scope)),
                 e(actor_text(p.actor)),
                 e(p.reason),
-                e(when(ts(p, "create_time"))),
-                e(when(ts(p, "expire_time"))),
+                e(when(p.create_time)),
+                e(when(p.expire_time)),
                 (f"{e(when(lifted))} by {e(p.lifted_by or 'expiry')}" if lifted else "active"),
             ]
         )
@@ -1167,7 +1160,7 @@ def rate_limits_body(limits: Sequence[RateLimit], session: Any) -> str:
 
 
 def workers_body(
-    workers: Sequence[apb.WorkerInfo], stats: apb.GetStatsResponse, session: Any
+    workers: Sequence[WorkerView], stats: JobStats, session: Any
 ) -> str:
     now = datetime.now(UTC)
     rows = []
@@ -1190,7 +1183,7 @@ def workers_body(
                 e(", ".join(w.job_types)),
                 f"{len(w.in_flight_job_ids)} / {w.slots}",
                 in_flight,
-                e(ago(ts(w, "last_heartbeat_time"), now)),
+                e(ago(w.last_heartbeat_time, now)),
                 '<span class="badge s-faulted">draining</span>' if w.draining else "",
                 drain,
             ]

@@ -3,8 +3,10 @@
 Jobs come back as :class:`JobView`, ExplainJob as :class:`JobExplanation` with
 :class:`WaitReason` values, limits as :class:`ConcurrencyLimit` and
 :class:`RateLimit`, weights as :class:`TenantWeights` and
-:class:`CategoryWeights`, job type defaults as :class:`JobTypeDefaults`;
-pause records, workers and stats still as the contract's protobuf messages. Scope kinds are accepted as short names
+:class:`CategoryWeights`, job type defaults as :class:`JobTypeDefaults`,
+pauses as :class:`PauseRecord`, workers as :class:`WorkerView`, stats as
+:class:`JobStats` and the caller's credential as :class:`Identity`: no
+method returns a protobuf message (each value keeps it as ``raw``). Scope kinds are accepted as short names
 (``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"``,
 ``"concurrency_key"``, ``"category"``), full enum names, or enum numbers, so a CLI can pass its
 arguments straight through.
@@ -41,14 +43,22 @@ __all__ = [
     "CategoryWeight",
     "CategoryWeights",
     "ConcurrencyLimit",
+    "Identity",
     "JobExplanation",
     "JobFilter",
     "JobPage",
+    "JobStats",
     "JobTypeDefaults",
     "LimitKind",
+    "PauseKind",
+    "PauseRecord",
+    "PauseScope",
     "RateLimit",
+    "StatusCount",
     "TenantWeight",
     "TenantWeights",
+    "WindowCounts",
+    "WorkerView",
 ]
 
 
@@ -74,7 +84,7 @@ def category_name(value: str) -> str:
 
 
 def pause_scope_text(
-    scope: admin_service_pb2.PauseScope,
+    scope: admin_service_pb2.PauseScope | PauseScope,
     *,
     kind_words: str = " ",
     in_tenant: str = " (tenant {})",
@@ -271,10 +281,7 @@ LimitKind.__doc__ = (
 
 
 def _limit_kind(number: int) -> LimitKind:
-    try:
-        return LimitKind(number)
-    except ValueError:  # a kind newer than this SDK: keep its number
-        return cast(LimitKind, number)
+    return cast(LimitKind, _known(LimitKind, number))
 
 
 def _scope_text(kind: LimitKind, value: str) -> str:
@@ -508,6 +515,316 @@ class JobTypeDefaults:
         )
 
 
+# The kind of a pause's scope, by the contract's numbers (``PauseScopeKind``)
+# so ``scope.kind == admin_service_pb2.PAUSE_SCOPE_KIND_TENANT`` holds.
+PauseKind = enum.IntEnum(  # type: ignore[misc]
+    "PauseKind",
+    {
+        name.removeprefix("PAUSE_SCOPE_KIND_"): number
+        for name, number in admin_service_pb2.PauseScopeKind.items()
+        if not name.endswith("UNSPECIFIED")
+    },
+    module=__name__,
+)
+PauseKind.__doc__ = (
+    "The kind of a pause's scope (``workflowjobs.v1.PauseScopeKind``): "
+    "``TENANT``, ``DEFINITION``, ``INSTANCE``, ``JOB_TYPE``, ``CATEGORY``."
+)
+
+
+def _known(enum_type: Any, number: int) -> Any:
+    try:
+        return enum_type(number)
+    except ValueError:  # a value newer than this SDK: keep its number
+        return number
+
+
+def _when(message: Any, field: str) -> datetime | None:
+    return from_timestamp(getattr(message, field)) if message.HasField(field) else None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PauseScope:
+    """What a pause covers.
+
+    Printed, it reads as the CLI words it (``job type send-email (tenant acme)``).
+
+    Attributes:
+        kind: The kind of scope (:class:`PauseKind`).
+        tenant_id: The tenant; "" for a pause of every tenant (never for ``TENANT``).
+        value: The definition id, instance id or job type; a category as its
+            number (``"3"``; :func:`category_name` names it); "" for a tenant.
+    """
+
+    kind: PauseKind
+    tenant_id: str = ""
+    value: str = ""
+
+    def __str__(self) -> str:
+        return pause_scope_text(self)
+
+    @classmethod
+    def from_proto(cls, scope: admin_service_pb2.PauseScope) -> PauseScope:
+        """Read a ``workflowjobs.v1.PauseScope`` message."""
+        return cls(_known(PauseKind, scope.kind), scope.tenant_id, scope.value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PauseRecord:
+    """A pause, in force or (with ``include_lifted``) lifted.
+
+    Attributes:
+        id: The pause's id.
+        scope: What it covers (:class:`PauseScope`).
+        actor: Who paused (the token's name under authentication).
+        reason: Why.
+        create_time: When it was paused.
+        expire_time: When it lifts by itself; None when it does not.
+        lift_time: When it was lifted or expired; None while in force.
+        lifted_by: Who lifted it ("" while in force or once expired).
+        raw: The ``workflowjobs.v1.PauseRecord`` message itself.
+    """
+
+    id: str
+    scope: PauseScope
+    actor: str = ""
+    reason: str = ""
+    create_time: datetime | None = None
+    expire_time: datetime | None = None
+    lift_time: datetime | None = None
+    lifted_by: str = ""
+    raw: admin_service_pb2.PauseRecord | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, record: admin_service_pb2.PauseRecord) -> PauseRecord:
+        """Read a ``workflowjobs.v1.PauseRecord`` message."""
+        return cls(
+            id=record.id,
+            scope=PauseScope.from_proto(record.scope),
+            actor=record.actor,
+            reason=record.reason,
+            create_time=_when(record, "create_time"),
+            expire_time=_when(record, "expire_time"),
+            lift_time=_when(record, "lift_time"),
+            lifted_by=record.lifted_by,
+            raw=record,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerView:
+    """A connected worker as :meth:`AdminClient.list_workers` lists it.
+
+    Attributes:
+        worker_id: The worker's id.
+        hostname: Its host.
+        pid: Its process id.
+        sdk_version: The SDK it runs.
+        job_types: The job types it takes.
+        slots: Jobs it runs at once.
+        in_flight_job_ids: The jobs it holds now.
+        connect_time: When its stream opened.
+        last_heartbeat_time: When the coordinator holding its stream last
+            confirmed it open (refreshed every 15 s).
+        coordinator_id: The coordinator holding its stream.
+        credits: Jobs it asked for and has not been sent yet.
+        draining: Drained: it takes no new jobs.
+        raw: The ``workflowjobs.v1.WorkerInfo`` message itself.
+    """
+
+    worker_id: str
+    hostname: str = ""
+    pid: int = 0
+    sdk_version: str = ""
+    job_types: list[str] = dataclasses.field(default_factory=list)
+    slots: int = 0
+    in_flight_job_ids: list[str] = dataclasses.field(default_factory=list)
+    connect_time: datetime | None = None
+    last_heartbeat_time: datetime | None = None
+    coordinator_id: str = ""
+    credits: int = 0
+    draining: bool = False
+    raw: admin_service_pb2.WorkerInfo | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, worker: admin_service_pb2.WorkerInfo) -> WorkerView:
+        """Read a ``workflowjobs.v1.WorkerInfo`` message."""
+        return cls(
+            worker_id=worker.worker_id,
+            hostname=worker.hostname,
+            pid=worker.pid,
+            sdk_version=worker.sdk_version,
+            job_types=list(worker.job_types),
+            slots=worker.slots,
+            in_flight_job_ids=list(worker.in_flight_job_ids),
+            connect_time=_when(worker, "connect_time"),
+            last_heartbeat_time=_when(worker, "last_heartbeat_time"),
+            coordinator_id=worker.coordinator_id,
+            credits=worker.credits,
+            draining=worker.draining,
+            raw=worker,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StatusCount:
+    """The jobs of one tenant, job type and status (:attr:`JobStats.counts`).
+
+    Attributes:
+        tenant_id: The tenant.
+        job_type: The job type.
+        status: The status (:class:`JobStatus`).
+        count: Its jobs.
+        scheduled: Of a ``PENDING`` count, the jobs not due yet (0 otherwise).
+    """
+
+    tenant_id: str
+    job_type: str
+    status: JobStatus
+    count: int
+    scheduled: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WindowCounts:
+    """The attempts that ended in one window up to now (:attr:`JobStats.windows`).
+
+    Attributes:
+        window: The window.
+        completions: Attempts that completed their job.
+        failures: Attempts that failed.
+        retries: Retries scheduled.
+    """
+
+    window: timedelta
+    completions: int = 0
+    failures: int = 0
+    retries: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobStats:
+    """What :meth:`AdminClient.get_stats` answers: the backlog and recent attempts.
+
+    Attributes:
+        counts: Jobs per tenant, job type and status (:class:`StatusCount`).
+        pending: Pending jobs (``scheduled`` of them not due yet, ``held`` of
+            them behind an earlier job of their ordering key).
+        running: Running jobs.
+        completed: Completed jobs.
+        faulted: Faulted jobs.
+        cancelled: Cancelled jobs.
+        oldest_pending_age: How long the oldest due pending job has waited;
+            None when none is due.
+        retries_in_window: Retries scheduled in the window asked for.
+        failures_in_window: Attempts failed in it.
+        completions_in_window: Attempts completed in it.
+        dead_letter: Faulted jobs (the dead-letter set).
+        draining: The coordinator answering is drained.
+        connected_workers: Open worker streams in the cluster (with a tenant
+            asked for, those whose credential covers it).
+        held: Pending jobs held behind an earlier job of their ordering key.
+        scheduled: Pending jobs not due yet (a delay, or a retry's backoff).
+        windows: One :class:`WindowCounts` per window asked for, in order.
+        raw: The ``workflowjobs.v1.GetStatsResponse`` itself.
+    """
+
+    counts: list[StatusCount]
+    pending: int = 0
+    running: int = 0
+    completed: int = 0
+    faulted: int = 0
+    cancelled: int = 0
+    oldest_pending_age: timedelta | None = None
+    retries_in_window: int = 0
+    failures_in_window: int = 0
+    completions_in_window: int = 0
+    dead_letter: int = 0
+    draining: bool = False
+    connected_workers: int = 0
+    held: int = 0
+    scheduled: int = 0
+    windows: list[WindowCounts] = dataclasses.field(default_factory=list)
+    raw: admin_service_pb2.GetStatsResponse | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, response: admin_service_pb2.GetStatsResponse) -> JobStats:
+        """Read a ``workflowjobs.v1.GetStatsResponse`` message."""
+        return cls(
+            counts=[
+                StatusCount(
+                    c.tenant_id, c.job_type, JobStatus.from_proto(c.status), c.count, c.scheduled
+                )
+                for c in response.counts
+            ],
+            pending=response.pending,
+            running=response.running,
+            completed=response.completed,
+            faulted=response.faulted,
+            cancelled=response.cancelled,
+            oldest_pending_age=(
+                response.oldest_pending_age.ToTimedelta()
+                if response.HasField("oldest_pending_age")
+                else None
+            ),
+            retries_in_window=response.retries_in_window,
+            failures_in_window=response.failures_in_window,
+            completions_in_window=response.completions_in_window,
+            dead_letter=response.dead_letter,
+            draining=response.draining,
+            connected_workers=response.connected_workers,
+            held=response.held,
+            scheduled=response.scheduled,
+            windows=[
+                WindowCounts(w.window.ToTimedelta(), w.completions, w.failures, w.retries)
+                for w in response.windows
+            ],
+            raw=response,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Identity:
+    """The credential a client calls with, as :meth:`AdminClient.who_am_i` answers.
+
+    Attributes:
+        authenticated: False when the coordinator runs without authentication
+            (every caller may do anything to any tenant).
+        name: The credential's name in the token file ("" without authentication).
+        roles: Its roles (``scheduler``, ``worker``, ``admin``).
+        tenants: The tenants it may act on; ``["*"]`` for every tenant.
+        job_types: The only job types it may acquire (workers); empty for every type.
+        raw: The ``workflowjobs.v1.WhoAmIResponse`` itself.
+    """
+
+    authenticated: bool
+    name: str = ""
+    roles: list[str] = dataclasses.field(default_factory=list)
+    tenants: list[str] = dataclasses.field(default_factory=list)
+    job_types: list[str] = dataclasses.field(default_factory=list)
+    raw: admin_service_pb2.WhoAmIResponse | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def from_proto(cls, response: admin_service_pb2.WhoAmIResponse) -> Identity:
+        """Read a ``workflowjobs.v1.WhoAmIResponse`` message."""
+        return cls(
+            authenticated=response.authenticated,
+            name=response.name,
+            roles=list(response.roles),
+            tenants=list(response.tenants),
+            job_types=list(response.job_types),
+            raw=response,
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class BulkResult:
     """Outcome of a bulk retry or cancel.
@@ -563,16 +880,16 @@ class AdminClient(BlockingClient):
         super().__init__(target, **options)
         self._stub = admin_service_pb2_grpc.AdminServiceStub(self._channel)
 
-    def who_am_i(self) -> admin_service_pb2.WhoAmIResponse:
-        """The credential this client calls with: name, roles, tenants and job types.
+    def who_am_i(self) -> Identity:
+        """The credential this client calls with (:class:`Identity`): name,
+        roles, tenants and job types.
 
         Any token the coordinator knows may ask, whatever its roles. Without
         authentication on the coordinator, ``authenticated`` is False (every
         role, every tenant).
         """
-        return cast(
-            admin_service_pb2.WhoAmIResponse,
-            self._call(self._stub.WhoAmI, admin_service_pb2.WhoAmIRequest()),
+        return Identity.from_proto(
+            self._call(self._stub.WhoAmI, admin_service_pb2.WhoAmIRequest())
         )
 
     # -- jobs ---------------------------------------------------------------------------------
@@ -728,8 +1045,9 @@ class AdminClient(BlockingClient):
         window: timedelta | float | None = None,
         category: JobCategory | str | int | None = None,
         windows: Sequence[timedelta | float] = (),
-    ) -> admin_service_pb2.GetStatsResponse:
-        """Backlog per tenant/type/status, oldest pending age, recent retries and failures.
+    ) -> JobStats:
+        """Backlog per tenant/type/status, oldest pending age, recent retries and
+        failures (:class:`JobStats`).
 
         Args:
             tenant_id: Limit to one tenant.
@@ -745,13 +1063,13 @@ class AdminClient(BlockingClient):
         )
         if window is not None:
             request.window.CopyFrom(to_duration(window))
-        return cast(admin_service_pb2.GetStatsResponse, self._call(self._stub.GetStats, request))
+        return JobStats.from_proto(self._call(self._stub.GetStats, request))
 
-    def list_workers(self) -> list[admin_service_pb2.WorkerInfo]:
-        """Connected workers with their slots, in-flight jobs and last heartbeat."""
-        return list(
-            self._call(self._stub.ListWorkers, admin_service_pb2.ListWorkersRequest()).workers
-        )
+    def list_workers(self) -> list[WorkerView]:
+        """Connected workers (:class:`WorkerView`) with their slots, in-flight
+        jobs and last heartbeat."""
+        response = self._call(self._stub.ListWorkers, admin_service_pb2.ListWorkersRequest())
+        return [WorkerView.from_proto(w) for w in response.workers]
 
     # -- pauses -------------------------------------------------------------------------------
 
@@ -764,8 +1082,9 @@ class AdminClient(BlockingClient):
         actor: str = "",
         reason: str = "",
         expire_time: datetime | None = None,
-    ) -> admin_service_pb2.PauseRecord:
-        """Pause a tenant, definition, instance, job type or job category.
+    ) -> PauseRecord:
+        """Pause a tenant, definition, instance, job type or job category; returns
+        the pause (:class:`PauseRecord`).
 
         Args:
             kind: ``"tenant"``, ``"definition"``, ``"instance"``, ``"job_type"`` or
@@ -785,31 +1104,31 @@ class AdminClient(BlockingClient):
         )
         if expire_time is not None:
             request.expire_time.CopyFrom(to_timestamp(expire_time))
-        return cast(admin_service_pb2.PauseRecord, self._call(self._stub.Pause, request).pause)
+        return PauseRecord.from_proto(self._call(self._stub.Pause, request).pause)
 
     def unpause(
         self, kind: str | int, value: str = "", *, tenant_id: str = "", actor: str = ""
-    ) -> list[admin_service_pb2.PauseRecord]:
+    ) -> list[PauseRecord]:
         """Lift the pauses of a scope (arguments as for :meth:`pause`); returns those lifted."""
         request = admin_service_pb2.UnpauseRequest(
             scope=pause_scope(kind, value, tenant_id), actor=actor
         )
-        return list(self._call(self._stub.Unpause, request).lifted)
+        return [PauseRecord.from_proto(r) for r in self._call(self._stub.Unpause, request).lifted]
 
     def list_pauses(
         self, *, include_lifted: bool = False, tenant_id: str = ""
-    ) -> list[admin_service_pb2.PauseRecord]:
-        """Active pauses; with ``include_lifted``, the audit history as the
+    ) -> list[PauseRecord]:
+        """Active pauses (:class:`PauseRecord`); with ``include_lifted``, the audit history as the
         coordinator keeps it (``--pause-retention``), oldest first. Reads every
         page of ``ListPauses``."""
-        out: list[admin_service_pb2.PauseRecord] = []
+        out: list[PauseRecord] = []
         token = ""
         while True:
             request = admin_service_pb2.ListPausesRequest(
                 include_lifted=include_lifted, tenant_id=tenant_id, page_token=token
             )
             response = self._call(self._stub.ListPauses, request)
-            out.extend(response.pauses)
+            out.extend(PauseRecord.from_proto(r) for r in response.pauses)
             token = response.next_page_token
             if not token:
                 return out

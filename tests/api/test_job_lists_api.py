@@ -15,7 +15,7 @@ import pytest
 from faults.harness import CoordinatorProcess
 
 from wfj_testing import REPO
-from worker_sdk import AdminClient, InvalidArgumentError, JobFilter, SchedulerClient
+from worker_sdk import AdminClient, InvalidArgumentError, JobFilter, JobStatus, SchedulerClient
 
 pytestmark = pytest.mark.e2e
 
@@ -36,8 +36,11 @@ def test_lists_page_both_ways_in_either_order_with_their_total(target: str) -> N
 
         def listed(**kwargs: object) -> tuple[list[str], str, str, int]:
             page = admin.list_jobs(only, page_size=3, **kwargs)  # type: ignore[arg-type]
-            return [j.id for j in page.jobs], page.prev_page_token, page.next_page_token, (
-                page.total_count
+            return (
+                [j.id for j in page.jobs],
+                page.prev_page_token,
+                page.next_page_token,
+                (page.total_count),
             )
 
         newest = ids[::-1]
@@ -73,7 +76,7 @@ def test_stats_split_scheduled_from_due_pending_jobs(target: str) -> None:
         stats = admin.get_stats(tenant_id="sched")
         assert (stats.pending, stats.scheduled) == (6, 4)
         rows = {(c.job_type, c.status): (c.count, c.scheduled) for c in stats.counts}
-        assert rows == {("noop", 1): (5, 3), ("other", 1): (1, 1)}
+        assert rows == {("noop", JobStatus.PENDING): (5, 3), ("other", JobStatus.PENDING): (1, 1)}
 
 
 def wfjobs(target: str, *args: str) -> str:
@@ -113,7 +116,7 @@ def test_stats_answer_the_attempt_counts_of_several_windows_in_one_call(target: 
         admin.cancel_job(job.id)
         windows = [timedelta(minutes=5 * k) for k in range(1, 13)]
         stats = admin.get_stats(tenant_id="windows", windows=windows)
-        assert [w.window.ToTimedelta() for w in stats.windows] == windows
+        assert [w.window for w in stats.windows] == windows
         assert all(w.completions == 0 and w.failures == 0 for w in stats.windows)
         assert admin.get_stats(tenant_id="windows").windows == []
         with pytest.raises(InvalidArgumentError, match="at most 24 windows"):

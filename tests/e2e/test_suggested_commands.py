@@ -173,7 +173,7 @@ def test_the_cli_s_and_the_dashboard_s_suggestions_work(
         run_ok(target, form.replace("VALUE", "send-email"))
     with AdminClient(target) as admin:
         # Paused, then unpaused, as the suggested commands said.
-        assert [p for p in admin.list_pauses() if not p.HasField("lift_time")] == []
+        assert [p for p in admin.list_pauses() if p.lift_time is None] == []
     # The dashboard's category-weight section names the CLI command doing the same.
     from wfj_dashboard import Dashboard, fetch
 

@@ -38,7 +38,6 @@ from worker_sdk import (
 )
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
-from workflowjobs.v1 import job_pb2
 
 from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
 from .._connection import DEFAULT_TARGET, ConnectionSettings
@@ -54,9 +53,9 @@ from .output import (
     limit_value_text,
     message_dict,
     payload_text,
+    raw_dict,
     scope_text,
     time_text,
-    timestamp,
 )
 
 EXIT_CODES_HELP = """\
@@ -664,13 +663,9 @@ class Commands:
             kind, value, tenant_id=tenant, actor=a.actor, reason=a.reason, expire_time=expire
         )
         if self.out.as_json:
-            self.out.json(message_dict(record))
+            self.out.json(raw_dict(record))
         else:
-            until = (
-                f" until {time_text(timestamp(record.expire_time))}"
-                if record.HasField("expire_time")
-                else ""
-            )
+            until = f" until {time_text(record.expire_time)}" if record.expire_time else ""
             self.out.line(f"paused {scope_text(record.scope)}{until} (pause {record.id})")
         return EXIT_OK
 
@@ -678,7 +673,7 @@ class Commands:
         kind, value, tenant = self._scope()
         lifted = self.admin.unpause(kind, value, tenant_id=tenant, actor=self.args.actor)
         if self.out.as_json:
-            self.out.json([message_dict(r) for r in lifted])
+            self.out.json([raw_dict(r) for r in lifted])
         else:
             for record in lifted:
                 self.out.line(f"unpaused {scope_text(record.scope)} (pause {record.id})")
@@ -687,7 +682,7 @@ class Commands:
     def whoami(self) -> int:
         me = self.admin.who_am_i()
         if self.out.as_json:
-            self.out.json(message_dict(me))
+            self.out.json(raw_dict(me))
             return EXIT_OK
         if not me.authenticated:
             self.out.line("the coordinator authenticates no one: every caller may do anything")
@@ -702,7 +697,7 @@ class Commands:
     def pauses(self) -> int:
         records = self.admin.list_pauses(include_lifted=self.args.all, tenant_id=self.args.tenant)
         if self.out.as_json:
-            self.out.json({"pauses": [message_dict(r) for r in records]})
+            self.out.json({"pauses": [raw_dict(r) for r in records]})
             return EXIT_OK
         self.out.table(
             ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
@@ -713,9 +708,9 @@ class Commands:
                     # Only a coordinator without authentication records no name.
                     r.actor or "unauthenticated",
                     r.reason or None,
-                    timestamp(r.create_time),
-                    timestamp(r.expire_time) if r.HasField("expire_time") else None,
-                    timestamp(r.lift_time) if r.HasField("lift_time") else None,
+                    r.create_time,
+                    r.expire_time,
+                    r.lift_time,
                 )
                 for r in records
             ],
@@ -912,9 +907,9 @@ class Commands:
             tenant_id=self.args.tenant, window=self.args.window, category=self.args.category
         )
         if self.out.as_json:
-            self.out.json(message_dict(s))
+            self.out.json(raw_dict(s))
             return EXIT_OK
-        age = s.oldest_pending_age.ToTimedelta().total_seconds()
+        age = s.oldest_pending_age.total_seconds() if s.oldest_pending_age else 0.0
         window = self.args.window.total_seconds() if self.args.window else 300
         self.out.line(
             f"pending {s.pending}  running {s.running}  completed {s.completed}  "
@@ -942,7 +937,7 @@ class Commands:
                     (
                         c.tenant_id,
                         c.job_type,
-                        job_pb2.JobStatus.Name(c.status).removeprefix("JOB_STATUS_").lower(),
+                        c.status.lower(),
                         c.count,
                     )
                     for c in s.counts
@@ -953,7 +948,7 @@ class Commands:
     def workers(self) -> int:
         workers = self.admin.list_workers()
         if self.out.as_json:
-            self.out.json({"workers": [message_dict(w) for w in workers]})
+            self.out.json({"workers": [raw_dict(w) for w in workers]})
             return EXIT_OK
         self.out.table(
             [
@@ -976,8 +971,8 @@ class Commands:
                     ",".join(w.job_types),
                     w.slots,
                     len(w.in_flight_job_ids),
-                    timestamp(w.connect_time),
-                    timestamp(w.last_heartbeat_time),
+                    w.connect_time,
+                    w.last_heartbeat_time,
                     w.coordinator_id[:8],
                     w.draining,
                 )

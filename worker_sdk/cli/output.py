@@ -92,6 +92,11 @@ def message_dict(msg: Message) -> dict[str, Any]:
     return json_format.MessageToDict(msg, preserving_proto_field_name=True)
 
 
+def raw_dict(value: Any) -> dict[str, Any]:
+    """An SDK value as the contract's JSON (its ``raw`` message), as grpcurl prints it."""
+    return message_dict(value.raw)
+
+
 def job_json(job: JobView) -> dict[str, Any]:
     """The job as grpcurl prints it, plus the payload and result decoded.
 

@@ -14,13 +14,22 @@ from worker_sdk import (
     CategoryWeight,
     CategoryWeights,
     ConcurrencyLimit,
+    Identity,
     JobCategory,
+    JobStats,
+    JobStatus,
     JobTypeDefaults,
     LimitKind,
+    PauseKind,
+    PauseRecord,
+    PauseScope,
     RateLimit,
     RetryPolicy,
+    StatusCount,
     TenantWeight,
     TenantWeights,
+    WindowCounts,
+    WorkerView,
 )
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2 as jpb
@@ -162,3 +171,66 @@ def test_listed_job_type_defaults_read_as_python_values() -> None:
         None,
         "block",
     )
+
+
+def test_pause_records_workers_stats_and_identity_read_as_python_values() -> None:
+    created = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    record_message = apb.PauseRecord(
+        id="p-1",
+        scope=apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_JOB_TYPE, tenant_id="acme", value="mail"),
+        actor="ana",
+        create_time=_timestamp(created),
+        expire_time=_timestamp(created + timedelta(hours=1)),
+    )
+    record = PauseRecord.from_proto(record_message)
+    assert record == PauseRecord(
+        "p-1",
+        PauseScope(PauseKind.JOB_TYPE, "acme", "mail"),
+        actor="ana",
+        create_time=created,
+        expire_time=created + timedelta(hours=1),
+    )
+    assert record.lift_time is None and record.raw is record_message
+    assert record.scope.kind == apb.PAUSE_SCOPE_KIND_JOB_TYPE
+    assert str(record.scope) == "job type mail (tenant acme)"
+    assert str(PauseScope(PauseKind.CATEGORY, "", "3")) == "category integration"
+    assert "seconds:" not in repr(record)
+
+    worker = WorkerView.from_proto(
+        apb.WorkerInfo(
+            worker_id="w-1",
+            job_types=["mail"],
+            slots=4,
+            in_flight_job_ids=["j-1"],
+            last_heartbeat_time=_timestamp(created),
+        )
+    )
+    assert (worker.job_types, worker.in_flight_job_ids) == (["mail"], ["j-1"])
+    assert (worker.last_heartbeat_time, worker.connect_time) == (created, None)
+
+    stats = JobStats.from_proto(
+        apb.GetStatsResponse(
+            counts=[
+                apb.StatusCount(
+                    tenant_id="acme",
+                    job_type="mail",
+                    status=jpb.JOB_STATUS_PENDING,
+                    count=5,
+                    scheduled=2,
+                )
+            ],
+            pending=5,
+            scheduled=2,
+            oldest_pending_age=Duration(seconds=3, nanos=500_000_000),
+            windows=[apb.WindowCounts(window=Duration(seconds=300), completions=7)],
+        )
+    )
+    assert stats.counts == [StatusCount("acme", "mail", JobStatus.PENDING, 5, 2)]
+    assert stats.oldest_pending_age == timedelta(seconds=3.5)
+    assert stats.windows == [WindowCounts(timedelta(minutes=5), completions=7)]
+    assert JobStats.from_proto(apb.GetStatsResponse()).oldest_pending_age is None
+
+    me = Identity.from_proto(
+        apb.WhoAmIResponse(authenticated=True, name="ops", roles=["admin"], tenants=["*"])
+    )
+    assert me == Identity(True, "ops", ["admin"], ["*"], [])
