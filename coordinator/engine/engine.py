@@ -1,12 +1,27 @@
 """The engine: lifecycle and wiring of the rules of enqueue, acquisition,
 leases, retries and pauses.
 
-The API layer calls these coroutines with domain values; the engine validates,
-decides and calls the store's named queries through its store runner so the
-event loop never blocks on the database. Each concept lives in its own module
-(see the design note of core.py); this one builds the state, starts and stops
-the engine (the chores' supervisor, coordinator/chores, starts after it and
-stops before it) and opens and closes worker sessions.
+Design note. Each concept is an object of its own module that owns its state
+and is handed, when it is built here, what it needs (the store and its runner,
+the clock, the dispatcher, the objects of other concepts):
+
+- ``LimitSettings`` (limit_settings.py): concurrency and rate limits and job
+  type defaults as set, listed and loaded; ``Weights`` (weights.py) the
+  fair-share weights; ``Pauses`` (pauses.py) pauses by scope;
+- ``Acquisition`` (acquisition.py) leases jobs and books every lease; the
+  ``Dispatcher`` (dispatch.py) holds the sessions and calls it;
+- ``Attempts`` (attempts.py), the one path of an ended attempt;
+- ``Enqueue`` (enqueue.py), ``Outcomes`` (outcomes.py), ``Reads`` (reads.py),
+  ``Operations`` (operations.py: operator actions, drain, stats),
+  ``JobGroups`` (groups.py) and ``JobExplainer`` (explain.py).
+
+The API layer calls the engine's operations (each one a concept's method,
+named on the engine below) with domain values; they validate, decide and call
+the store's named queries through the store runner so the event loop never
+blocks on the database. No concept module imports this one; the chores
+(coordinator/chores, started after the engine and stopped before it) are
+built from it by their supervisor. This module also starts and stops the
+engine and opens and closes worker sessions.
 """
 
 from __future__ import annotations
@@ -24,6 +39,7 @@ from coordinator.engine.config import ChoreHooks, EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
 from coordinator.engine.events import EventHub
+from coordinator.engine.explain import JobExplainer
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.groups import JobGroups
 from coordinator.engine.limit_settings import LimitSettings
@@ -32,7 +48,7 @@ from coordinator.engine.operations import Operations
 from coordinator.engine.outcomes import LeaseAnswer, OutcomeResult, Outcomes
 from coordinator.engine.pauses import Pauses
 from coordinator.engine.rates import RateBook
-from coordinator.engine.reads import ListPage
+from coordinator.engine.reads import ListPage, Reads
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.set_aside import SetAsideBook
@@ -46,8 +62,9 @@ from coordinator.telemetry.hooks import NO_TELEMETRY, EngineTelemetry
 log = logging.getLogger(__name__)
 
 
-class Engine(Enqueue, Outcomes, Pauses, Weights, LimitSettings):
-    """Owns the store, the dispatcher and the operator actions; the chores run on it."""
+class Engine:
+    """Owns the store, the dispatcher and the concept objects, and wires them;
+    the API calls its operations, the chores run on it."""
 
     def __init__(
         self,
@@ -58,71 +75,186 @@ class Engine(Enqueue, Outcomes, Pauses, Weights, LimitSettings):
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.config = config or EngineConfig()
+        self.config = config = config or EngineConfig()
         if clock is None and store.capabilities.database_clock:
             # Replicas keep the database's time, not their hosts' (docs/design.md).
             clock = DatabaseClock(store.database_time_us)
-        self.clock = clock or SystemClock()
+        self.clock = clock = clock or SystemClock()
         # Every store call of the engine, its chores and operator actions runs here.
         most = store.capabilities.max_store_threads
-        threads = min(most, self.config.store_threads) if most else self.config.store_threads
-        self.run_store = StoreRunner(threads)
+        threads = min(most, config.store_threads) if most else config.store_threads
+        self.run_store = run_store = StoreRunner(threads)
         self.coordinator_id = coordinator_id or new_id()
         # Draws the backoff jitter of every retry decision.
         self.rng = rng or random.Random()
         self.fair = FairScheduler()
         # Set by the chore supervisor (coordinator/chores); no-ops without it.
         self.hooks = ChoreHooks()
-        # Metrics and spans; replaced by coordinator.telemetry when configured.
+        # Metrics and spans; replaced by coordinator.telemetry when configured
+        # (the concepts read it through ``telemetry`` below, so a replacement holds).
         self.telemetry: EngineTelemetry = NO_TELEMETRY
-        self.limits = LimitBook()
-        self.rates = RateBook()
+
+        def telemetry() -> EngineTelemetry:
+            return self.telemetry
+
+        # Limits, job type defaults and weights: set, listed, loaded (limit_settings.py).
+        self.limit_settings = LimitSettings(
+            store=store,
+            run_store=run_store,
+            clock=clock,
+            fair=self.fair,
+            reloaded=lambda: self.dispatcher.wake(),
+            max_string_length=config.max_string_length,
+        )
+        # Leases jobs, and books every lease however it was granted (acquisition.py).
         self.acquisition = Acquisition(
             store=store,
-            run_store=self.run_store,
+            run_store=run_store,
             fair=self.fair,
-            settings=self,
+            settings=self.limit_settings,
             hooks=self.hooks,
             attempts=lambda: self.attempts,
-            telemetry=lambda: self.telemetry,
-            default_lease_ms=self.config.default_lease_ms,
+            telemetry=telemetry,
+            default_lease_ms=config.default_lease_ms,
         )
         self.dispatcher = Dispatcher(
-            clock=self.clock,
+            clock=clock,
             acquisition=self.acquisition,
-            acquire_batch_max=self.config.acquire_batch_max,
-            idle_poll_s=self.config.idle_poll_s,
+            acquire_batch_max=config.acquire_batch_max,
+            idle_poll_s=config.idle_poll_s,
         )
         # Rows the chores and outcome reports could not process (see set_aside.py).
         self.set_aside = SetAsideBook(lambda chore, n: self.telemetry.rows_set_aside(chore, n))
         # The one path for "an attempt ended" (attempts.py).
         self.attempts = Attempts(
             store=store,
-            run_store=self.run_store,
+            run_store=run_store,
             dispatcher=self.dispatcher,
             set_aside=self.set_aside,
-            telemetry=lambda: self.telemetry,
-            concurrency_limited=lambda: bool(self.limits),
-            now=self.clock.now_us,
+            telemetry=telemetry,
+            concurrency_limited=lambda: bool(self.limit_settings.limits),
+            now=clock.now_us,
         )
         self._listener: Any = None
         # Watchers of the job event log, woken by the store's commits (events.py).
         self.events = EventHub(
             store,
-            self.run_store,
-            self.config.events,
+            run_store,
+            config.events,
             notify_replicas=store.capabilities.listen_notify,
         )
         store.add_event_listener(self.events.on_store_events)
-        self._enqueue_queue = []
-        self._enqueue_flushing = False
-        self.type_defaults: dict[str, JobTypeDefaults] = {}
-        self.ops = Operations(self, self.config.operations)
-        self.groups = JobGroups(self)
+        self.reads = Reads(store=store, run_store=run_store, waiters=self.attempts.waiters)
+        self.pauses = Pauses(store=store, run_store=run_store, clock=clock, dispatcher=self.dispatcher)
+        self.weights = Weights(
+            store=store, run_store=run_store, fair=self.fair, settings=self.limit_settings
+        )
+        self.enqueues = Enqueue(
+            config=config,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            dispatcher=self.dispatcher,
+            acquisition=self.acquisition,
+            attempts=self.attempts,
+            settings=self.limit_settings,
+            reads=self.reads,
+            telemetry=telemetry,
+        )
+        self.outcomes = Outcomes(
+            config=config,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            dispatcher=self.dispatcher,
+            attempts=self.attempts,
+            settings=self.limit_settings,
+            rng=self.rng,
+        )
+        # Operator actions; the drain state (operations.py).
+        self.ops = Operations(
+            store=store,
+            run_store=run_store,
+            clock=clock,
+            dispatcher=self.dispatcher,
+            attempts=self.attempts,
+            hooks=self.hooks,
+            coordinator_id=self.coordinator_id,
+            config=config.operations,
+        )
+        self.groups = JobGroups(
+            store=store,
+            run_store=run_store,
+            clock=clock,
+            dispatcher=self.dispatcher,
+            enqueue=self.enqueues,
+            telemetry=telemetry,
+        )
+        self.explainer = JobExplainer(
+            store=store,
+            run_store=run_store,
+            clock=clock,
+            reads=self.reads,
+            settings=self.limit_settings,
+            acquisition=self.acquisition,
+            operations=self.ops,
+            fair=self.fair,
+        )
+        # The operations the API calls, each owned by its concept.
+        self.ping_store = self.reads.ping_store
+        self.job_tenants = self.reads.job_tenants
+        self.get_job = self.reads.get_job
+        self.list_jobs = self.reads.list_jobs
+        self.wait_for_finish = self.reads.wait_for_finish
+        self.prepare = self.enqueues.prepare
+        self.enqueue = self.enqueues.enqueue
+        self.enqueue_unique = self.enqueues.enqueue_unique
+        self.enqueue_tick = self.enqueues.enqueue_tick
+        self.enqueue_one = self.enqueues.enqueue_one
+        self.enqueue_inline = self.enqueues.enqueue_inline
+        self.heartbeat = self.outcomes.heartbeat
+        self.report = self.outcomes.report
+        self.report_each = self.outcomes.report_each
+        self.report_one = self.outcomes.report_one
+        self.pause = self.pauses.pause
+        self.unpause = self.pauses.unpause
+        self.wake_at_pause_expiries = self.pauses.wake_at_pause_expiries
+        self.list_pauses = self.pauses.list_pauses
+        self.set_tenant_weight = self.weights.set_tenant_weight
+        self.list_tenant_weights = self.weights.list_tenant_weights
+        self.set_category_weight = self.weights.set_category_weight
+        self.remove_category_weight = self.weights.remove_category_weight
+        self.list_category_weights = self.weights.list_category_weights
+        self.set_job_type_defaults = self.limit_settings.set_job_type_defaults
+        self.set_limit = self.limit_settings.set_limit
+        self.set_rate_limit = self.limit_settings.set_rate_limit
+        self.remove_rate_limit = self.limit_settings.remove_rate_limit
+        self.list_rate_limits = self.limit_settings.list_rate_limits
+        self.list_limits = self.limit_settings.list_limits
+        self.reload_limits = self.limit_settings.reload_limits
         self._loop: asyncio.AbstractEventLoop | None = None
         # Hand-backs of jobs a closed stream never sent (awaited by stop).
         self._handing_back: set[asyncio.Task[None]] = set()
         self._started = False
+
+    @property
+    def limits(self) -> LimitBook:
+        """Concurrency limits as this replica last loaded them."""
+        return self.limit_settings.limits
+
+    @property
+    def rates(self) -> RateBook:
+        """Rate limits as this replica last loaded them."""
+        return self.limit_settings.rates
+
+    @property
+    def type_defaults(self) -> dict[str, JobTypeDefaults]:
+        """Job type defaults as this replica last loaded them."""
+        return self.limit_settings.type_defaults
+
+    @property
+    def default_tenant_weight(self) -> int:
+        return self.weights.default_tenant_weight
 
     async def start(self) -> None:
         """Check the schema, sync the clock, load tenant weights, limits and the

@@ -9,13 +9,20 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from coordinator.clock import Clock
+from coordinator.engine.acquisition import Acquisition
 from coordinator.engine.admission import admission_for
+from coordinator.engine.attempts import Attempts
+from coordinator.engine.config import EngineConfig
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.ticks import check_tick, is_misfire, misfire_uniqueness, tick_key
 from coordinator.engine.uniqueness import check_uniqueness, first_due_at
@@ -43,7 +50,9 @@ from coordinator.model import (
     Uniqueness,
     UniqueOutcome,
 )
+from coordinator.store import Store
 from coordinator.telemetry import stages
+from coordinator.telemetry.hooks import EngineTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +63,44 @@ log = logging.getLogger(__name__)
 _Enqueued = tuple[tuple[str, bool, int], "JobRow | None"]
 
 
-class Enqueue(Reads):
+class Enqueue:
     """The enqueue paths: batches, single enqueues (group commit, direct
     dispatch offers to idle workers) and inline runs."""
 
-    _enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]]
-    _enqueue_flushing: bool
+    def __init__(
+        self,
+        *,
+        config: EngineConfig,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        dispatcher: Dispatcher,
+        acquisition: Acquisition,
+        attempts: Attempts,
+        settings: LimitSettings,
+        reads: Reads,
+        telemetry: Callable[[], EngineTelemetry],
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = store
+        self.run_store = run_store
+        self.dispatcher = dispatcher
+        # Leases at insert and inline are booked as every lease is (acquisition.py).
+        self.acquisition = acquisition
+        self.attempts = attempts
+        # Limits and job type defaults as this replica loaded them.
+        self.settings = settings
+        self.reads = reads
+        self._telemetry = telemetry
+        # Single enqueues waiting for the next group commit, and whether one runs.
+        self._enqueue_queue: list[tuple[NewJob, asyncio.Future[_Enqueued]]] = []
+        self._enqueue_flushing = False
+
+    @property
+    def telemetry(self) -> EngineTelemetry:
+        """Metrics and spans (replaced on the engine when telemetry is configured)."""
+        return self._telemetry()
 
     def prepare(self, job: NewJob, now: int) -> NewJob:
         """Validate a job from a caller and fill in id, times and defaults."""
@@ -124,7 +165,7 @@ class Enqueue(Reads):
         The effective policy is stored with the job, so a later change of the
         type's defaults does not alter jobs already enqueued.
         """
-        defaults = self.type_defaults.get(job.job_type)
+        defaults = self.settings.type_defaults.get(job.job_type)
         if defaults is not None:
             own = RetryPolicy.from_json(job.retry_policy)
             merged = own.merged_over(defaults.retry_policy)
@@ -139,7 +180,7 @@ class Enqueue(Reads):
             policy = RetryPolicy.from_json(job.retry_policy)
             job.max_attempts = policy.max_attempts or DEFAULT_RETRY_POLICY.max_attempts or 3
 
-    def _check_batch_size(self, jobs: Sequence[NewJob]) -> None:
+    def check_batch_size(self, jobs: Sequence[NewJob]) -> None:
         if not jobs:
             raise InvalidArgument("no jobs given; send at least one JobSpec")
         if len(jobs) > self.config.max_batch_size:
@@ -149,7 +190,7 @@ class Enqueue(Reads):
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
         """Store jobs atomically; returns (id, deduplicated, status) per job."""
-        self._check_batch_size(jobs)
+        self.check_batch_size(jobs)
         now = self.clock.now_us()
         if len(jobs) == 1:
             prepared = [self.prepare(jobs[0], now)]
@@ -175,7 +216,7 @@ class Enqueue(Reads):
         payload and a later due time). Only callers that ask for uniqueness
         come here; plain enqueues never read a key.
         """
-        self._check_batch_size(jobs)
+        self.check_batch_size(jobs)
         now = self.clock.now_us()
         prepared = []
         for index, (job, rule) in enumerate(zip(jobs, uniqueness, strict=True)):
@@ -224,7 +265,7 @@ class Enqueue(Reads):
                 )
             return existing, existing is not None
         [(job_id, outcome, _)] = await self.enqueue_unique([job], [misfire_uniqueness(tick)])
-        row, _ = await self.get_job(job_id)
+        row, _ = await self.reads.get_job(job_id)
         return row, outcome != UniqueOutcome.CREATED
 
     async def enqueue_one(self, job: NewJob) -> tuple[JobRow, bool]:
@@ -250,7 +291,7 @@ class Enqueue(Reads):
         if dedup:
             if stored is None:
                 # A repeat of a key within this commit: its job was stored by it.
-                stored, _ = await self.get_job(job_id)
+                stored, _ = await self.reads.get_job(job_id)
             return stored, True
         if status == JobStatus.RUNNING and stored is not None:
             return stored, False
@@ -352,8 +393,8 @@ class Enqueue(Reads):
         reserved now and refunded for jobs the store does not lease.
         """
         if (
-            self.limits
-            or self.rates
+            self.settings.limits
+            or self.settings.rates
             or not self.dispatcher.leasing
             or not self.store.capabilities.lease_at_insert
         ):
@@ -510,10 +551,10 @@ class Enqueue(Reads):
 
     async def _rate_limited_text(self, job: NewJob, now: int) -> str:
         """Which rate limits hold ``job`` back and until when, as text for an error."""
-        await self.reload_limits()
-        buckets = await self.run_store(self.store.rate_bucket_list, self.rates.kinds)
+        await self.settings.reload_limits()
+        buckets = await self.run_store(self.store.rate_bucket_list, self.settings.rates.kinds)
         held = []
-        for key, limit in self.rates.scopes_of(job):  # type: ignore[arg-type]
+        for key, limit in self.settings.rates.scopes_of(job):  # type: ignore[arg-type]
             until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
             if until > now:
                 held.append(
@@ -523,11 +564,11 @@ class Enqueue(Reads):
 
     async def _full_scopes(self, job: NewJob) -> str:
         """The limited scopes of ``job`` that are full, as text for an error."""
-        await self.reload_limits()
-        running = await self.run_store(self.store.job_running_counts, self.limits.kinds)
+        await self.settings.reload_limits()
+        running = await self.run_store(self.store.job_running_counts, self.settings.limits.kinds)
         full = [
             f"{limit_scope_text(kind, value)}: {running.get((kind, value), 0)} of {limit} running"
-            for (kind, value), limit in self.limits.scopes_of(job)  # type: ignore[arg-type]
+            for (kind, value), limit in self.settings.limits.scopes_of(job)  # type: ignore[arg-type]
             if running.get((kind, value), 0) >= limit
         ]
         return "; ".join(full) or "a limit of its scope"

@@ -21,12 +21,19 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from coordinator import tenancy
+from coordinator.clock import Clock
+from coordinator.engine.acquisition import Acquisition
+from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.limits import limit_scope_text
+from coordinator.engine.operations import Operations
 from coordinator.engine.pauses import pause_scope_text
 from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
+from coordinator.engine.reads import Reads
+from coordinator.engine.runner import StoreRunner
 from coordinator.model import (
     FAILED_OUTCOMES,
     AttemptRow,
@@ -37,10 +44,8 @@ from coordinator.model import (
     UniqueKeyRow,
     candidate_of,
 )
+from coordinator.store import Store
 from coordinator.tenancy import TenantScope
-
-if TYPE_CHECKING:
-    from coordinator.engine.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,182 +62,6 @@ class WaitReason:
 
 def _when(us: int) -> str:
     return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat(timespec="seconds")
-
-
-async def explain(
-    engine: Engine, job_id: str, visible_tenants: TenantScope = None
-) -> tuple[JobRow, list[WaitReason]]:
-    """The job and every reason it is not running now (empty: it is eligible).
-
-    ``visible_tenants``: the tenants the caller may see (None: every tenant).
-    """
-    row, _ = await engine.get_job(job_id)
-    now = engine.clock.now_us()
-    status = JobStatus(row.status)
-    if status == JobStatus.RUNNING:
-        return row, [await _leased(engine, row, now)]
-    if status != JobStatus.PENDING:
-        return row, [WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")]
-    reasons: list[WaitReason] = []
-    if engine.ops.cluster_drain:
-        reasons.append(
-            WaitReason("DRAINING", "the cluster is drained: no coordinator hands out jobs")
-        )
-    elif engine.draining:
-        reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
-    if row.due_at > now:
-        reasons.append(
-            WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
-        )
-        key = await engine.run_store(engine.store.unique_key_of_job, row.id)
-        if key is not None and key.debounced:
-            reasons.append(_debounced(key))
-    pauses = await engine.run_store(engine.store.pauses_covering, row, now)
-    for p in pauses:
-        kind = PauseKind(p.kind)
-        who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
-        why = f": {p.reason}" if p.reason else ""
-        until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
-        scope = pause_scope_text(p.scope, with_tenant=False)
-        if kind == PauseKind.TENANT:
-            text = f"{scope} is disabled {who}{why}{until}"
-            reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
-        else:
-            text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
-            reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
-    if row.ordering_key is not None:
-        blocker = await engine.run_store(
-            engine.store.job_ordering_blocker, row.tenant_id, row.ordering_key, row.id
-        )
-        if blocker is not None:
-            state = JobStatus(blocker.status)
-            how = {
-                JobStatus.RUNNING: "it is running",
-                JobStatus.PENDING: "it has not run yet",
-                # A FAULTED job cannot be cancelled: it lets the key go once
-                # retried and completed, or retried and then cancelled.
-                JobStatus.FAULTED: (
-                    "it FAULTED and holds the key until it is retried and completes "
-                    f"(`wfjobs jobs retry {blocker.id}`), or is retried and then cancelled, "
-                    f"which lets the next job run (`wfjobs jobs retry {blocker.id}`, then "
-                    f"`wfjobs jobs cancel {blocker.id}`)"
-                ),
-            }.get(state, state.name)
-            reasons.append(
-                WaitReason(
-                    "ORDERING",
-                    f"behind job {blocker.id} in ordering key {row.ordering_key}: {how}",
-                )
-            )
-    job = candidate_of(row)
-    if engine.rates:
-        buckets = await engine.run_store(engine.store.rate_bucket_list, engine.rates.kinds)
-        for key, limit in engine.rates.scopes_of(job):
-            until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
-            if until > now:
-                reasons.append(
-                    WaitReason(
-                        "RATE_LIMIT",
-                        f"rate limited by {rate_limit_text(key, limit)} until {when_precise(until)}",
-                        until=until,
-                        limit=limit.starts,
-                    )
-                )
-    if engine.limits:
-        job = Candidate(
-            row.id,
-            row.tenant_id,
-            row.priority,
-            row.due_at,
-            row.job_type,
-            row.definition_id,
-            row.concurrency_key,
-            row.category,
-        )
-        running = await engine.run_store(engine.store.job_running_counts, engine.limits.kinds)
-        for (kind, value), limit in engine.limits.scopes_of(job):
-            count = running.get((kind, value), 0)
-            if count >= limit:
-                reasons.append(
-                    WaitReason(
-                        "CONCURRENCY_LIMIT",
-                        f"concurrency limit of {limit_scope_text(kind, value)} is full: "
-                        f"{count}/{limit} running",
-                        count=count,
-                        limit=limit,
-                    )
-                )
-    workers = await engine.ops.list_workers()
-    of_type = [w for w in workers if row.job_type in w.job_types]
-    # A worker whose credential is scoped to other tenants never gets this job.
-    serving = [w for w in of_type if w.takes(row.job_type, row.tenant_id)]
-    if not serving and of_type:
-        names = ", ".join(
-            w.worker_id
-            if not tenancy.every_tenant(visible_tenants)
-            else f"{w.worker_id} (tenants {', '.join(w.tenants or ())})"
-            for w in of_type
-        )
-        reasons.append(
-            WaitReason(
-                "NO_WORKER",
-                f"no connected worker on any coordinator serves job type {row.job_type!r} "
-                f"for tenant {row.tenant_id!r}: the workers serving the type are scoped to "
-                f"other tenants ({names}); start one whose credential covers tenant "
-                f"{row.tenant_id!r}",
-            )
-        )
-    elif not serving:
-        reasons.append(
-            WaitReason(
-                "NO_WORKER",
-                f"no connected worker on any coordinator serves job type {row.job_type!r}; "
-                "start one with a handler for it",
-            )
-        )
-    elif all(w.draining for w in serving) and not engine.ops.cluster_drain:
-        names = ", ".join(f"{w.worker_id} (coordinator {w.coordinator_id})" for w in serving)
-        undrain = " ".join(f"wfjobs undrain --worker {w.worker_id};" for w in serving)
-        reasons.append(
-            WaitReason(
-                "DRAINING",
-                f"every worker serving job type {row.job_type!r} is drained: {names}; "
-                f"undrain one ({undrain.rstrip(';')}) or start another worker",
-                count=len(serving),
-            )
-        )
-    # Only jobs acquisition would take before this one: unpaused, of a job type
-    # a worker (not drained) serves for the tenant, outside full concurrency
-    # limits and throttled rate limits (held ordering keys are never candidates).
-    served = sorted(
-        {t for w in workers if not w.draining for t in w.job_types if w.takes(t, row.tenant_id)}
-    )
-    exclude, _ = await engine.acquisition.exclusions(now)
-    ahead = await engine.run_store(
-        engine.store.job_count_ahead,
-        row.tenant_id,
-        row.priority,
-        row.due_at,
-        row.id,
-        now,
-        served,
-        exclude,
-    )
-    if ahead:
-        reasons.append(
-            WaitReason(
-                "QUEUED_BEHIND",
-                f"{ahead} eligible job(s) of tenant {row.tenant_id} are ahead of it in its share",
-                count=ahead,
-            )
-        )
-    others = await engine.run_store(
-        engine.store.job_competing_tenants, row.job_type, row.tenant_id, now
-    )
-    others = tenancy.visible(visible_tenants, others)
-    if others:
-        reasons.append(await _fair_share(engine, row, others))
-    return row, reasons
 
 
 def _debounced(key: UniqueKeyRow) -> WaitReason:
@@ -252,64 +81,286 @@ def _debounced(key: UniqueKeyRow) -> WaitReason:
     )
 
 
-async def _fair_share(engine: Engine, row: JobRow, others: list[str]) -> WaitReason:
-    """The job's tenant shares the workers of its job type with ``others``."""
-    stored = await engine.run_store(engine.store.tenant_weights)
-    default = engine.fair.default_weight
+class JobExplainer:
+    """Answers ExplainJob from the rules acquisition applies."""
 
-    def weight(tenant: str) -> int:
-        return max(1, stored.get(tenant, default))
+    def __init__(
+        self,
+        *,
+        store: Store,
+        run_store: StoreRunner,
+        clock: Clock,
+        reads: Reads,
+        settings: LimitSettings,
+        acquisition: Acquisition,
+        operations: Operations,
+        fair: FairScheduler,
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._clock = clock
+        self._reads = reads
+        # Limits as this replica loaded them; the exclusions as acquisition reads them.
+        self._settings = settings
+        self._acquisition = acquisition
+        # The drain state and the cluster's workers.
+        self._operations = operations
+        self._fair = fair
 
-    mine = weight(row.tenant_id)
-    total = mine + sum(weight(t) for t in others)
-    named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-    return WaitReason(
-        "FAIR_SHARE",
-        f"tenant {row.tenant_id} shares the workers of job type {row.job_type!r} with "
-        f"{len(others)} other tenant(s) that have eligible jobs of it ({named}): while they "
-        f"all do, it gets {mine} of every {total} starts (its weight; `wfjobs tenants "
-        f"set-weight {row.tenant_id} N` changes it)",
-        count=len(others),
-    )
+    async def explain(
+        self, job_id: str, visible_tenants: TenantScope = None
+    ) -> tuple[JobRow, list[WaitReason]]:
+        """The job and every reason it is not running now (empty: it is eligible).
+
+        ``visible_tenants``: the tenants the caller may see (None: every tenant).
+        """
+        row, _ = await self._reads.get_job(job_id)
+        now = self._clock.now_us()
+        status = JobStatus(row.status)
+        if status == JobStatus.RUNNING:
+            return row, [await self._leased(row, now)]
+        if status != JobStatus.PENDING:
+            return row, [WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")]
+        reasons: list[WaitReason] = []
+        drained_by = self._operations.drained_by
+        if drained_by == "cluster":
+            reasons.append(
+                WaitReason("DRAINING", "the cluster is drained: no coordinator hands out jobs")
+            )
+        elif drained_by is not None:
+            reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
+        if row.due_at > now:
+            reasons.append(
+                WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
+            )
+            key = await self._run(self._store.unique_key_of_job, row.id)
+            if key is not None and key.debounced:
+                reasons.append(_debounced(key))
+        pauses = await self._run(self._store.pauses_covering, row, now)
+        for p in pauses:
+            kind = PauseKind(p.kind)
+            who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
+            why = f": {p.reason}" if p.reason else ""
+            until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
+            scope = pause_scope_text(p.scope, with_tenant=False)
+            if kind == PauseKind.TENANT:
+                text = f"{scope} is disabled {who}{why}{until}"
+                reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
+            else:
+                text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
+                reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
+        if row.ordering_key is not None:
+            blocker = await self._run(
+                self._store.job_ordering_blocker, row.tenant_id, row.ordering_key, row.id
+            )
+            if blocker is not None:
+                state = JobStatus(blocker.status)
+                how = {
+                    JobStatus.RUNNING: "it is running",
+                    JobStatus.PENDING: "it has not run yet",
+                    # A FAULTED job cannot be cancelled: it lets the key go once
+                    # retried and completed, or retried and then cancelled.
+                    JobStatus.FAULTED: (
+                        "it FAULTED and holds the key until it is retried and completes "
+                        f"(`wfjobs jobs retry {blocker.id}`), or is retried and then cancelled, "
+                        f"which lets the next job run (`wfjobs jobs retry {blocker.id}`, then "
+                        f"`wfjobs jobs cancel {blocker.id}`)"
+                    ),
+                }.get(state, state.name)
+                reasons.append(
+                    WaitReason(
+                        "ORDERING",
+                        f"behind job {blocker.id} in ordering key {row.ordering_key}: {how}",
+                    )
+                )
+        job = candidate_of(row)
+        if self._settings.rates:
+            buckets = await self._run(self._store.rate_bucket_list, self._settings.rates.kinds)
+            for key, limit in self._settings.rates.scopes_of(job):
+                until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
+                if until > now:
+                    reasons.append(
+                        WaitReason(
+                            "RATE_LIMIT",
+                            f"rate limited by {rate_limit_text(key, limit)} until {when_precise(until)}",
+                            until=until,
+                            limit=limit.starts,
+                        )
+                    )
+        if self._settings.limits:
+            job = Candidate(
+                row.id,
+                row.tenant_id,
+                row.priority,
+                row.due_at,
+                row.job_type,
+                row.definition_id,
+                row.concurrency_key,
+                row.category,
+            )
+            running = await self._run(self._store.job_running_counts, self._settings.limits.kinds)
+            for (kind, value), limit in self._settings.limits.scopes_of(job):
+                count = running.get((kind, value), 0)
+                if count >= limit:
+                    reasons.append(
+                        WaitReason(
+                            "CONCURRENCY_LIMIT",
+                            f"concurrency limit of {limit_scope_text(kind, value)} is full: "
+                            f"{count}/{limit} running",
+                            count=count,
+                            limit=limit,
+                        )
+                    )
+        workers = await self._operations.list_workers()
+        of_type = [w for w in workers if row.job_type in w.job_types]
+        # A worker whose credential is scoped to other tenants never gets this job.
+        serving = [w for w in of_type if w.takes(row.job_type, row.tenant_id)]
+        if not serving and of_type:
+            names = ", ".join(
+                w.worker_id
+                if not tenancy.every_tenant(visible_tenants)
+                else f"{w.worker_id} (tenants {', '.join(w.tenants or ())})"
+                for w in of_type
+            )
+            reasons.append(
+                WaitReason(
+                    "NO_WORKER",
+                    f"no connected worker on any coordinator serves job type {row.job_type!r} "
+                    f"for tenant {row.tenant_id!r}: the workers serving the type are scoped to "
+                    f"other tenants ({names}); start one whose credential covers tenant "
+                    f"{row.tenant_id!r}",
+                )
+            )
+        elif not serving:
+            reasons.append(
+                WaitReason(
+                    "NO_WORKER",
+                    f"no connected worker on any coordinator serves job type {row.job_type!r}; "
+                    "start one with a handler for it",
+                )
+            )
+        elif all(w.draining for w in serving) and drained_by != "cluster":
+            names = ", ".join(f"{w.worker_id} (coordinator {w.coordinator_id})" for w in serving)
+            undrain = " ".join(f"wfjobs undrain --worker {w.worker_id};" for w in serving)
+            reasons.append(
+                WaitReason(
+                    "DRAINING",
+                    f"every worker serving job type {row.job_type!r} is drained: {names}; "
+                    f"undrain one ({undrain.rstrip(';')}) or start another worker",
+                    count=len(serving),
+                )
+            )
+        # Only jobs acquisition would take before this one: unpaused, of a job type
+        # a worker (not drained) serves for the tenant, outside full concurrency
+        # limits and throttled rate limits (held ordering keys are never candidates).
+        served = sorted(
+            {t for w in workers if not w.draining for t in w.job_types if w.takes(t, row.tenant_id)}
+        )
+        exclude, _ = await self._acquisition.exclusions(now)
+        ahead = await self._run(
+            self._store.job_count_ahead,
+            row.tenant_id,
+            row.priority,
+            row.due_at,
+            row.id,
+            now,
+            served,
+            exclude,
+        )
+        if ahead:
+            reasons.append(
+                WaitReason(
+                    "QUEUED_BEHIND",
+                    f"{ahead} eligible job(s) of tenant {row.tenant_id} are ahead of it in its share",
+                    count=ahead,
+                )
+            )
+        others = await self._run(
+            self._store.job_competing_tenants, row.job_type, row.tenant_id, now
+        )
+        others = tenancy.visible(visible_tenants, others)
+        if others:
+            reasons.append(await self._fair_share(row, others))
+        return row, reasons
 
 
-async def _leased(engine: Engine, row: JobRow, now: int) -> WaitReason:
-    expires = row.lease_expires_at or now
-    connected = {w.worker_id for w in await engine.ops.list_workers()}
-    if row.lease_owner in connected:
+    async def _fair_share(self, row: JobRow, others: list[str]) -> WaitReason:
+        """The job's tenant shares the workers of its job type with ``others``."""
+        stored = await self._run(self._store.tenant_weights)
+        default = self._fair.default_weight
+
+        def weight(tenant: str) -> int:
+            return max(1, stored.get(tenant, default))
+
+        mine = weight(row.tenant_id)
+        total = mine + sum(weight(t) for t in others)
+        named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return WaitReason(
+            "FAIR_SHARE",
+            f"tenant {row.tenant_id} shares the workers of job type {row.job_type!r} with "
+            f"{len(others)} other tenant(s) that have eligible jobs of it ({named}): while they "
+            f"all do, it gets {mine} of every {total} starts (its weight; `wfjobs tenants "
+            f"set-weight {row.tenant_id} N` changes it)",
+            count=len(others),
+        )
+
+
+    async def _leased(self, row: JobRow, now: int) -> WaitReason:
+        expires = row.lease_expires_at or now
+        connected = {w.worker_id for w in await self._operations.list_workers()}
+        if row.lease_owner in connected:
+            return WaitReason(
+                "LEASED",
+                f"running: leased by worker {row.lease_owner} until {_when(expires)}",
+                until=row.lease_expires_at,
+            )
+        if expires > now:
+            when = f"when it expires at {_when(expires)}"
+        else:
+            when = f"by the next lease reaper run (it expired at {_when(expires)})"
+        then = (
+            "the job then ends CANCELLED (a cancel was requested)"
+            if row.cancel_requested
+            else "the job is then retried or faulted by its retry policy"
+        )
         return WaitReason(
             "LEASED",
-            f"running: leased by worker {row.lease_owner} until {_when(expires)}",
+            f"running: leased by worker {row.lease_owner}, which is no longer connected to any "
+            f"coordinator; the lease is reclaimed {when} and {then} "
+            f"(`wfjobs jobs unlock {row.id}` reclaims it now)",
             until=row.lease_expires_at,
         )
-    if expires > now:
-        when = f"when it expires at {_when(expires)}"
-    else:
-        when = f"by the next lease reaper run (it expired at {_when(expires)})"
-    then = (
-        "the job then ends CANCELLED (a cancel was requested)"
-        if row.cancel_requested
-        else "the job is then retried or faulted by its retry policy"
-    )
-    return WaitReason(
-        "LEASED",
-        f"running: leased by worker {row.lease_owner}, which is no longer connected to any "
-        f"coordinator; the lease is reclaimed {when} and {then} "
-        f"(`wfjobs jobs unlock {row.id}` reclaims it now)",
-        until=row.lease_expires_at,
-    )
 
 
-async def last_failure(engine: Engine, row: JobRow) -> AttemptRow | None:
-    """The job's latest attempt when it failed and nothing ran since (its retry waits).
+    async def last_failure(self, row: JobRow) -> AttemptRow | None:
+        """The job's latest attempt when it failed and nothing ran since (its retry waits).
 
-    Read only for jobs that can have one (PENDING or FAULTED after an attempt),
-    so explaining a fresh job costs no history read.
-    """
-    status = JobStatus(row.status)
-    if status not in (JobStatus.PENDING, JobStatus.FAULTED) or row.attempt < 1:
-        return None
-    attempts = await engine.run_store(engine.store.job_attempts, row.id)
-    if not attempts or attempts[-1].outcome not in FAILED_OUTCOMES:
-        return None
-    return attempts[-1]
+        Read only for jobs that can have one (PENDING or FAULTED after an attempt),
+        so explaining a fresh job costs no history read.
+        """
+        status = JobStatus(row.status)
+        if status not in (JobStatus.PENDING, JobStatus.FAULTED) or row.attempt < 1:
+            return None
+        attempts = await self._run(self._store.job_attempts, row.id)
+        if not attempts or attempts[-1].outcome not in FAILED_OUTCOMES:
+            return None
+        return attempts[-1]
+
+
+class Explaining(Protocol):
+    """What owns a ``JobExplainer`` (the engine)."""
+
+    @property
+    def explainer(self) -> JobExplainer: ...
+
+
+async def explain(
+    engine: Explaining, job_id: str, visible_tenants: TenantScope = None
+) -> tuple[JobRow, list[WaitReason]]:
+    """The job and every reason it is not running now (``JobExplainer.explain``)."""
+    return await engine.explainer.explain(job_id, visible_tenants)
+
+
+async def last_failure(engine: Explaining, row: JobRow) -> AttemptRow | None:
+    """The job's latest failed attempt its retry waits on (``JobExplainer.last_failure``)."""
+    return await engine.explainer.last_failure(row)

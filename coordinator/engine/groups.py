@@ -11,12 +11,17 @@ pending members.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
+from coordinator.clock import Clock
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.enqueue import Enqueue
+from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import GroupRow, JobStatus, NewJob
+from coordinator.store import Store
+from coordinator.telemetry.hooks import EngineTelemetry
 
 
 def check_group_id(group_id: str, field: str = "group_id") -> None:
@@ -32,26 +37,38 @@ def check_group_id(group_id: str, field: str = "group_id") -> None:
 class JobGroups:
     """The group operations of one engine."""
 
-    def __init__(self, engine: Any) -> None:
-        # The engine (engine.py) that owns this object; typed loosely, since
-        # engine.py imports this module.
-        self._engine = engine
+    def __init__(
+        self,
+        *,
+        store: Store,
+        run_store: StoreRunner,
+        clock: Clock,
+        dispatcher: Dispatcher,
+        enqueue: Enqueue,
+        telemetry: Callable[[], EngineTelemetry],
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._clock = clock
+        self._dispatcher = dispatcher
+        # Members and completion jobs are validated as every enqueued job is.
+        self._enqueue = enqueue
+        self._telemetry = telemetry
 
     async def create(
         self, completion: NewJob, members: Sequence[NewJob], close: bool
     ) -> tuple[GroupRow, list[tuple[str, bool, int]]]:
         """Store a group (of ``completion``'s tenant) with its first members."""
-        e = self._engine
-        if len(members) > e.config.max_batch_size:
+        if len(members) > self._enqueue.config.max_batch_size:
             raise InvalidArgument(
-                f"{len(members)} members exceed the batch limit of {e.config.max_batch_size}; "
+                f"{len(members)} members exceed the batch limit of {self._enqueue.config.max_batch_size}; "
                 "add the rest by enqueueing them with the group's id"
             )
-        now = e.clock.now_us()
+        now = self._clock.now_us()
         if completion.group_id is not None:
             raise InvalidArgument("completion.group_id: a completion job joins no group")
         try:
-            e.prepare(completion, now)
+            self._enqueue.prepare(completion, now)
         except InvalidArgument as err:
             raise InvalidArgument(f"completion: {err}") from None
         if completion.ordering_key is not None:
@@ -62,14 +79,14 @@ class JobGroups:
             job.group_id = group_id
             try:
                 self._check_member(job, completion.tenant_id)
-                prepared.append(e.prepare(job, now))
+                prepared.append(self._enqueue.prepare(job, now))
             except InvalidArgument as err:
                 raise InvalidArgument(f"members[{index}]: {err}") from None
-        results = await e.run_store(
-            e.store.group_create, group_id, completion, prepared, close, now
+        results = await self._run(
+            self._store.group_create, group_id, completion, prepared, close, now
         )
-        e.dispatcher.wake_at(j.due_at for j in prepared)
-        e.telemetry.enqueued(prepared, results)
+        self._dispatcher.wake_at(j.due_at for j in prepared)
+        self._telemetry().enqueued(prepared, results)
         return await self.get(group_id), results
 
     def _check_member(self, job: NewJob, tenant_id: str) -> None:
@@ -83,9 +100,8 @@ class JobGroups:
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[tuple[str, bool, int]]:
         """Store jobs of which some join open groups (by ``group_id``), atomically."""
-        e = self._engine
-        e._check_batch_size(jobs)  # noqa: SLF001 - the engine's own batch rule
-        now = e.clock.now_us()
+        self._enqueue.check_batch_size(jobs)
+        now = self._clock.now_us()
         prepared = []
         for index, job in enumerate(jobs):
             where = f"jobs[{index}]: " if len(jobs) > 1 else ""
@@ -94,17 +110,17 @@ class JobGroups:
                     check_group_id(job.group_id)
                     if job.ordering_key is not None:
                         raise InvalidArgument("a group member cannot have an ordering_key")
-                prepared.append(e.prepare(job, now))
+                prepared.append(self._enqueue.prepare(job, now))
             except InvalidArgument as err:
                 raise InvalidArgument(f"{where}{err}") from None
-        results = await e.run_store(e.store.job_insert_grouped, prepared, now)
-        e.dispatcher.wake_at(j.due_at for j in prepared)
-        e.telemetry.enqueued(prepared, results)
+        results = await self._run(self._store.job_insert_grouped, prepared, now)
+        self._dispatcher.wake_at(j.due_at for j in prepared)
+        self._telemetry().enqueued(prepared, results)
         return results
 
     async def get(self, group_id: str) -> GroupRow:
         check_group_id(group_id)
-        row = await self._engine.run_store(self._engine.store.group_get, group_id)
+        row = await self._run(self._store.group_get, group_id)
         if row is None:
             raise NotFound(f"job group {group_id} not found")
         return row
@@ -112,24 +128,22 @@ class JobGroups:
     async def close(self, group_id: str) -> GroupRow:
         """Close the group: no more members; it completes once every member ended."""
         check_group_id(group_id)
-        e = self._engine
-        row = await e.run_store(e.store.group_close, group_id, e.clock.now_us())
+        row = await self._run(self._store.group_close, group_id, self._clock.now_us())
         if row is None:
             raise NotFound(f"job group {group_id} not found")
-        e.dispatcher.wake()
+        self._dispatcher.wake()
         return row
 
     async def cancel(self, group_id: str, reason: str) -> tuple[GroupRow, list[str]]:
         """Close the group and cancel its pending members (running ones run on)."""
         check_group_id(group_id)
-        e = self._engine
         note = f"cancelled with group {group_id}: {reason}" if reason else (
             f"cancelled with group {group_id}"
         )
-        done = await e.run_store(e.store.group_cancel, group_id, note, e.clock.now_us())
+        done = await self._run(self._store.group_cancel, group_id, note, self._clock.now_us())
         if done is None:
             raise NotFound(f"job group {group_id} not found")
-        e.dispatcher.wake()
+        self._dispatcher.wake()
         return done
 
     async def tenant_of(self, group_id: str) -> str | None:
@@ -138,7 +152,7 @@ class JobGroups:
             check_group_id(group_id)
         except InvalidArgument:
             return None
-        row = await self._engine.run_store(self._engine.store.group_get, group_id)
+        row = await self._run(self._store.group_get, group_id)
         return row.tenant_id if row is not None else None
 
 

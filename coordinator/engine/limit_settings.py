@@ -1,13 +1,18 @@
 """Limit settings: concurrency limits, rate limits and job type defaults as
-operators set and list them (the admission rules are limits.py and rates.py).
+operators set and list them, and as this replica last loaded them (the
+admission rules are limits.py and rates.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from coordinator.engine.core import EngineCore
-from coordinator.engine.rates import RateBucket, level_at, next_start_at, rate_book_of
+from coordinator.clock import Clock
+from coordinator.engine.fairness import FairScheduler
+from coordinator.engine.limits import LimitBook, limit_book_of
+from coordinator.engine.rates import RateBook, RateBucket, level_at, next_start_at, rate_book_of
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.validation import (
     category_value,
     check_job_type_name,
@@ -15,7 +20,15 @@ from coordinator.engine.validation import (
     check_timeout,
 )
 from coordinator.errors import InvalidArgument
-from coordinator.model import ConcurrencyLimit, JobTypeDefaults, LimitKind, RateLimit
+from coordinator.model import (
+    ConcurrencyLimit,
+    JobTypeDefaults,
+    LimitKind,
+    OrderingFailure,
+    RateLimit,
+    RetryPolicy,
+)
+from coordinator.store import Store
 
 # Longest rate limit period accepted.
 MAX_RATE_PERIOD_MS = 366 * 86_400_000
@@ -23,13 +36,55 @@ MAX_RATE_PERIOD_MS = 366 * 86_400_000
 log = logging.getLogger(__name__)
 
 
-class LimitSettings(EngineCore):
-    """Concurrency limits and job type defaults as operators set them."""
+class LimitSettings:
+    """Concurrency limits, rate limits and job type defaults: set, listed, and
+    held as loaded (the fair-share weights are loaded with them)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        run_store: StoreRunner,
+        clock: Clock,
+        fair: FairScheduler,
+        reloaded: Callable[[], None],
+        max_string_length: int,
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._clock = clock
+        self._fair = fair
+        # Told after every reload: a changed limit may admit waiting jobs now.
+        self._reloaded = reloaded
+        self._max_string_length = max_string_length
+        # Concurrency limits as this replica last loaded them (the claim reads them as stored).
+        self.limits = LimitBook()
+        # Rate limits as this replica last loaded them (the claim reads them as stored).
+        self.rates = RateBook()
+        self.type_defaults: dict[str, JobTypeDefaults] = {}
+
+    async def reload_limits(self) -> None:
+        """Re-read concurrency limits, rate limits, job type defaults and
+        fair-share weights (after a change here or on another replica)."""
+        self.limits = limit_book_of(await self._run(self._store.limit_list))
+        self.rates = rate_book_of(await self._run(self._store.rate_limit_list))
+        self.type_defaults = {
+            r.job_type: JobTypeDefaults(
+                RetryPolicy.from_json(r.retry_policy),
+                r.execution_timeout_ms,
+                r.heartbeat_timeout_ms,
+                OrderingFailure(r.ordering_failure) if r.ordering_failure else None,
+            )
+            for r in await self._run(self._store.job_type_defaults_list)
+        }
+        self._fair.set_weights(await self._run(self._store.tenant_weights))
+        self._fair.set_category_weights(await self._run(self._store.category_weights))
+        self._reloaded()
 
     async def set_job_type_defaults(self, job_type: str, defaults: JobTypeDefaults) -> None:
         if not job_type:
             raise InvalidArgument("defaults.job_type is required")
-        limit = self.config.max_string_length
+        limit = self._max_string_length
         if len(job_type) > limit:
             raise InvalidArgument(
                 f"defaults.job_type is {len(job_type)} characters long; the limit is {limit}"
@@ -43,8 +98,8 @@ class LimitSettings(EngineCore):
             if value is not None and value <= 0:
                 raise InvalidArgument(f"{name} must be positive when set")
             check_timeout(value, f"defaults.{name}")
-        await self.run_store(
-            self.store.job_type_defaults_set,
+        await self._run(
+            self._store.job_type_defaults_set,
             job_type,
             defaults.retry_policy.to_json(),
             defaults.execution_timeout_ms,
@@ -62,12 +117,12 @@ class LimitSettings(EngineCore):
             )
         if limit.kind == LimitKind.CATEGORY and limit.value != "*":
             limit = ConcurrencyLimit(limit.kind, category_value(limit.value), limit.max_running)
-        await self.run_store(
-            self.store.limit_set,
+        await self._run(
+            self._store.limit_set,
             int(limit.kind),
             limit.value,
             limit.max_running,
-            self.clock.now_us(),
+            self._clock.now_us(),
         )
         await self.reload_limits()
 
@@ -77,10 +132,10 @@ class LimitSettings(EngineCore):
             raise InvalidArgument(
                 "limit.value is required: a tenant, job type, definition, key, category or '*'"
             )
-        if len(limit.value) > self.config.max_string_length:
+        if len(limit.value) > self._max_string_length:
             raise InvalidArgument(
                 f"limit.value is {len(limit.value)} characters long; "
-                f"the limit is {self.config.max_string_length}"
+                f"the limit is {self._max_string_length}"
             )
         if limit.starts <= 0:
             raise InvalidArgument("limit.starts must be > 0 (RemoveRateLimit removes a limit)")
@@ -97,14 +152,14 @@ class LimitSettings(EngineCore):
             limit.period_ms,
             limit.burst or limit.starts,
         )
-        await self.run_store(
-            self.store.rate_limit_set,
+        await self._run(
+            self._store.rate_limit_set,
             int(limit.kind),
             limit.value,
             limit.starts,
             limit.period_ms,
             limit.burst,
-            self.clock.now_us(),
+            self._clock.now_us(),
         )
         await self.reload_limits()
 
@@ -112,14 +167,14 @@ class LimitSettings(EngineCore):
         """Remove a rate limit; False when none was set for the scope."""
         if not value:
             raise InvalidArgument("value is required: the scope of the limit to remove, or '*'")
-        removed = await self.run_store(
-            self.store.rate_limit_set,
+        removed = await self._run(
+            self._store.rate_limit_set,
             int(kind),
             self._limit_value(kind, value),
             0,
             0,
             0,
-            self.clock.now_us(),
+            self._clock.now_us(),
         )
         await self.reload_limits()
         return bool(removed)
@@ -127,10 +182,10 @@ class LimitSettings(EngineCore):
     async def list_rate_limits(self) -> list[tuple[RateLimit, int | None, int]]:
         """Every rate limit with when it next admits a start (None: now) and its
         slowdown level; for '*' limits, the most held-back value."""
-        rows = await self.run_store(self.store.rate_limit_list)
+        rows = await self._run(self._store.rate_limit_list)
         book = rate_book_of(rows)
-        now = self.clock.now_us()
-        buckets = await self.run_store(self.store.rate_bucket_list, book.kinds)
+        now = self._clock.now_us()
+        buckets = await self._run(self._store.rate_bucket_list, book.kinds)
         result: list[tuple[RateLimit, int | None, int]] = []
         for r in rows:
             limit = RateLimit(LimitKind(r.kind), r.value, r.starts, r.period_ms, r.burst)
@@ -157,10 +212,10 @@ class LimitSettings(EngineCore):
 
     async def list_limits(self) -> list[tuple[ConcurrencyLimit, int]]:
         """Every limit with its RUNNING count (for '*' limits: the fullest value)."""
-        rows = await self.run_store(self.store.limit_list)
+        rows = await self._run(self._store.limit_list)
         limits = [ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows]
-        running = await self.run_store(
-            self.store.job_running_counts, sorted({int(x.kind) for x in limits})
+        running = await self._run(
+            self._store.job_running_counts, sorted({int(x.kind) for x in limits})
         )
         out = []
         for limit in limits:

@@ -39,8 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator import tenancy
-from coordinator.engine.config import OperationsConfig
-from coordinator.engine.reads import Reads
+from coordinator.clock import Clock
+from coordinator.engine.attempts import Attempts
+from coordinator.engine.config import ChoreHooks, OperationsConfig
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import DrainSignal, WorkerSession, takes
 from coordinator.engine.validation import check_id
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -58,6 +61,7 @@ from coordinator.model import (
     WorkerRecord,
     operator_retry_grant,
 )
+from coordinator.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +147,27 @@ class Stats:
 class Operations:
     """Operator actions over one engine; owns the drain state and the stats."""
 
-    def __init__(self, engine: Reads, config: OperationsConfig | None = None) -> None:
-        self._engine = engine
+    def __init__(
+        self,
+        *,
+        store: Store,
+        run_store: StoreRunner,
+        clock: Clock,
+        dispatcher: Dispatcher,
+        attempts: Attempts,
+        hooks: ChoreHooks,
+        coordinator_id: str,
+        config: OperationsConfig | None = None,
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._clock = clock
+        # Its sessions (drained here) and its switch (``leasing``).
+        self._dispatcher = dispatcher
+        self._attempts = attempts
+        # The cluster sync rewrites the worker registry when the workers change.
+        self._hooks = hooks
+        self._coordinator_id = coordinator_id
         self.config = config or OperationsConfig()
         self.local_drain = False
         self.cluster_drain = False
@@ -186,7 +209,7 @@ class Operations:
             self._now(),
         )
         row = _applied(change, job_id, "retried", RETRYABLE_STATUSES)
-        self._engine.dispatcher.wake()
+        self._dispatcher.wake()
         return row
 
     async def cancel_job(self, job_id: str, reason: str) -> JobRow:
@@ -196,12 +219,12 @@ class Operations:
         if row.status == JobStatus.CANCELLED:
             # A PENDING job finished without an attempt ending; a RUNNING one
             # ends when its attempt does (outcome, expiry or unlock).
-            self._engine.attempts.ended({}, self._now(), finished=[job_id])
+            self._attempts.ended({}, self._now(), finished=[job_id])
         return row
 
     async def unlock_job(self, job_id: str) -> JobRow:
         check_id(job_id)
-        attempts = self._engine.attempts
+        attempts = self._attempts
         # Read before the unlock commits: the job may be leased again at once.
         token = attempts.token_here(job_id)
         now = self._now()
@@ -227,7 +250,7 @@ class Operations:
         row = await self._call(self._store.job_replay, job_id, new_id(), self._now())
         if row is None:
             raise NotFound(f"job {job_id} not found")
-        self._engine.dispatcher.wake()
+        self._dispatcher.wake()
         return row
 
     # -- bulk ----------------------------------------------------------------------
@@ -244,7 +267,7 @@ class Operations:
             self._now(),
         )
         if result.changed:
-            self._engine.dispatcher.wake()
+            self._dispatcher.wake()
         return result
 
     async def bulk_cancel(self, flt: JobFilter, dry_run: bool, reason: str) -> BulkCount:
@@ -252,9 +275,9 @@ class Operations:
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
         result = await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
-        if result.changed and self._engine.attempts.wake_replicas:
+        if result.changed and self._attempts.wake_replicas:
             # A cancelled head of an ordering key lets the key's next job run.
-            self._engine.dispatcher.wake()
+            self._dispatcher.wake()
         return result
 
     # -- drain ---------------------------------------------------------------------
@@ -262,6 +285,13 @@ class Operations:
     @property
     def draining(self) -> bool:
         return self.local_drain or self.cluster_drain
+
+    @property
+    def drained_by(self) -> str | None:
+        """What drains this coordinator: "cluster", "coordinator" or None (serving)."""
+        if self.cluster_drain:
+            return "cluster"
+        return "coordinator" if self.local_drain else None
 
     async def drain(self, cluster: bool, worker_id: str) -> None:
         if cluster and worker_id:
@@ -290,7 +320,7 @@ class Operations:
         self._apply_drain()
 
     async def _drain_worker(self, worker_id: str) -> None:
-        session = self._engine.dispatcher.sessions.get(worker_id)
+        session = self._dispatcher.sessions.get(worker_id)
         if session is not None:
             self._drain_session(session)
             return
@@ -316,7 +346,7 @@ class Operations:
 
     async def _undrain_worker(self, worker_id: str) -> None:
         now = self._now()
-        session = self._engine.dispatcher.sessions.get(worker_id)
+        session = self._dispatcher.sessions.get(worker_id)
         if session is not None:
             self._undrain_session(session)
             # A drain request for it still waiting on another replica is void.
@@ -368,7 +398,7 @@ class Operations:
         session.close()
 
     def _apply_drain(self) -> None:
-        dispatcher = self._engine.dispatcher
+        dispatcher = self._dispatcher
         if self.draining:
             dispatcher.leasing = False
             reason = self._drain_reason()
@@ -414,11 +444,11 @@ class Operations:
         same time for the same worker. Workers of different coordinators that
         announce the same id are different workers: each is listed.
         """
-        me = self._engine.coordinator_id
+        me = self._coordinator_id
         rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
         registered = {r.worker_id: r for r in rows if r.coordinator_id == me}
         local = []
-        for s in self._engine.dispatcher.sessions.values():
+        for s in self._dispatcher.sessions.values():
             row = registered.get(s.worker_id)
             seen = row.last_seen_at if row is not None else s.connected_at
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
@@ -494,7 +524,7 @@ class Operations:
         """This coordinator's open streams as worker registry rows."""
         return [
             _record(s, self._told_to_drain(s))
-            for s in self._engine.dispatcher.sessions.values()
+            for s in self._dispatcher.sessions.values()
             if not s.closed
         ]
 
@@ -509,8 +539,8 @@ class Operations:
         if cluster != self.cluster_drain:
             self.cluster_drain = cluster
             self._apply_drain()
-        me = self._engine.coordinator_id
-        sessions = self._engine.dispatcher.sessions
+        me = self._coordinator_id
+        sessions = self._dispatcher.sessions
         handled = []
         for name, owner in flags.items():
             if owner != me:
@@ -534,18 +564,14 @@ class Operations:
 
     # -- helpers -------------------------------------------------------------------------
 
-    @property
-    def _store(self) -> Any:
-        return self._engine.store
-
     async def _call(self, fn: Any, *args: Any) -> Any:
-        return await self._engine.run_store(fn, *args)
+        return await self._run(fn, *args)
 
     def _now(self) -> int:
-        return self._engine.clock.now_us()
+        return self._clock.now_us()
 
     def _workers_changed(self) -> None:
-        self._engine.hooks.workers_changed()
+        self._hooks.workers_changed()
 
 
 def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:

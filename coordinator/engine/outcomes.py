@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from coordinator.engine.attempts import release_end
-from coordinator.engine.core import EngineCore
+from coordinator.clock import Clock
+from coordinator.engine.attempts import Attempts, release_end
+from coordinator.engine.config import EngineConfig
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.rates import RateBucket, push_back, rate_book_of
 from coordinator.engine.retries import decide_failure
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.set_aside import OutcomeNotRecorded
+from coordinator.engine.validation import check_refs
 from coordinator.errors import (
     InvalidArgument,
     LeaseLost,
@@ -34,6 +40,7 @@ from coordinator.model import (
     Release,
     candidate_of,
 )
+from coordinator.store import Store
 from coordinator.store.limits import BucketRows
 
 log = logging.getLogger(__name__)
@@ -128,14 +135,38 @@ class LeaseAnswer:
     lease_expires_at: int | None = None
 
 
-class Outcomes(EngineCore):
+class Outcomes:
     """Heartbeats and outcome reports, guarded by lease tokens."""
+
+    def __init__(
+        self,
+        *,
+        config: EngineConfig,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        dispatcher: Dispatcher,
+        attempts: Attempts,
+        settings: LimitSettings,
+        rng: random.Random,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = store
+        self.run_store = run_store
+        # Its sessions: a heartbeat vouches for the stream that sent it.
+        self.dispatcher = dispatcher
+        self.attempts = attempts
+        # The rate limits a push-back slows down, as this replica loaded them.
+        self.settings = settings
+        # Draws the backoff jitter of every retry decision.
+        self.rng = rng
 
     async def heartbeat(
         self, worker_id: str, refs: Sequence[tuple[str, str]], principal: str | None = None
     ) -> list[LeaseAnswer]:
         """Extend leases; ``principal`` is the caller's credential key (None = auth off)."""
-        self._check_refs(refs)
+        check_refs(refs, self.config.max_batch_size)
         now = self.clock.now_us()
         session = self.dispatcher.sessions.get(worker_id)
         if session is not None and session.principal == principal:
@@ -178,7 +209,7 @@ class Outcomes(EngineCore):
         be); each later one is refused with ``InvalidArgument`` and changes
         nothing. One job under two tokens is two leases, recorded one after the other.
         """
-        self._check_refs([(o.job_id, o.lease_token) for o in outcomes])
+        check_refs([(o.job_id, o.lease_token) for o in outcomes], self.config.max_batch_size)
         marked = _first_mentions(outcomes)
         rounds = _rounds(marked)
         if len(rounds) > 1 or any(isinstance(m, OutcomeResult) for m in marked):
@@ -260,12 +291,12 @@ class Outcomes(EngineCore):
         push-back (engine/rates.py): once per limited scope per report, with
         the longest hold asked. The buckets are rewritten under the scopes'
         locks from the limits as stored, so every replica sees it at once."""
-        if not self.rates:
+        if not self.settings.rates:
             return
         hold = {o.job_id: min(o.push_back_us or 0, MAX_PUSH_BACK_US) for o in outcomes}
         rows = await self.run_store(self.store.job_get_many, list(hold))
         jobs = [candidate_of(row) for row in rows]
-        keys = self.rates.keys_of(jobs)
+        keys = self.settings.rates.keys_of(jobs)
         if not keys:
             return
 

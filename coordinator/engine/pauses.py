@@ -8,11 +8,14 @@ from __future__ import annotations
 import base64
 import logging
 
-from coordinator.engine.core import EngineCore
+from coordinator.clock import Clock
+from coordinator.engine.dispatch import Dispatcher
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.validation import category_value
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
 from coordinator.model import PauseKind, PauseRecord, PauseScope, scope_text
+from coordinator.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -29,29 +32,37 @@ def pause_scope_text(scope: PauseScope, *, with_tenant: bool = True) -> str:
     return f"{text} (tenant {scope.tenant_id})" if with_tenant and scope.tenant_id else text
 
 
-class Pauses(EngineCore):
-    """Pauses by scope."""
+class Pauses:
+    """Pauses by scope; the dispatcher wakes when one lifts."""
+
+    def __init__(
+        self, *, store: Store, run_store: StoreRunner, clock: Clock, dispatcher: Dispatcher
+    ) -> None:
+        self._store = store
+        self._run = run_store
+        self._clock = clock
+        self._dispatcher = dispatcher
 
     async def pause(
         self, scope: PauseScope, actor: str, reason: str, expires_at: int | None
     ) -> PauseRecord:
         scope = _check_scope(scope)
-        now = self.clock.now_us()
+        now = self._clock.now_us()
         if expires_at is not None and expires_at <= now:
             raise InvalidArgument("expire_time must be in the future")
-        record = await self.run_store(
-            self.store.pause_create, new_id(), scope, actor, reason, expires_at, now
+        record = await self._run(
+            self._store.pause_create, new_id(), scope, actor, reason, expires_at, now
         )
         if expires_at is not None:
-            self.dispatcher.wake(expires_at)
+            self._dispatcher.wake(expires_at)
         return record
 
     async def unpause(self, scope: PauseScope, actor: str) -> list[PauseRecord]:
         scope = _check_scope(scope)
-        lifted = await self.run_store(self.store.pause_lift, scope, actor, self.clock.now_us())
+        lifted = await self._run(self._store.pause_lift, scope, actor, self._clock.now_us())
         if not lifted:
             raise NotFound(f"no active pause on {pause_scope_text(scope)}")
-        self.dispatcher.wake()
+        self._dispatcher.wake()
         return lifted
 
     async def wake_at_pause_expiries(self) -> None:
@@ -62,8 +73,8 @@ class Pauses(EngineCore):
         after that reads the expiries here, so a timed pause lifts at its
         expiry rather than at the next idle poll.
         """
-        expiries = await self.run_store(self.store.pause_expiries, self.clock.now_us())
-        self.dispatcher.wake_at(expiries)
+        expiries = await self._run(self._store.pause_expiries, self._clock.now_us())
+        self._dispatcher.wake_at(expiries)
 
     async def list_pauses(
         self, include_lifted: bool, tenant_id: str, page_size: int = 0, page_token: str = ""
@@ -80,9 +91,9 @@ class Pauses(EngineCore):
             )
         size = page_size or DEFAULT_PAUSE_PAGE
         after = _decode_pause_token(page_token) if page_token else None
-        rows = await self.run_store(
-            self.store.pause_list,
-            self.clock.now_us(),
+        rows = await self._run(
+            self._store.pause_list,
+            self._clock.now_us(),
             include_lifted=include_lifted,
             tenant_id=tenant_id,
             after=after,

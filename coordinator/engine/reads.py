@@ -1,4 +1,4 @@
-"""Reads: jobs by id and by filter, waiting for a job to finish, stats."""
+"""Reads: jobs by id and by filter, waiting for a job to finish."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.engine.core import EngineCore
+from coordinator.engine.attempts import FinishWaiters
+from coordinator.engine.runner import StoreRunner
 from coordinator.engine.validation import check_id
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id
@@ -20,6 +21,7 @@ from coordinator.model import (
     JobFilter,
     JobRow,
 )
+from coordinator.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +35,14 @@ class ListPage:
     total: int = 0
 
 
-class Reads(EngineCore):
-    """Jobs by id and by filter, waiting for a job to finish, stats."""
+class Reads:
+    """Jobs by id and by filter, and waiting for a job to finish."""
+
+    def __init__(self, *, store: Store, run_store: StoreRunner, waiters: FinishWaiters) -> None:
+        self._store = store
+        self._run = run_store
+        # Woken by the one path for ended attempts (attempts.py).
+        self._waiters = waiters
 
     async def ping_store(self) -> None:
         """Raise ``StoreUnavailable`` unless the database answers.
@@ -44,8 +52,8 @@ class Reads(EngineCore):
         silent database) nor, when the database is silent and the ping hangs,
         holds up the engine's shutdown. The health watch sends one at a time.
         """
-        if not self.store.is_postgres:
-            await self.run_store(self.store.ping)
+        if not self._store.is_postgres:
+            await self._run(self._store.ping)
             return
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[None] = loop.create_future()
@@ -61,7 +69,7 @@ class Reads(EngineCore):
         def ping() -> None:
             error: BaseException | None = None
             try:
-                self.store.ping()
+                self._store.ping()
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 error = e
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
@@ -75,17 +83,17 @@ class Reads(EngineCore):
         ids = [j for j in job_ids if is_valid_id(j)]
         if not ids:
             return {}
-        rows = await self.run_store(self.store.job_get_many, ids)
+        rows = await self._run(self._store.job_get_many, ids)
         return {r.id: r.tenant_id for r in rows}
 
     async def get_job(
         self, job_id: str, with_attempts: bool = False
     ) -> tuple[JobRow, list[AttemptRow]]:
         check_id(job_id)
-        row = await self.run_store(self.store.job_get, job_id)
+        row = await self._run(self._store.job_get, job_id)
         if row is None:
             raise NotFound(f"job {job_id} not found")
-        attempts = await self.run_store(self.store.job_attempts, job_id) if with_attempts else []
+        attempts = await self._run(self._store.job_attempts, job_id) if with_attempts else []
         return row, attempts
 
     async def list_jobs(
@@ -115,8 +123,8 @@ class Reads(EngineCore):
             backward, after = _decode_page_token(page_token, newest_first)
         elif last_page:
             backward = True
-        rows = await self.run_store(
-            self.store.job_list, flt, after, size + 1, newest_first=newest_first != backward
+        rows = await self._run(
+            self._store.job_list, flt, after, size + 1, newest_first=newest_first != backward
         )
         more = len(rows) > size
         rows = rows[:size]
@@ -125,7 +133,7 @@ class Reads(EngineCore):
             before, beyond = more, not last_page and bool(rows)
         else:
             before, beyond = after is not None and bool(rows), more
-        total = await self.run_store(self.store.job_count, flt) if include_total else 0
+        total = await self._run(self._store.job_count, flt) if include_total else 0
         return ListPage(
             rows,
             _encode_page_token(rows[-1].id, newest_first, False) if beyond else "",
@@ -143,13 +151,13 @@ class Reads(EngineCore):
             row, _ = await self.get_job(job_id)
             if row.status in FINISHED_STATUSES:
                 return row
-            event = self.attempts.waiters.event(job_id)
+            event = self._waiters.event(job_id)
             try:
                 await asyncio.wait_for(event.wait(), timeout=1.0)
             except TimeoutError:
                 pass
             finally:
-                self.attempts.waiters.done_with(job_id, event)
+                self._waiters.done_with(job_id, event)
 
 
 def _encode_page_token(job_id: str, newest_first: bool, backward: bool) -> str:

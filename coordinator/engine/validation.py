@@ -10,6 +10,7 @@ A violation is ``InvalidArgument`` naming the field.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from coordinator.errors import InvalidArgument
 from coordinator.ids import is_valid_id
@@ -160,6 +161,18 @@ def check_id(job_id: str) -> None:
         )
 
 
+
+def check_refs(refs: Sequence[tuple[str, str]], max_batch_size: int) -> None:
+    """(job id, lease token) pairs of a heartbeat or report: at most
+    ``max_batch_size``, each id well formed, each token given."""
+    if len(refs) > max_batch_size:
+        raise InvalidArgument(f"{len(refs)} entries exceed the batch limit of {max_batch_size}")
+    for job_id, token in refs:
+        check_id(job_id)
+        if not token:
+            raise InvalidArgument(f"lease_token is required for job {job_id}")
+
+
 __all__ = [
     "MAX_BACKOFF_MS",
     "MAX_BACKOFF_MULTIPLIER",
@@ -168,6 +181,7 @@ __all__ = [
     "MAX_TIMEOUT_MS",
     "check_id",
     "check_length",
+    "check_refs",
     "check_retry_policy",
     "check_timeout",
     "keep_head",

@@ -127,7 +127,7 @@ def test_a_limit_holds_on_a_replica_that_has_not_loaded_it(store_url: str) -> No
             async def not_yet() -> None:
                 return None
 
-            b.engine.reload_limits = not_yet  # type: ignore[method-assign]
+            b.engine.limit_settings.reload_limits = not_yet  # type: ignore[method-assign]
             await a.engine.set_limit(ConcurrencyLimit(LimitKind.JOB_TYPE, "noop", 1))
             assert not b.engine.limits, "b must still hold its old (empty) copy"
             # Acquisition (the one-statement path b would take without limits).

@@ -181,8 +181,8 @@ def test_a_rate_limit_holds_on_a_replica_that_has_not_loaded_it(store_url: str) 
             async def not_yet() -> None:
                 return None
 
-            real_reload = b.engine.reload_limits
-            b.engine.reload_limits = not_yet  # type: ignore[method-assign]
+            real_reload = b.engine.limit_settings.reload_limits
+            b.engine.limit_settings.reload_limits = not_yet  # type: ignore[method-assign]
             await a.engine.set_rate_limit(RateLimit(LimitKind.JOB_TYPE, "noop", 1, 60_000, 1))
             assert not b.engine.rates, "b must still hold its old (empty) copy"
             # Direct dispatch at insert to a worker waiting with credit.
@@ -193,7 +193,7 @@ def test_a_rate_limit_holds_on_a_replica_that_has_not_loaded_it(store_url: str) 
             assert row.status == JobStatus.PENDING and idle.credits == 1
             b.engine.close_session(idle)
             # Acquisition (the one-statement path b would take without limits).
-            b.engine.reload_limits = real_reload  # type: ignore[method-assign]
+            b.engine.limit_settings.reload_limits = real_reload  # type: ignore[method-assign]
             await b.engine.enqueue([make_job() for _ in range(4)])
             assert len(await b.lease(5)) == 1
             assert b.engine.rates, "the refused one-statement claim reloads the limits"

@@ -240,7 +240,7 @@ def test_each_outcome_carries_the_engines_own_error_code(
         leased = await _leased(server, 3)
         refused = leased[1][0]
         engine = server.engine
-        report = engine.report
+        report = engine.outcomes.report
 
         async def refusing_report(outcomes: Any) -> Any:
             kept = [o for o in outcomes if o.job_id != refused]
@@ -253,7 +253,7 @@ def test_each_outcome_carries_the_engines_own_error_code(
                 for o in outcomes
             ]
 
-        engine.report = refusing_report  # type: ignore[method-assign]
+        engine.outcomes.report = refusing_report  # type: ignore[method-assign]
         for job_id, token in leased:
             reporter.submit(_completed(job_id, token))
         with caplog.at_level(logging.WARNING, logger="worker_sdk.outcomes"):
@@ -284,7 +284,7 @@ def test_a_batch_failing_with_internal_is_split_and_the_bad_outcome_given_up(
         leased = await _leased(server, 5)
         doomed = leased[2][0]
         engine = server.engine
-        report = engine.report
+        report = engine.outcomes.report
         calls: list[int] = []
 
         # A coordinator fault that one outcome triggers, whatever batch carries
@@ -295,7 +295,7 @@ def test_a_batch_failing_with_internal_is_split_and_the_bad_outcome_given_up(
                 raise RuntimeError("engine fault on one outcome")
             return await report(outcomes)
 
-        engine.report = faulty_report  # type: ignore[method-assign]
+        engine.outcomes.report = faulty_report  # type: ignore[method-assign]
         for job_id, token in leased:
             reporter.submit(_completed(job_id, token))
         with caplog.at_level(logging.WARNING, logger="worker_sdk.outcomes"):
@@ -318,7 +318,7 @@ def test_a_batch_unanswered_when_the_stream_ends_is_sent_again(store_url: str) -
     async def scenario(server: CoordinatorServer, reporter: OutcomeReporter) -> None:
         [(job_id, token)] = await _leased(server, 1)
         engine = server.engine
-        report = engine.report
+        report = engine.outcomes.report
         held, release = asyncio.Event(), asyncio.Event()
         calls: list[int] = []
 
@@ -330,7 +330,7 @@ def test_a_batch_unanswered_when_the_stream_ends_is_sent_again(store_url: str) -
                 await release.wait()
             return await report(outcomes)
 
-        engine.report = slow_report  # type: ignore[method-assign]
+        engine.outcomes.report = slow_report  # type: ignore[method-assign]
         reporter.submit(_completed(job_id, token))
         await asyncio.wait_for(held.wait(), 10)
         assert reporter.unreported()[0].job_id == job_id
@@ -373,7 +373,7 @@ def test_a_batch_in_flight_when_the_worker_closes_its_side_is_answered_on_the_st
         try:
             [(job_id, token)] = await _leased(server, 1)
             engine = server.engine
-            report = engine.report
+            report = engine.outcomes.report
             held, release = asyncio.Event(), asyncio.Event()
             calls: list[int] = []
 
@@ -383,7 +383,7 @@ def test_a_batch_in_flight_when_the_worker_closes_its_side_is_answered_on_the_st
                 await release.wait()
                 return await report(outcomes)
 
-            engine.report = slow_report  # type: ignore[method-assign]
+            engine.outcomes.report = slow_report  # type: ignore[method-assign]
             reporter.submit(_completed(job_id, token))
             await asyncio.wait_for(held.wait(), 10)
             # The worker closes its side (shutdown) while the batch is being written.
