@@ -4,8 +4,9 @@ Design note. Each chore is one module, whole: its config dataclass (a comment
 on every field, defaults filled in), its decision rule, its store calls and a
 ``run_once(now) -> Result`` doing one bounded batch; all of them run in the
 one loop of ``loop.py``, which logs a result only when it says something.
-Chores depend on the engine (its attempt path, its store runner, its set-aside
-book) and the store, never the reverse: what the engine has to tell a chore
+Chores depend on parts of the engine (its attempt path, its store runner, its
+set-aside book, its operator actions) and the store, never the reverse: this
+supervisor hands each chore the parts it uses, and what the engine has to tell a chore
 (a lease granted, an execution deadline, the local workers changed, a cluster
 flag changed elsewhere) goes through ``Engine.hooks``, which this supervisor
 wires when it is built.
@@ -82,11 +83,50 @@ class Chores:
             if isinstance(engine.clock, DatabaseClock)
             else None
         )
-        self.cluster_sync = ClusterSync(c.cluster_sync, engine)
-        self.in_flight_audit = InFlightAudit(c.in_flight_audit, engine)
-        self.lease_reaper = LeaseReaper(c.lease_reaper, engine)
-        self.execution_timeouts = ExecutionTimeouts(c.execution_timeouts, engine)
-        self.retention = RetentionCleaner(c.retention, engine)
+        clock, store, run_store = engine.clock, engine.store, engine.run_store
+        self.cluster_sync = ClusterSync(
+            c.cluster_sync,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            operations=engine.ops,
+            set_aside=engine.set_aside,
+            coordinator_id=engine.coordinator_id,
+        )
+        self.in_flight_audit = InFlightAudit(
+            c.in_flight_audit,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            dispatcher=engine.dispatcher,
+        )
+        self.lease_reaper = LeaseReaper(
+            c.lease_reaper,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            attempts=engine.attempts,
+            set_aside=engine.set_aside,
+            rng=engine.rng,
+            telemetry=lambda: engine.telemetry,
+        )
+        self.execution_timeouts = ExecutionTimeouts(
+            c.execution_timeouts,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            attempts=engine.attempts,
+            set_aside=engine.set_aside,
+            rng=engine.rng,
+        )
+        self.retention = RetentionCleaner(
+            c.retention,
+            clock=clock,
+            store=store,
+            run_store=run_store,
+            attempts=engine.attempts,
+            dispatcher=engine.dispatcher,
+        )
         hooks = engine.hooks
         hooks.lease_expires = self.lease_reaper.note_expiry
         hooks.execution_deadline = self.execution_timeouts.note_deadline

@@ -32,7 +32,11 @@ from coordinator.chores.loop import Chore
 from coordinator.clock import US_PER_SECOND
 
 if TYPE_CHECKING:
-    from coordinator.engine import Engine
+    from coordinator.clock import Clock
+    from coordinator.engine.operations import Operations
+    from coordinator.engine.runner import StoreRunner
+    from coordinator.engine.set_aside import SetAsideBook
+    from coordinator.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +65,25 @@ class ClusterSync(Chore[SyncResult]):
 
     name = NAME
 
-    def __init__(self, config: ClusterSyncConfig, engine: Engine) -> None:
-        super().__init__(engine.clock)
+    def __init__(
+        self,
+        config: ClusterSyncConfig,
+        *,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        operations: Operations,
+        set_aside: SetAsideBook,
+        coordinator_id: str,
+    ) -> None:
+        super().__init__(clock)
         self.config = config
-        self._engine = engine
+        self._store = store
+        self._run_store = run_store
+        # The drain state and the local workers (engine/operations.py).
+        self._operations = operations
+        self._set_aside = set_aside
+        self._coordinator_id = coordinator_id
         self._dirty = True
         self._last_write = 0
 
@@ -79,11 +98,8 @@ class ClusterSync(Chore[SyncResult]):
         await super().stop()
         if not was_running:
             return
-        engine = self._engine
         try:
-            await engine.run_store(
-                engine.store.worker_sync, engine.coordinator_id, [], self.clock.now_us()
-            )
+            await self._run_store(self._store.worker_sync, self._coordinator_id, [], self.clock.now_us())
         except Exception:  # noqa: BLE001 - rows expire as stale anyway
             log.warning("could not remove this coordinator's worker rows", exc_info=True)
 
@@ -102,19 +118,18 @@ class ClusterSync(Chore[SyncResult]):
         return result
 
     async def _sync(self, now: int, write: bool) -> SyncResult:
-        engine, ops = self._engine, self._engine.ops
-        store = engine.store
+        ops, store, run = self._operations, self._store, self._run_store
         written = removed = 0
         if write:
             records = ops.worker_records()
-            refused = await engine.run_store(store.worker_sync, engine.coordinator_id, records, now)
-            engine.set_aside.record(NAME, refused, now, what="worker")
-            removed = await engine.run_store(store.worker_delete_stale, now - ops.stale_us())
+            refused = await run(store.worker_sync, self._coordinator_id, records, now)
+            self._set_aside.record(NAME, refused, now, what="worker")
+            removed = await run(store.worker_delete_stale, now - ops.stale_us())
             written = len(records)
-        flags = await engine.run_store(store.cluster_flag_list)
+        flags = await run(store.cluster_flag_list)
         # A worker drain request applies to one connection only: the flag goes once handled.
         for name in ops.apply_cluster_flags(flags):
-            await engine.run_store(store.cluster_flag_set, name, None, now)
+            await run(store.cluster_flag_set, name, None, now)
         return SyncResult(written, removed)
 
     def delay_after(self, result: SyncResult | None) -> float:

@@ -27,7 +27,11 @@ from coordinator.engine.retries import decide_failure
 from coordinator.model import AttemptEnd, AttemptOutcome, LeasedForFailure, RunningDeadline
 
 if TYPE_CHECKING:
-    from coordinator.engine import Engine
+    from coordinator.clock import Clock
+    from coordinator.engine.attempts import Attempts
+    from coordinator.engine.runner import StoreRunner
+    from coordinator.engine.set_aside import SetAsideBook
+    from coordinator.store import Store
 
 NAME = "execution-timeouts"
 
@@ -76,10 +80,26 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
 
     name = NAME
 
-    def __init__(self, config: ExecutionTimeoutsConfig, engine: Engine) -> None:
-        super().__init__(engine.clock)
+    def __init__(
+        self,
+        config: ExecutionTimeoutsConfig,
+        *,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        attempts: Attempts,
+        set_aside: SetAsideBook,
+        rng: random.Random,
+    ) -> None:
+        super().__init__(clock)
         self.config = config
-        self._engine = engine
+        self._store = store
+        self._run_store = run_store
+        # The one path of an ended attempt (engine/attempts.py).
+        self._attempts = attempts
+        self._set_aside = set_aside
+        # Draws the backoff jitter of the retries it decides.
+        self._rng = rng
         self._last_now = 0
         # When the next run is due (us); leases with earlier deadlines wake it.
         self._next_run: int | None = None
@@ -92,20 +112,19 @@ class ExecutionTimeouts(Chore[TimeoutResult]):
             self.wake()
 
     async def run_once(self, now: int | None = None) -> TimeoutResult:
-        engine = self._engine
         now = self.clock.now_us() if now is None else now
         self._last_now = now
         grace = int(self.config.grace_s * US_PER_SECOND)
-        skipped = engine.set_aside.skipped(NAME, now)
-        rows = await engine.run_store(
-            engine.store.job_running_deadlines, self.config.batch_size, skipped
+        skipped = self._set_aside.skipped(NAME, now)
+        rows = await self._run_store(
+            self._store.job_running_deadlines, self.config.batch_size, skipped
         )
         expired = {r.job_id: r for r in rows if r.deadline + grace <= now}
         ended = 0
         if expired:
-            decide = functools.partial(decide_timed_out, expired, now, engine.rng)
+            decide = functools.partial(decide_timed_out, expired, now, self._rng)
             refs = [(r.job_id, r.lease_token) for r in expired.values()]
-            ended = len(await engine.attempts.end(refs, decide, now, NAME))
+            ended = len(await self._attempts.end(refs, decide, now, NAME))
         ahead = [r.deadline + grace for r in rows if r.deadline + grace > now]
         return TimeoutResult(
             ended=ended,

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 from coordinator.chores.loop import Chore
 
 if TYPE_CHECKING:
-    from coordinator.engine import Engine
+    from coordinator.clock import Clock
+    from coordinator.engine.dispatch import Dispatcher
+    from coordinator.engine.runner import StoreRunner
+    from coordinator.store import Store
 
 
 @dataclass
@@ -46,11 +49,21 @@ class InFlightAuditResult:
 class InFlightAudit(Chore[InFlightAuditResult]):
     name = "in-flight-audit"
 
-    def __init__(self, config: InFlightAuditConfig, engine: Engine) -> None:
-        super().__init__(engine.clock)
+    def __init__(
+        self,
+        config: InFlightAuditConfig,
+        *,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        dispatcher: Dispatcher,
+    ) -> None:
+        super().__init__(clock)
         self.config = config
-        self._engine = engine
-        self._dispatcher = engine.dispatcher
+        self._store = store
+        self._run_store = run_store
+        # Holds the in-flight entries this chore checks and forgets.
+        self._dispatcher = dispatcher
 
     def note_growth(self, entries: int, after_last_audit: int) -> None:
         """A stream's entries grew to ``entries`` (the last audit left ``after_last_audit``)."""
@@ -61,8 +74,7 @@ class InFlightAudit(Chore[InFlightAuditResult]):
         refs = self._dispatcher.in_flight_refs()
         if not refs:
             return InFlightAuditResult(0, 0)
-        engine = self._engine
-        held = await engine.run_store(engine.store.lease_held_many, refs)
+        held = await self._run_store(self._store.lease_held_many, refs)
         ended = [ref for ref in refs if ref[0] not in held]
         self._dispatcher.forget(ended)
         self._dispatcher.mark_audited()

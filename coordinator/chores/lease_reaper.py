@@ -23,8 +23,14 @@ from coordinator.model import AttemptEnd, AttemptOutcome, LeasedForFailure
 
 if TYPE_CHECKING:
     import random
+    from collections.abc import Callable
 
-    from coordinator.engine import Engine
+    from coordinator.clock import Clock
+    from coordinator.engine.attempts import Attempts
+    from coordinator.engine.runner import StoreRunner
+    from coordinator.engine.set_aside import SetAsideBook
+    from coordinator.store import Store
+    from coordinator.telemetry.hooks import EngineTelemetry
 
 NAME = "lease-reaper"
 
@@ -69,10 +75,28 @@ class LeaseReaper(Chore[ReaperResult]):
     name = NAME
     leader_only = True
 
-    def __init__(self, config: LeaseReaperConfig, engine: Engine) -> None:
-        super().__init__(engine.clock)
+    def __init__(
+        self,
+        config: LeaseReaperConfig,
+        *,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        attempts: Attempts,
+        set_aside: SetAsideBook,
+        rng: random.Random,
+        telemetry: Callable[[], EngineTelemetry],
+    ) -> None:
+        super().__init__(clock)
         self.config = config
-        self._engine = engine
+        self._store = store
+        self._run_store = run_store
+        # The one path of an ended attempt (engine/attempts.py).
+        self._attempts = attempts
+        self._set_aside = set_aside
+        # Draws the backoff jitter of the retries it decides.
+        self._rng = rng
+        self._telemetry = telemetry
         self._next_known: int | None = None
         # Earliest expiry noted while a run is in progress (the run's own
         # answer may predate those leases).
@@ -102,41 +126,40 @@ class LeaseReaper(Chore[ReaperResult]):
             result = await self.reap(now)
         finally:
             self._in_run = False
-        self._engine.telemetry.reaper_ran(result.reclaimed, started_ns)
+        self._telemetry().reaper_ran(result.reclaimed, started_ns)
         return result
 
     async def reap(self, now: int) -> ReaperResult:
         """End one batch of expired attempts and find the next expiry."""
-        engine = self._engine
-        store = engine.store
+        store, attempts = self._store, self._attempts
         # The token each job was delivered here under, read while the store
         # holds the expired row: forgetting its in-flight entry is token-guarded.
         tokens: dict[str, str] = {}
 
         def decide(row: LeasedForFailure) -> AttemptEnd:
-            token = engine.attempts.token_here(row.id)
+            token = attempts.token_here(row.id)
             if token is not None:
                 tokens[row.id] = token
             return self.decide(now, row)
 
-        skipped = engine.set_aside.skipped(NAME, now)
-        ends, _ = await engine.attempts.in_store(
+        skipped = self._set_aside.skipped(NAME, now)
+        ends, _ = await attempts.in_store(
             NAME, now, store.lease_reclaim_expired, decide, now, self.config.batch_size, skipped
         )
-        engine.attempts.ended(
+        attempts.ended(
             ends,
             now,
             forget=[(e.job_id, tokens[e.job_id]) for e in ends if e.job_id in tokens],
             lease_expired=True,
         )
-        next_expiry = await engine.run_store(
-            store.lease_next_expiry, engine.set_aside.skipped(NAME, now)
+        next_expiry = await self._run_store(
+            store.lease_next_expiry, self._set_aside.skipped(NAME, now)
         )
         return ReaperResult(len(ends), next_expiry)
 
     def decide(self, now: int, row: LeasedForFailure) -> AttemptEnd:
         """The decision rule (``decide_expired`` with the engine's jitter)."""
-        return decide_expired(now, self._engine.rng, row)
+        return decide_expired(now, self._rng, row)
 
     def delay_after(self, result: ReaperResult | None) -> float:
         if result is not None and result.reclaimed >= self.config.batch_size:

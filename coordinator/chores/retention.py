@@ -44,7 +44,11 @@ from coordinator.clock import US_PER_SECOND
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
 if TYPE_CHECKING:
-    from coordinator.engine import Engine
+    from coordinator.clock import Clock
+    from coordinator.engine.attempts import Attempts
+    from coordinator.engine.dispatch import Dispatcher
+    from coordinator.engine.runner import StoreRunner
+    from coordinator.store import Store
 
 DEFAULT_KEEP_S = 7 * 86_400.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -147,10 +151,23 @@ class RetentionCleaner(Chore[RetentionResult]):
     name = "retention"
     leader_only = True
 
-    def __init__(self, config: RetentionConfig, engine: Engine) -> None:
-        super().__init__(engine.clock)
+    def __init__(
+        self,
+        config: RetentionConfig,
+        *,
+        clock: Clock,
+        store: Store,
+        run_store: StoreRunner,
+        attempts: Attempts,
+        dispatcher: Dispatcher,
+    ) -> None:
+        super().__init__(clock)
         self.config = config
-        self._engine = engine
+        self._store = store
+        self._run_store = run_store
+        # Whether ordering keys are in use (a purged head frees its key).
+        self._attempts = attempts
+        self._dispatcher = dispatcher
 
     @property
     def enabled(self) -> bool:
@@ -178,26 +195,25 @@ class RetentionCleaner(Chore[RetentionResult]):
         now = self.clock.now_us() if now is None else now
         cutoffs = self.cutoffs(now)
         limit = self.config.batch_size
-        engine = self._engine
         purged = (
-            await engine.run_store(engine.store.job_purge_finished, cutoffs, limit)
+            await self._run_store(self._store.job_purge_finished, cutoffs, limit)
             if cutoffs
             else 0
         )
-        if purged and engine.attempts.ordered_work_seen:
+        if purged and self._attempts.ordered_work_seen:
             # A purged FAULTED head of an ordering key released the key's next job.
-            engine.dispatcher.wake()
+            self._dispatcher.wake()
         events = 0
         if self.config.keep_events_s is not None:
             before = now - int(self.config.keep_events_s * US_PER_SECOND)
-            events = await engine.run_store(engine.store.event_purge, before, limit)
+            events = await self._run_store(self._store.event_purge, before, limit)
         # Idle rate buckets (one per limited scope value that ever started a
         # job) admit as a missing one does: deleting them bounds the table.
-        buckets = await engine.run_store(engine.store.rate_bucket_purge, now, limit)
+        buckets = await self._run_store(self._store.rate_bucket_purge, now, limit)
         pauses = 0
         if self.config.keep_pauses_s is not None:
             before = now - int(self.config.keep_pauses_s * US_PER_SECOND)
-            pauses = await engine.run_store(engine.store.pause_purge, before, limit)
+            pauses = await self._run_store(self._store.pause_purge, before, limit)
         return RetentionResult(
             purged,
             full_batch=max(purged, events, buckets, pauses) >= limit,

@@ -277,7 +277,15 @@ def test_retention_deletes_idle_rate_buckets_only(store_url: str) -> None:
         assert len(await h.lease(10)) == 3
         store = h.engine.store
         assert len(store.rate_bucket_list([int(LimitKind.TENANT)])) == 3
-        cleaner = RetentionCleaner(RetentionConfig(batch_size=2), h.engine)
+        e = h.engine
+        cleaner = RetentionCleaner(
+            RetentionConfig(batch_size=2),
+            clock=e.clock,
+            store=e.store,
+            run_store=e.run_store,
+            attempts=e.attempts,
+            dispatcher=e.dispatcher,
+        )
         # Not yet due: nothing is idle.
         assert (await cleaner.run_once(h.clock.now_us())).buckets_purged == 0
         h.clock.advance(1)

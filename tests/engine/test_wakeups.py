@@ -9,6 +9,7 @@ bound well below it: a missed wake-up shows as a timeout, not as a slow pass.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 
@@ -279,8 +280,18 @@ def test_reaper_sees_a_lease_granted_while_it_runs() -> None:
                     reclaimed.set()
                 return ReaperResult(0, None)
 
-        engine = SimpleNamespace(clock=clock, telemetry=NO_TELEMETRY)
-        reaper = Reaper(LeaseReaperConfig(max_interval_s=15.0), engine)  # type: ignore[arg-type]
+        # ``reap`` is replaced: the reaper reads neither the store nor attempts.
+        unused = SimpleNamespace()
+        reaper = Reaper(
+            LeaseReaperConfig(max_interval_s=15.0),
+            clock=clock,
+            store=unused,  # type: ignore[arg-type]
+            run_store=unused,  # type: ignore[arg-type]
+            attempts=unused,  # type: ignore[arg-type]
+            set_aside=unused,  # type: ignore[arg-type]
+            rng=random.Random(),
+            telemetry=lambda: NO_TELEMETRY,
+        )
         reaper.start()
         try:
             await asyncio.wait_for(reclaimed.wait(), PROMPT_S)
