@@ -774,7 +774,7 @@ class ConcurrencyLimit:
 @dataclass(frozen=True)
 class RateLimit:
     """At most ``starts`` job starts per ``period_ms`` in a scope, cluster-wide,
-    with bursts of up to ``burst`` starts (GCRA; engine/rates.py).
+    with bursts of up to ``burst`` starts (GCRA; engine/rate_limits.py).
 
     ``value`` names one tenant, job type, definition, concurrency key or
     category (its number as text); ``"*"`` applies the limit to each value of
@@ -833,7 +833,7 @@ class Completion:
     result: bytes = b""
     content_type: str = ""
     # The handler reported push-back: hold its rate limits this long (µs; 0: the
-    # default hold; None: no push-back). See engine/rates.py.
+    # default hold; None: no push-back). See engine/rate_limits.py.
     push_back_us: int | None = None
 
 
@@ -847,7 +847,7 @@ class Failure:
     retry_at: int | None = None
     traceback: str = ""
     # The handler reported push-back: hold its rate limits this long (µs; 0: the
-    # default hold; None: no push-back). See engine/rates.py.
+    # default hold; None: no push-back). See engine/rate_limits.py.
     push_back_us: int | None = None
 
 
@@ -859,7 +859,7 @@ class Release:
     payload: bytes | None = None
     content_type: str | None = None
     # The handler reported push-back: hold its rate limits this long (µs; 0: the
-    # default hold; None: no push-back). See engine/rates.py.
+    # default hold; None: no push-back). See engine/rate_limits.py.
     push_back_us: int | None = None
 
 

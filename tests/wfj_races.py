@@ -21,8 +21,8 @@ import sqlalchemy as sa
 
 from coordinator.model import JobStatus, NewJob
 from coordinator.store import Store, open_store
-from coordinator.store.limits import LIMIT_GATE
 from coordinator.store.schema import concurrency_limits, jobs
+from coordinator.store.scope_settings import LIMIT_GATE
 from wfj_testing import wait_until
 
 WAIT_S = 30

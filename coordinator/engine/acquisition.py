@@ -26,15 +26,16 @@ from coordinator.engine.admission import Admission, admission_for
 from coordinator.engine.config import ChoreHooks
 from coordinator.engine.dispatch import AcquisitionBatch
 from coordinator.engine.fairness import FairScheduler
-from coordinator.engine.rates import RateBook, RateBucket, add_exclusion, merge_exclusions
+from coordinator.engine.rate_limits import RateBook, RateBucket, add_exclusion, merge_exclusions
 from coordinator.engine.runner import StoreRunner
 from coordinator.model import Candidate, Claim, Exclusions, JobRow
 from coordinator.store import Store
+from coordinator.store.rows import ConcurrencyLimitRow, RateLimitRow
 from coordinator.telemetry.hooks import EngineTelemetry
 
 if TYPE_CHECKING:
     from coordinator.engine.attempts import Attempts
-    from coordinator.engine.limits import LimitBook
+    from coordinator.engine.concurrency_limits import LimitBook
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,9 @@ class Acquisition:
         # this replica has reloaded it.
         built: list[Admission] = []
 
-        def admission(limit_rows: Sequence[Any], rate_rows: Sequence[Any]) -> Admission:
+        def admission(
+            limit_rows: Sequence[ConcurrencyLimitRow], rate_rows: Sequence[RateLimitRow]
+        ) -> Admission:
             built.append(admission_for(claims, picks, now, limit_rows, rate_rows))
             return built[-1]
 

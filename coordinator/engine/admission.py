@@ -1,8 +1,8 @@
 """Admission: which claims of one acquisition may start.
 
 A claim is admitted when its job fits under every concurrency limit of its
-scopes (limits.py) and every rate limit of its scopes admits a start now
-(rates.py). The store builds the admission from the limits as stored, inside
+scopes (concurrency_limits.py) and every rate limit of its scopes admits a start now
+(rate_limits.py). The store builds the admission from the limits as stored, inside
 the claim's transaction, and stores the rate buckets ``charge`` returns for
 the jobs it actually leased.
 """
@@ -10,16 +10,16 @@ the jobs it actually leased.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
-from coordinator.engine.limits import LimitBook, ScopeKey, limit_book_of
-from coordinator.engine.rates import RateBook, RateBucket, rate_book_of
+from coordinator.engine.concurrency_limits import LimitBook, ScopeKey, limit_book_of
+from coordinator.engine.rate_limits import RateBook, RateBucket, rate_book_of
 from coordinator.model import Candidate, Claim
+from coordinator.store.rows import ConcurrencyLimitRow, RateLimitRow
 
 
 class Admission:
     """Admits the claims of one acquisition that fit under the limits: every
-    concurrency limit and every rate limit (rates.py) of their scopes."""
+    concurrency limit and every rate limit (rate_limits.py) of their scopes."""
 
     def __init__(
         self,
@@ -98,8 +98,8 @@ def admission_for(
     claims: Sequence[Claim],
     picks: Sequence[Candidate],
     now: int,
-    limit_rows: Sequence[Any],
-    rate_rows: Sequence[Any],
+    limit_rows: Sequence[ConcurrencyLimitRow],
+    rate_rows: Sequence[RateLimitRow],
 ) -> Admission:
     """The admission of ``claims`` under the limits as stored (read by the claim)."""
     return Admission(limit_book_of(limit_rows), claims, picks, rate_book_of(rate_rows), now)

@@ -35,6 +35,7 @@ from typing import Any
 from coordinator.clock import Clock, DatabaseClock, SystemClock
 from coordinator.engine.acquisition import Acquisition
 from coordinator.engine.attempts import Attempts
+from coordinator.engine.concurrency_limits import LimitBook
 from coordinator.engine.config import ChoreHooks, EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
@@ -43,11 +44,10 @@ from coordinator.engine.explain import JobExplainer
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.groups import JobGroups
 from coordinator.engine.limit_settings import LimitSettings
-from coordinator.engine.limits import LimitBook
 from coordinator.engine.operations import Operations
 from coordinator.engine.outcomes import LeaseAnswer, OutcomeResult, Outcomes
 from coordinator.engine.pauses import Pauses
-from coordinator.engine.rates import RateBook
+from coordinator.engine.rate_limits import RateBook
 from coordinator.engine.reads import ListPage, Reads
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession

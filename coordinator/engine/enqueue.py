@@ -15,12 +15,12 @@ from coordinator.clock import Clock
 from coordinator.engine.acquisition import Acquisition
 from coordinator.engine.admission import admission_for
 from coordinator.engine.attempts import Attempts
+from coordinator.engine.concurrency_limits import limit_scope_text
 from coordinator.engine.config import EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.limit_settings import LimitSettings
-from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.pauses import pause_scope_text
-from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
+from coordinator.engine.rate_limits import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.sessions import WorkerSession

@@ -26,18 +26,17 @@ from typing import Protocol
 from coordinator import tenancy
 from coordinator.clock import Clock
 from coordinator.engine.acquisition import Acquisition
+from coordinator.engine.concurrency_limits import limit_scope_text
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.limit_settings import LimitSettings
-from coordinator.engine.limits import limit_scope_text
 from coordinator.engine.operations import Operations
 from coordinator.engine.pauses import pause_scope_text
-from coordinator.engine.rates import RateBucket, next_start_at, rate_limit_text, when_precise
+from coordinator.engine.rate_limits import RateBucket, next_start_at, rate_limit_text, when_precise
 from coordinator.engine.reads import Reads
 from coordinator.engine.runner import StoreRunner
 from coordinator.model import (
     FAILED_OUTCOMES,
     AttemptRow,
-    Candidate,
     JobRow,
     JobStatus,
     PauseKind,
@@ -188,16 +187,6 @@ class JobExplainer:
                         )
                     )
         if self._settings.limits:
-            job = Candidate(
-                row.id,
-                row.tenant_id,
-                row.priority,
-                row.due_at,
-                row.job_type,
-                row.definition_id,
-                row.concurrency_key,
-                row.category,
-            )
             running = await self._run(self._store.job_running_counts, self._settings.limits.kinds)
             for (kind, value), limit in self._settings.limits.scopes_of(job):
                 count = running.get((kind, value), 0)

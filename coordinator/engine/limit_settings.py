@@ -1,6 +1,6 @@
 """Limit settings: concurrency limits, rate limits and job type defaults as
 operators set and list them, and as this replica last loaded them (the
-admission rules are limits.py and rates.py).
+admission rules are concurrency_limits.py and rate_limits.py).
 """
 
 from __future__ import annotations
@@ -9,9 +9,15 @@ import logging
 from collections.abc import Callable
 
 from coordinator.clock import Clock
+from coordinator.engine.concurrency_limits import LimitBook, limit_book_of
 from coordinator.engine.fairness import FairScheduler
-from coordinator.engine.limits import LimitBook, limit_book_of
-from coordinator.engine.rates import RateBook, RateBucket, level_at, next_start_at, rate_book_of
+from coordinator.engine.rate_limits import (
+    RateBook,
+    RateBucket,
+    level_at,
+    next_start_at,
+    rate_book_of,
+)
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.validation import (
     category_value,

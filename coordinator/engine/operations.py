@@ -62,6 +62,7 @@ from coordinator.model import (
     operator_retry_grant,
 )
 from coordinator.store import Store
+from coordinator.store.rows import WorkerRow
 
 log = logging.getLogger(__name__)
 
@@ -632,7 +633,7 @@ def _session_view(
     )
 
 
-def _row_view(r: Any) -> WorkerView:
+def _row_view(r: WorkerRow) -> WorkerView:
     # Another replica's worker: in-flight jobs and credits live in that
     # replica's memory; last_seen_at is when it last vouched for the stream.
     return WorkerView(

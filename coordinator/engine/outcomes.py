@@ -9,14 +9,14 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 from coordinator.clock import Clock
 from coordinator.engine.attempts import Attempts, release_end
 from coordinator.engine.config import EngineConfig
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.limit_settings import LimitSettings
-from coordinator.engine.rates import RateBucket, push_back, rate_book_of
+from coordinator.engine.rate_limits import RateBucket, push_back, rate_book_of
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.runner import StoreRunner
 from coordinator.engine.set_aside import OutcomeNotRecorded
@@ -41,7 +41,8 @@ from coordinator.model import (
     candidate_of,
 )
 from coordinator.store import Store
-from coordinator.store.limits import BucketRows
+from coordinator.store.rows import RateLimitRow
+from coordinator.store.scope_settings import BucketRows
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +289,7 @@ class Outcomes:
 
     async def _push_back(self, outcomes: Sequence[Outcome], now: int) -> None:
         """Slow down the rate limits covering the jobs whose handler reported
-        push-back (engine/rates.py): once per limited scope per report, with
+        push-back (engine/rate_limits.py): once per limited scope per report, with
         the longest hold asked. The buckets are rewritten under the scopes'
         locks from the limits as stored, so every replica sees it at once."""
         if not self.settings.rates:
@@ -300,7 +301,7 @@ class Outcomes:
         if not keys:
             return
 
-        def update(limit_rows: Sequence[Any], stored: BucketRows) -> BucketRows:
+        def update(limit_rows: Sequence[RateLimitRow], stored: BucketRows) -> BucketRows:
             book = rate_book_of(limit_rows)
             holds: dict[tuple[int, str], tuple[RateLimit, int]] = {}
             for job in jobs:

@@ -14,12 +14,12 @@ from coordinator.store.base import StoreCapabilities
 from coordinator.store.groups import GroupQueries
 from coordinator.store.jobs import JobQueries
 from coordinator.store.leases import LeaseQueries
-from coordinator.store.limits import LimitQueries
 from coordinator.store.liveness import DEFAULT_BOUNDS, ConnectionBounds
 from coordinator.store.ordering import OrderingQueries
 from coordinator.store.pauses import PauseQueries
 from coordinator.store.protocol import Store
 from coordinator.store.scaling import ScalingQueries
+from coordinator.store.scope_settings import ScopeSettingQueries
 from coordinator.store.stats import StatsQueries
 from coordinator.store.uniqueness import UniqueQueries
 from coordinator.store.workers import WorkerQueries
@@ -31,7 +31,7 @@ class SqlStore(
     JobQueries,
     LeaseQueries,
     PauseQueries,
-    LimitQueries,
+    ScopeSettingQueries,
     OrderingQueries,
     WorkerQueries,
     StatsQueries,

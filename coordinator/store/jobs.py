@@ -50,7 +50,6 @@ from coordinator.store.events import (
     EventQueries,
     event_ctes,
 )
-from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
@@ -61,6 +60,7 @@ from coordinator.store.schema import (
     lanes,
     unique_keys,
 )
+from coordinator.store.scope_settings import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 
 log = logging.getLogger(__name__)
 

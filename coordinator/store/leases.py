@@ -47,7 +47,6 @@ from coordinator.store.events import (
     event_returning,
     event_tx_bump,
 )
-from coordinator.store.limits import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 from coordinator.store.ordering import (
     Key,
     key_locks_sql,
@@ -62,6 +61,7 @@ from coordinator.store.schema import (
     jobs,
     ready_job,
 )
+from coordinator.store.scope_settings import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
 
 log = logging.getLogger(__name__)
 

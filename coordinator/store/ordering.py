@@ -72,6 +72,7 @@ import sqlalchemy as sa
 
 from coordinator.model import JobStatus
 from coordinator.store.base import StoreBase, driver_sql
+from coordinator.store.rows import OrderingBlockerRow
 
 _RUNNING = int(JobStatus.RUNNING)
 _PENDING = int(JobStatus.PENDING)
@@ -200,7 +201,9 @@ def release_next(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) ->
 class OrderingQueries(StoreBase):
     """Reads over the jobs of an ordering key."""
 
-    def job_ordering_blocker(self, tenant_id: str, ordering_key: str, job_id: str) -> Any:
+    def job_ordering_blocker(
+        self, tenant_id: str, ordering_key: str, job_id: str
+    ) -> OrderingBlockerRow | None:
         """The job that holds ``job_id`` back in its key: the key's RUNNING job,
         else its first live job that is not held and, unless ``job_id`` is held
         itself, comes before it; None when none does. A row of (id, status)."""

@@ -1,5 +1,5 @@
 """Named queries over pauses (``wfj_pauses``): create, lift, list, the ones
-covering a job. Tenant and category weights and the limits are ``limits.py``.
+covering a job. Tenant and category weights and the limits are ``scope_settings.py``.
 
 Pause matching is written once, here: ``PAUSE_COLUMNS`` says which job column
 each ``PauseKind`` matches, ``pause_covers`` turns that into SQL, and every

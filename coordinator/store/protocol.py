@@ -2,9 +2,10 @@
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
 ``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``, ``limits.py``,
-``workers.py``, ``stats.py``, ``events.py``, with connection handling in
-``base.py``. PostgreSQL and SQLite implement every
+``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``,
+``scope_settings.py``, ``workers.py``, ``stats.py``, ``events.py``, with
+connection handling in ``base.py``; rows answered as stored are typed by the
+protocols of ``rows.py``. PostgreSQL and SQLite implement every
 query under the same name with the same meaning (one class, ``SqlStore``;
 the dialect differences stay inside each query); what only one dialect can do
 is said by ``capabilities``, never by asking which dialect it is. Time is a
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 
@@ -58,8 +59,17 @@ from coordinator.model import (
 from coordinator.store.base import StoreCapabilities
 from coordinator.store.events import EventLogBounds, EventPage
 from coordinator.store.leases import SetAside
-from coordinator.store.limits import AdmissionFor, BucketRows
 from coordinator.store.liveness import ConnectionBounds
+from coordinator.store.rows import (
+    BacklogRow,
+    ConcurrencyLimitRow,
+    JobTypeDefaultsRow,
+    OrderingBlockerRow,
+    RateLimitRow,
+    StatusCountRow,
+    WorkerRow,
+)
+from coordinator.store.scope_settings import AdmissionFor, BucketRows
 from coordinator.store.stats import ScheduledCount
 
 # How an attempt ends, decided by the engine for each locked row.
@@ -334,23 +344,25 @@ class Store(Protocol):
     # -- ordering keys (ordering.py) ------------------------------------------------------
 
     # The (id, status) of the job holding ``job_id`` back in its ordering key, or None.
-    def job_ordering_blocker(self, tenant_id: str, ordering_key: str, job_id: str) -> Any: ...
+    def job_ordering_blocker(
+        self, tenant_id: str, ordering_key: str, job_id: str
+    ) -> OrderingBlockerRow | None: ...
 
-    # -- limits, tenant weights, job type defaults (limits.py) ---------------------------
+    # -- limits, tenant weights, job type defaults (scope_settings.py) --------------------
 
     # Create the limit gate if missing and make it count the stored limits.
     def limit_gate_ensure(self, now: int) -> None: ...
     # Set a concurrency limit (``max_running == 0`` removes it); replicas are told.
     def limit_set(self, kind: int, value: str, max_running: int, now: int = 0) -> None: ...
     # The stored concurrency limits.
-    def limit_list(self) -> list[Any]: ...
+    def limit_list(self) -> list[ConcurrencyLimitRow]: ...
     # Set a rate limit (``starts == 0`` removes it) under the limit gate; replicas
     # are told. Returns whether one was stored for the scope before.
     def rate_limit_set(
         self, kind: int, value: str, starts: int, period_ms: int, burst: int, now: int = 0
     ) -> bool: ...
     # The stored rate limits.
-    def rate_limit_list(self) -> list[Any]: ...
+    def rate_limit_list(self) -> list[RateLimitRow]: ...
     # The stored rate buckets of ``kinds``: (tat, slow_level, slowed_at) by scope.
     def rate_bucket_list(self, kinds: Sequence[int]) -> BucketRows: ...
     # Delete up to ``limit`` idle rate buckets (due and not slowed).
@@ -359,7 +371,7 @@ class Store(Protocol):
     def rate_bucket_update(
         self,
         keys: Sequence[tuple[int, str]],
-        update: Callable[[Sequence[Any], BucketRows], BucketRows],
+        update: Callable[[Sequence[RateLimitRow], BucketRows], BucketRows],
     ) -> BucketRows: ...
     # RUNNING jobs per (limit kind, scope value) for ``kinds``.
     def job_running_counts(
@@ -376,7 +388,7 @@ class Store(Protocol):
     # Remove a category's weight within a tenant (back to 1); False when none was set.
     def category_remove_weight(self, tenant_id: str, category: int) -> bool: ...
     # Every job type's stored defaults, by job type.
-    def job_type_defaults_list(self) -> list[Any]: ...
+    def job_type_defaults_list(self) -> list[JobTypeDefaultsRow]: ...
     # Replace a job type's defaults (all None removes them); replicas are told.
     def job_type_defaults_set(
         self,
@@ -396,7 +408,7 @@ class Store(Protocol):
     # Remove registry rows not refreshed since ``before``.
     def worker_delete_stale(self, before: int) -> int: ...
     # Registered workers seen at or after ``seen_since``, by worker id (then coordinator).
-    def worker_list(self, seen_since: int = 0) -> list[Any]: ...
+    def worker_list(self, seen_since: int = 0) -> list[WorkerRow]: ...
     # A cluster flag's value, or None.
     def cluster_flag_get(self, name: str) -> str | None: ...
     # Cluster flags whose name starts with ``prefix``.
@@ -407,7 +419,9 @@ class Store(Protocol):
     # -- stats (stats.py) ----------------------------------------------------------------
 
     # (tenant, job type, status, count) rows.
-    def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[Any]: ...
+    def job_count_by_status(
+        self, tenant_id: str = "", category: int = 0
+    ) -> list[StatusCountRow]: ...
     # PENDING jobs held behind an earlier job of their ordering key.
     def job_count_held(self, tenant_id: str = "", category: int = 0) -> int: ...
     # (tenant, job type, count) of PENDING jobs not due by ``now``.
@@ -437,7 +451,7 @@ class Store(Protocol):
         self, since: int, category: int = 0, tenant_id: str = ""
     ) -> dict[int, int]: ...
     # (tenant, job type, count, oldest due time) of PENDING jobs due by ``now``.
-    def job_backlog_by_tenant_type(self, now: int) -> list[Any]: ...
+    def job_backlog_by_tenant_type(self, now: int) -> list[BacklogRow]: ...
     # (failed attempts, retried attempts) that ended since ``since``.
     def attempt_failure_counts(
         self, since: int, tenant_id: str = "", category: int = 0

@@ -207,7 +207,7 @@ concurrency_limits = sa.Table(
 )
 
 # Rate limits: at most ``starts`` job starts per ``period_ms`` in a scope, with
-# bursts of up to ``burst`` (GCRA; engine/rates.py). ``value`` "*" applies the
+# bursts of up to ``burst`` (GCRA; engine/rate_limits.py). ``value`` "*" applies the
 # limit to each value of the kind separately.
 rate_limits = sa.Table(
     "wfj_rate_limits",

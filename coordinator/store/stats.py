@@ -17,6 +17,7 @@ from coordinator.model import (
 )
 from coordinator.store.base import StoreBase
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
+from coordinator.store.rows import BacklogRow, StatusCountRow
 from coordinator.store.schema import (
     FINISHED_JOB,
     READY_JOB,
@@ -46,7 +47,7 @@ class ScheduledCount:
 class StatsQueries(StoreBase):
     """Aggregates over ``wfj_jobs`` and ``wfj_job_attempts``."""
 
-    def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[Any]:
+    def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[StatusCountRow]:
         """(tenant, job type, status, count) rows (of one category when given)."""
         query = sa.select(
             jobs.c.tenant_id, jobs.c.job_type, jobs.c.status, sa.func.count().label("n")
@@ -227,7 +228,7 @@ class StatsQueries(StoreBase):
             counts[completed] = counts.get(completed, 0) + described
         return counts
 
-    def job_backlog_by_tenant_type(self, now: int) -> list[Any]:
+    def job_backlog_by_tenant_type(self, now: int) -> list[BacklogRow]:
         """(tenant, job type, category, count, oldest due time) of PENDING jobs due by ``now``.
 
         Reads only PENDING rows (through the partial ready index, and the index

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -13,6 +12,7 @@ from coordinator.model import (
     WorkerRecord,
 )
 from coordinator.store.base import ROW_WRITE_ERRORS, StoreBase
+from coordinator.store.rows import WorkerRow
 from coordinator.store.schema import (
     cluster_flags,
     workers,
@@ -99,7 +99,7 @@ class WorkerQueries(StoreBase):
         with self.tx() as conn:
             return conn.execute(workers.delete().where(workers.c.last_seen_at < before)).rowcount
 
-    def worker_list(self, seen_since: int = 0) -> list[Any]:
+    def worker_list(self, seen_since: int = 0) -> list[WorkerRow]:
         """Registered workers seen at or after ``seen_since``, by worker id
         (then coordinator)."""
         query = (

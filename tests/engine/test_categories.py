@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from coordinator.engine import WorkerSession
+from coordinator.engine.concurrency_limits import LimitBook
 from coordinator.engine.explain import explain
-from coordinator.engine.limits import LimitBook
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     Candidate,

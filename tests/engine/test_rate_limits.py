@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from coordinator.engine import WorkerSession
 from coordinator.engine.explain import explain
-from coordinator.engine.rates import (
+from coordinator.engine.rate_limits import (
     MAX_SLOW_LEVEL,
     RECOVERY_PERIODS,
     RateBucket,

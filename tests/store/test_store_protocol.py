@@ -49,20 +49,9 @@ def test_attributes_the_protocol_declares_are_plain_values(store: SqlStore) -> N
         assert not callable(getattr(store, name)), name
 
 
-# Queries still answering raw rows (``Any``). A new query answers a typed value
-# (a dataclass of coordinator/model.py, as ``PauseRecord``); one typed leaves this list.
-UNTYPED_ROWS = {
-    "job_ordering_blocker",
-    "limit_list",
-    "rate_limit_list",
-    "job_type_defaults_list",
-    "worker_list",
-    "job_count_by_status",
-    "job_backlog_by_tenant_type",
-}
-
-
-def test_no_new_query_answers_untyped_rows() -> None:
+# Every query answers a typed value: a dataclass of coordinator/model.py (as
+# ``PauseRecord``) or, for rows read as stored, a protocol of store/rows.py.
+def test_no_query_answers_untyped_rows() -> None:
     untyped = {
         name
         for name, member in vars(Store).items()
@@ -70,4 +59,4 @@ def test_no_new_query_answers_untyped_rows() -> None:
         and callable(member)
         and "Any" in str(inspect.signature(member).return_annotation)
     }
-    assert untyped == UNTYPED_ROWS
+    assert untyped == set()

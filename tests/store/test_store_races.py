@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from coordinator.engine.admission import Admission
-from coordinator.engine.limits import LimitBook
+from coordinator.engine.concurrency_limits import LimitBook
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,

@@ -32,9 +32,9 @@ def _classes(path: Path) -> list[ast.ClassDef]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
 
 
-# Value shapes other modules may build on: ``ScopeBook`` (limits.py) is the
-# book of scoped limits that concurrency and rate limits share; it holds no
-# engine state.
+# Value shapes other modules may build on: ``ScopeBook`` (concurrency_limits.py)
+# is the book of scoped limits that concurrency and rate limits share; it holds
+# no engine state.
 SHARED_SHAPES = {"ScopeBook"}
 
 

@@ -13,9 +13,10 @@ scope's backlog cannot crowd out jobs that could run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from coordinator.model import Candidate, ConcurrencyLimit, Exclusions, LimitKind, scope_text
+from coordinator.store.rows import ConcurrencyLimitRow
 
 ScopeKey = tuple[int, str]
 # What a book holds per scope: a concurrency limit's count, a rate limit.
@@ -46,7 +47,7 @@ def limit_scope_text(kind: int, value: str) -> str:
 class ScopeBook(Generic[V]):
     """Settings by limited scope: a value's own, else its kind's wildcard
     (``"*"``), answering which limited scopes a job falls in. Concurrency
-    limits (``LimitBook``) and rate limits (``RateBook``, rates.py) are both one."""
+    limits (``LimitBook``) and rate limits (``RateBook``, rate_limits.py) are both one."""
 
     def __init__(self, entries: Iterable[tuple[int, str, V]] = ()) -> None:
         self._exact: dict[ScopeKey, V] = {}
@@ -125,6 +126,6 @@ def add_exclusion(out: Exclusions, kind: int, value: str) -> None:
         out.categories.add(int(value))
 
 
-def limit_book_of(rows: Iterable[Any]) -> LimitBook:
+def limit_book_of(rows: Iterable[ConcurrencyLimitRow]) -> LimitBook:
     """The limits in stored rows (wfj_concurrency_limits)."""
     return LimitBook(ConcurrencyLimit(LimitKind(r.kind), r.value, r.max_running) for r in rows)

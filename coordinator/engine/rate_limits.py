@@ -30,10 +30,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from coordinator.engine.limits import ScopeBook, ScopeKey, add_exclusion, limit_scope_text
+from coordinator.engine.concurrency_limits import (
+    ScopeBook,
+    ScopeKey,
+    add_exclusion,
+    limit_scope_text,
+)
 from coordinator.model import Candidate, Exclusions, LimitKind, RateLimit
+from coordinator.store.rows import RateLimitRow
 
 # Most doublings of the emission interval a push-back report can cause.
 MAX_SLOW_LEVEL = 4
@@ -164,7 +169,7 @@ def rate_limit_text(key: ScopeKey, limit: RateLimit) -> str:
     return f"{limit_scope_text(*key)} ({limit.starts} per {period:g}s, burst {limit.burst})"
 
 
-def rate_book_of(rows: Iterable[Any]) -> RateBook:
+def rate_book_of(rows: Iterable[RateLimitRow]) -> RateBook:
     """The rate limits in stored rows (wfj_rate_limits)."""
     return RateBook(
         RateLimit(LimitKind(r.kind), r.value, r.starts, r.period_ms, r.burst) for r in rows

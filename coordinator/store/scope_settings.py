@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 
@@ -15,6 +15,7 @@ from coordinator.model import (
     LimitKind,
 )
 from coordinator.store.base import StoreBase
+from coordinator.store.rows import ConcurrencyLimitRow, JobTypeDefaultsRow, RateLimitRow
 from coordinator.store.schema import (
     category_weights as category_weight_rows,
 )
@@ -89,10 +90,10 @@ class LimitAdmission(Protocol):
 # Builds the admission of one claim from the limits as stored (rows of
 # wfj_concurrency_limits, rows of wfj_rate_limits), read inside the claim's
 # transaction.
-AdmissionFor = Callable[[Sequence[Any], Sequence[Any]], LimitAdmission]
+AdmissionFor = Callable[[Sequence[ConcurrencyLimitRow], Sequence[RateLimitRow]], LimitAdmission]
 
 
-class LimitQueries(StoreBase):
+class ScopeSettingQueries(StoreBase):
     """Queries over ``wfj_concurrency_limits``, ``wfj_tenants`` and ``wfj_job_type_defaults``."""
 
     def limit_gate_ensure(self, now: int) -> None:
@@ -151,7 +152,7 @@ class LimitQueries(StoreBase):
                 self._write_limit_gate(conn, now)
                 conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
 
-    def limit_list(self) -> list[Any]:
+    def limit_list(self) -> list[ConcurrencyLimitRow]:
         with self.tx() as conn:
             return list(conn.execute(sa.select(concurrency_limits)))
 
@@ -203,7 +204,7 @@ class LimitQueries(StoreBase):
                 conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
         return bool(existed)
 
-    def rate_limit_list(self) -> list[Any]:
+    def rate_limit_list(self) -> list[RateLimitRow]:
         """The stored rate limits."""
         with self.tx() as conn:
             return list(
@@ -243,7 +244,7 @@ class LimitQueries(StoreBase):
     def rate_bucket_update(
         self,
         keys: Sequence[tuple[int, str]],
-        update: Callable[[Sequence[Any], BucketRows], BucketRows],
+        update: Callable[[Sequence[RateLimitRow], BucketRows], BucketRows],
     ) -> BucketRows:
         """Rewrite the rate buckets of ``keys`` atomically: under the scopes'
         advisory locks (the ones claims take), ``update`` gets the rate limits
@@ -294,7 +295,9 @@ class LimitQueries(StoreBase):
             ],
         )
 
-    def _limits_in_force(self, conn: sa.Connection) -> tuple[list[Any], list[Any]]:
+    def _limits_in_force(
+        self, conn: sa.Connection
+    ) -> tuple[list[ConcurrencyLimitRow], list[RateLimitRow]]:
         """The stored concurrency and rate limits, read after taking the limit
         gate's share lock: a ``limit_set`` or ``rate_limit_set`` committed
         before is seen, one in progress waits for this transaction."""
@@ -384,7 +387,7 @@ class LimitQueries(StoreBase):
                 conn.execute(sa.text("SELECT pg_notify('wfj_wake', 'limits')"))
         return bool(removed)
 
-    def job_type_defaults_list(self) -> list[Any]:
+    def job_type_defaults_list(self) -> list[JobTypeDefaultsRow]:
         with self.tx() as conn:
             return list(
                 conn.execute(sa.select(job_type_defaults).order_by(job_type_defaults.c.job_type))
