@@ -163,3 +163,24 @@ def test_the_homes_of_shared_rules_import_no_layer() -> None:
     graph = import_graph("coordinator")
     assert graph["coordinator.tenancy"] == set()
     assert graph["coordinator.api.handlers"] == set()
+
+
+def test_only_the_wiring_imports_the_engine() -> None:
+    """The concept modules are handed each other when ``Engine`` is built, so
+    none imports ``engine.py``; of the chores only their supervisor, which
+    hands them their parts, knows the ``Engine``. (engine/scaling.py's
+    ``figures`` is the KEDA servicer's read and still takes the engine.)"""
+    graph = import_graph("coordinator")
+    allowed = {
+        "coordinator.engine",
+        "coordinator.chores",
+        "coordinator.engine.scaling",
+    }
+    wrong = {
+        module
+        for module, edges in graph.items()
+        if module.startswith(("coordinator.engine", "coordinator.chores"))
+        and module not in allowed
+        and edges & {"coordinator.engine.engine", "coordinator.engine"}
+    }
+    assert wrong == set()
