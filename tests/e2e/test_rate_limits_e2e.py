@@ -162,7 +162,13 @@ def test_a_push_back_longer_than_a_limit_is_held_never_costs_the_outcome(
         )
         assert done.status == "COMPLETED", done
         assert [a.outcome for a in done.attempts] == ["COMPLETED"]
-        [limit] = admin.list_rate_limits()
+        # The push-back is written just after the outcome is recorded (its own
+        # transaction): the job can read COMPLETED a moment before the limit slows.
+        [limit] = wait_until(
+            lambda: [r for r in admin.list_rate_limits() if r.throttled_until is not None],
+            30,
+            "the push-back to slow the limit",
+        )
         held_days = (limit.throttled_until.timestamp() - time.time()) / 86_400
         assert 365 < held_days <= 366, held_days
         assert limit.slow_level == 1
@@ -181,9 +187,11 @@ def test_a_push_back_longer_than_a_limit_is_held_never_costs_the_outcome(
             job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
         )
         outcome.push_back.retry_after.seconds = 400 * 86_400
-        [answer] = wpb_grpc.WorkerServiceStub(channel).ReportOutcomes(
-            wpb.ReportOutcomesRequest(outcomes=[outcome]), timeout=10
-        ).results
+        [answer] = (
+            wpb_grpc.WorkerServiceStub(channel)
+            .ReportOutcomes(wpb.ReportOutcomesRequest(outcomes=[outcome]), timeout=10)
+            .results
+        )
     assert answer.accepted and answer.status == jpb.JOB_STATUS_COMPLETED, answer
     assert "push_back.retry_after of 400 days" in answer.note, answer.note
     assert "held 366 days" in answer.note
