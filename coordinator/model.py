@@ -114,7 +114,10 @@ class EventFilter:
     group_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__,
+# several times the cost of a plain one (3.4 against 0.5 µs for this one),
+# and one is built per event read. Nothing changes one after it is built.
+@dataclass(slots=True)
 class JobEvent:
     """One entry of the job event log, as read."""
 
@@ -149,7 +152,9 @@ class JobEvent:
 WHOLE_ROW = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True, order=True)
+# Not frozen (one is built per event read; see JobEvent) but hashed like a
+# frozen one: nothing changes a cursor after it is built.
+@dataclass(slots=True, order=True, unsafe_hash=True)
 class EventCursor:
     """A position in the job event log: events are ordered by ``(ord, id, n)``.
 
@@ -826,7 +831,9 @@ class Claim:
     owner: str
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, for the reason given at JobEvent: one outcome is built per job
+# reported (0.9 against 0.2 µs for a Completion).
+@dataclass(slots=True)
 class Completion:
     job_id: str
     lease_token: str
@@ -837,7 +844,7 @@ class Completion:
     push_back_us: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Failure:
     job_id: str
     lease_token: str
@@ -851,7 +858,7 @@ class Failure:
     push_back_us: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Release:
     job_id: str
     lease_token: str

@@ -234,6 +234,36 @@ def _set_duration_ms(d: duration_pb2.Duration, ms: int) -> None:
     d.nanos = (ms % 1000) * 1_000_000
 
 
+def _set_workflow(message: Any, src: JobRow | JobEvent) -> None:
+    """Set ``message.workflow`` from the workflow fields of ``src``, only those set
+    (and the message not at all when none is)."""
+    if not (
+        src.definition_id
+        or src.instance_id
+        or src.activity_id
+        or src.activity_node_id
+        or src.bookmark_id
+        or src.correlation_id
+        or src.definition_version
+    ):
+        return
+    wf = message.workflow
+    if src.definition_id:
+        wf.definition_id = src.definition_id
+    if src.definition_version:
+        wf.definition_version = src.definition_version
+    if src.instance_id:
+        wf.instance_id = src.instance_id
+    if src.activity_id:
+        wf.activity_id = src.activity_id
+    if src.activity_node_id:
+        wf.activity_node_id = src.activity_node_id
+    if src.bookmark_id:
+        wf.bookmark_id = src.bookmark_id
+    if src.correlation_id:
+        wf.correlation_id = src.correlation_id
+
+
 def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> jpb.Job:
     """Copy a stored job into ``job``.
 
@@ -244,21 +274,7 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
     job.id = row.id
     job.job_type = row.job_type
     job.tenant_id = row.tenant_id
-    wf = job.workflow
-    if row.definition_id:
-        wf.definition_id = row.definition_id
-    if row.definition_version:
-        wf.definition_version = row.definition_version
-    if row.instance_id:
-        wf.instance_id = row.instance_id
-    if row.activity_id:
-        wf.activity_id = row.activity_id
-    if row.activity_node_id:
-        wf.activity_node_id = row.activity_node_id
-    if row.bookmark_id:
-        wf.bookmark_id = row.bookmark_id
-    if row.correlation_id:
-        wf.correlation_id = row.correlation_id
+    _set_workflow(job, row)
     payload = job.payload
     payload.data = row.payload
     payload.content_type = row.content_type
@@ -671,29 +687,24 @@ JOB_EVENT_KINDS = frozenset(int(k) for k in JobEventKind)
 
 
 def add_event(events: Any, e: JobEvent) -> None:
-    """Append ``e`` to a repeated JobEvent field."""
+    """Append ``e`` to a repeated JobEvent field.
+
+    Field by field, the workflow message only when the job has one, enums
+    and the time assigned as they are: this runs for every event every
+    watcher receives (3.0 against 3.9 µs an event before).
+    """
     out = events.add()
     out.cursor = str(e.cursor)
-    out.kind = int(e.kind)
-    _set_ts(out.time, e.created_at)
+    out.kind = e.kind  # type: ignore[assignment]
+    created = e.created_at
+    ts = out.time
+    ts.seconds = created // 1_000_000
+    ts.nanos = (created % 1_000_000) * 1000
     out.job_id = e.job_id
     out.tenant_id = e.tenant_id
     out.job_type = e.job_type
-    wf = out.workflow
-    for name in (
-        "definition_id",
-        "instance_id",
-        "activity_id",
-        "activity_node_id",
-        "bookmark_id",
-        "correlation_id",
-    ):
-        value = getattr(e, name)
-        if value:
-            setattr(wf, name, value)
-    if e.definition_version:
-        wf.definition_version = e.definition_version
-    out.status = int(e.status)
+    _set_workflow(out, e)
+    out.status = e.status  # type: ignore[assignment]
     out.attempt = e.attempt
     if e.due_at is not None and e.kind in _DUE_KINDS:
         _set_ts(out.due_time, e.due_at)

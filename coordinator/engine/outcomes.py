@@ -50,7 +50,8 @@ log = logging.getLogger(__name__)
 Outcome = Completion | Failure | Release
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, like the outcomes (coordinator/model.py): one is built per job.
+@dataclass(slots=True)
 class OutcomeResult:
     job_id: str
     accepted: bool
