@@ -972,6 +972,7 @@ class JobFilter:
     due_after: int | None = None
     due_before: int | None = None
     parent_job_id: str = ""
+    group_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -125,6 +125,37 @@ def job_action(verb: str, method: Callable[..., Any], danger: bool) -> Action:
     return Action(verb, describe, run)
 
 
+def _group_id(form: dict[str, str]) -> str:
+    value = form.get("group_id", "").strip()
+    if not value:
+        raise ValueError("name the group to cancel (group_id)")
+    return value
+
+
+async def describe_cancel_group(
+    site: Site, session: Session, form: dict[str, str]
+) -> tuple[str, bool]:
+    group = await site.call(session, AdminClient.get_group, _group_id(form))
+    return (
+        f"Cancel group {group.id} (tenant {group.tenant_id}, {group.total} members)? It is "
+        f"closed and its {group.pending} pending member(s) cancelled; {group.running} running "
+        "run on, and the completion job follows once they end.",
+        True,
+    )
+
+
+async def run_cancel_group(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
+    reason = form.get("reason", "") or f"group cancelled by {session.name}"
+    group, cancelled = await site.act(
+        session, AdminClient.cancel_group, _group_id(form), reason=reason
+    )
+    return (
+        f"cancelled group {group.id}: {len(cancelled)} pending member(s) cancelled, "
+        f"now {group.status.lower()}",
+        f"/groups/{group.id}",
+    )
+
+
 def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
     values: dict[str, Any] = {
         k: form.get(k, "")
@@ -134,6 +165,7 @@ def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
             "instance_id",
             "correlation_id",
             "parent_job_id",
+            "group_id",
             "category",
             *render.TIME_FILTERS,
         )
@@ -432,6 +464,7 @@ def _scope_text(kind: str, value: str, tenant: str) -> str:
 ACTIONS: dict[str, Action] = {
     "retry": job_action("retry", AdminClient.retry_job, False),
     "cancel": job_action("cancel", AdminClient.cancel_job, True),
+    "cancel_group": Action("cancel group", describe_cancel_group, run_cancel_group),
     "unlock": job_action("unlock", AdminClient.unlock_job, True),
     "replay": job_action("replay", AdminClient.replay_job, False),
     "bulk_retry": bulk_action("bulk retry", AdminClient.bulk_retry_jobs),

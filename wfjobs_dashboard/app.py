@@ -22,7 +22,7 @@ from aiohttp import web
 
 from worker_sdk import WorkflowJobsError
 
-from . import actions, jobs, limits, login, overview, pauses, render, tenants, workers
+from . import actions, groups, jobs, limits, login, overview, pauses, render, tenants, workers
 from .backend import Backend
 from .events import end_streams
 from .guard import HostCheck, LoginThrottle
@@ -182,7 +182,7 @@ def build_app(
     )
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(end_streams)
-    for module in (overview, jobs, pauses, tenants, limits, workers, actions, login):
+    for module in (overview, jobs, groups, pauses, tenants, limits, workers, actions, login):
         app.add_routes(module.ROUTES)
     app.router.add_get("/static/{name}", static_files())
     return app

@@ -34,6 +34,7 @@ def filter_values(request: web.Request, session: Session) -> dict[str, Any]:
         "instance_id",
         "correlation_id",
         "parent_job_id",
+        "group_id",
         *render.TIME_FILTERS,
     ):
         values[key] = q.get(key, "").strip()
@@ -193,6 +194,7 @@ def job_filter_of(values: dict[str, Any]) -> JobFilter:
         instance_id=values.get("instance_id", ""),
         correlation_id=values.get("correlation_id", ""),
         parent_job_id=values.get("parent_job_id", ""),
+        group_id=values.get("group_id", ""),
         category=values.get("category") or None,
         created_after=_local_time(values.get("created_after", ""), "created after"),
         created_before=_local_time(values.get("created_before", ""), "created before"),
@@ -217,6 +219,7 @@ def filter_text(f: JobFilter) -> str:
         ("instance", f.instance_id),
         ("correlation", f.correlation_id),
         ("parent job", f.parent_job_id),
+        ("group", f.group_id),
         ("category", f.category),
         ("created after", f.created_after),
         ("created before", f.created_before),

@@ -18,6 +18,7 @@ from worker_sdk import (
     PAUSE_SCOPE_KINDS,
     CategoryWeight,
     ConcurrencyLimit,
+    GroupView,
     JobAttemptView,
     JobStats,
     JobView,
@@ -518,8 +519,7 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
     def field(name: str, label: str, title: str = "") -> str:
         hint = f' title="{e(title)}"' if title else ""
         return (
-            f'<label>{label}<input name="{name}" value="{e(values.get(name, ""))}"{hint}>'
-            "</label>"
+            f'<label>{label}<input name="{name}" value="{e(values.get(name, ""))}"{hint}></label>'
         )
 
     search_in = "".join(
@@ -541,7 +541,7 @@ def filter_form(values: dict[str, Any], session: Any) -> str:
         f"<label>tenant{tenant}</label>"
         f"{field('job_type', 'job type', 'comma-separate for any of several')}{field('definition_id', 'definition')}"
         f"{field('instance_id', 'instance')}{field('correlation_id', 'correlation')}"
-        f"{field('parent_job_id', 'parent job')}"
+        f"{field('parent_job_id', 'parent job')}{field('group_id', 'group')}"
         f'<label>category<select name="category"><option value="">any</option>{options}'
         "</select></label>"
         + "".join(
@@ -629,13 +629,7 @@ def jobs_page_body(
         f'{bulk_fields}<input name="reason" placeholder="reason"> <button class="btn danger" '
         'type="submit" data-op="bulk_cancel">Cancel matching…</button></form></section>'
     )
-    return (
-        filter_form(values, session)
-        + note
-        + listing_html
-        + pager
-        + bulk
-    )
+    return filter_form(values, session) + note + listing_html + pager + bulk
 
 
 def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
@@ -647,6 +641,7 @@ def _filter_fields(values: dict[str, Any]) -> dict[str, str]:
         "instance_id",
         "correlation_id",
         "parent_job_id",
+        "group_id",
         "category",
         *TIME_FILTERS,
     ):
@@ -774,7 +769,10 @@ def job_live(view: JobPage, session: Any) -> str:
             f"{job.attempt} of {job.max_attempts or 'unlimited'}"
             + (f" ({job.released_attempts} released)" if job.released_attempts else ""),
         ),
-        ("cancel reason", f'<span id="cancel-reason">{e(job.cancel_reason)}</span>' if job.cancel_reason else ""),
+        (
+            "cancel reason",
+            f'<span id="cancel-reason">{e(job.cancel_reason)}</span>' if job.cancel_reason else "",
+        ),
         ("lease holder", lease),
         ("last worker", last_worker),
         ("finished", e(when(job.finish_time))),
@@ -822,6 +820,25 @@ def job_live(view: JobPage, session: Any) -> str:
     return "".join(parts)
 
 
+def schedule_tick_text(idempotency_key: str) -> str:
+    """A tick job's schedule id and nominal time, read from the key a tick is
+    stored under (``schedule:<id>@<nominal time>``, docs/scheduler-ticks.md); "" for
+    other jobs."""
+    if not idempotency_key.startswith("schedule:") or "@" not in idempotency_key:
+        return ""
+    schedule, _, nominal = idempotency_key.removeprefix("schedule:").rpartition("@")
+    try:
+        at = datetime.fromisoformat(nominal.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if schedule.startswith("sha256:"):
+        schedule = f"{schedule} (a long id, hashed)"
+    return (
+        f'<span id="schedule-tick">schedule <span class="mono">{e(schedule)}</span>, '
+        f"nominal time {e(when(at))}</span>"
+    )
+
+
 def _fields(pairs: Sequence[tuple[str, str]], ident: str) -> str:
     rows = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in pairs if v)
     return f'<table class="fields" id="{ident}">{rows}</table>'
@@ -857,6 +874,14 @@ def job_static(job: JobView) -> str:
             f'<a href="/jobs?{e(urlencode({"parent_job_id": job.id}))}" id="children">'
             "jobs it enqueued</a>",
         ),
+        (
+            "group",
+            f'<a class="mono" id="group-link" href="/groups/{e(job.group_id)}">'
+            f"{e(job.group_id)}</a>"
+            if job.group_id
+            else "",
+        ),
+        ("schedule tick", schedule_tick_text(job.idempotency_key)),
     ]
     wf_fields = []
     if wf is not None:
@@ -1015,9 +1040,7 @@ def tenants_body(
         '<p class="muted">A disabled tenant keeps its jobs pending until it is enabled again '
         "(a tenant pause, listed on the Pauses page). Weights set the tenant's share of "
         f"workers (default {default_weight}).</p>"
-        + table(
-            ["tenant", "state", "", "weight", "set weight"], rows, empty="no tenants with jobs"
-        )
+        + table(["tenant", "state", "", "weight", "set weight"], rows, empty="no tenants with jobs")
         + category_weights_body(category_weights, session)
     )
 
@@ -1030,8 +1053,7 @@ def category_weights_body(weights: Sequence[CategoryWeight], session: Any) -> st
         category = w.category.lower()
         rows.append(
             [
-                f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">'
-                f"{e(w.tenant_id)}</a>",
+                f'<a href="/jobs?{e(urlencode({"tenant_id": w.tenant_id}))}">{e(w.tenant_id)}</a>',
                 e(category),
                 f'<span class="weight">{w.weight}</span>',
                 action_form(
@@ -1159,9 +1181,7 @@ def rate_limits_body(limits: Sequence[RateLimit], session: Any) -> str:
     )
 
 
-def workers_body(
-    workers: Sequence[WorkerView], stats: JobStats, session: Any
-) -> str:
+def workers_body(workers: Sequence[WorkerView], stats: JobStats, session: Any) -> str:
     now = datetime.now(UTC)
     rows = []
     for w in workers:
@@ -1269,3 +1289,80 @@ def duration_minutes(minutes: str) -> timedelta | None:
             f"not {text[:40]!r}; leave it empty for a pause that lifts only when unpaused"
         )
     return timedelta(minutes=value)
+
+
+def group_body(group: GroupView, members: Sequence[JobView], session: Any) -> str:
+    """A job group: status, members by status (a progress bar of those ended), the
+    completion job, the newest members, and Cancel group while it is not completed."""
+    now = datetime.now(UTC)
+    ended = group.completed + group.faulted + group.cancelled
+    share = 100 * ended // group.total if group.total else 100
+    counts = [
+        ("pending", group.pending),
+        ("running", group.running),
+        ("completed", group.completed),
+        ("faulted", group.faulted),
+        ("cancelled", group.cancelled),
+    ]
+    progress = (
+        f'<p id="group-progress">{ended} of {group.total} members ended '
+        f"({share}%): "
+        + " ".join(f'<span class="badge s-{k}">{n} {k}</span>' for k, n in counts)
+        + f'</p><progress id="group-bar" value="{ended}" max="{max(group.total, 1)}">'
+        f"{share}%</progress>"
+    )
+    completion = (
+        f'<a class="mono" href="/jobs/{e(group.completion_job_id)}">'
+        f"{e(group.completion_job_id)}</a>"
+        if group.completion_job_id
+        else "enqueued once the group is closed and every member has ended"
+    )
+    status = group.status.lower()
+    fields = _fields(
+        [
+            ("id", f'<span class="mono">{e(group.id)}</span>'),
+            ("tenant", e(group.tenant_id)),
+            ("status", f'<span class="badge" id="group-status">{e(status)}</span>'),
+            ("completion job", completion),
+            ("created", e(when(group.create_time))),
+            ("closed", e(when(group.close_time))),
+            ("completed", e(when(group.complete_time))),
+        ],
+        "group-fields",
+    )
+    actions = ""
+    if group.status != "COMPLETED" and group.pending + group.running:
+        actions = (
+            '<section class="actions">'
+            + action_form(
+                session.csrf,
+                "cancel_group",
+                "Cancel group",
+                danger=True,
+                group_id=group.id,
+            )
+            + '<span class="muted"> closes it and cancels its pending members; running '
+            "members run on</span></section>"
+        )
+    rows = [
+        [
+            f'<a href="/jobs/{e(j.id)}" class="mono">{e(j.id)}</a>',
+            job_state(j, now),
+            e(j.job_type),
+            f'<span title="{e(when(j.create_time))}">{e(ago(j.create_time, now))}</span>',
+            f'<span class="err">{e(j.last_error[:120])}</span>',
+        ]
+        for j in members
+    ]
+    every = f"/jobs?{urlencode({'group_id': group.id})}"
+    listed = (
+        f'<h2>Members</h2><p class="muted">newest {len(members)} of {group.total}; '
+        f'<a id="all-members" href="{e(every)}">every member</a></p>'
+    )
+    return (
+        fields
+        + progress
+        + actions
+        + listed
+        + table(["id", "status", "type", "created", "last error"], rows, empty="no members yet")
+    )

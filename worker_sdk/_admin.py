@@ -137,6 +137,7 @@ class JobFilter:
         due_before: Due before.
         parent_job_id: Only the child jobs of this job.
         job_types: Only jobs of any of these types (with ``job_type`` too, both must match).
+        group_id: Only the members of this job group.
     """
 
     statuses: Sequence[JobStatus | str] = ()
@@ -152,6 +153,7 @@ class JobFilter:
     due_before: datetime | None = None
     parent_job_id: str = ""
     job_types: Sequence[str] = ()
+    group_id: str = ""
 
     def to_proto(self) -> admin_service_pb2.JobFilter:
         """Build the ``workflowjobs.v1.JobFilter`` message."""
@@ -165,6 +167,7 @@ class JobFilter:
             category=category_to_proto(self.category),  # type: ignore[arg-type]
             parent_job_id=self.parent_job_id,
             job_types=list(self.job_types),
+            group_id=self.group_id,
         )
         for field in ("created_after", "created_before", "due_after", "due_before"):
             value = getattr(self, field)
@@ -990,6 +993,16 @@ class AdminClient(BlockingClient):
         """Cancel a job; a running job's handler is signalled."""
         request = admin_service_pb2.CancelJobRequest(job_id=job_id, reason=reason)
         return JobView.from_proto(self._call(self._stub.CancelJob, request).job)
+
+    def get_group(self, group_id: str) -> GroupView:
+        """A job group's state and its members counted by status (members:
+        ``list_jobs(JobFilter(group_id=...))``).
+
+        Raises:
+            JobNotFoundError: No such group (or one of a tenant this token may not see).
+        """
+        request = admin_service_pb2.AdminServiceGetGroupRequest(group_id=group_id)
+        return GroupView.from_proto(self._call(self._stub.GetGroup, request).group)
 
     def cancel_group(self, group_id: str, *, reason: str = "") -> tuple[GroupView, list[str]]:
         """Close a job group and cancel its pending members; returns the group and

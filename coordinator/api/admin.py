@@ -258,6 +258,12 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         row = await self._engine.ops.cancel_job(request.job_id, request.reason)
         return apb.CancelJobResponse(job=convert.job_to_proto(row))
 
+    async def GetGroup(
+        self, request: apb.AdminServiceGetGroupRequest, context: grpc.aio.ServicerContext
+    ) -> apb.AdminServiceGetGroupResponse:
+        group = await self._engine.groups.get(request.group_id)
+        return apb.AdminServiceGetGroupResponse(group=convert.group_to_proto(group))
+
     async def CancelGroup(
         self, request: apb.CancelGroupRequest, context: grpc.aio.ServicerContext
     ) -> apb.CancelGroupResponse:

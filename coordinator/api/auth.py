@@ -331,6 +331,7 @@ def _policies() -> dict[str, Policy]:
         s + "CloseGroup": _group_id,
         s + "GetGroup": _group_id,
         a + "CancelGroup": _group_id,
+        a + "GetGroup": _group_id,
         w + "AcquireJobs": _servicer_decides,
         w + "Heartbeat": _servicer_decides,
         w + "ReportOutcomes": _servicer_decides,

@@ -505,6 +505,7 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
         due_after=ts_to_us(f.due_after, "due_after") if f.HasField("due_after") else None,
         due_before=ts_to_us(f.due_before, "due_before") if f.HasField("due_before") else None,
         parent_job_id=f.parent_job_id,
+        group_id=f.group_id,
     )
 
 

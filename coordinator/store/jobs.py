@@ -256,6 +256,7 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
         (c.instance_id, flt.instance_id),
         (c.correlation_id, flt.correlation_id),
         (c.parent_job_id, flt.parent_job_id),
+        (c.group_id, flt.group_id),
     ):
         if value:
             clauses.append(column == value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import http.client
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,14 @@ from wfj_dashboard import (
     screenshot,
     write_tokens,
 )
-from worker_sdk import AdminClient, RetryPolicy, SchedulerClient, WorkflowRef
+from worker_sdk import (
+    AdminClient,
+    JobRequest,
+    RetryPolicy,
+    SchedulerClient,
+    Uniqueness,
+    WorkflowRef,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -530,7 +537,9 @@ def test_search_finds_a_job_by_id_correlation_id_and_payload_text(
         delay=timedelta(hours=1),
         workflow=WorkflowRef(correlation_id="corr-search-1"),
     )
-    other = scheduler.enqueue("noop", {"order": "hay"}, tenant_id="search", delay=timedelta(hours=1))
+    other = scheduler.enqueue(
+        "noop", {"order": "hay"}, tenant_id="search", delay=timedelta(hours=1)
+    )
     page = log_in(context, cluster["url"], OPS)
     page.goto(cluster["url"] + "/jobs")
     # A job id goes straight to the job.
@@ -571,15 +580,21 @@ def test_the_backlog_sorts_splits_due_from_scheduled_and_a_pause_links_to_its_jo
         expect()(row_a.locator("td").nth(2)).to_have_text("")  # pending: due
         row_b = page.locator("#live table tr", has_text="sorted-b")
         expect()(row_b.locator("td").nth(2)).to_have_text("5")
-        expect()(page.locator('[data-card="of them scheduled (not due yet)"] .value')).not_to_have_text("0")
+        expect()(
+            page.locator('[data-card="of them scheduled (not due yet)"] .value')
+        ).not_to_have_text("0")
         # Sorting by the due column puts the biggest first; again, the smallest.
         page.click('th a[data-sort="due"]')
         page.wait_for_url("**/?sort=-due")
-        dues = [int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()]
+        dues = [
+            int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()
+        ]
         assert dues == sorted(dues, reverse=True) and dues[0] >= 5
         page.click('th a[data-sort="due"]')
         page.wait_for_url("**/?sort=due")
-        dues = [int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()]
+        dues = [
+            int(t or 0) for t in page.locator("#live tbody tr td:nth-child(3)").all_inner_texts()
+        ]
         assert dues == sorted(dues)
         # The pause's badge lists the jobs it holds.
         page.locator("a.badge", has_text="job type held-type").click()
@@ -640,3 +655,69 @@ def test_a_typed_cancel_reason_stays_in_the_job_s_view_after_its_handler_returns
     expect()(page.locator("#state .badge")).to_have_text("CANCELLED", timeout=20_000)
     expect()(page.locator("#cancel-reason")).to_have_text("wrong customer")
     assert cluster["admin"].get_job(job.id).cancel_reason == "wrong customer"
+
+
+def test_a_member_links_to_its_group_page_which_cancels_the_group(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    # No worker takes "grouped": the members wait until the group is cancelled.
+    group, members = scheduler.create_group(
+        JobRequest("noop", tenant_id="acme"),
+        [JobRequest("grouped", {"n": i}, tenant_id="acme") for i in range(3)],
+        tenant_id="acme",
+    )
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{members[0].job_id}")
+    page.click("#group-link")
+    page.wait_for_url(f"{cluster['url']}/groups/{group.id}")
+    expect()(page.locator("#group-status")).to_have_text("open")
+    expect()(page.locator("#group-progress")).to_contain_text("0 of 3 members ended")
+    for member in members:
+        expect()(page.locator("table", has_text="last error")).to_contain_text(member.job_id)
+    screenshot(page, "dashboard-group")
+    # Cancel group is an action like the others: without the page's CSRF token it is refused.
+    refused = page.request.post(
+        cluster["url"] + "/action",
+        form={"op": "cancel_group", "group_id": group.id, "confirmed": "1"},
+    )
+    assert refused.status == 403 and admin.get_group(group.id).status == "OPEN"
+    page.click('button[data-op="cancel_group"]')
+    assert f"Cancel group {group.id}" in confirm(page)
+    expect()(page.locator(".flash")).to_contain_text("3 pending member(s) cancelled")
+    # Every member ended: the group completed and names its completion job.
+    expect()(page.locator("#group-status")).to_have_text("completed")
+    expect()(page.locator("#group-progress")).to_contain_text("3 of 3 members ended")
+    done = admin.get_group(group.id)
+    assert (done.status, done.cancelled) == ("COMPLETED", 3)
+    expect()(page.locator("#group-fields")).to_contain_text(done.completion_job_id)
+    assert page.locator('button[data-op="cancel_group"]').count() == 0
+    page.click("#all-members")
+    for member in members:
+        expect()(page.locator("body")).to_contain_text(member.job_id)
+
+
+def test_a_tick_job_shows_its_schedule_and_nominal_time(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    nominal = datetime.now(UTC).replace(microsecond=0)
+    job = cluster["scheduler"].enqueue_tick("nightly-report", nominal, "noop", tenant_id="acme")
+    assert job is not None
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    expect()(page.locator("#schedule-tick")).to_have_text(
+        f"schedule nightly-report, nominal time {nominal:%Y-%m-%d %H:%M:%S} UTC"
+    )
+
+
+def test_a_debounced_job_says_its_due_time_was_moved_and_by_which_key(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    rule = Uniqueness.debounce("report-acme", delay=timedelta(hours=1))
+    first = cluster["scheduler"].enqueue("noop", {"v": 1}, tenant_id="acme", uniqueness=rule)
+    again = cluster["scheduler"].enqueue("noop", {"v": 2}, tenant_id="acme", uniqueness=rule)
+    assert again.id == first.id and again.debounced
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{first.id}")
+    reason = page.locator("li", has_text="debounced")
+    expect()(reason).to_contain_text("1 later enqueue(s) of uniqueness key 'report-acme'")

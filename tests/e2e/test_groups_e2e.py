@@ -97,6 +97,14 @@ def test_a_group_through_the_sdk_and_the_cli(
         with client.watch_events(JobEventFilter(job_id=done.id), from_oldest=True) as watch:
             completion_event = next(iter(watch))
         assert completion_event.group_id == ""  # the completion job is no member
+        # Operators read the group and list its members through AdminService.
+        assert admin.get_group(group.id) == client.get_group(group.id)
+        listed = admin.list_jobs(JobFilter(group_id=group.id), include_total=True)
+        assert {j.id for j in listed.jobs} == member_ids and listed.total_count == 4
+        by_cli = wfjobs(target, "--json", "jobs", "list", "--group", group.id)
+        assert {j["id"] for j in json.loads(by_cli.stdout)["jobs"]} == member_ids
+        with pytest.raises(JobNotFoundError):
+            admin.get_group("0190b6e2-5c1a-7d3e-8f00-123456789abc")
         with pytest.raises(JobNotFoundError):
             client.get_group("0190b6e2-5c1a-7d3e-8f00-123456789abc")
 

@@ -179,6 +179,7 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--parent", default="", help="only the child jobs of this job (its handler enqueued them)"
     )
+    g.add_argument("--group", default="", help="only the members of this job group")
     g.add_argument(
         "--category",
         default=None,
@@ -196,6 +197,7 @@ def _filter(args: argparse.Namespace) -> JobFilter:
         correlation_id=args.correlation,
         category=args.category,
         parent_job_id=args.parent,
+        group_id=args.group,
     )
 
 
@@ -225,6 +227,7 @@ def _has_filter(args: argparse.Namespace) -> bool:
         or args.correlation
         or args.category
         or args.parent
+        or args.group
     )
 
 

@@ -73,7 +73,7 @@ class AdminServiceGetJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class JobFilter(_message.Message):
-    __slots__ = ("statuses", "tenant_id", "job_type", "definition_id", "instance_id", "correlation_id", "category", "created_after", "created_before", "due_after", "due_before", "parent_job_id", "job_types")
+    __slots__ = ("statuses", "tenant_id", "job_type", "definition_id", "instance_id", "correlation_id", "category", "created_after", "created_before", "due_after", "due_before", "parent_job_id", "job_types", "group_id")
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class JobFilter(_message.Message):
     DUE_BEFORE_FIELD_NUMBER: _ClassVar[int]
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     statuses: _containers.RepeatedScalarFieldContainer[_job_pb2.JobStatus]
     tenant_id: str
     job_type: str
@@ -100,7 +101,8 @@ class JobFilter(_message.Message):
     due_before: _timestamp_pb2.Timestamp
     parent_job_id: str
     job_types: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ...) -> None: ...
+    group_id: str
+    def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., group_id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("filter", "page_size", "page_token", "order", "include_total", "last_page")
@@ -293,6 +295,18 @@ class CancelJobResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class AdminServiceGetGroupRequest(_message.Message):
+    __slots__ = ("group_id",)
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    def __init__(self, group_id: _Optional[str] = ...) -> None: ...
+
+class AdminServiceGetGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: _job_pb2.JobGroup
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ...) -> None: ...
 
 class CancelGroupRequest(_message.Message):
     __slots__ = ("group_id", "reason")

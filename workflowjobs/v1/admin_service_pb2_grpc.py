@@ -70,6 +70,11 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.FromString,
                 _registered_method=True)
+        self.GetGroup = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/GetGroup',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.FromString,
+                _registered_method=True)
         self.UnlockJob = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/UnlockJob',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.UnlockJobRequest.SerializeToString,
@@ -241,6 +246,14 @@ class AdminServiceServicer:
     def CancelGroup(self, request, context):
         """Close a job group and cancel its PENDING members; running members run on
         and the completion job follows once they end (docs/groups.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGroup(self, request, context):
+        """A job group's state and its members counted by status, as
+        JobSchedulerService.GetGroup answers it, for operators (docs/groups.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -459,6 +472,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.CancelGroup,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.SerializeToString,
+            ),
+            'GetGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGroup,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.SerializeToString,
             ),
             'UnlockJob': grpc.unary_unary_rpc_method_handler(
                     servicer.UnlockJob,
@@ -766,6 +784,33 @@ class AdminService:
             '/workflowjobs.v1.AdminService/CancelGroup',
             workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/GetGroup',
+            workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -269,6 +269,8 @@ export interface JobFilter {
    * every other field: a job must match both.
    */
   jobTypes: string[];
+  /** Only the members of this job group (Job.group_id). */
+  groupId: string;
 }
 
 export interface ListJobsRequest {
@@ -541,6 +543,14 @@ export interface CancelJobRequest {
 
 export interface CancelJobResponse {
   job: Job | undefined;
+}
+
+export interface AdminServiceGetGroupRequest {
+  groupId: string;
+}
+
+export interface AdminServiceGetGroupResponse {
+  group: JobGroup | undefined;
 }
 
 export interface CancelGroupRequest {
@@ -1098,6 +1108,7 @@ function createBaseJobFilter(): JobFilter {
     dueBefore: undefined,
     parentJobId: "",
     jobTypes: [],
+    groupId: "",
   };
 }
 
@@ -1145,6 +1156,9 @@ export const JobFilter: MessageFns<JobFilter> = {
     }
     for (const v of message.jobTypes) {
       writer.uint32(106).string(v!);
+    }
+    if (message.groupId !== "") {
+      writer.uint32(114).string(message.groupId);
     }
     return writer;
   },
@@ -1276,6 +1290,14 @@ export const JobFilter: MessageFns<JobFilter> = {
             message.jobTypes.push(reader.string());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1347,6 +1369,11 @@ export const JobFilter: MessageFns<JobFilter> = {
         : globalThis.Array.isArray(object?.job_types)
         ? object.job_types.map((e: any) => globalThis.String(e))
         : [],
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
     };
   },
 
@@ -1391,6 +1418,9 @@ export const JobFilter: MessageFns<JobFilter> = {
     if (message.jobTypes?.length) {
       obj.jobTypes = message.jobTypes;
     }
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
     return obj;
   },
 
@@ -1412,6 +1442,7 @@ export const JobFilter: MessageFns<JobFilter> = {
     message.dueBefore = object.dueBefore ?? undefined;
     message.parentJobId = object.parentJobId ?? "";
     message.jobTypes = object.jobTypes?.map((e) => e) || [];
+    message.groupId = object.groupId ?? "";
     return message;
   },
 };
@@ -3163,6 +3194,148 @@ export const CancelJobResponse: MessageFns<CancelJobResponse> = {
   fromPartial<I extends Exact<DeepPartial<CancelJobResponse>, I>>(object: I): CancelJobResponse {
     const message = createBaseCancelJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseAdminServiceGetGroupRequest(): AdminServiceGetGroupRequest {
+  return { groupId: "" };
+}
+
+export const AdminServiceGetGroupRequest: MessageFns<AdminServiceGetGroupRequest> = {
+  encode(message: AdminServiceGetGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdminServiceGetGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdminServiceGetGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AdminServiceGetGroupRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AdminServiceGetGroupRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AdminServiceGetGroupRequest>, I>>(base?: I): AdminServiceGetGroupRequest {
+    return AdminServiceGetGroupRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdminServiceGetGroupRequest>, I>>(object: I): AdminServiceGetGroupRequest {
+    const message = createBaseAdminServiceGetGroupRequest();
+    message.groupId = object.groupId ?? "";
+    return message;
+  },
+};
+
+function createBaseAdminServiceGetGroupResponse(): AdminServiceGetGroupResponse {
+  return { group: undefined };
+}
+
+export const AdminServiceGetGroupResponse: MessageFns<AdminServiceGetGroupResponse> = {
+  encode(message: AdminServiceGetGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== undefined) {
+      JobGroup.encode(message.group, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdminServiceGetGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdminServiceGetGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = JobGroup.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AdminServiceGetGroupResponse {
+    return { group: isSet(object.group) ? JobGroup.fromJSON(object.group) : undefined };
+  },
+
+  toJSON(message: AdminServiceGetGroupResponse): unknown {
+    const obj: any = {};
+    if (message.group !== undefined) {
+      obj.group = JobGroup.toJSON(message.group);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AdminServiceGetGroupResponse>, I>>(base?: I): AdminServiceGetGroupResponse {
+    return AdminServiceGetGroupResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdminServiceGetGroupResponse>, I>>(object: I): AdminServiceGetGroupResponse {
+    const message = createBaseAdminServiceGetGroupResponse();
+    message.group = (object.group !== undefined && object.group !== null)
+      ? JobGroup.fromPartial(object.group)
+      : undefined;
     return message;
   },
 };
@@ -8184,6 +8357,21 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): CancelGroupResponse => CancelGroupResponse.decode(value),
   },
   /**
+   * A job group's state and its members counted by status, as
+   * JobSchedulerService.GetGroup answers it, for operators (docs/groups.md).
+   */
+  getGroup: {
+    path: "/workflowjobs.v1.AdminService/GetGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AdminServiceGetGroupRequest): Buffer =>
+      Buffer.from(AdminServiceGetGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AdminServiceGetGroupRequest => AdminServiceGetGroupRequest.decode(value),
+    responseSerialize: (value: AdminServiceGetGroupResponse): Buffer =>
+      Buffer.from(AdminServiceGetGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AdminServiceGetGroupResponse => AdminServiceGetGroupResponse.decode(value),
+  },
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8510,6 +8698,11 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    */
   cancelGroup: handleUnaryCall<CancelGroupRequest, CancelGroupResponse>;
   /**
+   * A job group's state and its members counted by status, as
+   * JobSchedulerService.GetGroup answers it, for operators (docs/groups.md).
+   */
+  getGroup: handleUnaryCall<AdminServiceGetGroupRequest, AdminServiceGetGroupResponse>;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8722,6 +8915,25 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelGroupResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A job group's state and its members counted by status, as
+   * JobSchedulerService.GetGroup answers it, for operators (docs/groups.md).
+   */
+  getGroup(
+    request: AdminServiceGetGroupRequest,
+    callback: (error: ServiceError | null, response: AdminServiceGetGroupResponse) => void,
+  ): ClientUnaryCall;
+  getGroup(
+    request: AdminServiceGetGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AdminServiceGetGroupResponse) => void,
+  ): ClientUnaryCall;
+  getGroup(
+    request: AdminServiceGetGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AdminServiceGetGroupResponse) => void,
   ): ClientUnaryCall;
   /**
    * End a running job's attempt now, as failed, and take its lease back (a
