@@ -321,7 +321,9 @@ class SchedulerClient(BlockingClient):
             The group and its first members' results, in order.
         """
         request = _group_request(completion, members, tenant_id, close)
-        response = self._call(self._stub.CreateGroup, request)
+        # The first members are enqueued in the caller's trace, as by enqueue_batch.
+        with _tracing.enqueue_batch_span(request.members):
+            response = self._call(self._stub.CreateGroup, request)
         return GroupView.from_proto(response.group), _results(response.members)
 
     def close_group(self, group_id: str) -> GroupView:
@@ -605,7 +607,8 @@ class AsyncSchedulerClient:
     ) -> tuple[GroupView, list[EnqueueResult]]:
         """Create a job group. See :meth:`SchedulerClient.create_group`."""
         request = _group_request(completion, members, tenant_id, close)
-        response = await self._call(self._stub.CreateGroup, request)
+        with _tracing.enqueue_batch_span(request.members):
+            response = await self._call(self._stub.CreateGroup, request)
         return GroupView.from_proto(response.group), _results(response.members)
 
     async def close_group(self, group_id: str) -> GroupView:

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
 from wfj_testing import wait_until
-from worker_sdk import JobStatus, RetryPolicy, SchedulerClient, _tracing
+from worker_sdk import AdminClient, JobRequest, JobStatus, RetryPolicy, SchedulerClient, _tracing
 
 pytestmark = pytest.mark.e2e
 
@@ -51,6 +51,7 @@ class ReceivedSpan:
         self.status_message = span.status.message
         self.events = [e.name for e in span.events]
         self.attributes = {a.key: _value(a.value) for a in span.attributes}
+        self.links = [(link.trace_id.hex(), link.span_id.hex()) for link in span.links]
 
     def __repr__(self) -> str:
         return f"<{self.service}: {self.name} {self.trace_id}/{self.span_id}>"
@@ -168,6 +169,65 @@ def test_execution_span_is_a_child_of_the_enqueue_span_across_processes(
     assert execute.attributes["wfjobs.attempt"] == 1
     assert execute.attributes["wfjobs.outcome"] == "completed"
     assert execute.attributes["wfjobs.worker_id"].startswith("worker-")
+
+
+def test_a_group_s_completion_span_links_to_its_members_across_processes(
+    tmp_path: Path,
+    processes: Processes,
+    receiver: OtlpReceiver,
+    local_tracing: TracerProvider,
+) -> None:
+    """The worker process's span of a group's completion job links (span links,
+    not parents) to the contexts its members were enqueued in by this process
+    (create_group enqueues them in the caller's trace)."""
+    coordinator = processes["coordinator"](f"sqlite:///{tmp_path / 'links.db'}")
+    processes["worker"](coordinator.target)
+    app = local_tracing.get_tracer("test-app")
+    with SchedulerClient(coordinator.target) as client, AdminClient(coordinator.target) as admin:
+        with app.start_as_current_span("fan out") as root:
+            group, members = client.create_group(
+                JobRequest("noop"), [JobRequest("noop", {"n": i}) for i in range(3)], close=True
+            )
+        wait_until(lambda: client.get_group(group.id).completion_job_id, 60, "the completion")
+        completion_id = client.get_group(group.id).completion_job_id
+        assert client.wait_for_job(completion_id, timeout=60).status == JobStatus.COMPLETED
+        member_traceparents = {}
+        for member in members:
+            _, trace, span, _ = admin.get_job(member.job_id).raw.traceparent.split("-")
+            member_traceparents[member.job_id] = (trace, span)
+        member_contexts = set(member_traceparents.values())
+    trace_id = format(root.get_span_context().trace_id, "032x")
+    assert {trace for trace, _ in member_contexts} == {trace_id}
+
+    def completion_span() -> list[ReceivedSpan]:
+        return [
+            s
+            for s in receiver.find(name="execute noop", service="wfjobs-worker")
+            if s.attributes.get("wfjobs.job_id") == completion_id
+        ]
+
+    [execute] = wait_until(completion_span, 30, "the completion job's execute span")
+    assert sorted(execute.links) == sorted(
+        (trace, span) for member in members for trace, span in [member_traceparents[member.job_id]]
+    )
+    # create_group enqueued the members inside one "enqueue noop" span of this
+    # process, a child of the caller's span.
+    [enqueue] = receiver.find(name="enqueue noop", trace_id=trace_id)
+    assert enqueue.parent_span_id == format(root.get_span_context().span_id, "016x")
+    assert member_contexts == {(trace_id, enqueue.span_id)}
+    # Links, not parents: the completion is no child of any member's context.
+    assert execute.parent_span_id not in {span for _, span in member_contexts}
+
+    # Each member's own execute span is a child of the context it was enqueued in.
+    def member_spans() -> dict[str, ReceivedSpan]:
+        found = receiver.find(name="execute noop", service="wfjobs-worker", trace_id=trace_id)
+        spans = {s.attributes["wfjobs.job_id"]: s for s in found}
+        return spans if all(m.job_id in spans for m in members) else {}
+
+    by_member = wait_until(member_spans, 30, "the members' execute spans")
+    for member in members:
+        span = by_member[member.job_id]
+        assert (span.trace_id, span.parent_span_id) in member_contexts
 
 
 def test_failure_and_retry_give_one_span_per_attempt(
