@@ -41,9 +41,11 @@ def test_the_plan_cache_mode_can_be_set_back(store_url: str, monkeypatch) -> Non
         pytest.skip("SQLite has no plan cache setting")
     monkeypatch.setenv("WFJOBS_PLAN_CACHE_MODE", "auto")
     mode, generic, custom = _plans(store_url)
-    # The server's default: the first five runs of a prepared statement are planned each time.
+    # The server's default: the first five runs of a prepared statement are planned each
+    # time; after them the planner keeps custom plans or takes a generic one by its cost
+    # estimate, which depends on the table's statistics.
     assert mode == "auto"
-    assert custom == 5
+    assert custom >= 5 and generic + custom == 7, (generic, custom)
 
 
 def test_an_unknown_plan_cache_mode_is_refused(monkeypatch) -> None:
