@@ -389,7 +389,9 @@ class StoreBase:
             _, params = self.engine.dialect.create_connect_args(self.engine.url)
             self._loop_params = {
                 **params,
-                **postgres_connect_args(url, prepare=session_url is None, bounds=bounds),
+                **postgres_connect_args(
+                    sqlalchemy_url(url), prepare=session_url is None, bounds=bounds
+                ),
             }
         self._loop_conn: psycopg.AsyncConnection[Any] | None = None
         self._loop_connecting: asyncio.Lock | None = None

@@ -165,3 +165,19 @@ def test_the_events_notification_goes_out_from_the_loop(store_url: str) -> None:
         assert heard == ["wfj_events"]
     finally:
         store.dispose()
+
+
+def test_a_url_naming_several_hosts_gives_the_loop_connection_every_host() -> None:
+    """A failover URL (``host:port,host:port``, as docs/deployment.md shows) opens
+    the store, and the loop's own connection is given every host and port."""
+    store = open_store(
+        "postgresql://root@127.0.0.1:5432,127.0.0.1:5433/wfjobs"
+        "?target_session_attrs=read-write&connect_timeout=5"
+    )
+    try:
+        params = store._loop_params
+        assert params is not None
+        assert (params["host"], params["port"]) == ("127.0.0.1,127.0.0.1", "5432,5433")
+        assert params["target_session_attrs"] == "read-write"
+    finally:
+        store.dispose()
