@@ -53,13 +53,13 @@ bytecode:
 TEST_WORKERS ?= 4
 test: install bytecode
 	cd sdks/typescript && node --test dist/test/
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --ignore=tests/faults
-	$(PY) -m pytest tests/faults
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=30 --ignore=tests/faults
+	$(PY) -m pytest --durations=10 tests/faults
 
 ## Run the fault-injection suite (part of `make test` too). A longer soak:
 ## WFJOBS_FAULTS_SCALE=10 make test-faults
 test-faults: install
-	$(PY) -m pytest tests/faults
+	$(PY) -m pytest --durations=10 tests/faults
 
 ## Regenerate the protobuf/gRPC code from protos/: Python in workflowjobs/, and
 ## TypeScript (ts-proto, for @grpc/grpc-js) in sdks/typescript/src/gen/, and the API

@@ -134,9 +134,9 @@ async def payload_search(
 async def job_detail(request: web.Request) -> web.Response:
     site, session = Site.of(request)
     job_id = request.match_info["job_id"]
-    view = await _job_view(site, session, job_id)
+    view = await _job_view(site, session, job_id, with_key=True)
     live = render.job_live(view, session)
-    body = f'<div id="live">{live}</div>{render.job_static(view.job)}'
+    body = f'<div id="live">{live}</div>{render.job_static(view.job, view.unique_key)}'
     return site.page(
         request,
         f"Job {view.job.job_type}",
@@ -152,10 +152,17 @@ async def job_live(request: web.Request) -> web.Response:
     return site.html(render.job_live(view, session))
 
 
-async def _job_view(site: Site, session: Session, job_id: str) -> render.JobPage:
+async def _job_view(
+    site: Site, session: Session, job_id: str, *, with_key: bool = False
+) -> render.JobPage:
+    """The job, and for a pending one why it waits; ``with_key``: also the
+    uniqueness key that names it, whatever its state (the full page shows it)."""
     job = await site.call(session, AdminClient.get_job, job_id)
     if job.status.value != "PENDING":
-        return render.JobPage(job)
+        if not with_key:
+            return render.JobPage(job)
+        explanation = await site.call(session, AdminClient.explain_job, job_id)
+        return render.JobPage(job, unique_key=explanation.unique_key)
     explanation = await site.call(session, AdminClient.explain_job, job_id)
     reasons = explanation.reasons
     held_by = {r.pause_id for r in reasons if r.pause_id}
@@ -164,7 +171,7 @@ async def _job_view(site: Site, session: Session, job_id: str) -> render.JobPage
         # The pauses that hold it, so the page offers to lift each.
         active = await site.call(session, AdminClient.list_pauses, tenant_id=job.tenant_id)
         holding = [p for p in active if p.id in held_by]
-    return render.JobPage(job, reasons, explanation.last_failure, holding)
+    return render.JobPage(job, reasons, explanation.last_failure, holding, explanation.unique_key)
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:

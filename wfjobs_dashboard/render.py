@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
@@ -26,6 +27,7 @@ from worker_sdk import (
     PauseScope,
     RateLimit,
     StatusCount,
+    UniqueKey,
     WorkerView,
     category_name,
     pause_scope_text,
@@ -662,6 +664,8 @@ class JobPage:
     failure: JobAttemptView | None = None
     # The active pauses that hold it.
     pauses: Sequence[PauseRecord] = ()
+    # The uniqueness key that names it (None: none does, or not read).
+    unique_key: UniqueKey | None = None
 
 
 def job_live(view: JobPage, session: Any) -> str:
@@ -844,8 +848,29 @@ def _fields(pairs: Sequence[tuple[str, str]], ident: str) -> str:
     return f'<table class="fields" id="{ident}">{rows}</table>'
 
 
-def job_static(job: JobView) -> str:
-    """The parts of a job that do not change: identity, workflow refs, payload."""
+def unique_key_text(key: UniqueKey | None) -> str:
+    """The uniqueness key that names a job and its rule (docs/uniqueness.md); "" for none."""
+    if key is None:
+        return ""
+    rule = key.rule.name.lower() if isinstance(key.rule, enum.Enum) else str(key.rule)
+    what = {
+        "while": "one job of the key at a time",
+        "period": "one job of the key per period",
+        "debounce": "debounced",
+    }.get(rule, rule)
+    parts = [f'<span class="mono">{e(key.key)}</span> ({e(what)}']
+    if key.window_ends is not None:
+        parts.append(f", admits a new job from {e(when(key.window_ends))}")
+    if key.debounced:
+        parts.append(f", {e(key.debounced)} later enqueue(s) moved its due time")
+    if key.max_due is not None:
+        parts.append(f", due no later than {e(when(key.max_due))}")
+    return f'<span id="unique-key">{"".join(parts)})</span>'
+
+
+def job_static(job: JobView, unique_key: UniqueKey | None = None) -> str:
+    """The parts of a job that do not change: identity, workflow refs, payload,
+    and the uniqueness key that names it."""
     wf = job.workflow
     trace = trace_id(job.raw.traceparent)
     fields = [
@@ -882,6 +907,7 @@ def job_static(job: JobView) -> str:
             else "",
         ),
         ("schedule tick", schedule_tick_text(job.idempotency_key)),
+        ("uniqueness key", unique_key_text(unique_key)),
     ]
     wf_fields = []
     if wf is not None:

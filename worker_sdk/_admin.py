@@ -247,6 +247,71 @@ class WaitReason:
         )
 
 
+# How a uniqueness key admitted its job, by the contract's numbers
+# (``UniqueKeyRule``): ``UniqueKeyRule.WHILE``, ``PERIOD``, ``DEBOUNCE``.
+UniqueKeyRule = enum.IntEnum(  # type: ignore[misc]
+    "UniqueKeyRule",
+    {
+        name.removeprefix("UNIQUE_KEY_RULE_"): number
+        for name, number in admin_service_pb2.UniqueKeyRule.items()
+        if not name.endswith("UNSPECIFIED")
+    },
+    module=__name__,
+)
+UniqueKeyRule.__doc__ = "The rule of a :class:`UniqueKey` (``workflowjobs.v1.UniqueKeyRule``)."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UniqueKey:
+    """The uniqueness key whose stored row names a job (docs/uniqueness.md).
+
+    Printed, it reads as ``wfjobs jobs explain`` prints it.
+
+    Attributes:
+        key: The key, per tenant.
+        rule: How it admitted the job (:class:`UniqueKeyRule`).
+        admitted: When it admitted the job.
+        window_ends: ``PERIOD``: when the key admits a new job again; else None.
+        debounced: ``DEBOUNCE``: later enqueues that replaced the payload and
+            moved the due time; 0 otherwise.
+        last_debounced: When the last of them did; None when none did.
+        max_due: ``DEBOUNCE``: the latest due time they may move it to; None
+            when unbounded (or another rule).
+    """
+
+    key: str
+    rule: UniqueKeyRule | int
+    admitted: datetime | None = None
+    window_ends: datetime | None = None
+    debounced: int = 0
+    last_debounced: datetime | None = None
+    max_due: datetime | None = None
+
+    def __str__(self) -> str:
+        rule = self.rule.name.lower() if isinstance(self.rule, enum.Enum) else str(self.rule)
+        text = f"uniqueness key {self.key!r} ({rule})"
+        if self.window_ends is not None:
+            text += f", admits a new job from {self.window_ends.isoformat(timespec='seconds')}"
+        if self.debounced:
+            text += f", debounced {self.debounced} time(s)"
+        if self.max_due is not None:
+            text += f", due no later than {self.max_due.isoformat(timespec='seconds')}"
+        return text
+
+    @classmethod
+    def from_proto(cls, k: admin_service_pb2.JobUniqueKey) -> UniqueKey:
+        """Read a ``workflowjobs.v1.JobUniqueKey`` message."""
+        return cls(
+            key=k.key,
+            rule=_known(UniqueKeyRule, k.rule),
+            admitted=_when(k, "admit_time"),
+            window_ends=_when(k, "window_end_time"),
+            debounced=k.debounced,
+            last_debounced=_when(k, "last_debounce_time"),
+            max_due=_when(k, "max_due_time"),
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class JobExplanation:
     """Why a job is not running right now.
@@ -257,12 +322,15 @@ class JobExplanation:
         last_failure: The latest attempt when it failed and nothing ran since
             (the error and traceback a pending retry waits after, or those that
             faulted the job); None otherwise.
+        unique_key: The uniqueness key whose stored row names the job
+            (:class:`UniqueKey`); None when none does.
         raw: The ``workflowjobs.v1.ExplainJobResponse`` itself.
     """
 
     job: JobView
     reasons: list[WaitReason]
     last_failure: JobAttemptView | None = None
+    unique_key: UniqueKey | None = None
     raw: admin_service_pb2.ExplainJobResponse | None = None
 
 
@@ -974,6 +1042,11 @@ class AdminClient(BlockingClient):
             last_failure=(
                 JobAttemptView.from_proto(response.last_failure)
                 if response.HasField("last_failure")
+                else None
+            ),
+            unique_key=(
+                UniqueKey.from_proto(response.unique_key)
+                if response.HasField("unique_key")
                 else None
             ),
             raw=response,

@@ -11,7 +11,7 @@ from coordinator import tenancy
 from coordinator.api import convert
 from coordinator.api.auth import ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
-from coordinator.engine.explain import explain, last_failure
+from coordinator.engine.explain import explain, last_failure, unique_key
 from coordinator.errors import InvalidArgument
 from coordinator.model import JobStatus
 from workflowjobs.v1 import admin_service_pb2 as apb
@@ -238,10 +238,12 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.ExplainJobResponse:
         row, reasons = await explain(self._engine, request.job_id, tenant_scope())
         failure = await last_failure(self._engine, row)
+        key = await unique_key(self._engine, row)
         return apb.ExplainJobResponse(
             job=convert.job_to_proto(row),
             reasons=[convert.wait_reason_to_proto(r) for r in reasons],
             last_failure=convert.attempt_to_proto(failure) if failure is not None else None,
+            unique_key=convert.unique_key_to_proto(key) if key is not None else None,
         )
 
     # -- operator actions (engine/operations.py) ------------------------------------

@@ -45,6 +45,7 @@ from coordinator.model import (
     Release,
     RetryPolicy,
     ScheduleTick,
+    UniqueKeyRow,
     Uniqueness,
     UniqueRule,
 )
@@ -604,6 +605,18 @@ def wait_reason_to_proto(reason: WaitReason) -> apb.WaitReason:
         pause_id=reason.pause_id,
         count=reason.count,
         limit=reason.limit,
+    )
+
+
+def unique_key_to_proto(key: UniqueKeyRow) -> apb.JobUniqueKey:
+    return apb.JobUniqueKey(
+        key=key.unique_key,
+        rule=apb.UniqueKeyRule.Value(f"UNIQUE_KEY_RULE_{UniqueRule(key.rule).name}"),
+        admit_time=us_to_ts(key.admitted_at),
+        window_end_time=us_to_ts(key.window_ends_at),
+        debounced=key.debounced,
+        last_debounce_time=us_to_ts(key.debounced_at),
+        max_due_time=us_to_ts(key.max_due_at),
     )
 
 

@@ -336,6 +336,12 @@ class JobExplainer:
         return attempts[-1]
 
 
+    async def unique_key(self, row: JobRow) -> UniqueKeyRow | None:
+        """The uniqueness key whose stored row names the job, if any (a later
+        job the key admitted takes the row over)."""
+        return await self._run(self._store.unique_key_of_job, row.id)
+
+
 class Explaining(Protocol):
     """What owns a ``JobExplainer`` (the engine)."""
 
@@ -353,3 +359,8 @@ async def explain(
 async def last_failure(engine: Explaining, row: JobRow) -> AttemptRow | None:
     """The job's latest failed attempt its retry waits on (``JobExplainer.last_failure``)."""
     return await engine.explainer.last_failure(row)
+
+
+async def unique_key(engine: Explaining, row: JobRow) -> UniqueKeyRow | None:
+    """The uniqueness key that names the job (``JobExplainer.unique_key``)."""
+    return await engine.explainer.unique_key(row)

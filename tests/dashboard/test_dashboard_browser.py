@@ -721,3 +721,29 @@ def test_a_debounced_job_says_its_due_time_was_moved_and_by_which_key(
     page.goto(f"{cluster['url']}/jobs/{first.id}")
     reason = page.locator("li", has_text="debounced")
     expect()(reason).to_contain_text("1 later enqueue(s) of uniqueness key 'report-acme'")
+    expect()(page.locator("#unique-key")).to_have_text(
+        "report-acme (debounced, 1 later enqueue(s) moved its due time)"
+    )
+
+
+def test_a_unique_job_shows_its_key_and_rule_and_a_plain_job_none(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler = cluster["scheduler"]
+    held = scheduler.enqueue(
+        "noop", {}, tenant_id="acme", uniqueness=Uniqueness.unique_while("sync-acme")
+    )
+    daily = scheduler.enqueue(
+        "noop", {}, tenant_id="acme", uniqueness=Uniqueness.for_period("daily-acme", 86400)
+    )
+    plain = scheduler.enqueue("noop", {}, tenant_id="acme")
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(f"{cluster['url']}/jobs/{held.id}")
+    expect()(page.locator("#unique-key")).to_have_text("sync-acme (one job of the key at a time)")
+    page.goto(f"{cluster['url']}/jobs/{daily.id}")
+    expect()(page.locator("#unique-key")).to_contain_text(
+        "daily-acme (one job of the key per period, admits a new job from "
+    )
+    page.goto(f"{cluster['url']}/jobs/{plain.id}")
+    expect()(page.locator("#identity")).to_be_visible()
+    expect()(page.locator("#unique-key")).to_have_count(0)

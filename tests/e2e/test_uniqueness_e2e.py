@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,14 @@ import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from wfj_testing import REPO
-from worker_sdk import JobRequest, JobStatus, SchedulerClient, Uniqueness
+from worker_sdk import (
+    AdminClient,
+    JobRequest,
+    JobStatus,
+    SchedulerClient,
+    UniqueKeyRule,
+    Uniqueness,
+)
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 from workflowjobs.v1 import job_pb2 as jpb
@@ -79,12 +87,25 @@ def test_debounce_while_and_period_over_grpc_sdk_and_cli(
     with grpc.insecure_channel(coordinator.target) as channel:
         stub = spb_grpc.JobSchedulerServiceStub(channel)
         admin = apb_grpc.AdminServiceStub(channel)
-        stub.Enqueue(spb.EnqueueRequest(job=jpb.JobSpec(job_type="noop", tenant_id="tenant-u")))
+        plain = stub.Enqueue(
+            spb.EnqueueRequest(job=jpb.JobSpec(job_type="noop", tenant_id="tenant-u"))
+        ).job
         job_id = _check_one_job(_race([stub], "storm"), stub)
         explained = admin.ExplainJob(apb.ExplainJobRequest(job_id=job_id), timeout=30)
         [reason] = [r for r in explained.reasons if r.kind == apb.WaitReason.KIND_DEBOUNCED]
         assert reason.count == CALLERS - 1
         assert "uniqueness key 'storm'" in reason.message
+        # The key that names the job, with what debounce did to it.
+        key = explained.unique_key
+        assert (key.key, key.rule, key.debounced) == (
+            "storm",
+            apb.UNIQUE_KEY_RULE_DEBOUNCE,
+            CALLERS - 1,
+        )
+        assert key.last_debounce_time.ToMicroseconds() >= key.admit_time.ToMicroseconds() > 0
+        assert not key.HasField("window_end_time")
+        unkeyed = admin.ExplainJob(apb.ExplainJobRequest(job_id=plain.id), timeout=30)
+        assert not unkeyed.HasField("unique_key")
 
         # Bad rules: INVALID_ARGUMENT naming the field, nothing stored.
         for spec, words in (
@@ -136,6 +157,20 @@ def test_debounce_while_and_period_over_grpc_sdk_and_cli(
         assert len({r.job_id for r in results}) == 1
         assert [r.deduplicated for r in results] == [False, True, True]
         assert all(r.status == JobStatus.PENDING for r in results)
+    with AdminClient(coordinator.target) as admin_client:
+        held = admin_client.explain_job(first.id).unique_key
+        assert held is not None
+        assert (held.key, held.rule, held.window_ends, held.debounced) == (
+            "sdk",
+            UniqueKeyRule.WHILE,
+            None,
+            0,
+        )
+        daily = admin_client.explain_job(results[0].job_id).unique_key
+        assert daily is not None and daily.rule == UniqueKeyRule.PERIOD
+        assert daily.admitted is not None and daily.window_ends is not None
+        assert daily.window_ends - daily.admitted == timedelta(days=1)
+        assert str(daily).startswith("uniqueness key 'daily' (period), admits a new job from ")
 
     target = coordinator.target
     made = wfjobs(target, "enqueue", "noop", '{"v": 1}', "--unique-key", "cli", "--debounce", "1h")
@@ -158,6 +193,16 @@ def test_debounce_while_and_period_over_grpc_sdk_and_cli(
     explain = wfjobs(target, "jobs", "explain", job_id)
     assert explain.returncode == 0, explain.stderr
     assert "debounced" in explain.stdout
+    # The first enqueue admitted the key without a max wait: the second's is not applied.
+    assert "\nuniqueness key 'cli' (debounce), debounced 1 time(s)\n" in explain.stdout
+    as_json = wfjobs(target, "--json", "jobs", "explain", job_id)
+    assert as_json.returncode == 0, as_json.stderr
+    shown = json.loads(as_json.stdout)["unique_key"]
+    assert (shown["key"], shown["rule"], shown["debounced"]) == (
+        "cli",
+        "UNIQUE_KEY_RULE_DEBOUNCE",
+        "1",
+    )
     bad = wfjobs(target, "enqueue", "noop", "--debounce", "1h")
     assert bad.returncode != 0 and "--unique-key" in bad.stderr
 

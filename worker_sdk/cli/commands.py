@@ -549,6 +549,11 @@ class Commands:
                         if raw is not None and raw.HasField("last_failure")
                         else {}
                     ),
+                    **(
+                        {"unique_key": message_dict(raw.unique_key)}
+                        if raw is not None and raw.HasField("unique_key")
+                        else {}
+                    ),
                 }
             )
             return EXIT_OK
@@ -561,6 +566,8 @@ class Commands:
         for reason in explanation.reasons:
             kind = apb.WaitReason.Kind.Name(reason.kind).removeprefix("KIND_").lower()
             self.out.line(f"- {kind}: {reason.message}")
+        if explanation.unique_key is not None:
+            self.out.line(str(explanation.unique_key))
         failure = explanation.last_failure
         if failure is not None:
             self.out.line(

@@ -18,6 +18,13 @@ class JobListOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_LIST_ORDER_OLDEST_FIRST: _ClassVar[JobListOrder]
     JOB_LIST_ORDER_NEWEST_FIRST: _ClassVar[JobListOrder]
 
+class UniqueKeyRule(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UNIQUE_KEY_RULE_UNSPECIFIED: _ClassVar[UniqueKeyRule]
+    UNIQUE_KEY_RULE_WHILE: _ClassVar[UniqueKeyRule]
+    UNIQUE_KEY_RULE_PERIOD: _ClassVar[UniqueKeyRule]
+    UNIQUE_KEY_RULE_DEBOUNCE: _ClassVar[UniqueKeyRule]
+
 class PauseScopeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PAUSE_SCOPE_KIND_UNSPECIFIED: _ClassVar[PauseScopeKind]
@@ -44,6 +51,10 @@ class OrderingFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 JOB_LIST_ORDER_UNSPECIFIED: JobListOrder
 JOB_LIST_ORDER_OLDEST_FIRST: JobListOrder
 JOB_LIST_ORDER_NEWEST_FIRST: JobListOrder
+UNIQUE_KEY_RULE_UNSPECIFIED: UniqueKeyRule
+UNIQUE_KEY_RULE_WHILE: UniqueKeyRule
+UNIQUE_KEY_RULE_PERIOD: UniqueKeyRule
+UNIQUE_KEY_RULE_DEBOUNCE: UniqueKeyRule
 PAUSE_SCOPE_KIND_UNSPECIFIED: PauseScopeKind
 PAUSE_SCOPE_KIND_TENANT: PauseScopeKind
 PAUSE_SCOPE_KIND_DEFINITION: PauseScopeKind
@@ -259,14 +270,34 @@ class ExplainJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ("job", "reasons", "last_failure")
+    __slots__ = ("job", "reasons", "last_failure", "unique_key")
     JOB_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
     LAST_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_KEY_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     reasons: _containers.RepeatedCompositeFieldContainer[WaitReason]
     last_failure: _job_pb2.JobAttempt
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., reasons: _Optional[_Iterable[_Union[WaitReason, _Mapping]]] = ..., last_failure: _Optional[_Union[_job_pb2.JobAttempt, _Mapping]] = ...) -> None: ...
+    unique_key: JobUniqueKey
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., reasons: _Optional[_Iterable[_Union[WaitReason, _Mapping]]] = ..., last_failure: _Optional[_Union[_job_pb2.JobAttempt, _Mapping]] = ..., unique_key: _Optional[_Union[JobUniqueKey, _Mapping]] = ...) -> None: ...
+
+class JobUniqueKey(_message.Message):
+    __slots__ = ("key", "rule", "admit_time", "window_end_time", "debounced", "last_debounce_time", "max_due_time")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    ADMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_END_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCED_FIELD_NUMBER: _ClassVar[int]
+    LAST_DEBOUNCE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_DUE_TIME_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    rule: UniqueKeyRule
+    admit_time: _timestamp_pb2.Timestamp
+    window_end_time: _timestamp_pb2.Timestamp
+    debounced: int
+    last_debounce_time: _timestamp_pb2.Timestamp
+    max_due_time: _timestamp_pb2.Timestamp
+    def __init__(self, key: _Optional[str] = ..., rule: _Optional[_Union[UniqueKeyRule, str]] = ..., admit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., window_end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., debounced: _Optional[int] = ..., last_debounce_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_due_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RetryJobRequest(_message.Message):
     __slots__ = ("job_id", "keep_attempts")

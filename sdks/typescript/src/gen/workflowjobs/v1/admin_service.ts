@@ -78,6 +78,52 @@ export function jobListOrderToJSON(object: JobListOrder): string {
   }
 }
 
+/** How a uniqueness key admitted its job (Uniqueness.rule). */
+export enum UniqueKeyRule {
+  UNIQUE_KEY_RULE_UNSPECIFIED = 0,
+  UNIQUE_KEY_RULE_WHILE = 1,
+  UNIQUE_KEY_RULE_PERIOD = 2,
+  UNIQUE_KEY_RULE_DEBOUNCE = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function uniqueKeyRuleFromJSON(object: any): UniqueKeyRule {
+  switch (object) {
+    case 0:
+    case "UNIQUE_KEY_RULE_UNSPECIFIED":
+      return UniqueKeyRule.UNIQUE_KEY_RULE_UNSPECIFIED;
+    case 1:
+    case "UNIQUE_KEY_RULE_WHILE":
+      return UniqueKeyRule.UNIQUE_KEY_RULE_WHILE;
+    case 2:
+    case "UNIQUE_KEY_RULE_PERIOD":
+      return UniqueKeyRule.UNIQUE_KEY_RULE_PERIOD;
+    case 3:
+    case "UNIQUE_KEY_RULE_DEBOUNCE":
+      return UniqueKeyRule.UNIQUE_KEY_RULE_DEBOUNCE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return UniqueKeyRule.UNRECOGNIZED;
+  }
+}
+
+export function uniqueKeyRuleToJSON(object: UniqueKeyRule): string {
+  switch (object) {
+    case UniqueKeyRule.UNIQUE_KEY_RULE_UNSPECIFIED:
+      return "UNIQUE_KEY_RULE_UNSPECIFIED";
+    case UniqueKeyRule.UNIQUE_KEY_RULE_WHILE:
+      return "UNIQUE_KEY_RULE_WHILE";
+    case UniqueKeyRule.UNIQUE_KEY_RULE_PERIOD:
+      return "UNIQUE_KEY_RULE_PERIOD";
+    case UniqueKeyRule.UNIQUE_KEY_RULE_DEBOUNCE:
+      return "UNIQUE_KEY_RULE_DEBOUNCE";
+    case UniqueKeyRule.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export enum PauseScopeKind {
   PAUSE_SCOPE_KIND_UNSPECIFIED = 0,
   PAUSE_SCOPE_KIND_TENANT = 1,
@@ -523,7 +569,37 @@ export interface ExplainJobResponse {
    * LEASE_EXPIRED) and the job has not run since: the error and traceback a
    * pending retry waits after, or those that faulted the job. Unset otherwise.
    */
-  lastFailure: JobAttempt | undefined;
+  lastFailure:
+    | JobAttempt
+    | undefined;
+  /**
+   * The uniqueness key whose stored row names this job (docs/uniqueness.md).
+   * Unset when none does: the job was enqueued without one, or a later job
+   * the key admitted took it over.
+   */
+  uniqueKey: JobUniqueKey | undefined;
+}
+
+/** A stored uniqueness key and what it did. */
+export interface JobUniqueKey {
+  key: string;
+  rule: UniqueKeyRule;
+  /** When the key admitted the job. */
+  admitTime:
+    | Date
+    | undefined;
+  /** PERIOD: when the key admits a new job again. */
+  windowEndTime:
+    | Date
+    | undefined;
+  /**
+   * DEBOUNCE: the later enqueues that replaced the job's payload and moved
+   * its due time, when the last of them did, and the latest due time they
+   * may move it to (unset: no max wait).
+   */
+  debounced: bigint;
+  lastDebounceTime: Date | undefined;
+  maxDueTime: Date | undefined;
 }
 
 export interface RetryJobRequest {
@@ -2776,7 +2852,7 @@ export const ExplainJobRequest: MessageFns<ExplainJobRequest> = {
 };
 
 function createBaseExplainJobResponse(): ExplainJobResponse {
-  return { job: undefined, reasons: [], lastFailure: undefined };
+  return { job: undefined, reasons: [], lastFailure: undefined, uniqueKey: undefined };
 }
 
 export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
@@ -2789,6 +2865,9 @@ export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
     }
     if (message.lastFailure !== undefined) {
       JobAttempt.encode(message.lastFailure, writer.uint32(26).fork()).join();
+    }
+    if (message.uniqueKey !== undefined) {
+      JobUniqueKey.encode(message.uniqueKey, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2830,6 +2909,14 @@ export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
             message.lastFailure = JobAttempt.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.uniqueKey = JobUniqueKey.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2851,6 +2938,11 @@ export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
         : isSet(object.last_failure)
         ? JobAttempt.fromJSON(object.last_failure)
         : undefined,
+      uniqueKey: isSet(object.uniqueKey)
+        ? JobUniqueKey.fromJSON(object.uniqueKey)
+        : isSet(object.unique_key)
+        ? JobUniqueKey.fromJSON(object.unique_key)
+        : undefined,
     };
   },
 
@@ -2865,6 +2957,9 @@ export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
     if (message.lastFailure !== undefined) {
       obj.lastFailure = JobAttempt.toJSON(message.lastFailure);
     }
+    if (message.uniqueKey !== undefined) {
+      obj.uniqueKey = JobUniqueKey.toJSON(message.uniqueKey);
+    }
     return obj;
   },
 
@@ -2878,6 +2973,201 @@ export const ExplainJobResponse: MessageFns<ExplainJobResponse> = {
     message.lastFailure = (object.lastFailure !== undefined && object.lastFailure !== null)
       ? JobAttempt.fromPartial(object.lastFailure)
       : undefined;
+    message.uniqueKey = (object.uniqueKey !== undefined && object.uniqueKey !== null)
+      ? JobUniqueKey.fromPartial(object.uniqueKey)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseJobUniqueKey(): JobUniqueKey {
+  return {
+    key: "",
+    rule: 0,
+    admitTime: undefined,
+    windowEndTime: undefined,
+    debounced: 0n,
+    lastDebounceTime: undefined,
+    maxDueTime: undefined,
+  };
+}
+
+export const JobUniqueKey: MessageFns<JobUniqueKey> = {
+  encode(message: JobUniqueKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.rule !== 0) {
+      writer.uint32(16).int32(message.rule);
+    }
+    if (message.admitTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.admitTime), writer.uint32(26).fork()).join();
+    }
+    if (message.windowEndTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.windowEndTime), writer.uint32(34).fork()).join();
+    }
+    if (message.debounced !== 0n) {
+      if (BigInt.asIntN(64, message.debounced) !== message.debounced) {
+        throw new globalThis.Error("value provided for field message.debounced of type int64 too large");
+      }
+      writer.uint32(40).int64(message.debounced);
+    }
+    if (message.lastDebounceTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastDebounceTime), writer.uint32(50).fork()).join();
+    }
+    if (message.maxDueTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.maxDueTime), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobUniqueKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobUniqueKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rule = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.admitTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.windowEndTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.debounced = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.lastDebounceTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.maxDueTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobUniqueKey {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      rule: isSet(object.rule) ? uniqueKeyRuleFromJSON(object.rule) : 0,
+      admitTime: isSet(object.admitTime)
+        ? fromJsonTimestamp(object.admitTime)
+        : isSet(object.admit_time)
+        ? fromJsonTimestamp(object.admit_time)
+        : undefined,
+      windowEndTime: isSet(object.windowEndTime)
+        ? fromJsonTimestamp(object.windowEndTime)
+        : isSet(object.window_end_time)
+        ? fromJsonTimestamp(object.window_end_time)
+        : undefined,
+      debounced: isSet(object.debounced) ? BigInt(object.debounced) : 0n,
+      lastDebounceTime: isSet(object.lastDebounceTime)
+        ? fromJsonTimestamp(object.lastDebounceTime)
+        : isSet(object.last_debounce_time)
+        ? fromJsonTimestamp(object.last_debounce_time)
+        : undefined,
+      maxDueTime: isSet(object.maxDueTime)
+        ? fromJsonTimestamp(object.maxDueTime)
+        : isSet(object.max_due_time)
+        ? fromJsonTimestamp(object.max_due_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: JobUniqueKey): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.rule !== 0) {
+      obj.rule = uniqueKeyRuleToJSON(message.rule);
+    }
+    if (message.admitTime !== undefined) {
+      obj.admitTime = message.admitTime.toISOString();
+    }
+    if (message.windowEndTime !== undefined) {
+      obj.windowEndTime = message.windowEndTime.toISOString();
+    }
+    if (message.debounced !== 0n) {
+      obj.debounced = message.debounced.toString();
+    }
+    if (message.lastDebounceTime !== undefined) {
+      obj.lastDebounceTime = message.lastDebounceTime.toISOString();
+    }
+    if (message.maxDueTime !== undefined) {
+      obj.maxDueTime = message.maxDueTime.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<JobUniqueKey>, I>>(base?: I): JobUniqueKey {
+    return JobUniqueKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<JobUniqueKey>, I>>(object: I): JobUniqueKey {
+    const message = createBaseJobUniqueKey();
+    message.key = object.key ?? "";
+    message.rule = object.rule ?? 0;
+    message.admitTime = object.admitTime ?? undefined;
+    message.windowEndTime = object.windowEndTime ?? undefined;
+    message.debounced = (object.debounced !== undefined && object.debounced !== null) ? BigInt(object.debounced) : 0n;
+    message.lastDebounceTime = object.lastDebounceTime ?? undefined;
+    message.maxDueTime = object.maxDueTime ?? undefined;
     return message;
   },
 };
