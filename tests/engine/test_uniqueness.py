@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from coordinator.clock import US_PER_SECOND as SECOND
-from coordinator.engine.explain import explain
+from coordinator.engine.explain import explain, unique_key
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     Completion,
@@ -63,9 +63,14 @@ def test_unique_while_returns_the_live_job_and_admits_a_new_one_once_it_ended(
         [(row, token)] = [(r, t) for r, t in await h.lease() if r.id == first]
         assert await _put(h, _while("sync-42")) == (first, EXISTING, JobStatus.RUNNING)
         await h.engine.report([Completion(first, token)])
+        assert (await unique_key(h.engine, (await h.job(first))[0])).job_id == first
         second, outcome, _ = await _put(h, _while("sync-42"))
         assert outcome == CREATED and second != first
         assert (await h.job(second))[0].status == JobStatus.PENDING
+        # The key's row names the newest job: the first is no longer named by it.
+        key = await unique_key(h.engine, (await h.job(second))[0])
+        assert key is not None and (key.unique_key, key.rule) == ("sync-42", UniqueRule.WHILE)
+        assert await unique_key(h.engine, (await h.job(first))[0]) is None
 
     run(store_url, scenario)
 
