@@ -39,6 +39,9 @@ def test_envelope_fields_become_the_job() -> None:
                 "max_attempts": 5,
                 "execution_timeout_seconds": 60,
                 "concurrency_key": "acct-1",
+                "ordering_key": "acct-1/ledger",
+                "parent_job_id": "01a235a5-9d98-7012-9fc1-4f6184ecedff",
+                "group_id": "g-7",
             }
         ),
         EnvelopeFormat(),
@@ -53,6 +56,11 @@ def test_envelope_fields_become_the_job() -> None:
     assert job.max_attempts == 5
     assert job.execution_timeout == 60
     assert job.concurrency_key == "acct-1"
+    assert (job.ordering_key, job.parent_job_id, job.group_id) == (
+        "acct-1/ledger",
+        "01a235a5-9d98-7012-9fc1-4f6184ecedff",
+        "g-7",
+    )
     assert job.idempotency_key == "k"
 
 

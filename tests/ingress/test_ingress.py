@@ -34,6 +34,8 @@ def test_a_message_becomes_one_job_with_its_fields(ingress: Ingress) -> None:
             },
             priority=5,
             max_attempts=4,
+            ordering_key="wf-9/ledger",
+            parent_job_id="01a235a5-9d98-7012-9fc1-4f6184ecedff",
         ),
         message_id="msg-1",
     )
@@ -46,6 +48,8 @@ def test_a_message_becomes_one_job_with_its_fields(ingress: Ingress) -> None:
     assert job.workflow.correlation_id == "order-77"
     assert job.priority == 5
     assert job.max_attempts == 4
+    assert job.ordering_key == "wf-9/ledger"
+    assert job.parent_job_id == "01a235a5-9d98-7012-9fc1-4f6184ecedff"
     assert job.category is JobCategory.INTEGRATION
     assert job.status is JobStatus.PENDING
     assert job.idempotency_key.endswith(":id:msg-1")

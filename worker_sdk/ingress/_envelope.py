@@ -66,6 +66,9 @@ _ENVELOPE_FIELDS = frozenset(
         "heartbeat_timeout_seconds",
         "idempotency_key",
         "concurrency_key",
+        "ordering_key",
+        "parent_job_id",
+        "group_id",
         "traceparent",
     }
 )
@@ -185,6 +188,9 @@ def parse_message(message: InboundMessage, fmt: EnvelopeFormat) -> JobRequest:
         heartbeat_timeout=_optional_number(envelope, "heartbeat_timeout_seconds"),
         idempotency_key=_optional_str(envelope, "idempotency_key") or message.idempotency_key,
         concurrency_key=_optional_str(envelope, "concurrency_key"),
+        ordering_key=_optional_str(envelope, "ordering_key"),
+        parent_job_id=_optional_str(envelope, "parent_job_id"),
+        group_id=_optional_str(envelope, "group_id"),
         traceparent=traceparent,
         tracestate=message.tracestate if traceparent == message.traceparent else None,
     )

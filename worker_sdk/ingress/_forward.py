@@ -130,6 +130,9 @@ class Forwarder:
                 heartbeat_timeout=request.heartbeat_timeout,
                 idempotency_key=spec.idempotency_key,
                 concurrency_key=spec.concurrency_key or None,
+                ordering_key=spec.ordering_key or None,
+                parent_job_id=spec.parent_job_id or None,
+                group_id=spec.group_id or None,
                 traceparent=spec.traceparent or None,
                 tracestate=spec.tracestate or None,
             )
