@@ -36,6 +36,9 @@ from coordinator.store.urls import libpq_conninfo
 
 log = logging.getLogger(__name__)
 
+# How long stopping waits for the server to answer the cancel of the listener's wait.
+_CANCEL_TIMEOUT_S = 1.0
+
 
 class WakeListener:
     """Listens for ``wfj_wake`` notifications on its own connection."""
@@ -69,8 +72,11 @@ class WakeListener:
         self._stop.set()
         conn = self._conn
         if conn is not None:
+            # The cancel only hurries the thread out of a wait (it polls the
+            # stop every second anyway); a silent database never answers it,
+            # so its wait is short instead of psycopg's 30 s.
             try:
-                conn.cancel_safe()
+                conn.cancel_safe(timeout=_CANCEL_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - closing anyway
                 pass
         if self._thread is not None:

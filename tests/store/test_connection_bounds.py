@@ -179,6 +179,30 @@ def test_the_listener_reconnects_when_its_database_stops_answering(pg_database: 
         path.close()
 
 
+def test_the_listener_stops_promptly_while_its_database_is_silent(pg_database: str) -> None:
+    """Stopping sends a cancel request, which a silent database never answers:
+    its wait is bounded, so a coordinator shutting down is not held for it."""
+    port = sa.engine.make_url(pg_database).port or 5432
+    path = StalledPath(port)
+    listener = WakeListener(path.url(pg_database), lambda _: None)
+    try:
+        listener.start()
+        wait_until(lambda: listener.connections == 1, 30, "the listener to listen")
+        thread = listener._thread
+        assert thread is not None
+        path.stall()
+        started = time.monotonic()
+        listener.stop()
+        # Unbounded, the cancel request waited psycopg's default 30 s; bounded
+        # it waits 1 s and the thread sees the stop within its 1 s poll. The
+        # margin holds on a machine with both cores busy.
+        assert time.monotonic() - started < 15
+        assert not thread.is_alive()
+    finally:
+        listener.stop()
+        path.close()
+
+
 def test_the_health_ping_does_not_wait_behind_busy_store_threads(pg_database: str) -> None:
     import asyncio
 
