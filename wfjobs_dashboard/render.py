@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
@@ -852,12 +851,11 @@ def unique_key_text(key: UniqueKey | None) -> str:
     """The uniqueness key that names a job and its rule (docs/uniqueness.md); "" for none."""
     if key is None:
         return ""
-    rule = key.rule.name.lower() if isinstance(key.rule, enum.Enum) else str(key.rule)
     what = {
         "while": "one job of the key at a time",
         "period": "one job of the key per period",
         "debounce": "debounced",
-    }.get(rule, rule)
+    }.get(key.rule_name, key.rule_name)
     parts = [f'<span class="mono">{e(key.key)}</span> ({e(what)}']
     if key.window_ends is not None:
         parts.append(f", admits a new job from {e(when(key.window_ends))}")

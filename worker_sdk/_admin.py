@@ -287,9 +287,14 @@ class UniqueKey:
     last_debounced: datetime | None = None
     max_due: datetime | None = None
 
+    @property
+    def rule_name(self) -> str:
+        """The rule in lower case (``while``, ``period``, ``debounce``); a rule
+        newer than this SDK as its number."""
+        return self.rule.name.lower() if isinstance(self.rule, enum.Enum) else str(self.rule)
+
     def __str__(self) -> str:
-        rule = self.rule.name.lower() if isinstance(self.rule, enum.Enum) else str(self.rule)
-        text = f"uniqueness key {self.key!r} ({rule})"
+        text = f"uniqueness key {self.key!r} ({self.rule_name})"
         if self.window_ends is not None:
             text += f", admits a new job from {self.window_ends.isoformat(timespec='seconds')}"
         if self.debounced:
