@@ -24,6 +24,7 @@ queue table) runs the same load beside it. One run per system whatever
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,10 +99,9 @@ async def hold_snapshots(dsn: str, table: str, sizes: Sizes, t0: float, stop: as
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(event.wait(), seconds)
-    except TimeoutError:
-        pass
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 async def sample_table(dsn: str, table: str, t0: float, stop: asyncio.Event,

@@ -56,7 +56,8 @@ async def event_stream(request: web.Request, event_filter: JobEventFilter) -> we
         await response.write(b"retry: 5000\nevent: ready\ndata: watching\n\n")
         while True:
             try:
-                item = await asyncio.wait_for(changes.get(), EVENTS_KEEPALIVE_S)
+                async with asyncio.timeout(EVENTS_KEEPALIVE_S):
+                    item = await changes.get()
             except TimeoutError:
                 await response.write(b": keepalive\n\n")
                 continue

@@ -94,7 +94,8 @@ class Heartbeater:
             if wait > 0 and not self._send_now:
                 self._wake.clear()
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
                 else:

@@ -32,6 +32,7 @@ with a timeout gives up the same way at shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -242,7 +243,8 @@ class OutcomeReporter:
         self._full.set()
         self._wakeup.set()
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
             return True
         except TimeoutError:
             self._give_up.set()
@@ -273,10 +275,9 @@ class OutcomeReporter:
                 self._update_idle()
                 continue
             if len(self._pending) < config.batch_size and not self._full.is_set():
-                try:
-                    await asyncio.wait_for(self._full.wait(), config.linger)
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(config.linger):
+                        await self._full.wait()
             await self._slots.acquire()
             batch = self._pending[: config.batch_size]
             del self._pending[: config.batch_size]
@@ -310,7 +311,8 @@ class OutcomeReporter:
         if link is not None and link.sending and not unary:
             future = link.send(batch)
             try:
-                answers = await asyncio.wait_for(future, self._config.rpc_timeout)
+                async with asyncio.timeout(self._config.rpc_timeout):
+                    answers = await future
             except TimeoutError:
                 raise _ReportFailed(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -435,7 +437,8 @@ class OutcomeReporter:
 
     async def _wait_or_give_up(self, delay: float) -> bool:
         try:
-            await asyncio.wait_for(self._give_up.wait(), delay)
+            async with asyncio.timeout(delay):
+                await self._give_up.wait()
         except TimeoutError:
             return False
         return True

@@ -55,6 +55,7 @@ Shutdown order (``shutdown()``, SIGTERM/SIGINT under ``run()``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -598,10 +599,9 @@ class Worker:
                 self._stream_call = None
             delay = backoff.next_delay()
             logger.debug("next connection attempt in %.2fs", delay)
-            try:
-                await asyncio.wait_for(self._stop_requested.wait(), delay)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._stop_requested.wait()
 
     def _on_accepted(
         self,

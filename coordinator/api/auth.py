@@ -395,7 +395,8 @@ async def take_first_message(request_iter: Any) -> None:
     lets it see the status the coordinator sent.
     """
     try:
-        await asyncio.wait_for(anext(aiter(request_iter)), _FIRST_MESSAGE_WAIT_S)
+        async with asyncio.timeout(_FIRST_MESSAGE_WAIT_S):
+            await anext(aiter(request_iter))
     except Exception:  # noqa: BLE001 - the refusal follows anyway
         return
 

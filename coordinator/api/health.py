@@ -98,7 +98,8 @@ class StoreHealthWatch:
                 continue
             ping = asyncio.ensure_future(self._ping())
             try:
-                await asyncio.wait_for(asyncio.shield(ping), self.config.liveness_timeout_s)
+                async with asyncio.timeout(self.config.liveness_timeout_s):
+                    await asyncio.shield(ping)
             except TimeoutError:
                 log.warning(
                     "database did not answer a ping within %.1fs",

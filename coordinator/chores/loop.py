@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
 from typing import Generic, TypeVar
 
@@ -103,10 +104,11 @@ class Chore(abc.ABC, Generic[R]):
             if delay <= 0:
                 await asyncio.sleep(0)
                 continue
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            except TimeoutError:
-                pass
+            # Not ``asyncio.wait_for``: on Python 3.11 it drops a cancel that
+            # lands in the tick the wake does, and ``stop`` would wait forever.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
 
     def _failed(self, error: Exception) -> None:
         """Log a failed run: the traceback once per run of failures, then rarely."""

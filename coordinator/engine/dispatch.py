@@ -15,6 +15,7 @@ again. While idle with credit outstanding it re-checks only every
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import time
@@ -264,10 +265,9 @@ class Dispatcher:
             if more:
                 await asyncio.sleep(0)
                 continue
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._sleep_for())
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._sleep_for()):
+                    await self._wake.wait()
 
     def _sleep_for(self) -> float | None:
         now = self._clock.now_us()

@@ -43,6 +43,7 @@ with the oldest cursor that is still accepted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
@@ -239,10 +240,9 @@ class EventHub:
             timeout = self.config.idle_reread_s
             held_back.reset()
         read_at = loop.time()
-        try:
-            await asyncio.wait_for(changed.wait(), timeout)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await changed.wait()
         wait = self.config.min_read_interval_s - (loop.time() - read_at)
         if wait > 0:
             await asyncio.sleep(wait)

@@ -153,7 +153,8 @@ class Reads:
                 return row
             event = self._waiters.event(job_id)
             try:
-                await asyncio.wait_for(event.wait(), timeout=1.0)
+                async with asyncio.timeout(1.0):
+                    await event.wait()
             except TimeoutError:
                 pass
             finally:
