@@ -18,7 +18,7 @@ from coordinator.engine.sessions import WorkerSession
 from coordinator.store import open_store
 
 # Only turns a stop that never returns into a failure; a stop takes one tick.
-STOP_BOUND_S = 10.0
+STOP_BOUND_S = 30.0
 
 
 class Sleepy(Chore[int]):
