@@ -312,10 +312,25 @@ class ProxyLog:
     answers_dropped: int = 0
     # Answers to outcomes passed on to the worker (OutcomeAnswers, ReportOutcomes responses).
     answers_forwarded: int = 0
+    # Every Heartbeat answered, in the order the answers reached the worker.
+    heartbeats: list[HeartbeatSeen] = field(default_factory=list)
+    # Set by RecordingProxy.mark(): heartbeats sent from then on are marked.
+    marked: bool = False
+
+
+@dataclass
+class HeartbeatSeen:
+    """One Heartbeat call as it passed the proxy."""
+
+    # The worker sent it after the test's RecordingProxy.mark().
+    sent_after_mark: bool
+    # The coordinator's answer per job: LeaseState values (worker_service.proto).
+    states: dict[str, int]
 
 
 _ACQUIRE = "/workflowjobs.v1.WorkerService/AcquireJobs"
 _REPORT = "/workflowjobs.v1.WorkerService/ReportOutcomes"
+_HEARTBEAT = "/workflowjobs.v1.WorkerService/Heartbeat"
 _STREAMING = {
     _ACQUIRE: "stream_stream",
     "/workflowjobs.v1.JobSchedulerService/WatchJobEvents": "unary_stream",
@@ -366,6 +381,17 @@ class RecordingProxy:
         await self._stop.wait()
         await self._server.stop(0)
         await self._channel.close()
+
+    def mark(self) -> None:
+        """Mark every Heartbeat the worker sends from now on (HeartbeatSeen)."""
+        with self._lock:
+            self.log.marked = True
+
+    def _record_heartbeat(self, sent_after_mark: bool, answer: bytes) -> None:
+        message = worker_service_pb2.HeartbeatResponse.FromString(answer)
+        seen = HeartbeatSeen(sent_after_mark, {s.job_id: s.state for s in message.leases})
+        with self._lock:
+            self.log.heartbeats.append(seen)
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._stop.set)
@@ -430,12 +456,16 @@ class _Handler(grpc.GenericRpcHandler):
                         proxy.log.outcomes_sent.extend(
                             (o.job_id, o.lease_token) for o in parsed.outcomes
                         )
+                with proxy._lock:
+                    sent_after_mark = proxy.log.marked
                 call = proxy._channel.unary_unary(method)
                 try:
                     response: bytes = await call(request, metadata=forwarded(context))
                     if method == _REPORT:
                         with proxy._lock:
                             proxy.log.answers_forwarded += 1
+                    elif method == _HEARTBEAT:
+                        proxy._record_heartbeat(sent_after_mark, response)
                     return response
                 except grpc.aio.AioRpcError as e:
                     await context.abort(e.code(), e.details() or "")

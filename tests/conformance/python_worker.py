@@ -91,7 +91,7 @@ async def long_running(payload: dict[str, Any], ctx: JobContext) -> dict[str, in
 async def cancel_aware(payload: Any, ctx: JobContext) -> dict[str, Any]:
     record("start", ctx)
     await sleep(ctx, 60)
-    return {"cancelled": ctx.is_cancelled(), "seen_at_ms": round(time.time() * 1000)}
+    return {"cancelled": ctx.is_cancelled()}
 
 
 @worker.handler("fatal")

@@ -83,7 +83,7 @@ worker.handler<{ ms: number; heartbeat_ms: number }>("long", async (payload, ctx
 worker.handler("cancel", async (_payload, ctx) => {
   record("start", ctx);
   await sleep(ctx, 60_000);
-  return { cancelled: ctx.isCancelled(), seen_at_ms: Date.now() };
+  return { cancelled: ctx.isCancelled() };
 });
 
 worker.handler("fatal", async (_payload, ctx) => {
