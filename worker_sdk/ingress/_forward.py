@@ -6,7 +6,8 @@ Design note. Each adapter turns the verdict into its broker's words:
 verdict            when                           RabbitMQ / NATS JetStream
 =================  =============================  ==================================
 ``ENQUEUED``       Enqueue returned (new job or   ack / ack
-                   an existing one: redelivery)
+                   an existing one: redelivery,
+                   or a uniqueness hit)
 ``DEAD_LETTER``    the body is not a valid        copy to the dead-letter exchange
                    envelope, or the coordinator   with the reason, then reject
                    answered INVALID_ARGUMENT or   without requeue / publish to the
@@ -17,7 +18,12 @@ verdict            when                           RabbitMQ / NATS JetStream
 =================  =============================  ==================================
 
 Acknowledging only after ``Enqueue`` returned makes delivery at-least-once
-into the coordinator; the idempotency key makes the job exactly-once.
+into the coordinator; the idempotency key makes the job exactly-once. A
+message whose envelope has a uniqueness rule may be answered with the key's
+job, another message's (unchanged, or debounced: it took this message's
+payload and a later due time): that is the rule doing its work, so the
+message is acked like any other. The job's idempotency key tells the two
+answers apart: a redelivery's job carries the message's own key.
 PERMISSION_DENIED is taken as the message naming a tenant outside the
 adapter's token scope (a fault of that message); a token without the
 scheduler role shows up the same way, so the adapters log it loudly.
@@ -71,21 +77,34 @@ class Verdict:
         kind: Acknowledge, dead-letter or retry.
         reason: Why it is dead-lettered or retried (empty when enqueued).
         job_id: The job's id when enqueued.
-        deduplicated: True when the job already existed (a redelivery).
+        deduplicated: True when the job already existed under the message's
+            idempotency key (a redelivery).
+        unique_hit: True when the job is the one the envelope's uniqueness key
+            names (another message's), so no job of this message was stored.
+        debounced: True when, beside ``unique_hit``, that pending job took this
+            message's payload and a later due time.
     """
 
     kind: VerdictKind
     reason: str = ""
     job_id: str = ""
     deduplicated: bool = False
+    unique_hit: bool = False
+    debounced: bool = False
 
 
 @dataclasses.dataclass
 class IngressStats:
-    """Counters of one adapter, for logs and tests."""
+    """Counters of one adapter, for logs and tests.
+
+    ``deduplicated`` counts redeliveries (the message's idempotency key named a
+    job); ``unique_hits`` counts messages answered by their uniqueness key with
+    another message's job (debounced ones included).
+    """
 
     enqueued: int = 0
     deduplicated: int = 0
+    unique_hits: int = 0
     dead_lettered: int = 0
     retried: int = 0
 
@@ -133,6 +152,7 @@ class Forwarder:
                 ordering_key=spec.ordering_key or None,
                 parent_job_id=spec.parent_job_id or None,
                 group_id=spec.group_id or None,
+                uniqueness=request.uniqueness,
                 traceparent=spec.traceparent or None,
                 tracestate=spec.tracestate or None,
             )
@@ -147,11 +167,33 @@ class Forwarder:
         except (TimeoutError, OSError) as e:
             self.stats.retried += 1
             return Verdict(VerdictKind.RETRY, reason=f"{type(e).__name__}: {e}")
-        if job.deduplicated:
+        # The coordinator checks the idempotency key before a uniqueness rule, so
+        # an existing job under another key is the uniqueness key's.
+        unique_hit = job.deduplicated and job.idempotency_key != spec.idempotency_key
+        if unique_hit:
+            self.stats.unique_hits += 1
+        elif job.deduplicated:
             self.stats.deduplicated += 1
         else:
             self.stats.enqueued += 1
-        return Verdict(VerdictKind.ENQUEUED, job_id=job.id, deduplicated=job.deduplicated)
+        return Verdict(
+            VerdictKind.ENQUEUED,
+            job_id=job.id,
+            deduplicated=job.deduplicated and not unique_hit,
+            unique_hit=unique_hit,
+            debounced=job.debounced,
+        )
+
+
+def _answer_note(verdict: Verdict) -> str:
+    """How the job answered the message, for the adapter's log line."""
+    if verdict.debounced:
+        return " (debounced: its uniqueness key's pending job took this payload)"
+    if verdict.unique_hit:
+        return " (its uniqueness key's job)"
+    if verdict.deduplicated:
+        return " (already enqueued)"
+    return ""
 
 
 # A broker's message, as its client library delivers it.
@@ -207,7 +249,7 @@ class BrokerIngress(abc.ABC, Generic[M]):
                 "message %s → job %s%s",
                 self._describe(message),
                 verdict.job_id,
-                " (already enqueued)" if verdict.deduplicated else "",
+                _answer_note(verdict),
             )
             await self._acknowledge(message)
         elif verdict.kind is VerdictKind.DEAD_LETTER:
