@@ -6,11 +6,15 @@ import json
 import subprocess
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from coordinator.api.convert import new_job_from_spec, uniqueness_from_spec
+from coordinator.engine.uniqueness import check_uniqueness
+from coordinator.errors import InvalidArgument
 from wfj_testing import REPO
-from worker_sdk import JobCategory, WorkflowRef
+from worker_sdk import JobCategory, JobRequest, JobStatus, Uniqueness, WorkflowRef
 from worker_sdk.ingress import (
     EnvelopeFormat,
     InboundMessage,
@@ -98,6 +102,300 @@ def test_malformed_envelopes_say_why(body: object, reason: str) -> None:
     with pytest.raises(MalformedMessageError) as raised:
         parse_message(message(body), EnvelopeFormat())
     assert reason in raised.value.reason
+
+
+def unique(rule: object, **fields: object) -> bytes:
+    """An envelope of job type ``t`` with ``rule`` as its uniqueness."""
+    return json.dumps({"job_type": "t", "uniqueness": rule, **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        (
+            {"key": "acct-42", "unique_while": ["PENDING", "RUNNING"]},
+            Uniqueness.unique_while("acct-42", JobStatus.PENDING, JobStatus.RUNNING),
+        ),
+        # Names in any case, with or without the proto prefix; repeats count once.
+        (
+            {"key": "acct-42", "unique_while": ["pending", "JOB_STATUS_PENDING", "Completed"]},
+            Uniqueness.unique_while("acct-42", JobStatus.PENDING, JobStatus.COMPLETED),
+        ),
+        (
+            {"key": "k", "unique_while": ["FAULTED", "CANCELLED"]},
+            Uniqueness.unique_while("k", JobStatus.FAULTED, JobStatus.CANCELLED),
+        ),
+        ({"key": "digest", "period_seconds": 600}, Uniqueness.for_period("digest", 600.0)),
+        ({"key": "digest", "period_seconds": 0.5}, Uniqueness.for_period("digest", 0.5)),
+        ({"key": "reindex-7", "debounce_seconds": 30}, Uniqueness.debounce("reindex-7", 30.0)),
+        (
+            {"key": "reindex-7", "debounce_seconds": 30, "max_wait_seconds": 300},
+            Uniqueness.debounce("reindex-7", 30.0, 300.0),
+        ),
+        # Null is absent, as for every envelope field.
+        (
+            {"key": "k", "debounce_seconds": 5, "max_wait_seconds": None, "period_seconds": None},
+            Uniqueness.debounce("k", 5.0),
+        ),
+    ],
+)
+def test_uniqueness_becomes_the_jobs_rule(rule: object, expected: Uniqueness) -> None:
+    job = parse_message(message(unique(rule, delay_seconds=None)), EnvelopeFormat())
+    assert job.uniqueness == expected
+    assert job.to_proto().uniqueness == expected.to_proto()
+
+
+def test_no_uniqueness_is_none() -> None:
+    assert parse_message(message({"job_type": "t"}), EnvelopeFormat()).uniqueness is None
+    assert parse_message(message(unique(None)), EnvelopeFormat()).uniqueness is None
+
+
+def test_uniqueness_goes_with_the_other_fields() -> None:
+    job = parse_message(
+        message(
+            unique(
+                {"key": "acct-42", "period_seconds": 60},
+                tenant_id="acme",
+                delay_seconds=10,
+                concurrency_key="acct-42",
+                idempotency_key="evt-1",
+            )
+        ),
+        EnvelopeFormat(),
+    )
+    assert (job.tenant_id, job.delay, job.idempotency_key) == ("acme", 10, "evt-1")
+    assert job.uniqueness == Uniqueness.for_period("acct-42", 60.0)
+    # A due time is fine beside unique-while; only debounce sets its own.
+    due = parse_message(
+        message(unique({"key": "k", "unique_while": ["PENDING"]}, due="2030-01-01T00:00:00Z")),
+        EnvelopeFormat(),
+    )
+    assert due.due == datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # The object and its fields.
+        (unique([1]), "'uniqueness' must be an object"),
+        (unique("acct-42"), "'uniqueness' must be an object"),
+        (unique({"key": "k", "period": 60}), "unknown 'uniqueness' field(s) 'period'"),
+        (unique({"key": "k", "while": ["PENDING"]}), "unknown 'uniqueness' field(s) 'while'"),
+        # The key.
+        (unique({"unique_while": ["PENDING"]}), "'uniqueness.key' must be a non-empty string"),
+        (unique({"key": "", "period_seconds": 1}), "'uniqueness.key' must be a non-empty string"),
+        (unique({"key": 42, "period_seconds": 1}), "'uniqueness.key' must be a non-empty string"),
+        (unique({"key": "k" * 513, "period_seconds": 1}), "'uniqueness.key' is 513 characters"),
+        (unique({"key": "a\x00b", "period_seconds": 1}), "'uniqueness.key' must not contain a NUL"),
+        # Exactly one rule.
+        (unique({"key": "k"}), "'uniqueness' takes exactly one rule"),
+        (unique({"key": "k", "unique_while": None}), "'uniqueness' takes exactly one rule"),
+        (
+            unique({"key": "k", "unique_while": ["PENDING"], "period_seconds": 60}),
+            "'uniqueness' takes exactly one rule: 'unique_while' (a list of job statuses), "
+            "'period_seconds' or 'debounce_seconds'; it gives 'unique_while' and 'period_seconds'",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 60, "debounce_seconds": 5}),
+            "it gives 'period_seconds' and 'debounce_seconds'",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 60, "max_wait_seconds": 5}),
+            "'uniqueness.max_wait_seconds' goes with 'debounce_seconds', not with 'period_seconds'",
+        ),
+        (unique({"key": "k", "max_wait_seconds": 5}), "'uniqueness' takes exactly one rule"),
+        # Statuses.
+        (
+            unique({"key": "k", "unique_while": []}),
+            "'uniqueness.unique_while' must be a non-empty list",
+        ),
+        (
+            unique({"key": "k", "unique_while": "PENDING"}),
+            "'uniqueness.unique_while' must be a non-empty list",
+        ),
+        (
+            unique({"key": "k", "unique_while": {"PENDING": 1}}),
+            "'uniqueness.unique_while' must be a non-empty list",
+        ),
+        (
+            unique({"key": "k", "unique_while": ["QUEUED"]}),
+            "'uniqueness.unique_while': 'QUEUED' is not a job status",
+        ),
+        (
+            unique({"key": "k", "unique_while": ["UNSPECIFIED"]}),
+            "'UNSPECIFIED' is not a job status",
+        ),
+        (
+            unique({"key": "k", "unique_while": [1]}),
+            "'uniqueness.unique_while': 1 is not a job status",
+        ),
+        (
+            unique({"key": "k", "unique_while": [None]}),
+            "'uniqueness.unique_while': None is not a job status",
+        ),
+        # Numbers: negative, zero, under a millisecond, over 366 days, huge, not finite, not numbers.
+        (
+            unique({"key": "k", "period_seconds": -1}),
+            "'uniqueness.period_seconds' must be a number of seconds from 0.001 to 31622400 (366 days), not -1",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 0}),
+            "'uniqueness.period_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 0.0009}),
+            "'uniqueness.period_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 366 * 86400 + 1}),
+            "'uniqueness.period_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 10**400}),
+            "'uniqueness.period_seconds' must be a number of seconds",
+        ),
+        (
+            b'{"job_type": "t", "uniqueness": {"key": "k", "period_seconds": NaN}}',
+            "'uniqueness.period_seconds' must be a number of seconds from 0.001 to 31622400 (366 days), not nan",
+        ),
+        (b'{"job_type": "t", "uniqueness": {"key": "k", "period_seconds": Infinity}}', "not inf"),
+        (
+            b'{"job_type": "t", "uniqueness": {"key": "k", "debounce_seconds": 1e400}}',
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            b'{"job_type": "t", "uniqueness": {"key": "k", "debounce_seconds": -Infinity}}',
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "period_seconds": True}),
+            "'uniqueness.period_seconds' must be a number of seconds from 0.001 to 31622400 (366 days), not a boolean (True)",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": False}),
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "period_seconds": "60"}),
+            "'uniqueness.period_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": [5]}),
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 0}),
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": -5}),
+            "'uniqueness.debounce_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": 0}),
+            "'uniqueness.max_wait_seconds' must be a number of seconds from 0.001 to 31622400 (366 days), not 0; leave it out for no maximum",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": -1}),
+            "'uniqueness.max_wait_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": True}),
+            "'uniqueness.max_wait_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": 366 * 86400 + 1}),
+            "'uniqueness.max_wait_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": "1m"}),
+            "'uniqueness.max_wait_seconds' must be a number of seconds",
+        ),
+        (
+            unique({"key": "k", "debounce_seconds": 5, "max_wait_seconds": 4.5}),
+            "'uniqueness.max_wait_seconds' (4.5) must be at least 'debounce_seconds' (5); leave it out for no maximum",
+        ),
+        # Fields the coordinator refuses beside a rule.
+        (
+            unique({"key": "k", "debounce_seconds": 5}, delay_seconds=10),
+            "'uniqueness.debounce_seconds' sets the job's due time (the latest message's enqueue + the delay): drop 'delay_seconds'",
+        ),
+        (unique({"key": "k", "debounce_seconds": 5}, delay_seconds=0), "drop 'delay_seconds'"),
+        (
+            unique({"key": "k", "debounce_seconds": 5}, due="2030-01-01T00:00:00Z"),
+            "'uniqueness.debounce_seconds' sets the job's due time (the latest message's enqueue + the delay): drop 'due'",
+        ),
+        (
+            unique({"key": "k", "unique_while": ["PENDING"]}, ordering_key="o"),
+            "both 'uniqueness' and 'ordering_key'",
+        ),
+        (
+            unique({"key": "k", "period_seconds": 1}, group_id="g-1"),
+            "a group member cannot have 'uniqueness'",
+        ),
+    ],
+)
+def test_malformed_uniqueness_says_what_to_fix(body: bytes, reason: str) -> None:
+    with pytest.raises(MalformedMessageError) as raised:
+        parse_message(message(body), EnvelopeFormat())
+    assert reason in raised.value.reason
+    assert "uniqueness" in raised.value.reason
+
+
+# At each bound: the value the envelope takes and the coordinator accepts, and the
+# value just past it, which the envelope refuses and the coordinator would refuse.
+_BOUNDS = [
+    (
+        {"key": "k" * 512, "unique_while": ["PENDING"]},
+        {"key": "k" * 513, "unique_while": ["PENDING"]},
+    ),
+    ({"key": "k", "unique_while": ["CANCELLED"]}, {"key": "k", "unique_while": ["UNSPECIFIED"]}),
+    ({"key": "k", "period_seconds": 0.001}, {"key": "k", "period_seconds": 0.0009}),
+    (
+        {"key": "k", "period_seconds": 366 * 86400},
+        {"key": "k", "period_seconds": 366 * 86400 + 0.001},
+    ),
+    ({"key": "k", "debounce_seconds": 0.001}, {"key": "k", "debounce_seconds": 0.0009}),
+    (
+        {"key": "k", "debounce_seconds": 366 * 86400},
+        {"key": "k", "debounce_seconds": 366 * 86400 + 0.001},
+    ),
+    (
+        {"key": "k", "debounce_seconds": 5, "max_wait_seconds": 5},
+        {"key": "k", "debounce_seconds": 5, "max_wait_seconds": 4.999},
+    ),
+    (
+        {"key": "k", "debounce_seconds": 5, "max_wait_seconds": 366 * 86400},
+        {"key": "k", "debounce_seconds": 5, "max_wait_seconds": 366 * 86400 + 0.001},
+    ),
+]
+
+
+def _coordinator_check(rule: Uniqueness) -> None:
+    """What the coordinator's Enqueue does with the rule (api/convert.py, engine/uniqueness.py)."""
+    spec = JobRequest(job_type="t", uniqueness=rule).to_proto()
+    converted = uniqueness_from_spec(spec)
+    assert converted is not None
+    check_uniqueness(converted, new_job_from_spec(spec), 512)
+
+
+@pytest.mark.parametrize(("inside", "outside"), _BOUNDS)
+def test_the_envelope_bounds_are_the_coordinators(inside: object, outside: dict[str, Any]) -> None:
+    accepted = parse_message(message(unique(inside)), EnvelopeFormat())
+    assert accepted.uniqueness is not None
+    _coordinator_check(accepted.uniqueness)
+    with pytest.raises(MalformedMessageError):
+        parse_message(message(unique(outside)), EnvelopeFormat())
+    statuses = [JobStatus[s] for s in outside.get("unique_while", ())]
+    past = Uniqueness(
+        outside["key"],
+        statuses=tuple(statuses),
+        period=outside.get("period_seconds"),
+        delay=outside.get("debounce_seconds"),
+        max_wait=outside.get("max_wait_seconds"),
+    )
+    with pytest.raises(InvalidArgument):
+        _coordinator_check(past)
 
 
 def test_fixed_job_type_keeps_the_body() -> None:

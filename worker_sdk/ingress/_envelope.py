@@ -12,7 +12,17 @@ Two formats, chosen per adapter:
        "priority": 5, "delay_seconds": 30, "idempotency_key": "inv-1/charge"}
 
   Unknown fields are rejected, so a typo (``"priorty"``) dead-letters the
-  message instead of silently enqueueing a job without it.
+  message instead of silently enqueueing a job without it. A ``uniqueness``
+  object gives the job one uniqueness rule (docs/uniqueness.md), spelled as
+  the envelope spells durations::
+
+      {"key": "acct-42", "unique_while": ["PENDING", "RUNNING"]}
+      {"key": "digest", "period_seconds": 600}
+      {"key": "reindex-7", "debounce_seconds": 30, "max_wait_seconds": 300}
+
+  The envelope refuses every rule the coordinator refuses (at its default
+  string limit), saying why, so such a message is dead-lettered as malformed
+  rather than sent.
 * **Fixed job type** (``EnvelopeFormat(job_type=...)``): every message of the
   queue is a job of that type and the body, untouched, is its payload; the
   message's content type travels with it (JSON when absent and the body parses
@@ -22,7 +32,11 @@ Idempotency. Unless the envelope carries its own ``idempotency_key``, the key
 is derived from the broker's id of the message (RabbitMQ ``message_id``, NATS
 ``Nats-Msg-Id`` or stream sequence), prefixed with the source so two queues
 never collide. The coordinator dedupes per tenant and key, so a redelivered
-message returns the job its first delivery created.
+message returns the job its first delivery created. The coordinator checks
+that key before a uniqueness rule (``store/uniqueness.py``), so the redelivery
+of a message that stored a job gets that job back and is never debounced into
+it again. A message its uniqueness key answered with another message's job
+stored nothing under its own key: a redelivery of it meets the rule afresh.
 
 Everything wrong with a message itself raises :class:`MalformedMessageError`
 with a reason a person can act on; the adapters dead-letter it.
@@ -33,11 +47,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
 from .._codec import BYTES_CONTENT_TYPE, JSON_CONTENT_TYPE
-from .._convert import JobCategory, JobRequest, WorkflowRef
+from .._convert import JobCategory, JobRequest, JobStatus, Uniqueness, WorkflowRef
 
 __all__ = [
     "EnvelopeFormat",
@@ -49,6 +64,12 @@ __all__ = [
 
 # Keys longer than this are replaced by a hash: the coordinator limits strings to 512 characters.
 _MAX_KEY_LENGTH = 200
+# The coordinator's string limit (``max_string_length``) unless its settings lower it.
+_MAX_STRING_LENGTH = 512
+# A uniqueness period, debounce delay or max wait: the coordinator keeps whole
+# milliseconds (a shorter span would be 0 there, and refused) up to 366 days.
+_MIN_SPAN_SECONDS = 0.001
+_MAX_SPAN_SECONDS = 366 * 86_400
 
 _WORKFLOW_FIELDS = {f.name: f.type for f in dataclasses.fields(WorkflowRef)}
 _ENVELOPE_FIELDS = frozenset(
@@ -69,9 +90,14 @@ _ENVELOPE_FIELDS = frozenset(
         "ordering_key",
         "parent_job_id",
         "group_id",
+        "uniqueness",
         "traceparent",
     }
 )
+# The fields of ``uniqueness``: the key, then one rule (max_wait only with debounce).
+_UNIQUENESS_RULES = ("unique_while", "period_seconds", "debounce_seconds")
+_UNIQUENESS_FIELDS = ("key", *_UNIQUENESS_RULES, "max_wait_seconds")
+_UNIQUE_WHILE_STATUSES = tuple(s for s in JobStatus if s is not JobStatus.UNSPECIFIED)
 
 
 class MalformedMessageError(ValueError):
@@ -173,6 +199,13 @@ def parse_message(message: InboundMessage, fmt: EnvelopeFormat) -> JobRequest:
     delay = _optional_number(envelope, "delay_seconds")
     if due is not None and delay is not None:
         raise MalformedMessageError("give either 'due' or 'delay_seconds', not both")
+    ordering_key = _optional_str(envelope, "ordering_key")
+    group_id = _optional_str(envelope, "group_id")
+    uniqueness = _uniqueness(envelope.get("uniqueness"))
+    if uniqueness is not None:
+        _check_uniqueness_fits(
+            uniqueness, due=due, delay=delay, ordering_key=ordering_key, group_id=group_id
+        )
     traceparent = _optional_str(envelope, "traceparent") or message.traceparent
     return JobRequest(
         job_type=job_type,
@@ -188,9 +221,10 @@ def parse_message(message: InboundMessage, fmt: EnvelopeFormat) -> JobRequest:
         heartbeat_timeout=_optional_number(envelope, "heartbeat_timeout_seconds"),
         idempotency_key=_optional_str(envelope, "idempotency_key") or message.idempotency_key,
         concurrency_key=_optional_str(envelope, "concurrency_key"),
-        ordering_key=_optional_str(envelope, "ordering_key"),
+        ordering_key=ordering_key,
         parent_job_id=_optional_str(envelope, "parent_job_id"),
-        group_id=_optional_str(envelope, "group_id"),
+        group_id=group_id,
+        uniqueness=uniqueness,
         traceparent=traceparent,
         tracestate=message.tracestate if traceparent == message.traceparent else None,
     )
@@ -288,3 +322,127 @@ def _category(value: Any, default: JobCategory) -> JobCategory:
         raise MalformedMessageError(
             f"unknown 'category' {value!r}; expected one of: {choices}"
         ) from None
+
+
+def _uniqueness(value: Any) -> Uniqueness | None:
+    """The envelope's ``uniqueness`` object as a rule: its key and exactly one of
+    ``unique_while``, ``period_seconds`` or ``debounce_seconds`` (null is absent)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MalformedMessageError(
+            "'uniqueness' must be an object such as "
+            '{"key": "acct-42", "unique_while": ["PENDING", "RUNNING"]}, '
+            f"not {type(value).__name__}"
+        )
+    unknown = sorted(set(value) - set(_UNIQUENESS_FIELDS))
+    if unknown:
+        raise MalformedMessageError(
+            f"unknown 'uniqueness' field(s) {', '.join(map(repr, unknown))}; "
+            f"expected some of: {', '.join(_UNIQUENESS_FIELDS)}"
+        )
+    key = _unique_key(value.get("key"))
+    rules = [name for name in _UNIQUENESS_RULES if value.get(name) is not None]
+    if len(rules) != 1:
+        given = f"it gives {' and '.join(map(repr, rules))}" if rules else "it gives none"
+        raise MalformedMessageError(
+            "'uniqueness' takes exactly one rule: 'unique_while' (a list of job statuses), "
+            f"'period_seconds' or 'debounce_seconds'; {given}"
+        )
+    [rule] = rules
+    max_wait = value.get("max_wait_seconds")
+    if max_wait is not None and rule != "debounce_seconds":
+        raise MalformedMessageError(
+            f"'uniqueness.max_wait_seconds' goes with 'debounce_seconds', not with {rule!r}"
+        )
+    if rule == "unique_while":
+        return Uniqueness.unique_while(key, *_unique_while_statuses(value[rule]))
+    if rule == "period_seconds":
+        return Uniqueness.for_period(key, _span_seconds(value[rule], rule))
+    delay = _span_seconds(value[rule], rule)
+    if max_wait is None:
+        return Uniqueness.debounce(key, delay)
+    longest = _span_seconds(max_wait, "max_wait_seconds", "; leave it out for no maximum")
+    if longest < delay:
+        raise MalformedMessageError(
+            f"'uniqueness.max_wait_seconds' ({max_wait!r}) must be at least "
+            f"'debounce_seconds' ({value[rule]!r}); leave it out for no maximum"
+        )
+    return Uniqueness.debounce(key, delay, longest)
+
+
+def _unique_key(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise MalformedMessageError(
+            f"'uniqueness.key' must be a non-empty string such as 'acct-42', not {value!r}"
+        )
+    if len(value) > _MAX_STRING_LENGTH:
+        raise MalformedMessageError(
+            f"'uniqueness.key' is {len(value)} characters long; the limit is {_MAX_STRING_LENGTH}"
+        )
+    if "\x00" in value:
+        raise MalformedMessageError("'uniqueness.key' must not contain a NUL character (U+0000)")
+    return value
+
+
+def _unique_while_statuses(value: Any) -> list[JobStatus]:
+    """Job statuses by name, in any case, with or without ``JOB_STATUS_``."""
+    choices = ", ".join(_UNIQUE_WHILE_STATUSES)
+    if not isinstance(value, list) or not value:
+        raise MalformedMessageError(
+            "'uniqueness.unique_while' must be a non-empty list of job statuses such as "
+            f'["PENDING", "RUNNING"] (some of: {choices}), not {value!r}'
+        )
+    statuses: dict[JobStatus, None] = {}
+    for name in value:
+        found = None
+        if isinstance(name, str):
+            found = JobStatus.__members__.get(name.upper().removeprefix("JOB_STATUS_"))
+        if found is None or found is JobStatus.UNSPECIFIED:
+            raise MalformedMessageError(
+                f"'uniqueness.unique_while': {name!r} is not a job status; expected some of: {choices}"
+            )
+        statuses[found] = None
+    return list(statuses)
+
+
+def _span_seconds(value: Any, name: str, hint: str = "") -> float:
+    """A period, debounce delay or max wait in seconds, within the coordinator's bounds."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+        or not _MIN_SPAN_SECONDS <= value <= _MAX_SPAN_SECONDS
+    ):
+        shown = f"a boolean ({value})" if isinstance(value, bool) else repr(value)
+        raise MalformedMessageError(
+            f"'uniqueness.{name}' must be a number of seconds from {_MIN_SPAN_SECONDS} to "
+            f"{_MAX_SPAN_SECONDS} (366 days), not {shown}{hint}"
+        )
+    return float(value)
+
+
+def _check_uniqueness_fits(
+    rule: Uniqueness,
+    *,
+    due: datetime | None,
+    delay: float | None,
+    ordering_key: str | None,
+    group_id: str | None,
+) -> None:
+    """Refuse the envelope fields the coordinator refuses beside a uniqueness rule."""
+    if ordering_key:
+        raise MalformedMessageError(
+            "a job cannot have both 'uniqueness' and 'ordering_key' (an ordering key queues "
+            "every job; uniqueness keeps one): drop one of them"
+        )
+    if group_id:
+        raise MalformedMessageError(
+            "a group member cannot have 'uniqueness': drop 'uniqueness' or 'group_id'"
+        )
+    if rule.delay is not None and (due is not None or delay is not None):
+        given = "'due'" if due is not None else "'delay_seconds'"
+        raise MalformedMessageError(
+            f"'uniqueness.debounce_seconds' sets the job's due time (the latest message's "
+            f"enqueue + the delay): drop {given}"
+        )
