@@ -5,13 +5,14 @@ Every scenario runs on RabbitMQ and on NATS JetStream (the ``broker`` fixture).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from ingress.harness import Ingress, envelope
 
 from wfj_testing import wait_until
-from worker_sdk import JobCategory, JobStatus
+from worker_sdk import AdminClient, JobCategory, JobStatus, UniqueKeyRule
 
 pytestmark = pytest.mark.e2e
 
@@ -116,6 +117,97 @@ def test_an_adapter_killed_between_enqueue_and_ack_makes_no_duplicate(ingress: I
     assert ingress.broker.unsettled() == 0
 
 
+def test_one_job_per_uniqueness_key_while_it_is_pending(ingress: Ingress) -> None:
+    ingress.coordinator()
+    adapter = ingress.adapter("--log-level", "DEBUG")
+    while_pending = {"key": "acct-42", "unique_while": ["PENDING", "RUNNING"]}
+
+    def sync(n: int, *, key: str = "acct-42", idempotency_key: str | None = None) -> bytes:
+        fields = {"idempotency_key": idempotency_key} if idempotency_key else {}
+        return envelope(
+            job_type="account.sync",
+            payload={"n": n},
+            uniqueness={**while_pending, "key": key},
+            **fields,
+        )
+
+    ingress.broker.publish(sync(1, idempotency_key="evt-1"), message_id="sync-1")
+    (first,) = wait_until(lambda: ingress.jobs(job_type="account.sync"), 30, "the first job")
+    # While that job is pending: another message of the key, a redelivery of the
+    # first (its idempotency key, another broker id) and a message of another key.
+    ingress.broker.publish(sync(2), message_id="sync-2")
+    ingress.broker.publish(sync(1, idempotency_key="evt-1"), message_id="sync-1-again")
+    ingress.broker.publish(sync(3, key="acct-7"), message_id="sync-3")
+    ingress.broker.publish(envelope(job_type="marker"), message_id="marker")
+    wait_until(lambda: ingress.jobs(job_type="marker"), 30, "the marker job")
+
+    jobs = {j.payload_value()["n"]: j for j in ingress.jobs(job_type="account.sync")}
+    assert sorted(jobs) == [1, 3], "the second message of acct-42 made a job"
+    assert jobs[1].id == first.id and jobs[1].status is JobStatus.PENDING
+    assert jobs[1].idempotency_key == "evt-1"
+    # The adapter acked both as answered by that job, and told the two apart.
+    assert adapter.count(f"→ job {first.id} (its uniqueness key's job)") == 1
+    assert adapter.count(f"→ job {first.id} (already enqueued)") == 1
+
+    # Once the key's job is no longer pending or running, the key admits a new one.
+    with AdminClient(ingress.target) as admin:
+        admin.cancel_job(first.id, reason="test: free the key")
+    ingress.broker.publish(sync(4), message_id="sync-4")
+    wait_until(
+        lambda: any(j.payload_value()["n"] == 4 for j in ingress.jobs(job_type="account.sync")),
+        30,
+        "a new job of the freed key",
+    )
+    adapter.stop()
+    assert adapter.count(
+        "IngressStats(enqueued=4, deduplicated=1, unique_hits=1, dead_lettered=0, retried=0)"
+    ), adapter.log()[-2000:]
+    assert ingress.broker.unsettled() == 0
+    assert ingress.broker.dead_letters() == []
+
+
+def test_a_debounce_key_puts_its_job_off_with_the_latest_payload(ingress: Ingress) -> None:
+    ingress.coordinator()
+    adapter = ingress.adapter("--log-level", "DEBUG")
+    # An hour's debounce: nothing here depends on the clock reaching the due time.
+    rule = {"key": "entity-7", "debounce_seconds": 3600, "max_wait_seconds": 7200}
+    ingress.broker.publish(
+        envelope(job_type="entity.reindex", payload={"change": 1}, uniqueness=rule),
+        message_id="change-1",
+    )
+    (job,) = wait_until(lambda: ingress.jobs(job_type="entity.reindex"), 30, "the job")
+    assert job.status is JobStatus.PENDING
+    assert job.create_time is not None and job.due_time == job.create_time + timedelta(hours=1)
+
+    ingress.broker.publish(
+        envelope(job_type="entity.reindex", payload={"change": 2}, uniqueness=rule),
+        message_id="change-2",
+    )
+    (debounced,) = wait_until(
+        lambda: (
+            (j := ingress.jobs(job_type="entity.reindex"))
+            and j[0].payload_value()["change"] == 2
+            and j
+        ),
+        30,
+        "the job to take the second message's payload",
+    )
+    with AdminClient(ingress.target) as admin:
+        key = admin.explain_job(job.id).unique_key
+    assert debounced.id == job.id
+    assert key is not None and key.key == "entity-7" and key.rule == UniqueKeyRule.DEBOUNCE
+    assert key.debounced == 1 and key.last_debounced is not None
+    # Put off to the second message's enqueue + the delay, bounded by the first + max wait.
+    assert debounced.due_time == key.last_debounced + timedelta(hours=1)
+    assert key.max_due == job.create_time + timedelta(hours=2)
+    assert debounced.idempotency_key == job.idempotency_key  # the first message's job
+    adapter.stop()
+    assert adapter.count(f"→ job {job.id} (debounced: its uniqueness key's pending job")
+    assert adapter.count("IngressStats(enqueued=1, deduplicated=0, unique_hits=1,")
+    assert ingress.broker.unsettled() == 0
+    assert ingress.broker.dead_letters() == []
+
+
 def test_malformed_messages_are_dead_lettered_with_a_reason(ingress: Ingress) -> None:
     ingress.coordinator()
     adapter = ingress.adapter()
@@ -124,6 +216,10 @@ def test_malformed_messages_are_dead_lettered_with_a_reason(ingress: Ingress) ->
         envelope(payload={"x": 1}): "no 'job_type'",
         envelope(job_type="ok", priorty=3): "unknown envelope field(s) 'priorty'",
         b"[1, 2]": "not an object",
+        envelope(job_type="ok", uniqueness={"key": "k"}): "'uniqueness' takes exactly one rule",
+        envelope(
+            job_type="ok", delay_seconds=5, uniqueness={"key": "k", "debounce_seconds": 5}
+        ): "malformed message: 'uniqueness.debounce_seconds' sets the job's due time",
         # Valid JSON, rejected by the coordinator (INVALID_ARGUMENT: job type too long).
         envelope(job_type="x" * 600): "rejected by the coordinator: INVALID_ARGUMENT",
     }
