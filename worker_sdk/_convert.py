@@ -50,10 +50,31 @@ def from_timestamp(value: timestamp_pb2.Timestamp) -> datetime | None:
     return value.ToDatetime(tzinfo=UTC)
 
 
-def to_duration(value: timedelta | float) -> duration_pb2.Duration:
-    """Convert a timedelta or a number of seconds to a protobuf Duration."""
+def seconds_to_timedelta(seconds: float, field: str = "duration") -> timedelta:
+    """A number of seconds as a ``timedelta``.
+
+    Raises:
+        ValueError: ``seconds`` is NaN, infinite or beyond what a ``timedelta``
+            holds (about 2.7 million years); the message names ``field``.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ValueError(f"{field} must be a number of seconds or a timedelta, not {seconds!r}")
+    if isinstance(seconds, float) and not math.isfinite(seconds):
+        raise ValueError(f"{field} must be a finite number of seconds, not {seconds!r}")
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{field} of {seconds:g} seconds is too long") from None
+
+
+def to_duration(value: timedelta | float, field: str = "duration") -> duration_pb2.Duration:
+    """Convert a timedelta or a number of seconds to a protobuf Duration.
+
+    Raises:
+        ValueError: ``value`` is not a finite number of seconds (``seconds_to_timedelta``).
+    """
     if not isinstance(value, timedelta):
-        value = timedelta(seconds=value)
+        value = seconds_to_timedelta(value, field)
     duration = duration_pb2.Duration()
     duration.FromTimedelta(value)
     return duration
@@ -351,7 +372,9 @@ class JobRequest:
         """Build the ``workflowjobs.v1.JobSpec`` message, encoding the payload.
 
         Raises:
-            ValueError: Both ``due`` and ``delay`` are set, or ``job_type`` is empty.
+            ValueError: Both ``due`` and ``delay`` are set, ``job_type`` is empty,
+                or a delay or timeout is not a finite number of seconds (or
+                ``delay`` reaches past the year 9999).
         """
         if not self.job_type:
             raise ValueError("job_type must not be empty")
@@ -381,8 +404,14 @@ class JobRequest:
         elif self.delay is not None:
             delay = self.delay
             if not isinstance(delay, timedelta):
-                delay = timedelta(seconds=delay)
-            spec.due_time.CopyFrom(to_timestamp(datetime.now(UTC) + delay))
+                delay = seconds_to_timedelta(delay, "delay")
+            try:
+                due = datetime.now(UTC) + delay
+            except OverflowError:
+                raise ValueError(
+                    f"a delay of {delay.total_seconds():g} seconds reaches past the year 9999"
+                ) from None
+            spec.due_time.CopyFrom(to_timestamp(due))
         if isinstance(self.retry_policy, RetryPolicy):
             spec.retry_policy.CopyFrom(self.retry_policy.to_proto())
         elif self.retry_policy is not None:
@@ -390,9 +419,13 @@ class JobRequest:
         if self.max_attempts is not None:
             spec.retry_policy.max_attempts = self.max_attempts
         if self.execution_timeout is not None:
-            spec.execution_timeout.CopyFrom(to_duration(self.execution_timeout))
+            spec.execution_timeout.CopyFrom(
+                to_duration(self.execution_timeout, "execution_timeout")
+            )
         if self.heartbeat_timeout is not None:
-            spec.heartbeat_timeout.CopyFrom(to_duration(self.heartbeat_timeout))
+            spec.heartbeat_timeout.CopyFrom(
+                to_duration(self.heartbeat_timeout, "heartbeat_timeout")
+            )
         if self.uniqueness is not None:
             spec.uniqueness.CopyFrom(self.uniqueness.to_proto())
         return spec

@@ -91,6 +91,22 @@ def test_defaults_come_from_the_format_and_the_message() -> None:
         ({"job_type": "t", "priorty": 1}, "unknown envelope field(s) 'priorty'"),
         ({"job_type": "t", "priority": "high"}, "'priority' must be an integer"),
         ({"job_type": "t", "delay_seconds": -1}, "non-negative number"),
+        ({"job_type": "t", "delay_seconds": True}, "'delay_seconds' must be a non-negative number"),
+        (b'{"job_type": "t", "delay_seconds": Infinity}', "'delay_seconds' must be a finite"),
+        (b'{"job_type": "t", "delay_seconds": NaN}', "'delay_seconds' must be a finite"),
+        (b'{"job_type": "t", "delay_seconds": 1e400}', "'delay_seconds' must be a finite"),
+        (
+            b'{"job_type": "t", "execution_timeout_seconds": -Infinity}',
+            "'execution_timeout_seconds' must be a finite",
+        ),
+        (
+            {"job_type": "t", "heartbeat_timeout_seconds": 10**400},
+            "'heartbeat_timeout_seconds' must be a finite",
+        ),
+        (
+            {"job_type": "t", "execution_timeout_seconds": 366 * 86_400 + 1},
+            "'execution_timeout_seconds' must be at most 31622400 seconds (366 days)",
+        ),
         ({"job_type": "t", "due": "tomorrow"}, "ISO 8601"),
         ({"job_type": "t", "due": "2030-01-01T00:00:00Z", "delay_seconds": 1}, "not both"),
         ({"job_type": "t", "workflow": {"instance": "x"}}, "unknown 'workflow' field(s)"),
@@ -102,6 +118,22 @@ def test_malformed_envelopes_say_why(body: object, reason: str) -> None:
     with pytest.raises(MalformedMessageError) as raised:
         parse_message(message(body), EnvelopeFormat())
     assert reason in raised.value.reason
+
+
+def test_the_longest_timeouts_are_accepted() -> None:
+    longest = 366 * 86_400
+    request = parse_message(
+        message(
+            {
+                "job_type": "t",
+                "execution_timeout_seconds": longest,
+                "heartbeat_timeout_seconds": longest,
+            }
+        ),
+        EnvelopeFormat(),
+    )
+    spec = request.to_proto()
+    assert (spec.execution_timeout.seconds, spec.heartbeat_timeout.seconds) == (longest, longest)
 
 
 def unique(rule: object, **fields: object) -> bytes:

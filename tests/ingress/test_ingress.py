@@ -220,6 +220,10 @@ def test_malformed_messages_are_dead_lettered_with_a_reason(ingress: Ingress) ->
         envelope(
             job_type="ok", delay_seconds=5, uniqueness={"key": "k", "debounce_seconds": 5}
         ): "malformed message: 'uniqueness.debounce_seconds' sets the job's due time",
+        # JSON's Infinity, and a delay the job's due time cannot hold: refused
+        # before the coordinator, never left unsettled.
+        b'{"job_type": "ok", "delay_seconds": Infinity}': "'delay_seconds' must be a finite",
+        envelope(job_type="ok", delay_seconds=1e12): "reaches past the year 9999",
         # Valid JSON, rejected by the coordinator (INVALID_ARGUMENT: job type too long).
         envelope(job_type="x" * 600): "rejected by the coordinator: INVALID_ARGUMENT",
     }

@@ -67,7 +67,8 @@ _MAX_KEY_LENGTH = 200
 # The coordinator's string limit (``max_string_length``) unless its settings lower it.
 _MAX_STRING_LENGTH = 512
 # A uniqueness period, debounce delay or max wait: the coordinator keeps whole
-# milliseconds (a shorter span would be 0 there, and refused) up to 366 days.
+# milliseconds (a shorter span would be 0 there, and refused) up to 366 days,
+# its longest duration (also the bound of the execution and heartbeat timeouts).
 _MIN_SPAN_SECONDS = 0.001
 _MAX_SPAN_SECONDS = 366 * 86_400
 
@@ -217,8 +218,12 @@ def parse_message(message: InboundMessage, fmt: EnvelopeFormat) -> JobRequest:
         due=due,
         delay=delay,
         max_attempts=_optional_int(envelope, "max_attempts"),
-        execution_timeout=_optional_number(envelope, "execution_timeout_seconds"),
-        heartbeat_timeout=_optional_number(envelope, "heartbeat_timeout_seconds"),
+        execution_timeout=_optional_number(
+            envelope, "execution_timeout_seconds", _MAX_SPAN_SECONDS
+        ),
+        heartbeat_timeout=_optional_number(
+            envelope, "heartbeat_timeout_seconds", _MAX_SPAN_SECONDS
+        ),
         idempotency_key=_optional_str(envelope, "idempotency_key") or message.idempotency_key,
         concurrency_key=_optional_str(envelope, "concurrency_key"),
         ordering_key=ordering_key,
@@ -270,13 +275,29 @@ def _optional_int(envelope: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def _optional_number(envelope: dict[str, Any], name: str) -> float | None:
+def _optional_number(
+    envelope: dict[str, Any], name: str, maximum: float | None = None
+) -> float | None:
+    """A finite, non-negative number of seconds, at most ``maximum``; None when absent."""
     value = envelope.get(name)
     if value is None:
         return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+    if not isinstance(value, int | float) or isinstance(value, bool):
         raise MalformedMessageError(f"'{name}' must be a non-negative number, not {value!r}")
-    return float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds < 0:
+        raise MalformedMessageError(
+            f"'{name}' must be a finite, non-negative number of seconds, not {value!r}"
+        )
+    if maximum is not None and seconds > maximum:
+        raise MalformedMessageError(
+            f"'{name}' must be at most {maximum:.0f} seconds ({maximum / 86_400:g} days), "
+            f"not {value!r}"
+        )
+    return seconds
 
 
 def _optional_datetime(envelope: dict[str, Any], name: str) -> datetime | None:
