@@ -131,7 +131,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION_RE.match(text)
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30s, 5m, 2h, 1d)")
-    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    try:
+        return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} is too long a duration") from None
 
 
 def _attempt_text(job: JobView) -> str:

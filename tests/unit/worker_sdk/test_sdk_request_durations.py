@@ -1,14 +1,17 @@
 """A job request's delay and timeouts that no timestamp or duration can hold
-are refused with a ValueError naming the field (never OverflowError)."""
+are refused with a ValueError naming the field, and the CLI's durations with a
+usage error (never OverflowError)."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from datetime import timedelta
 
 import pytest
 
 from worker_sdk import JobRequest
+from worker_sdk.cli.commands import parse_duration
 
 
 @pytest.mark.parametrize(
@@ -39,3 +42,9 @@ def test_ordinary_delays_and_timeouts_convert() -> None:
     assert message.HasField("due_time")
     assert message.execution_timeout.ToTimedelta() == timedelta(seconds=2.5)
     assert message.heartbeat_timeout.seconds == 9
+
+
+def test_the_cli_refuses_a_duration_too_long_to_hold_as_a_usage_error() -> None:
+    assert parse_duration("90m") == timedelta(minutes=90)
+    with pytest.raises(argparse.ArgumentTypeError, match="'99999999999999d' is too long"):
+        parse_duration("99999999999999d")
