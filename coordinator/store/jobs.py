@@ -1222,11 +1222,14 @@ class JobQueries(EventQueries):
             )
         )
 
-    def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
+    def _lock_job(self, conn: sa.Connection, job_id: str) -> JobRecord | None:
         query = sa.select(jobs).where(jobs.c.id == job_id)
         if self.is_postgres:
             query = query.with_for_update()
-        return conn.execute(query).first()
+        row = conn.execute(query).first()
+        return JobRecord(*row) if row is not None else None
 
-    def _read_job(self, conn: sa.Connection, job_id: str) -> Any:
-        return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+    def _read_job(self, conn: sa.Connection, job_id: str) -> JobRecord | None:
+        # A JobRecord, as every other read hands out (``JobRow``), not the bare row.
+        row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+        return JobRecord(*row) if row is not None else None
