@@ -194,14 +194,19 @@ def postgres_connect_args(
         # server's default stays.
         connect_args["prepare_threshold"] = PREPARE_THRESHOLD
         connect_args["options"] = (
-            server_options(
-                bounds, sa.engine.make_url(url).query.get("options")  # type: ignore[arg-type]
-            )
+            server_options(bounds, _url_options(url))
             + f" -c plan_cache_mode={plan_cache_mode_setting()}"
         )
     else:
         connect_args["prepare_threshold"] = None
     return connect_args
+
+
+def _url_options(url: str) -> str | None:
+    """The URL's own ``options`` as libpq reads them: given more than once (which
+    SQLAlchemy hands on as a tuple), the last one."""
+    given = sa.engine.make_url(url).query.get("options")
+    return given[-1] if isinstance(given, tuple) else given
 
 
 LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"
