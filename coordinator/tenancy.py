@@ -24,8 +24,12 @@ ALL_TENANTS = "*"
 TenantScope = frozenset[str] | None
 
 
-def allows(scope: TenantScope, tenant_id: str) -> bool:
-    """True when ``scope`` may touch ``tenant_id``'s jobs."""
+def allows(scope: Collection[str] | None, tenant_id: str) -> bool:
+    """True when ``scope`` may touch ``tenant_id``'s jobs.
+
+    Any collection of tenant ids will do: a ``WorkerView`` holds its scope
+    sorted, as a tuple, for display.
+    """
     return scope is None or tenant_id in scope
 
 

@@ -47,13 +47,19 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self._engine = engine
 
     async def GetJob(
-        self, request: apb.AdminServiceGetJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.AdminServiceGetJobRequest,
+        context: grpc.aio.ServicerContext[
+            apb.AdminServiceGetJobRequest, apb.AdminServiceGetJobResponse
+        ],
     ) -> apb.AdminServiceGetJobResponse:
         row, attempts = await self._engine.get_job(request.job_id, with_attempts=True)
         return apb.AdminServiceGetJobResponse(job=convert.job_to_proto(row, attempts))
 
     async def ListJobs(
-        self, request: apb.ListJobsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListJobsRequest,
+        context: grpc.aio.ServicerContext[apb.ListJobsRequest, apb.ListJobsResponse],
     ) -> apb.ListJobsResponse:
         page = await self._engine.list_jobs(
             convert.filter_from_proto(request.filter),
@@ -71,7 +77,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def GetStats(
-        self, request: apb.GetStatsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.GetStatsRequest,
+        context: grpc.aio.ServicerContext[apb.GetStatsRequest, apb.GetStatsResponse],
     ) -> apb.GetStatsResponse:
         window = (
             convert.duration_ms(request.window, "window") * 1000
@@ -93,7 +101,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                 apb.StatusCount(
                     tenant_id=r.tenant_id,
                     job_type=r.job_type,
-                    status=r.status,
+                    status=r.status,  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
                     count=r.count,
                     scheduled=r.scheduled,
                 )
@@ -125,7 +133,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def Pause(
-        self, request: apb.PauseRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.PauseRequest,
+        context: grpc.aio.ServicerContext[apb.PauseRequest, apb.PauseResponse],
     ) -> apb.PauseResponse:
         expires = (
             convert.ts_to_us(request.expire_time, "expire_time")
@@ -141,7 +151,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.PauseResponse(pause=convert.pause_to_proto(record))
 
     async def Unpause(
-        self, request: apb.UnpauseRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.UnpauseRequest,
+        context: grpc.aio.ServicerContext[apb.UnpauseRequest, apb.UnpauseResponse],
     ) -> apb.UnpauseResponse:
         lifted = await self._engine.unpause(
             convert.scope_from_proto(request.scope), audit_actor(request.actor)
@@ -149,7 +161,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.UnpauseResponse(lifted=[convert.pause_to_proto(r) for r in lifted])
 
     async def ListPauses(
-        self, request: apb.ListPausesRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListPausesRequest,
+        context: grpc.aio.ServicerContext[apb.ListPausesRequest, apb.ListPausesResponse],
     ) -> apb.ListPausesResponse:
         records, next_token = await self._engine.list_pauses(
             request.include_lifted, request.tenant_id, request.page_size, request.page_token
@@ -159,13 +173,19 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def SetTenantWeight(
-        self, request: apb.SetTenantWeightRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.SetTenantWeightRequest,
+        context: grpc.aio.ServicerContext[apb.SetTenantWeightRequest, apb.SetTenantWeightResponse],
     ) -> apb.SetTenantWeightResponse:
         await self._engine.set_tenant_weight(request.tenant_id, request.weight)
         return apb.SetTenantWeightResponse()
 
     async def ListTenantWeights(
-        self, request: apb.ListTenantWeightsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListTenantWeightsRequest,
+        context: grpc.aio.ServicerContext[
+            apb.ListTenantWeightsRequest, apb.ListTenantWeightsResponse
+        ],
     ) -> apb.ListTenantWeightsResponse:
         weights = await self._engine.list_tenant_weights(request.tenant_id)
         return apb.ListTenantWeightsResponse(
@@ -174,38 +194,58 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def SetCategoryWeight(
-        self, request: apb.SetCategoryWeightRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.SetCategoryWeightRequest,
+        context: grpc.aio.ServicerContext[
+            apb.SetCategoryWeightRequest, apb.SetCategoryWeightResponse
+        ],
     ) -> apb.SetCategoryWeightResponse:
         category = convert.category_from_proto(request.category)
         await self._engine.set_category_weight(request.tenant_id, category, request.weight)
         return apb.SetCategoryWeightResponse()
 
     async def ListCategoryWeights(
-        self, request: apb.ListCategoryWeightsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListCategoryWeightsRequest,
+        context: grpc.aio.ServicerContext[
+            apb.ListCategoryWeightsRequest, apb.ListCategoryWeightsResponse
+        ],
     ) -> apb.ListCategoryWeightsResponse:
         weights = await self._engine.list_category_weights(request.tenant_id)
         return apb.ListCategoryWeightsResponse(
             weights=[
-                apb.CategoryWeight(tenant_id=t, category=k, weight=w)
+                apb.CategoryWeight(tenant_id=t, category=k, weight=w)  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
                 for (t, k), w in sorted(weights.items())
             ]
         )
 
     async def RemoveCategoryWeight(
-        self, request: apb.RemoveCategoryWeightRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.RemoveCategoryWeightRequest,
+        context: grpc.aio.ServicerContext[
+            apb.RemoveCategoryWeightRequest, apb.RemoveCategoryWeightResponse
+        ],
     ) -> apb.RemoveCategoryWeightResponse:
         category = convert.category_from_proto(request.category)
         removed = await self._engine.remove_category_weight(request.tenant_id, category)
         return apb.RemoveCategoryWeightResponse(removed=removed)
 
     async def SetConcurrencyLimit(
-        self, request: apb.SetConcurrencyLimitRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.SetConcurrencyLimitRequest,
+        context: grpc.aio.ServicerContext[
+            apb.SetConcurrencyLimitRequest, apb.SetConcurrencyLimitResponse
+        ],
     ) -> apb.SetConcurrencyLimitResponse:
         await self._engine.set_limit(convert.limit_from_proto(request.limit))
         return apb.SetConcurrencyLimitResponse()
 
     async def ListConcurrencyLimits(
-        self, request: apb.ListConcurrencyLimitsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListConcurrencyLimitsRequest,
+        context: grpc.aio.ServicerContext[
+            apb.ListConcurrencyLimitsRequest, apb.ListConcurrencyLimitsResponse
+        ],
     ) -> apb.ListConcurrencyLimitsResponse:
         limits = await self._engine.list_limits()
         return apb.ListConcurrencyLimitsResponse(
@@ -213,13 +253,17 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def SetRateLimit(
-        self, request: apb.SetRateLimitRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.SetRateLimitRequest,
+        context: grpc.aio.ServicerContext[apb.SetRateLimitRequest, apb.SetRateLimitResponse],
     ) -> apb.SetRateLimitResponse:
         await self._engine.set_rate_limit(convert.rate_limit_from_proto(request.limit))
         return apb.SetRateLimitResponse()
 
     async def ListRateLimits(
-        self, request: apb.ListRateLimitsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListRateLimitsRequest,
+        context: grpc.aio.ServicerContext[apb.ListRateLimitsRequest, apb.ListRateLimitsResponse],
     ) -> apb.ListRateLimitsResponse:
         limits = await self._engine.list_rate_limits()
         return apb.ListRateLimitsResponse(
@@ -227,14 +271,18 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def RemoveRateLimit(
-        self, request: apb.RemoveRateLimitRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.RemoveRateLimitRequest,
+        context: grpc.aio.ServicerContext[apb.RemoveRateLimitRequest, apb.RemoveRateLimitResponse],
     ) -> apb.RemoveRateLimitResponse:
         kind = convert.limit_kind_from_proto(request.kind, "kind")
         removed = await self._engine.remove_rate_limit(kind, request.value)
         return apb.RemoveRateLimitResponse(removed=removed)
 
     async def ExplainJob(
-        self, request: apb.ExplainJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ExplainJobRequest,
+        context: grpc.aio.ServicerContext[apb.ExplainJobRequest, apb.ExplainJobResponse],
     ) -> apb.ExplainJobResponse:
         row, reasons = await explain(self._engine, request.job_id, tenant_scope())
         failure = await last_failure(self._engine, row)
@@ -249,25 +297,35 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     # -- operator actions (engine/operations.py) ------------------------------------
 
     async def RetryJob(
-        self, request: apb.RetryJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.RetryJobRequest,
+        context: grpc.aio.ServicerContext[apb.RetryJobRequest, apb.RetryJobResponse],
     ) -> apb.RetryJobResponse:
         row = await self._engine.ops.retry_job(request.job_id, request.keep_attempts)
         return apb.RetryJobResponse(job=convert.job_to_proto(row))
 
     async def CancelJob(
-        self, request: apb.CancelJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.CancelJobRequest,
+        context: grpc.aio.ServicerContext[apb.CancelJobRequest, apb.CancelJobResponse],
     ) -> apb.CancelJobResponse:
         row = await self._engine.ops.cancel_job(request.job_id, request.reason)
         return apb.CancelJobResponse(job=convert.job_to_proto(row))
 
     async def GetGroup(
-        self, request: apb.AdminServiceGetGroupRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.AdminServiceGetGroupRequest,
+        context: grpc.aio.ServicerContext[
+            apb.AdminServiceGetGroupRequest, apb.AdminServiceGetGroupResponse
+        ],
     ) -> apb.AdminServiceGetGroupResponse:
         group = await self._engine.groups.get(request.group_id)
         return apb.AdminServiceGetGroupResponse(group=convert.group_to_proto(group))
 
     async def CancelGroup(
-        self, request: apb.CancelGroupRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.CancelGroupRequest,
+        context: grpc.aio.ServicerContext[apb.CancelGroupRequest, apb.CancelGroupResponse],
     ) -> apb.CancelGroupResponse:
         group, cancelled = await self._engine.groups.cancel(request.group_id, request.reason)
         return apb.CancelGroupResponse(
@@ -275,19 +333,25 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def UnlockJob(
-        self, request: apb.UnlockJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.UnlockJobRequest,
+        context: grpc.aio.ServicerContext[apb.UnlockJobRequest, apb.UnlockJobResponse],
     ) -> apb.UnlockJobResponse:
         row = await self._engine.ops.unlock_job(request.job_id)
         return apb.UnlockJobResponse(job=convert.job_to_proto(row))
 
     async def ReplayJob(
-        self, request: apb.ReplayJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ReplayJobRequest,
+        context: grpc.aio.ServicerContext[apb.ReplayJobRequest, apb.ReplayJobResponse],
     ) -> apb.ReplayJobResponse:
         row = await self._engine.ops.replay_job(request.job_id)
         return apb.ReplayJobResponse(job=convert.job_to_proto(row))
 
     async def BulkRetryJobs(
-        self, request: apb.BulkRetryJobsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.BulkRetryJobsRequest,
+        context: grpc.aio.ServicerContext[apb.BulkRetryJobsRequest, apb.BulkRetryJobsResponse],
     ) -> apb.BulkRetryJobsResponse:
         result = await self._engine.ops.bulk_retry(
             convert.filter_from_proto(request.filter), request.dry_run, request.keep_attempts
@@ -295,7 +359,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.BulkRetryJobsResponse(matched=result.matched, changed=result.changed)
 
     async def BulkCancelJobs(
-        self, request: apb.BulkCancelJobsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.BulkCancelJobsRequest,
+        context: grpc.aio.ServicerContext[apb.BulkCancelJobsRequest, apb.BulkCancelJobsResponse],
     ) -> apb.BulkCancelJobsResponse:
         result = await self._engine.ops.bulk_cancel(
             convert.filter_from_proto(request.filter), request.dry_run, request.reason
@@ -303,32 +369,46 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.BulkCancelJobsResponse(matched=result.matched, changed=result.changed)
 
     async def Drain(
-        self, request: apb.DrainRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.DrainRequest,
+        context: grpc.aio.ServicerContext[apb.DrainRequest, apb.DrainResponse],
     ) -> apb.DrainResponse:
         await self._engine.ops.drain(request.cluster, request.worker_id)
         return apb.DrainResponse()
 
     async def Undrain(
-        self, request: apb.UndrainRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.UndrainRequest,
+        context: grpc.aio.ServicerContext[apb.UndrainRequest, apb.UndrainResponse],
     ) -> apb.UndrainResponse:
         await self._engine.ops.undrain(request.cluster, request.worker_id)
         return apb.UndrainResponse()
 
     async def ListWorkers(
-        self, request: apb.ListWorkersRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListWorkersRequest,
+        context: grpc.aio.ServicerContext[apb.ListWorkersRequest, apb.ListWorkersResponse],
     ) -> apb.ListWorkersResponse:
         workers = await self._engine.ops.list_workers()
         return apb.ListWorkersResponse(workers=[convert.worker_to_proto(w) for w in workers])
 
     async def SetJobTypeDefaults(
-        self, request: apb.SetJobTypeDefaultsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.SetJobTypeDefaultsRequest,
+        context: grpc.aio.ServicerContext[
+            apb.SetJobTypeDefaultsRequest, apb.SetJobTypeDefaultsResponse
+        ],
     ) -> apb.SetJobTypeDefaultsResponse:
         job_type, defaults = convert.type_defaults_from_proto(request.defaults)
         await self._engine.set_job_type_defaults(job_type, defaults)
         return apb.SetJobTypeDefaultsResponse()
 
     async def ListJobTypeDefaults(
-        self, request: apb.ListJobTypeDefaultsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.ListJobTypeDefaultsRequest,
+        context: grpc.aio.ServicerContext[
+            apb.ListJobTypeDefaultsRequest, apb.ListJobTypeDefaultsResponse
+        ],
     ) -> apb.ListJobTypeDefaultsResponse:
         return apb.ListJobTypeDefaultsResponse(
             defaults=[
@@ -338,7 +418,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     async def WhoAmI(
-        self, request: apb.WhoAmIRequest, context: grpc.aio.ServicerContext
+        self,
+        request: apb.WhoAmIRequest,
+        context: grpc.aio.ServicerContext[apb.WhoAmIRequest, apb.WhoAmIResponse],
     ) -> apb.WhoAmIResponse:
         principal = current_principal()
         if principal is None:

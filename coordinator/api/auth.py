@@ -61,7 +61,14 @@ import grpc
 
 from coordinator import tenancy
 from coordinator.api.errors import status_for
-from coordinator.api.handlers import rewrap, yields
+from coordinator.api.handlers import (
+    CallContext,
+    Continuation,
+    Handler,
+    ServerInterceptor,
+    rewrap,
+    yields,
+)
 from coordinator.errors import NotFound, PermissionDenied, Unauthenticated
 from coordinator.tenancy import ALL_TENANTS, TenantScope
 
@@ -430,7 +437,7 @@ def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
     return None
 
 
-class TokenGate(grpc.aio.ServerInterceptor):
+class TokenGate(ServerInterceptor):
     """Checks the bearer token and the role before the request is decoded.
 
     Both come from the call's metadata and method alone, so an unauthenticated
@@ -446,9 +453,9 @@ class TokenGate(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Continuation,
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         method = handler_call_details.method
         service = method.split("/")[1] if method.count("/") >= 2 else method
         handler = await continuation(handler_call_details)
@@ -458,7 +465,7 @@ class TokenGate(grpc.aio.ServerInterceptor):
         authorize = self._auth.authorize
 
         def gated_unary(inner: Callable[..., Any]) -> Callable[..., Any]:
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_unary(request: Any, context: CallContext) -> Any:
                 authorize(method, metadata)
                 return await inner(request, context)
 
@@ -468,7 +475,7 @@ class TokenGate(grpc.aio.ServerInterceptor):
             if not yields(inner):
                 return None
 
-            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def stream_stream(request_iter: Any, context: CallContext) -> Any:
                 try:
                     authorize(method, metadata)
                 except (Unauthenticated, PermissionDenied):
@@ -481,18 +488,18 @@ class TokenGate(grpc.aio.ServerInterceptor):
 
         def gated_unary_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
             # WatchJobEvents, and health's Watch when health is not open.
-            async def admit(context: grpc.aio.ServicerContext) -> None:
+            async def admit(context: CallContext) -> None:
                 try:
                     authorize(method, metadata)
                 except (Unauthenticated, PermissionDenied) as e:
                     await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
 
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_stream(request: Any, context: CallContext) -> Any:
                 await admit(context)
                 async for item in inner(request, context):
                     yield item
 
-            async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
+            async def unary_stream_writer(request: Any, context: CallContext) -> None:
                 await admit(context)
                 await inner(request, context)
 
@@ -508,7 +515,7 @@ class TokenGate(grpc.aio.ServerInterceptor):
         )
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(ServerInterceptor):
     """Authenticates every call, checks its role and tenant scope, and exposes the
     caller to servicers through ``current_principal()``.
 
@@ -568,9 +575,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Continuation,
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         method = handler_call_details.method
         service = method.split("/")[1] if method.count("/") >= 2 else method
         handler = await continuation(handler_call_details)
@@ -584,7 +591,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         engine = self._engine
 
         def checked_unary(inner: Callable[..., Any]) -> Callable[..., Any]:
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_unary(request: Any, context: CallContext) -> Any:
                 principal = self._authorize(method, metadata)
                 await policy(request, principal, engine)
                 token = _principal.set(principal)
@@ -596,7 +603,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return unary_unary
 
         def checked_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
-            async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def stream_stream(request_iter: Any, context: CallContext) -> Any:
                 try:
                     principal = self._authorize(method, metadata)
                     if policy is _cluster_wide:
@@ -612,14 +619,14 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
         def checked_unary_stream(inner: Callable[..., Any]) -> Callable[..., Any]:
             # grpc.health.v1.Health/Watch (when health is not open) and WatchJobEvents.
-            async def admit(request: Any, context: grpc.aio.ServicerContext) -> None:
+            async def admit(request: Any, context: CallContext) -> None:
                 try:
                     principal = self._authorize(method, metadata)
                     await policy(request, principal, engine)
                 except (Unauthenticated, PermissionDenied) as e:
                     await context.abort(status_for(e) or grpc.StatusCode.PERMISSION_DENIED, str(e))
 
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_stream(request: Any, context: CallContext) -> Any:
                 try:
                     principal = self._authorize(method, metadata)
                     await policy(request, principal, engine)
@@ -629,7 +636,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 async for item in inner(request, context):
                     yield item
 
-            async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
+            async def unary_stream_writer(request: Any, context: CallContext) -> None:
                 # The grpc.aio health servicer writes with context.write.
                 await admit(request, context)
                 await inner(request, context)
@@ -639,7 +646,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         def refused(inner: Callable[..., Any]) -> Callable[..., Any]:
             # No service of ours takes a client stream with a single answer; should
             # one appear, refuse it rather than let it through unchecked.
-            async def refuse(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def refuse(request_iter: Any, context: CallContext) -> Any:
                 await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} cannot be authorized")
 
             return refuse

@@ -2,6 +2,11 @@
 
 Malformed wire values (unknown enums, negative durations, bad timestamps)
 are rejected here with INVALID_ARGUMENT before anything reaches the engine.
+
+Enum fields are set from the domain's numbers (its IntEnums equal the proto
+enums). protoc's ``.pyi`` types an enum argument as the enum's own class, which
+no int is, though protobuf takes any int there: those lines carry
+``# type: ignore[arg-type]`` naming that stub.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from workflowjobs.v1 import scheduler_service_pb2 as spb
 from workflowjobs.v1 import worker_service_pb2 as wpb
 
 _CATEGORIES = set(jpb.JobCategory.values())
-_STATUSES = {s.value for s in JobStatus}
+_STATUSES = frozenset(int(s) for s in JobStatus)
 _MAX_TIME_US = 253402300799 * 1_000_000  # year 9999
 
 
@@ -198,9 +203,6 @@ def uniqueness_from_spec(spec: jpb.JobSpec) -> Uniqueness | None:
     )
 
 
-_STATUSES = frozenset(int(s) for s in JobStatus)
-
-
 def schedule_tick_from_spec(spec: jpb.JobSpec) -> ScheduleTick | None:
     """The scheduler tick of a job spec, or None (read only when the spec has one)."""
     if not spec.HasField("schedule_tick"):
@@ -280,10 +282,10 @@ def fill_job(job: jpb.Job, row: JobRow, attempts: Sequence[AttemptRow] = ()) -> 
     payload.data = row.payload
     payload.content_type = row.content_type
     if row.category:
-        job.category = row.category  # type: ignore[assignment]
+        job.category = row.category  # type: ignore[assignment]  # protoc .pyi: an enum is its class
     if row.priority:
         job.priority = row.priority
-    job.status = row.status  # type: ignore[assignment]
+    job.status = row.status  # type: ignore[assignment]  # protoc .pyi: an enum is its class
     job.attempt = row.attempt
     job.max_attempts = row.max_attempts
     if row.released_attempts:
@@ -343,7 +345,7 @@ def group_to_proto(row: GroupRow) -> jpb.JobGroup:
     return jpb.JobGroup(
         id=row.id,
         tenant_id=row.tenant_id,
-        status=int(row.status),  # type: ignore[arg-type]
+        status=int(row.status),  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
         total=row.total,
         pending=counts.get(int(JobStatus.PENDING), 0),
         running=counts.get(int(JobStatus.RUNNING), 0),
@@ -363,7 +365,7 @@ def attempt_to_proto(a: AttemptRow) -> jpb.JobAttempt:
         worker_id=a.worker_id or "",
         start_time=us_to_ts(a.started_at),
         end_time=us_to_ts(a.ended_at),
-        outcome=a.outcome,  # type: ignore[arg-type]
+        outcome=a.outcome,  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
         error=a.error or "",
         error_kind=a.error_kind or "",
         traceback=a.traceback or "",
@@ -449,7 +451,7 @@ def fill_outcome_results(into: Any, results: Sequence[OutcomeResult]) -> None:
         message = into.add()
         message.job_id = r.job_id
         if r.status is not None:
-            message.status = int(r.status)  # type: ignore[assignment]
+            message.status = int(r.status)
         if r.accepted:
             message.accepted = True
             if r.already_recorded:
@@ -541,7 +543,7 @@ def scope_from_proto(s: apb.PauseScope) -> PauseScope:
 def pause_to_proto(r: PauseRecord) -> apb.PauseRecord:
     return apb.PauseRecord(
         id=r.id,
-        scope=apb.PauseScope(kind=r.kind, tenant_id=r.tenant_id, value=r.value),
+        scope=apb.PauseScope(kind=r.kind, tenant_id=r.tenant_id, value=r.value),  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
         actor=r.actor,
         reason=r.reason,
         create_time=us_to_ts(r.created_at),
@@ -561,7 +563,7 @@ def limit_from_proto(limit: apb.ConcurrencyLimit) -> ConcurrencyLimit:
 
 def limit_to_proto(limit: ConcurrencyLimit, running: int) -> apb.ConcurrencyLimit:
     return apb.ConcurrencyLimit(
-        kind=int(limit.kind),  # type: ignore[arg-type]
+        kind=int(limit.kind),  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
         value=limit.value,
         max_running=limit.max_running,
         running=running,
@@ -587,7 +589,7 @@ def rate_limit_from_proto(limit: apb.RateLimit) -> RateLimit:
 
 def rate_limit_to_proto(limit: RateLimit, until: int | None, slow_level: int) -> apb.RateLimit:
     return apb.RateLimit(
-        kind=int(limit.kind),  # type: ignore[arg-type]
+        kind=int(limit.kind),  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
         value=limit.value,
         starts=limit.starts,
         period=ms_to_duration(limit.period_ms),
@@ -599,7 +601,7 @@ def rate_limit_to_proto(limit: RateLimit, until: int | None, slow_level: int) ->
 
 def wait_reason_to_proto(reason: WaitReason) -> apb.WaitReason:
     return apb.WaitReason(
-        kind=apb.WaitReason.Kind.Value(f"KIND_{reason.kind}"),
+        kind=f"KIND_{reason.kind}",
         message=reason.message,
         until=us_to_ts(reason.until),
         pause_id=reason.pause_id,
@@ -611,7 +613,7 @@ def wait_reason_to_proto(reason: WaitReason) -> apb.WaitReason:
 def unique_key_to_proto(key: UniqueKeyRow) -> apb.JobUniqueKey:
     return apb.JobUniqueKey(
         key=key.unique_key,
-        rule=apb.UniqueKeyRule.Value(f"UNIQUE_KEY_RULE_{UniqueRule(key.rule).name}"),
+        rule=f"UNIQUE_KEY_RULE_{UniqueRule(key.rule).name}",
         admit_time=us_to_ts(key.admitted_at),
         window_end_time=us_to_ts(key.window_ends_at),
         debounced=key.debounced,
@@ -672,7 +674,7 @@ def type_defaults_to_proto(job_type: str, d: JobTypeDefaults) -> apb.JobTypeDefa
         retry_policy=retry_policy_to_proto(d.retry_policy.to_json()),
         execution_timeout=ms_to_duration(d.execution_timeout_ms),
         heartbeat_timeout=ms_to_duration(d.heartbeat_timeout_ms),
-        ordering_failure=int(d.ordering_failure or 0),  # type: ignore[arg-type]
+        ordering_failure=int(d.ordering_failure or 0),  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
     )
 
 
@@ -709,7 +711,7 @@ def add_event(events: Any, e: JobEvent) -> None:
     """
     out = events.add()
     out.cursor = str(e.cursor)
-    out.kind = e.kind  # type: ignore[assignment]
+    out.kind = e.kind
     created = e.created_at
     ts = out.time
     ts.seconds = created // 1_000_000
@@ -718,7 +720,7 @@ def add_event(events: Any, e: JobEvent) -> None:
     out.tenant_id = e.tenant_id
     out.job_type = e.job_type
     _set_workflow(out, e)
-    out.status = e.status  # type: ignore[assignment]
+    out.status = e.status
     out.attempt = e.attempt
     if e.due_at is not None and e.kind in _DUE_KINDS:
         _set_ts(out.due_time, e.due_at)

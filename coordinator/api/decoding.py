@@ -27,14 +27,21 @@ domain error.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 from google.protobuf import descriptor as pbd
 from google.protobuf.message import DecodeError, Message
 
-from coordinator.api.handlers import rewrap, yields
+from coordinator.api.handlers import (
+    CallContext,
+    Continuation,
+    Handler,
+    ServerInterceptor,
+    rewrap,
+    yields,
+)
 from coordinator.engine.validation import MAX_TEXT_LENGTH
 from coordinator.errors import InvalidArgument
 
@@ -72,6 +79,11 @@ def _message_name(deserializer: Deserializer) -> str:
     return descriptor.full_name if descriptor is not None else "the request message"
 
 
+def _is_map(field: pbd.FieldDescriptor) -> bool:
+    """``field`` (of TYPE_MESSAGE, so it has a message type) is a map."""
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
 def nul_field(message: Message, prefix: str = "") -> str | None:
     """The path of the first string field of ``message`` holding U+0000, or None."""
     for field, value in message.ListFields():
@@ -84,7 +96,7 @@ def nul_field(message: Message, prefix: str = "") -> str | None:
             elif "\x00" in value:
                 return name
         elif field.type == pbd.FieldDescriptor.TYPE_MESSAGE:
-            if field.message_type.GetOptions().map_entry:
+            if _is_map(field):
                 for key, item in value.items():
                     if isinstance(key, str) and "\x00" in key:
                         return f"{name}[{key!r}]"
@@ -121,7 +133,7 @@ def long_field(message: Message, limit: int, prefix: str = "") -> tuple[str, int
                 if len(item) > most:
                     return (name if i is None else f"{name}[{i}]", len(item), most)
         elif field.type == pbd.FieldDescriptor.TYPE_MESSAGE:
-            if field.message_type.GetOptions().map_entry:
+            if _is_map(field):
                 for key, item in value.items():
                     for text in (key, item):
                         if isinstance(text, str) and len(text) > limit:
@@ -176,7 +188,7 @@ async def _decoded_stream(deserializer: Deserializer, raw_iter: Any) -> AsyncIte
 
 
 async def _decode_or_abort(
-    deserializer: Deserializer, raw: Any, context: grpc.aio.ServicerContext, limit: int
+    deserializer: Deserializer, raw: Any, context: CallContext, limit: int
 ) -> Any:
     try:
         return decode(deserializer, raw, limit)
@@ -184,7 +196,7 @@ async def _decode_or_abort(
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
 
-class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
+class RequestDecodingInterceptor(ServerInterceptor):
     """Decodes every request message itself, answering INVALID_ARGUMENT for bad bytes."""
 
     def __init__(self, max_string_length: int = 512) -> None:
@@ -192,9 +204,9 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Continuation,
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
@@ -213,7 +225,7 @@ class RequestDecodingInterceptor(grpc.aio.ServerInterceptor):
 def _decoding_unary(
     deserializer: Deserializer, limit: int, inner: Callable[..., Any]
 ) -> Callable[..., Any]:
-    async def unary_unary(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def unary_unary(raw: Any, context: CallContext) -> Any:
         request = await _decode_or_abort(deserializer, raw, context, limit)
         return await inner(request, context)
 
@@ -223,12 +235,12 @@ def _decoding_unary(
 def _decoding_unary_stream(
     deserializer: Deserializer, limit: int, inner: Callable[..., Any]
 ) -> Callable[..., Any]:
-    async def unary_stream(raw: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def unary_stream(raw: Any, context: CallContext) -> Any:
         request = await _decode_or_abort(deserializer, raw, context, limit)
         async for item in inner(request, context):
             yield item
 
-    async def unary_stream_writer(raw: Any, context: grpc.aio.ServicerContext) -> None:
+    async def unary_stream_writer(raw: Any, context: CallContext) -> None:
         # The grpc.aio health servicer writes with context.write.
         await inner(await _decode_or_abort(deserializer, raw, context, limit), context)
 
@@ -238,11 +250,11 @@ def _decoding_unary_stream(
 def _decoding_stream(deserializer: Deserializer, inner: Callable[..., Any]) -> Callable[..., Any]:
     # A bad message raises InvalidArgument where the servicer reads it;
     # the error-mapping interceptor ends the stream with that status.
-    async def stream_stream(raw_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def stream_stream(raw_iter: Any, context: CallContext) -> Any:
         async for item in inner(_decoded_stream(deserializer, raw_iter), context):
             yield item
 
-    async def stream_stream_writer(raw_iter: Any, context: grpc.aio.ServicerContext) -> None:
+    async def stream_stream_writer(raw_iter: Any, context: CallContext) -> None:
         await inner(_decoded_stream(deserializer, raw_iter), context)
 
     return stream_stream if yields(inner) else stream_stream_writer

@@ -7,13 +7,20 @@ raises on purpose carries a code and a message a person can act on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from coordinator import errors
-from coordinator.api.handlers import rewrap, yields
+from coordinator.api.handlers import (
+    CallContext,
+    Continuation,
+    Handler,
+    ServerInterceptor,
+    rewrap,
+    yields,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,7 @@ def status_for(exc: BaseException) -> grpc.StatusCode | None:
     return None
 
 
-async def _abort(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> None:
+async def _abort(context: CallContext, exc: Exception, method: str) -> None:
     if isinstance(exc, NotImplementedError):
         await context.abort(
             grpc.StatusCode.UNIMPLEMENTED, f"{method} is not implemented by this coordinator"
@@ -51,7 +58,7 @@ async def _abort(context: grpc.aio.ServicerContext, exc: Exception, method: str)
     await context.abort(code, str(exc))
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+class ErrorMappingInterceptor(ServerInterceptor):
     """Wraps every unary and streaming handler with the domain-error mapping.
 
     ``on_store_unavailable`` is called whenever a call fails because the
@@ -65,9 +72,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
             self._on_store_unavailable()
 
-    async def _end_with(
-        self, error: Exception, context: grpc.aio.ServicerContext, method: str
-    ) -> None:
+    async def _end_with(self, error: Exception, context: CallContext, method: str) -> None:
         """End the call with the status ``error`` maps to; a call already ended
         (aborted, or misused) keeps its own."""
         if isinstance(error, grpc.aio.AbortError | grpc.aio.UsageError):
@@ -78,7 +83,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
     def _mapped_unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
         """Wrap a handler with a single response."""
 
-        async def mapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def mapped(request: Any, context: CallContext) -> Any:
             try:
                 return await inner(request, context)
             except Exception as e:  # noqa: BLE001 - mapped (INTERNAL with a log if unexpected)
@@ -89,7 +94,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
     def _mapped_stream(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
         """Wrap a response-streaming handler (request or request iterator first)."""
 
-        async def mapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def mapped(request: Any, context: CallContext) -> Any:
             try:
                 async for item in inner(request, context):
                     yield item
@@ -100,9 +105,9 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Continuation,
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler

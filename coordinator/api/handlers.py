@@ -12,10 +12,29 @@ about, and a kind it leaves out keeps the handler as it is.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import grpc
+from google.protobuf.message import Message
+
+# What an interceptor sees of a call, the same for every method it wraps: the
+# request as raw bytes (outside RequestDecodingInterceptor, which decodes it)
+# or as its message, and a response message. grpc-stubs makes the types below
+# generic over that pair, but only ServicerContext is generic at run time:
+# Handler is written as a string, and ServerInterceptor is subscripted for the
+# type checker only.
+AnyRequest: TypeAlias = bytes | Message
+AnyResponse: TypeAlias = Message
+Handler: TypeAlias = "grpc.RpcMethodHandler[AnyRequest, AnyResponse]"
+CallContext: TypeAlias = grpc.aio.ServicerContext[AnyRequest, AnyResponse]
+Continuation: TypeAlias = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
+
+# The base of our interceptors: grpc.aio.ServerInterceptor, of any method.
+if TYPE_CHECKING:
+    ServerInterceptor: TypeAlias = grpc.aio.ServerInterceptor[AnyRequest, AnyResponse]
+else:
+    ServerInterceptor = grpc.aio.ServerInterceptor
 
 # The inner behaviour of a handler -> the new one, or None to leave the handler as it is.
 Wrap = Callable[[Callable[..., Any]], Callable[..., Any] | None]
@@ -29,14 +48,14 @@ _MAKERS = {
 
 
 def rewrap(
-    handler: grpc.RpcMethodHandler,
+    handler: Handler,
     *,
     unary_unary: Wrap | None = None,
     unary_stream: Wrap | None = None,
     stream_unary: Wrap | None = None,
     stream_stream: Wrap | None = None,
     decodes: bool = False,
-) -> grpc.RpcMethodHandler:
+) -> Handler:
     """``handler`` with its behaviour replaced by what the wrap of its kind
     makes of it; unchanged when that kind has no wrap or the wrap gives None.
 
@@ -70,4 +89,14 @@ def yields(behaviour: Callable[..., Any]) -> bool:
     return inspect.isasyncgenfunction(behaviour)
 
 
-__all__ = ["Wrap", "rewrap", "yields"]
+__all__ = [
+    "AnyRequest",
+    "AnyResponse",
+    "CallContext",
+    "Continuation",
+    "Handler",
+    "ServerInterceptor",
+    "Wrap",
+    "rewrap",
+    "yields",
+]

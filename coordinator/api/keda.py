@@ -24,13 +24,17 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
         self._interval = stream_interval_s
 
     async def IsActive(
-        self, request: kpb.ScaledObjectRef, context: grpc.aio.ServicerContext
+        self,
+        request: kpb.ScaledObjectRef,
+        context: grpc.aio.ServicerContext[kpb.ScaledObjectRef, kpb.IsActiveResponse],
     ) -> kpb.IsActiveResponse:
         query = ScalerQuery.from_metadata(request.scalerMetadata)
         return kpb.IsActiveResponse(result=demand(await figures(self._engine, query)) > 0)
 
     async def StreamIsActive(
-        self, request: kpb.ScaledObjectRef, context: grpc.aio.ServicerContext
+        self,
+        request: kpb.ScaledObjectRef,
+        context: grpc.aio.ServicerContext[kpb.ScaledObjectRef, kpb.IsActiveResponse],
     ) -> AsyncIterator[kpb.IsActiveResponse]:
         query = ScalerQuery.from_metadata(request.scalerMetadata)
         last: bool | None = None
@@ -42,7 +46,9 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
             await asyncio.sleep(self._interval)
 
     async def GetMetricSpec(
-        self, request: kpb.ScaledObjectRef, context: grpc.aio.ServicerContext
+        self,
+        request: kpb.ScaledObjectRef,
+        context: grpc.aio.ServicerContext[kpb.ScaledObjectRef, kpb.GetMetricSpecResponse],
     ) -> kpb.GetMetricSpecResponse:
         query = ScalerQuery.from_metadata(request.scalerMetadata)
         target = query.target_per_replica
@@ -55,7 +61,9 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
         )
 
     async def GetMetrics(
-        self, request: kpb.GetMetricsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: kpb.GetMetricsRequest,
+        context: grpc.aio.ServicerContext[kpb.GetMetricsRequest, kpb.GetMetricsResponse],
     ) -> kpb.GetMetricsResponse:
         query = ScalerQuery.from_metadata(request.scaledObjectRef.scalerMetadata)
         value = demand(await figures(self._engine, query))

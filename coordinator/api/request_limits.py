@@ -28,14 +28,20 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
 from coordinator.api.auth import current_principal, take_first_message
-from coordinator.api.handlers import rewrap
+from coordinator.api.handlers import (
+    CallContext,
+    Continuation,
+    Handler,
+    ServerInterceptor,
+    rewrap,
+)
 from coordinator.errors import ResourceExhausted
 
 ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
@@ -164,7 +170,7 @@ class StreamCounter:
         self.open_total -= 1
 
 
-class LimitsInterceptor(grpc.aio.ServerInterceptor):
+class LimitsInterceptor(ServerInterceptor):
     """Rate per credential and open-stream limits (see the module note)."""
 
     def __init__(self, limits: ApiLimits, clock: Callable[[], float] = time.monotonic) -> None:
@@ -194,7 +200,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         return principal.name
 
     def _unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
-        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def unary_unary(request: Any, context: CallContext) -> Any:
             self._charge()
             if method != WAIT_FOR_JOB:
                 return await inner(request, context)
@@ -208,7 +214,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         return unary_unary
 
     def _acquire_stream(self, inner: Callable[..., Any]) -> Callable[..., Any]:
-        async def stream_stream(request_iter: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def stream_stream(request_iter: Any, context: CallContext) -> Any:
             peer = context.peer() or "unknown"
             try:
                 self._charge()
@@ -227,7 +233,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
         return stream_stream
 
     def _watch_stream(self, inner: Callable[..., Any]) -> Callable[..., Any]:
-        async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def unary_stream(request: Any, context: CallContext) -> Any:
             peer = context.peer() or "unknown"
             credential = self._charge()
             self.watches.open(peer, credential)
@@ -241,9 +247,9 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Continuation,
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler

@@ -22,7 +22,9 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         self._engine = engine
 
     async def Enqueue(
-        self, request: spb.EnqueueRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.EnqueueRequest,
+        context: grpc.aio.ServicerContext[spb.EnqueueRequest, spb.EnqueueResponse],
     ) -> spb.EnqueueResponse:
         job = convert.new_job_from_spec(request.job)
         tick = convert.schedule_tick_from_spec(request.job)
@@ -76,7 +78,9 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         return spb.EnqueueResponse(job=convert.job_to_proto(row), deduplicated=existed)
 
     async def EnqueueBatch(
-        self, request: spb.EnqueueBatchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.EnqueueBatchRequest,
+        context: grpc.aio.ServicerContext[spb.EnqueueBatchRequest, spb.EnqueueBatchResponse],
     ) -> spb.EnqueueBatchResponse:
         jobs = [_batch_job(index, s) for index, s in enumerate(request.jobs)]
         limit = self._engine.config.max_string_length
@@ -98,19 +102,23 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         for job_id, deduplicated, status in results:
             result = add()
             result.job_id = job_id
-            result.status = status  # type: ignore[assignment]
+            result.status = status  # type: ignore[assignment]  # protoc .pyi: an enum is its class
             if deduplicated:
                 result.deduplicated = True
         return response
 
     async def GetJob(
-        self, request: spb.GetJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.GetJobRequest,
+        context: grpc.aio.ServicerContext[spb.GetJobRequest, spb.GetJobResponse],
     ) -> spb.GetJobResponse:
         row, attempts = await self._engine.get_job(request.job_id, request.include_attempts)
         return spb.GetJobResponse(job=convert.job_to_proto(row, attempts))
 
     async def CreateGroup(
-        self, request: spb.CreateGroupRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.CreateGroupRequest,
+        context: grpc.aio.ServicerContext[spb.CreateGroupRequest, spb.CreateGroupResponse],
     ) -> spb.CreateGroupResponse:
         if not request.HasField("completion"):
             raise InvalidArgument("completion is required: the job enqueued once the group ends")
@@ -131,23 +139,29 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
         group, results = await self._engine.groups.create(completion, members, request.close)
         response = spb.CreateGroupResponse(group=convert.group_to_proto(group))
         for job_id, dedup, status in results:
-            response.members.add(job_id=job_id, deduplicated=dedup, status=status)  # type: ignore[arg-type]
+            response.members.add(job_id=job_id, deduplicated=dedup, status=status)
         return response
 
     async def CloseGroup(
-        self, request: spb.CloseGroupRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.CloseGroupRequest,
+        context: grpc.aio.ServicerContext[spb.CloseGroupRequest, spb.CloseGroupResponse],
     ) -> spb.CloseGroupResponse:
         group = await self._engine.groups.close(request.group_id)
         return spb.CloseGroupResponse(group=convert.group_to_proto(group))
 
     async def GetGroup(
-        self, request: spb.GetGroupRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.GetGroupRequest,
+        context: grpc.aio.ServicerContext[spb.GetGroupRequest, spb.GetGroupResponse],
     ) -> spb.GetGroupResponse:
         group = await self._engine.groups.get(request.group_id)
         return spb.GetGroupResponse(group=convert.group_to_proto(group))
 
     async def WatchJobEvents(
-        self, request: spb.WatchJobEventsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.WatchJobEventsRequest,
+        context: grpc.aio.ServicerContext[spb.WatchJobEventsRequest, spb.WatchJobEventsResponse],
     ) -> AsyncIterator[spb.WatchJobEventsResponse]:
         flt = convert.event_filter_from_proto(request.filter)
         after = check_cursor(request.after)
@@ -159,7 +173,9 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
             yield response
 
     async def WaitForJob(
-        self, request: spb.WaitForJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: spb.WaitForJobRequest,
+        context: grpc.aio.ServicerContext[spb.WaitForJobRequest, spb.WaitForJobResponse],
     ) -> spb.WaitForJobResponse:
         row = await self._engine.wait_for_finish(request.job_id)
         return spb.WaitForJobResponse(job=convert.job_to_proto(row))
@@ -198,7 +214,7 @@ def _unique_results(
     for job_id, outcome, status in results:
         response.results.add(
             job_id=job_id,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             deduplicated=outcome != UniqueOutcome.CREATED,
             debounced=outcome == UniqueOutcome.DEBOUNCED,
         )

@@ -22,6 +22,7 @@ from coordinator.api.admin import AdminServicer
 from coordinator.api.auth import SCALER_SERVICE, AuthConfig, AuthInterceptor, TokenBook
 from coordinator.api.decoding import RequestDecodingInterceptor
 from coordinator.api.errors import ErrorMappingInterceptor
+from coordinator.api.handlers import ServerInterceptor
 from coordinator.api.health import HealthWatchConfig, StoreHealthWatch
 from coordinator.api.keda import ExternalScalerServicer
 from coordinator.api.request_limits import ApiLimits, LimitsInterceptor
@@ -63,7 +64,8 @@ class CoordinatorServer:
         self.port = 0
         self.tls = tls
         self.limits = limits or ApiLimits()
-        self.health = health.aio.HealthServicer()
+        # grpc_health-stubs lacks ``health.aio`` (grpcio-health-checking's asyncio servicer).
+        self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         bounds = engine.store.bounds
         self.health_watch = StoreHealthWatch(
             engine.ping_store,
@@ -74,7 +76,7 @@ class CoordinatorServer:
             ),
         )
         self._token_watch: asyncio.Task[None] | None = None
-        interceptors: list[grpc.aio.ServerInterceptor] = [
+        interceptors: list[ServerInterceptor] = [
             # Tracing (when on) is outermost, so RPC spans see every status code.
             *telemetry.server_interceptors(),
             ErrorMappingInterceptor(on_store_unavailable=self.health_watch.report_unavailable),

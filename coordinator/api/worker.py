@@ -126,7 +126,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
     async def AcquireJobs(
         self,
         request_iterator: AsyncIterator[wpb.AcquireJobsRequest],
-        context: grpc.aio.ServicerContext,
+        context: grpc.aio.ServicerContext[wpb.AcquireJobsRequest, wpb.AcquireJobsResponse],
     ) -> AsyncIterator[wpb.AcquireJobsResponse]:
         first = await anext(aiter(request_iterator), None)
         if first is None or first.WhichOneof("kind") != "hello":
@@ -216,8 +216,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
             reader.cancel()
             self._streams.pop(session, None)
             self._engine.close_session(session)
-        if reader.done() and not reader.cancelled() and reader.exception() is not None:
-            raise reader.exception()  # type: ignore[misc]
+        if reader.done() and not reader.cancelled():
+            error = reader.exception()
+            if error is not None:
+                raise error
 
     async def _read_requests(
         self,
@@ -294,7 +296,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         return _lost_if_foreign(outcomes, foreign)
 
     async def Heartbeat(
-        self, request: wpb.HeartbeatRequest, context: grpc.aio.ServicerContext
+        self,
+        request: wpb.HeartbeatRequest,
+        context: grpc.aio.ServicerContext[wpb.HeartbeatRequest, wpb.HeartbeatResponse],
     ) -> wpb.HeartbeatResponse:
         limit = self._engine.config.max_string_length
         check_length(request.worker_id, "worker_id", limit)
@@ -330,7 +334,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         )
 
     async def CompleteJob(
-        self, request: wpb.CompleteJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: wpb.CompleteJobRequest,
+        context: grpc.aio.ServicerContext[wpb.CompleteJobRequest, wpb.CompleteJobResponse],
     ) -> wpb.CompleteJobResponse:
         limit = self._engine.config.max_string_length
         check_length(request.lease_token, "lease_token", limit)
@@ -346,7 +352,9 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         return wpb.CompleteJobResponse(already_recorded=result.already_recorded)
 
     async def FailJob(
-        self, request: wpb.FailJobRequest, context: grpc.aio.ServicerContext
+        self,
+        request: wpb.FailJobRequest,
+        context: grpc.aio.ServicerContext[wpb.FailJobRequest, wpb.FailJobResponse],
     ) -> wpb.FailJobResponse:
         result = await self._engine.report_one(
             convert.failure_from_proto(
@@ -358,13 +366,15 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         )
         row, _ = await self._engine.get_job(request.job_id)
         return wpb.FailJobResponse(
-            status=row.status,  # type: ignore[arg-type]
+            status=row.status,  # type: ignore[arg-type]  # protoc .pyi: an enum is its class
             next_attempt_time=convert.us_to_ts(row.due_at) if result.status == 1 else None,
             already_recorded=result.already_recorded,
         )
 
     async def ReportOutcomes(
-        self, request: wpb.ReportOutcomesRequest, context: grpc.aio.ServicerContext
+        self,
+        request: wpb.ReportOutcomesRequest,
+        context: grpc.aio.ServicerContext[wpb.ReportOutcomesRequest, wpb.ReportOutcomesResponse],
     ) -> wpb.ReportOutcomesResponse:
         limit = self._engine.config.max_batch_size
         if len(request.outcomes) > limit:

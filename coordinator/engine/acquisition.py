@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.engine.admission import Admission, admission_for
+from coordinator.engine.concurrency_limits import add_exclusion
 from coordinator.engine.config import ChoreHooks
 from coordinator.engine.dispatch import AcquisitionBatch
 from coordinator.engine.fairness import FairScheduler
-from coordinator.engine.rate_limits import RateBook, RateBucket, add_exclusion, merge_exclusions
+from coordinator.engine.rate_limits import RateBook, RateBucket, merge_exclusions
 from coordinator.engine.runner import StoreRunner
 from coordinator.model import Candidate, Claim, Exclusions, JobRow
 from coordinator.store import Store

@@ -45,6 +45,7 @@ from coordinator.model import (
     LeasedForFailure,
     Release,
 )
+from coordinator.store import Store
 from coordinator.telemetry.hooks import EngineTelemetry
 
 Ref = str | tuple[str, str]
@@ -97,7 +98,7 @@ class Attempts:
     def __init__(
         self,
         *,
-        store: Any,
+        store: Store,
         run_store: StoreRunner,
         dispatcher: Dispatcher,
         set_aside: SetAsideBook,

@@ -287,9 +287,11 @@ class Engine:
         if not self.store.capabilities.listen_notify:
             # A group's completion is stored by whatever ends its last member.
             loop = self._loop
-            self.store.set_completion_listener(
-                lambda: loop.call_soon_threadsafe(self.dispatcher.wake)
-            )
+
+            def wake_on_completion() -> None:
+                loop.call_soon_threadsafe(self.dispatcher.wake)
+
+            self.store.set_completion_listener(wake_on_completion)
         await self.ops.start()
         await self.wake_at_pause_expiries()
         self.dispatcher.start()

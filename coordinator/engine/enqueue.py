@@ -49,6 +49,7 @@ from coordinator.model import (
     ScheduleTick,
     Uniqueness,
     UniqueOutcome,
+    candidate_of,
 )
 from coordinator.store import Store
 from coordinator.telemetry import stages
@@ -520,7 +521,9 @@ class Enqueue:
             now,
             self.config.default_lease_ms,
             enqueue_if_paused,
-            functools.partial(admission_for, [Claim(prepared.id, owner)], [prepared], now),
+            functools.partial(
+                admission_for, [Claim(prepared.id, owner)], [candidate_of(prepared)], now
+            ),
         )
         if row is None:
             if held == "rate":
@@ -554,7 +557,7 @@ class Enqueue:
         await self.settings.reload_limits()
         buckets = await self.run_store(self.store.rate_bucket_list, self.settings.rates.kinds)
         held = []
-        for key, limit in self.settings.rates.scopes_of(job):  # type: ignore[arg-type]
+        for key, limit in self.settings.rates.scopes_of(candidate_of(job)):
             until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
             if until > now:
                 held.append(
@@ -568,7 +571,7 @@ class Enqueue:
         running = await self.run_store(self.store.job_running_counts, self.settings.limits.kinds)
         full = [
             f"{limit_scope_text(kind, value)}: {running.get((kind, value), 0)} of {limit} running"
-            for (kind, value), limit in self.settings.limits.scopes_of(job)  # type: ignore[arg-type]
+            for (kind, value), limit in self.settings.limits.scopes_of(candidate_of(job))
             if running.get((kind, value), 0) >= limit
         ]
         return "; ".join(full) or "a limit of its scope"

@@ -48,12 +48,12 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.backoff import CappedBackoff
 from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, OutOfRange, ShuttingDown
 from coordinator.model import EventCursor, EventFilter, JobEvent
+from coordinator.store import Store
 from coordinator.store.events import EventLogBounds, EventPage, EventsPurged
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class EventHub:
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         run_store: StoreRunner,
         config: EventWatchConfig | None = None,
         *,

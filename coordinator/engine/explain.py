@@ -132,21 +132,21 @@ class JobExplainer:
             reasons.append(
                 WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
             )
-            key = await self._run(self._store.unique_key_of_job, row.id)
-            if key is not None and key.debounced:
-                reasons.append(_debounced(key))
+            unique_key = await self._run(self._store.unique_key_of_job, row.id)
+            if unique_key is not None and unique_key.debounced:
+                reasons.append(_debounced(unique_key))
         pauses = await self._run(self._store.pauses_covering, row, now)
         for p in pauses:
             kind = PauseKind(p.kind)
             who = f"by {p.actor or 'an operator'} since {_when(p.created_at)}"
             why = f": {p.reason}" if p.reason else ""
-            until = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
+            lifts = f", lifts at {_when(p.expires_at)}" if p.expires_at else ""
             scope = pause_scope_text(p.scope, with_tenant=False)
             if kind == PauseKind.TENANT:
-                text = f"{scope} is disabled {who}{why}{until}"
+                text = f"{scope} is disabled {who}{why}{lifts}"
                 reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
             else:
-                text = f"{scope} is paused {who}{why}{until} (pause {p.id})"
+                text = f"{scope} is paused {who}{why}{lifts} (pause {p.id})"
                 reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
         if row.ordering_key is not None:
             blocker = await self._run(
@@ -175,26 +175,26 @@ class JobExplainer:
         job = candidate_of(row)
         if self._settings.rates:
             buckets = await self._run(self._store.rate_bucket_list, self._settings.rates.kinds)
-            for key, limit in self._settings.rates.scopes_of(job):
-                until = next_start_at(limit, RateBucket(*buckets.get(key, (0, 0, 0))), now)
+            for key, rate in self._settings.rates.scopes_of(job):
+                until = next_start_at(rate, RateBucket(*buckets.get(key, (0, 0, 0))), now)
                 if until > now:
                     reasons.append(
                         WaitReason(
                             "RATE_LIMIT",
-                            f"rate limited by {rate_limit_text(key, limit)} until {when_precise(until)}",
+                            f"rate limited by {rate_limit_text(key, rate)} until {when_precise(until)}",
                             until=until,
-                            limit=limit.starts,
+                            limit=rate.starts,
                         )
                     )
         if self._settings.limits:
             running = await self._run(self._store.job_running_counts, self._settings.limits.kinds)
-            for (kind, value), limit in self._settings.limits.scopes_of(job):
-                count = running.get((kind, value), 0)
+            for (limit_kind, value), limit in self._settings.limits.scopes_of(job):
+                count = running.get((limit_kind, value), 0)
                 if count >= limit:
                     reasons.append(
                         WaitReason(
                             "CONCURRENCY_LIMIT",
-                            f"concurrency limit of {limit_scope_text(kind, value)} is full: "
+                            f"concurrency limit of {limit_scope_text(limit_kind, value)} is full: "
                             f"{count}/{limit} running",
                             count=count,
                             limit=limit,

@@ -34,9 +34,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator import tenancy
 from coordinator.clock import Clock
@@ -65,6 +65,8 @@ from coordinator.store import Store
 from coordinator.store.rows import WorkerRow
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLUSTER_DRAIN_FLAG = "drain"
 WORKER_DRAIN_FLAG_PREFIX = "drain-worker:"
@@ -565,7 +567,7 @@ class Operations:
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _call(self, fn: Any, *args: Any) -> Any:
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._run(fn, *args)
 
     def _now(self) -> int:

@@ -128,7 +128,9 @@ class WorkerSession:
         return takes(self.job_types, self.tenants, job_type, tenant_id)
 
 
-def takes(job_types: Collection[str], tenants: TenantScope, job_type: str, tenant_id: str) -> bool:
+def takes(
+    job_types: Collection[str], tenants: Collection[str] | None, job_type: str, tenant_id: str
+) -> bool:
     """Who may take what: a worker announcing ``job_types`` under a credential
     scoped to ``tenants`` takes a job of ``job_type`` for ``tenant_id``.
 

@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event, exc
+from sqlalchemy.dialects import postgresql, sqlite
 
 from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url, mask_credentials
@@ -194,14 +195,19 @@ def postgres_connect_args(
         # server's default stays.
         connect_args["prepare_threshold"] = PREPARE_THRESHOLD
         connect_args["options"] = (
-            server_options(
-                bounds, sa.engine.make_url(url).query.get("options")  # type: ignore[arg-type]
-            )
+            server_options(bounds, _url_options(url))
             + f" -c plan_cache_mode={plan_cache_mode_setting()}"
         )
     else:
         connect_args["prepare_threshold"] = None
     return connect_args
+
+
+def _url_options(url: str) -> str | None:
+    """The URL's own ``options`` as libpq reads them: given more than once (which
+    SQLAlchemy hands on as a tuple), the last one."""
+    given = sa.engine.make_url(url).query.get("options")
+    return given[-1] if isinstance(given, tuple) else given
 
 
 LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"
@@ -476,7 +482,7 @@ class StoreBase:
         """
         try:
             conn = await self._loop_connection()
-            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
+            cursor = await conn.execute(sql, params)
             return await cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as e:
             if self._loop_conn is not None and self._loop_conn.broken:
@@ -501,13 +507,11 @@ class StoreBase:
         """Close the event loop's connection (the engine stops). Idempotent."""
         await self._drop_loop_connection()
 
-    def _insert(self, table: sa.Table) -> Any:
+    def _insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
         """An INSERT of ``table`` in the dialect's own flavour (it has ON CONFLICT)."""
         if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(table)
+            return postgresql.insert(table)
+        return sqlite.insert(table)
 
     def _notify_wake(self, conn: sa.Connection, due_at: int | Iterable[int]) -> None:
         """Tell every replica (LISTEN/NOTIFY) that work becomes eligible at

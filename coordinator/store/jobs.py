@@ -60,14 +60,20 @@ from coordinator.store.schema import (
     lanes,
     unique_keys,
 )
-from coordinator.store.scope_settings import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
+from coordinator.store.scope_settings import (
+    LIMIT_GATE,
+    LIMIT_GATE_SHARE_SQL,
+    AdmissionFor,
+    AdmitIn,
+    BucketsWrite,
+)
 
 log = logging.getLogger(__name__)
 
 
 # A job made PENDING again (operator retry) is held when its key has another
 # live job that is not held (store/ordering.py).
-_HELD_AGAIN = sa.literal_column(key_busy(jobs.name, other_than_self=True))
+_HELD_AGAIN: sa.ColumnClause[bool] = sa.literal_column(key_busy(jobs.name, other_than_self=True))
 
 
 def _keys_of(rows: Any) -> set[Key]:
@@ -280,6 +286,10 @@ class JobQueries(EventQueries):
 
     # Members of these groups ended in this transaction (store/groups.py).
     _groups_after_end: Callable[..., list[str]]
+    # Admit a claim under the limits in force, and charge its rate buckets
+    # (store/scope_settings.py).
+    _admit_in: AdmitIn
+    _rate_buckets_write: BucketsWrite
 
     def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url, **options)
@@ -570,6 +580,8 @@ class JobQueries(EventQueries):
         import psycopg
 
         raw = conn.connection.driver_connection
+        # The psycopg connection of this open transaction (None only once closed).
+        assert isinstance(raw, psycopg.Connection)
         status = int(JobStatus.PENDING)
         columns = ", ".join((*_NEW_JOB_FIELDS, "status"))
         statement = f"COPY wfj_jobs ({columns}) FROM STDIN"
@@ -694,7 +706,7 @@ class JobQueries(EventQueries):
         ).where(jobs.c.id == job_id, sa.text(first_attempt_completed(jobs.name)))
         query = sa.union_all(recorded, described).order_by(sa.column("number"))
         with self.statement() as conn:
-            return list(conn.execute(query))  # type: ignore[arg-type]
+            return list(conn.execute(query))
 
     def job_list(
         self, flt: JobFilter, after_id: str | None, limit: int, *, newest_first: bool = False
@@ -1059,15 +1071,15 @@ class JobQueries(EventQueries):
                         )
                     )
                     ended_groups = {g for _, g in cancelled if g is not None}
-                    cancelled = [j for j, _ in cancelled]
-                    changed += len(cancelled)
+                    cancelled_ids = [j for j, _ in cancelled]
+                    changed += len(cancelled_ids)
                     self._record_events(
                         conn,
-                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled],
+                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled_ids],
                         now,
                         bump=True,
                     )
-                    done = set(cancelled)
+                    done = set(cancelled_ids)
                     self._release(conn, _keys_of(r for r in rows if r.id in done))
                     if ended_groups:
                         self._groups_after_end(conn, ended_groups, now)
@@ -1222,11 +1234,14 @@ class JobQueries(EventQueries):
             )
         )
 
-    def _lock_job(self, conn: sa.Connection, job_id: str) -> Any:
+    def _lock_job(self, conn: sa.Connection, job_id: str) -> JobRecord | None:
         query = sa.select(jobs).where(jobs.c.id == job_id)
         if self.is_postgres:
             query = query.with_for_update()
-        return conn.execute(query).first()
+        row = conn.execute(query).first()
+        return JobRecord(*row) if row is not None else None
 
-    def _read_job(self, conn: sa.Connection, job_id: str) -> Any:
-        return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+    def _read_job(self, conn: sa.Connection, job_id: str) -> JobRecord | None:
+        # A JobRecord, as every other read hands out (``JobRow``), not the bare row.
+        row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+        return JobRecord(*row) if row is not None else None

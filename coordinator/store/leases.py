@@ -61,7 +61,13 @@ from coordinator.store.schema import (
     jobs,
     ready_job,
 )
-from coordinator.store.scope_settings import LIMIT_GATE, LIMIT_GATE_SHARE_SQL, AdmissionFor
+from coordinator.store.scope_settings import (
+    LIMIT_GATE,
+    LIMIT_GATE_SHARE_SQL,
+    AdmissionFor,
+    AdmitIn,
+    BucketsWrite,
+)
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +215,10 @@ class LeaseQueries(EventQueries):
 
     # Members of these groups ended in this transaction (store/groups.py).
     _groups_after_end: Callable[..., list[str]]
+    # Admit a claim under the limits in force, and charge its rate buckets
+    # (store/scope_settings.py).
+    _admit_in: AdmitIn
+    _rate_buckets_write: BucketsWrite
 
     def job_candidates(
         self,
@@ -442,7 +452,7 @@ class LeaseQueries(EventQueries):
             if leased:
                 self._events_written(conn)
             return leased
-        sql = sa.text(
+        stmt = sa.text(
             f"""
             UPDATE wfj_jobs AS x
             SET status = {JobStatus.RUNNING:d}, attempt = attempt + 1, lease_owner = :owner, lease_token = :token,
@@ -455,7 +465,7 @@ class LeaseQueries(EventQueries):
         out: list[JobRow] = []
         for c in claims:
             row = conn.execute(
-                sql, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
+                stmt, {"id": c.job_id, "owner": c.owner, "token": lease_token, "now": now}
             ).first()
             if row is not None:
                 out.append(JobRecord(*row))
@@ -1015,8 +1025,8 @@ class LeaseQueries(EventQueries):
                 """
             params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
             with self.statement() as conn:
-                return [tuple(r) for r in conn.exec_driver_sql(driver_sql(sql), params)]  # type: ignore[misc]
-        sql = sa.text(
+                return [tuple(r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
+        stmt = sa.text(
             f"""
             UPDATE wfj_jobs
             SET lease_expires_at = :now + COALESCE(heartbeat_timeout_ms, {int(default_lease_ms)}) * 1000
@@ -1027,7 +1037,7 @@ class LeaseQueries(EventQueries):
         out = []
         with self.tx() as conn:
             for job_id, token in refs:
-                row = conn.execute(sql, {"id": job_id, "token": token, "now": now}).first()
+                row = conn.execute(stmt, {"id": job_id, "token": token, "now": now}).first()
                 if row is not None:
                     out.append((row[0], row[1], bool(row[2])))
         return out

@@ -92,6 +92,13 @@ class LimitAdmission(Protocol):
 # transaction.
 AdmissionFor = Callable[[Sequence[ConcurrencyLimitRow], Sequence[RateLimitRow]], LimitAdmission]
 
+# ``ScopeSettingQueries._admit_in`` and ``_rate_buckets_write``, as the claiming
+# queries of the other families (store/jobs.py, store/leases.py) name them.
+AdmitIn = Callable[
+    [sa.Connection, AdmissionFor, Sequence[Claim]], tuple[LimitAdmission, Sequence[Claim]]
+]
+BucketsWrite = Callable[[sa.Connection, BucketRows], None]
+
 
 class ScopeSettingQueries(StoreBase):
     """Queries over ``wfj_concurrency_limits``, ``wfj_tenants`` and ``wfj_job_type_defaults``."""

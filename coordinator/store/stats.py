@@ -168,7 +168,8 @@ class StatsQueries(StoreBase):
             "due": due_at,
             "id": job_id,
         }
-        expanding = []
+        # One expanding parameter (a list of job types, definitions, ...) per filter.
+        expanding: list[sa.BindParameter[Sequence[str | int]]] = []
         for name, column, values, nullable in (
             ("types", "job_type", job_types, False),
             ("x_types", "job_type", ex.job_types, False),

@@ -67,10 +67,9 @@ class UniqueQueries(JobQueries):
         }
         # Keys admitted by a job of this very batch: (index of that job).
         in_batch: dict[tuple[str, str], int] = {}
-        order = sorted(
-            (i for i, u in enumerate(uniqueness) if u is not None),
-            key=lambda i: (new_jobs[i].tenant_id, uniqueness[i].key),  # type: ignore[union-attr]
-        )
+        ruled = [(i, u) for i, u in enumerate(uniqueness) if u is not None]
+        ruled.sort(key=lambda ruled_job: (new_jobs[ruled_job[0]].tenant_id, ruled_job[1].key))
+        order = [i for i, _ in ruled]
         new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         new_lanes -= self._known_lanes
         with self.tx() as conn:
@@ -117,8 +116,8 @@ class UniqueQueries(JobQueries):
             results: list[tuple[str, bool, int]] = []
             if stored_order:
                 batch = [to_store[i] for i in stored_order]
-                keyed = any(j.idempotency_key for j in batch)
-                results = self._insert_in(conn, batch, keyed, None)
+                with_keys = any(j.idempotency_key for j in batch)
+                results = self._insert_in(conn, batch, with_keys, None)
             # What each job stored by this call became: (its answer id, status).
             became: dict[str, tuple[str, int]] = {}
             for i, (job_id, deduplicated, status) in zip(stored_order, results, strict=True):
@@ -137,9 +136,9 @@ class UniqueQueries(JobQueries):
                 answers[i] = (job_id, int(outcome), status)
                 became[new_jobs[i].id] = (job_id, status)
             # A repeat of a key inside the batch answers with what its first became.
-            for i, (job_id, outcome, _) in list(answers.items()):
+            for i, (job_id, answered, _) in list(answers.items()):
                 if job_id in became and i not in to_store:
-                    answers[i] = (became[job_id][0], outcome, became[job_id][1])
+                    answers[i] = (became[job_id][0], answered, became[job_id][1])
         self._known_lanes |= new_lanes
         return [answers[i] for i in range(len(new_jobs))]
 

@@ -55,11 +55,15 @@ def sqlalchemy_url(url: str) -> str:
 
 def libpq_conninfo(url: str) -> str:
     """The libpq connection string psycopg would be given for PostgreSQL ``url``
-    (every host, port and query option, such as ``target_session_attrs``, kept)."""
+    (every host, port and query option, such as ``target_session_attrs``, kept;
+    an option given more than once, which SQLAlchemy hands on as a tuple, is
+    the last one given, as libpq reads it)."""
     parsed = sa.engine.make_url(sqlalchemy_url(url))
     _, kwargs = pg_psycopg.dialect().create_connect_args(parsed)
     kwargs.pop("context", None)
-    return make_conninfo(**{k: str(v) for k, v in kwargs.items() if v is not None})
+    return make_conninfo(
+        **{k: str(v[-1] if isinstance(v, tuple) else v) for k, v in kwargs.items() if v is not None}
+    )
 
 
 __all__ = ["libpq_conninfo", "normalize_url", "sqlalchemy_url"]

@@ -86,12 +86,12 @@ class WorkerQueries(StoreBase):
             except ROW_WRITE_ERRORS:
                 pass
             refused: list[tuple[str, BaseException]] = []
-            for value in values:
+            for w, value in zip(connected, values, strict=True):
                 try:
                     with conn.begin_nested():
                         conn.execute(stmt, [value])
                 except ROW_WRITE_ERRORS as e:
-                    refused.append((value["worker_id"], e))
+                    refused.append((w.worker_id, e))
             return refused
 
     def worker_delete_stale(self, before: int) -> int:

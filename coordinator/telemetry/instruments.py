@@ -89,7 +89,7 @@ class OtelEngineTelemetry(EngineTelemetry):
         self._engine = engine
         self._tracer = tracer
         self._meter = meter
-        self._labels: dict[str, tuple[str, str]] = {}
+        self._labels: dict[str, Lane] = {}
         self._backlog_refresh_s = backlog_refresh_s
         self._backlog: list[Any] = []
         self._backlog_at = 0.0

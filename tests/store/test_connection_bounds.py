@@ -81,6 +81,19 @@ def test_the_urls_own_options_are_kept(pg_database: str) -> None:
         store.dispose()
 
 
+def test_a_url_giving_options_twice_keeps_the_last_as_libpq_does(pg_database: str) -> None:
+    # SQLAlchemy hands a repeated query parameter on as a tuple; libpq (psql,
+    # the LISTEN connection's conninfo) takes the last one given.
+    store = open_store(f"{pg_database}?options=-c%20work_mem%3D8MB&options=-c%20lock_timeout%3D5s")
+    try:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW lock_timeout").scalar() == "5s"
+            assert conn.exec_driver_sql("SHOW work_mem").scalar() != "8MB"
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
+    finally:
+        store.dispose()
+
+
 def test_behind_a_transaction_pooler_nothing_is_set_on_the_session(pg_database: str) -> None:
     # A separate session URL says statements go through a pooler in
     # transaction mode: a session SET would stay on a server connection other

@@ -10,6 +10,7 @@ from coordinator.model import (
     Claim,
     Completion,
     JobFilter,
+    JobRecord,
     JobStatus,
     LeasedForFailure,
     RetryPolicy,
@@ -157,6 +158,36 @@ def test_replay_copies_payload_and_context_and_links_the_original(store: Store) 
     assert (row.instance_id, row.execution_timeout_ms) == (original.instance_id, 9000)
     assert row.idempotency_key is None and row.lease_owner is None
     assert store.job_replay("0190b6e2-5c1a-7d3e-8f00-000000000000", new_id, T0) is None
+
+
+def test_single_job_writes_hand_out_the_job_as_every_read_does(store: Store) -> None:
+    """Retry, cancel, unlock and replay answer with a ``JobRecord`` (the store's
+    ``JobRow``), as ``job_get`` does, whether or not the write applied: a bare
+    database row has none of its behaviour (``counted_attempts``)."""
+    faulted = _faulted(store, max_attempts=1)
+    pending, running = make_job(), make_job()
+    store.job_insert_many([pending, running])
+    _claim(store, [running.id])
+    rows = {
+        "retry": store.job_retry(faulted, keep_attempts=True, now=T0).row,
+        "retry refused": store.job_retry(pending.id, False, T0).row,
+        "cancel pending": store.job_cancel(pending.id, "", T0).row,
+        "cancel running": store.job_cancel(running.id, "", T0).row,
+        "unlock": store.job_unlock(running.id, T0).row,
+        "unlock refused": store.job_unlock(running.id, T0).row,
+        "replay": store.job_replay(faulted, "0190b6e2-5c1a-7d3e-8f00-123456789abc", T0),
+    }
+    counted = {write: row.counted_attempts for write, row in rows.items()}
+    assert counted == {
+        "retry": 1,
+        "retry refused": 0,
+        "cancel pending": 0,
+        "cancel running": 1,
+        "unlock": 1,
+        "unlock refused": 1,
+        "replay": 0,
+    }
+    assert all(isinstance(row, JobRecord) for row in rows.values())
 
 
 def test_bulk_retry_counts_match_then_change(store: Store) -> None:

@@ -57,6 +57,12 @@ def test_single_host_url_becomes_a_plain_conninfo() -> None:
     assert params == {"host": "127.0.0.1", "port": "5432", "dbname": "jobs", "user": "root"}
 
 
+def test_an_option_given_twice_reaches_libpq_as_the_last_one() -> None:
+    url = "postgresql://root@h/jobs?options=-c%20work_mem%3D8MB&options=-c%20lock_timeout%3D5s"
+    params = conninfo_to_dict(libpq_conninfo(url))
+    assert params["options"] == "-c lock_timeout=5s"
+
+
 def test_the_alembic_command_line_accepts_a_multi_host_url(pg_database: str) -> None:
     """``alembic upgrade`` (env.py run without a connection) reads the same URL
     forms as the coordinator: a libpq multi-host URL reaches the database."""

@@ -27,7 +27,7 @@ _FINISHED = "status IN (3, 4, 5)"  # COMPLETED, FAULTED, CANCELLED
 
 
 def _workers_table(key: tuple[str, ...], with_tenants: bool) -> None:
-    columns = [
+    columns: list[sa.schema.SchemaItem] = [
         sa.Column("coordinator_id", sa.Text(), nullable=False),
         sa.Column("worker_id", sa.Text(), nullable=False),
         sa.Column("hostname", sa.Text(), server_default="", nullable=False),

@@ -14,6 +14,9 @@ holds the key.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -22,7 +25,10 @@ down_revision = "0012"
 branch_labels = None
 depends_on = None
 
-_READY_COLUMNS = ["tenant_id", "job_type", "definition_id", sa.literal_column("priority DESC"), "due_at", "id"]
+# The index columns alembic's create_index takes: names, or expressions.
+_IndexColumn = str | sa.ColumnElement[Any]
+
+_READY_COLUMNS: list[_IndexColumn] = ["tenant_id", "job_type", "definition_id", sa.literal_column("priority DESC"), "due_at", "id"]
 _OLD_READY = "status = 1"
 _NEW_READY = "status = 1 AND NOT ordering_held"
 _OLD_AHEAD = "ordering_key IS NOT NULL AND status IN (1, 4)"
@@ -41,7 +47,7 @@ WHERE ordering_key IS NOT NULL AND status = 1
 """
 
 
-def _index(name: str, columns: list, where: str) -> None:
+def _index(name: str, columns: Sequence[_IndexColumn], where: str) -> None:
     op.create_index(
         name,
         "wfj_jobs",
