@@ -137,6 +137,21 @@ def parse_duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"{text!r} is too long a duration") from None
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def int32(text: str) -> int:
+    """An integer argument the protocol carries as a 32-bit integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    low, high = _INT32
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text} is out of range ({low}..{high})")
+    return value
+
+
 def _attempt_text(job: JobView) -> str:
     released = job.released_attempts
     note = f" ({released} released, not counted)" if released else ""
@@ -1279,7 +1294,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="newest",
         help="by creation time, newest first (the default) or oldest first",
     )
-    p.add_argument("--limit", type=int, default=50, help="jobs per page (1..1000, default 50)")
+    p.add_argument("--limit", type=int32, default=50, help="jobs per page (1..1000, default 50)")
     p.add_argument("--page-token", default="", help="continue a previous listing")
     p.add_argument("--all", action="store_true", help="follow every page")
     p = add(jsub, "show", "jobs_show", "show a job with its attempt history")
@@ -1431,7 +1446,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(lsub, "list", "limits_list", "every concurrency limit with its running count")
     p = add(lsub, "set", "limits_set", "limit running jobs of a scope cluster-wide (0 removes)")
     _scope_arguments(p)
-    p.add_argument("max_running", type=int, help="most running at once; 0 removes the limit")
+    p.add_argument("max_running", type=int32, help="most running at once; 0 removes the limit")
 
     tenants = sub.add_parser(
         "tenants", help="fair-share weights of tenants and of categories within a tenant"
@@ -1441,7 +1456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", default="", help="only this tenant's weight")
     p = add(tsub, "set-weight", "tenants_set_weight", "set a tenant's fair-share weight")
     p.add_argument("tenant", help="the tenant id")
-    p.add_argument("weight", type=int, help="1..10000 (default for every tenant: 1)")
+    p.add_argument("weight", type=int32, help="1..10000 (default for every tenant: 1)")
     p = add(
         tsub,
         "category-weights",
@@ -1456,7 +1471,7 @@ def build_parser() -> argparse.ArgumentParser:
         "set a category's share of its tenant's starts",
     )
     _tenant_category_arguments(p)
-    p.add_argument("weight", type=int, help="1..10000 (default for every category: 1)")
+    p.add_argument("weight", type=int32, help="1..10000 (default for every category: 1)")
     p = add(
         tsub,
         "remove-category-weight",
@@ -1470,11 +1485,11 @@ def build_parser() -> argparse.ArgumentParser:
     add(rsub, "list", "rate_limits_list", "every rate limit, with when it next admits a start")
     p = add(rsub, "set", "rate_limits_set", "allow at most STARTS job starts per period")
     _scope_arguments(p)
-    p.add_argument("starts", type=int, help="starts allowed per period")
+    p.add_argument("starts", type=int32, help="starts allowed per period")
     p.add_argument("--period", type=float, default=1.0, help="the period in seconds (default 1)")
     p.add_argument(
         "--burst",
-        type=int,
+        type=int32,
         default=0,
         help="starts an idle scope may take at once (default: STARTS)",
     )
@@ -1517,7 +1532,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance", default="", help="workflow instance id")
     p.add_argument("--correlation", default="", help="correlation id")
     p.add_argument(
-        "--priority", type=int, default=0, help="higher runs first within the tenant (default 0)"
+        "--priority", type=int32, default=0, help="higher runs first within the tenant (default 0)"
     )
     p.add_argument(
         "--delay",
@@ -1527,7 +1542,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-attempts",
-        type=int,
+        type=int32,
         default=None,
         help="attempts before the job is faulted (default: the job type's, else 3)",
     )

@@ -1,6 +1,7 @@
 """A job request's delay and timeouts that no timestamp or duration can hold
-are refused with a ValueError naming the field, and the CLI's durations with a
-usage error (never OverflowError)."""
+are refused with a ValueError naming the field, and the CLI's durations and
+integers beyond what the protocol carries with a usage error naming the flag
+(never OverflowError or a bare "Value out of range")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from worker_sdk import JobRequest
-from worker_sdk.cli.commands import parse_duration
+from worker_sdk.cli.commands import build_parser, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -48,3 +49,26 @@ def test_the_cli_refuses_a_duration_too_long_to_hold_as_a_usage_error() -> None:
     assert parse_duration("90m") == timedelta(minutes=90)
     with pytest.raises(argparse.ArgumentTypeError, match="'99999999999999d' is too long"):
         parse_duration("99999999999999d")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["enqueue", "t", "{}", "--priority", "99999999999999999999"],
+        ["enqueue", "t", "{}", "--max-attempts", "2147483648"],
+        ["jobs", "list", "--limit", "-2147483649"],
+    ],
+)
+def test_the_cli_refuses_an_integer_the_protocol_cannot_carry_naming_the_flag(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {argv[-2]}: {argv[-1]} is out of range (-2147483648..2147483647)" in err
+
+
+def test_the_cli_takes_the_largest_integer_the_protocol_carries() -> None:
+    args = build_parser().parse_args(["enqueue", "t", "{}", "--priority", "2147483647"])
+    assert args.priority == 2**31 - 1
