@@ -30,7 +30,7 @@ from coordinator.store.liveness import (
     tcp_connect_args,
 )
 from coordinator.store.schema import SCHEMA_REVISION
-from coordinator.store.urls import sqlalchemy_url
+from coordinator.store.urls import query_options, sqlalchemy_url
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,10 @@ def create_sa_engine(
 def postgres_connect_args(
     url: str, *, prepare: bool, bounds: ConnectionBounds = DEFAULT_BOUNDS
 ) -> dict[str, Any]:
-    """The psycopg connection parameters the coordinator adds to a PostgreSQL URL."""
-    connect_args: dict[str, Any] = tcp_connect_args(bounds)
+    """The psycopg connection parameters the coordinator adds to a PostgreSQL URL
+    (the URL's own options as libpq reads them, ``query_options``, then its own)."""
+    given = query_options(url)
+    connect_args: dict[str, Any] = {**given, **tcp_connect_args(bounds)}
     if prepare:
         # Generic plans: with the server's default (auto) the hot statements,
         # whose parameters are arrays, were planned again on every call, and
@@ -195,19 +197,12 @@ def postgres_connect_args(
         # server's default stays.
         connect_args["prepare_threshold"] = PREPARE_THRESHOLD
         connect_args["options"] = (
-            server_options(bounds, _url_options(url))
+            server_options(bounds, given.get("options"))
             + f" -c plan_cache_mode={plan_cache_mode_setting()}"
         )
     else:
         connect_args["prepare_threshold"] = None
     return connect_args
-
-
-def _url_options(url: str) -> str | None:
-    """The URL's own ``options`` as libpq reads them: given more than once (which
-    SQLAlchemy hands on as a tuple), the last one."""
-    given = sa.engine.make_url(url).query.get("options")
-    return given[-1] if isinstance(given, tuple) else given
 
 
 LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"

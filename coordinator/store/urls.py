@@ -53,17 +53,29 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
+def query_options(url: str) -> dict[str, str]:
+    """The query options of PostgreSQL ``url`` as libpq reads them: an option
+    given more than once is the last one given. SQLAlchemy hands a repeated
+    option on as a tuple, whose text psycopg would send; ``host`` is left out
+    (several are the SQLAlchemy form of a multi-host URL, which the dialect
+    joins itself)."""
+    query = sa.engine.make_url(sqlalchemy_url(url)).query
+    return {
+        name: value[-1] if isinstance(value, tuple) else value
+        for name, value in query.items()
+        if name != "host"
+    }
+
+
 def libpq_conninfo(url: str) -> str:
     """The libpq connection string psycopg would be given for PostgreSQL ``url``
     (every host, port and query option, such as ``target_session_attrs``, kept;
-    an option given more than once, which SQLAlchemy hands on as a tuple, is
-    the last one given, as libpq reads it)."""
+    options as ``query_options`` reads them)."""
     parsed = sa.engine.make_url(sqlalchemy_url(url))
     _, kwargs = pg_psycopg.dialect().create_connect_args(parsed)
     kwargs.pop("context", None)
-    return make_conninfo(
-        **{k: str(v[-1] if isinstance(v, tuple) else v) for k, v in kwargs.items() if v is not None}
-    )
+    kwargs.update(query_options(url))
+    return make_conninfo(**{k: str(v) for k, v in kwargs.items() if v is not None})
 
 
-__all__ = ["libpq_conninfo", "normalize_url", "sqlalchemy_url"]
+__all__ = ["libpq_conninfo", "normalize_url", "query_options", "sqlalchemy_url"]

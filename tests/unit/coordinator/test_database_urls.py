@@ -8,7 +8,7 @@ from alembic.config import Config
 from conftest import PG_ADMIN_URL, new_pg_database
 from psycopg.conninfo import conninfo_to_dict
 
-from coordinator.store.base import create_sa_engine
+from coordinator.store.base import create_sa_engine, postgres_connect_args
 from coordinator.store.migrate import MIGRATIONS_DIR, VERSION_TABLE
 from coordinator.store.schema import SCHEMA_REVISION
 from coordinator.store.urls import libpq_conninfo, normalize_url
@@ -57,10 +57,29 @@ def test_single_host_url_becomes_a_plain_conninfo() -> None:
     assert params == {"host": "127.0.0.1", "port": "5432", "dbname": "jobs", "user": "root"}
 
 
+TWICE = (
+    "postgresql://root@db-a:5001,db-b:5002/jobs?options=-c%20work_mem%3D8MB"
+    "&options=-c%20lock_timeout%3D5s&target_session_attrs=any&target_session_attrs=read-write"
+)
+
+
 def test_an_option_given_twice_reaches_libpq_as_the_last_one() -> None:
-    url = "postgresql://root@h/jobs?options=-c%20work_mem%3D8MB&options=-c%20lock_timeout%3D5s"
-    params = conninfo_to_dict(libpq_conninfo(url))
+    params = conninfo_to_dict(libpq_conninfo(TWICE))
     assert params["options"] == "-c lock_timeout=5s"
+    assert params["target_session_attrs"] == "read-write"
+    assert params["host"] == "db-a,db-b"
+
+
+def test_an_option_given_twice_reaches_the_pool_as_the_last_one() -> None:
+    # Behind a transaction pooler the URL's options go to the server as given.
+    pooled = postgres_connect_args(TWICE, prepare=False)
+    assert (pooled["options"], pooled["target_session_attrs"]) == (
+        "-c lock_timeout=5s",
+        "read-write",
+    )
+    direct = postgres_connect_args(TWICE, prepare=True)
+    assert direct["target_session_attrs"] == "read-write"
+    assert "-c lock_timeout=5s" in direct["options"] and "work_mem" not in direct["options"]
 
 
 def test_the_alembic_command_line_accepts_a_multi_host_url(pg_database: str) -> None:
