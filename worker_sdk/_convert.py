@@ -303,11 +303,13 @@ class Uniqueness:
         """Build the ``workflowjobs.v1.Uniqueness`` message."""
         message = job_pb2.Uniqueness(key=self.key)
         if self.delay is not None:
-            message.debounce.delay.CopyFrom(to_duration(self.delay))
+            message.debounce.delay.CopyFrom(to_duration(self.delay, "uniqueness delay"))
             if self.max_wait is not None:
-                message.debounce.max_wait.CopyFrom(to_duration(self.max_wait))
+                message.debounce.max_wait.CopyFrom(
+                    to_duration(self.max_wait, "uniqueness max_wait")
+                )
         elif self.period is not None:
-            message.period.CopyFrom(to_duration(self.period))
+            message.period.CopyFrom(to_duration(self.period, "uniqueness period"))
         else:
             message.unique_while.statuses.extend(s.to_proto() for s in self.statuses)  # type: ignore[misc]
         return message

@@ -284,11 +284,8 @@ def _optional_number(
         return None
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise MalformedMessageError(f"'{name}' must be a non-negative number, not {value!r}")
-    try:
-        seconds = float(value)
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds < 0:
+    seconds = _finite_number(value)
+    if seconds is None or seconds < 0:
         raise MalformedMessageError(
             f"'{name}' must be a finite, non-negative number of seconds, not {value!r}"
         )
@@ -298,6 +295,17 @@ def _optional_number(
             f"not {value!r}"
         )
     return seconds
+
+
+def _finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite JSON number (a bool is none), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond every float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _optional_datetime(envelope: dict[str, Any], name: str) -> datetime | None:
@@ -429,18 +437,14 @@ def _unique_while_statuses(value: Any) -> list[JobStatus]:
 
 def _span_seconds(value: Any, name: str, hint: str = "") -> float:
     """A period, debounce delay or max wait in seconds, within the coordinator's bounds."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (isinstance(value, float) and not math.isfinite(value))
-        or not _MIN_SPAN_SECONDS <= value <= _MAX_SPAN_SECONDS
-    ):
+    seconds = _finite_number(value)
+    if seconds is None or not _MIN_SPAN_SECONDS <= seconds <= _MAX_SPAN_SECONDS:
         shown = f"a boolean ({value})" if isinstance(value, bool) else repr(value)
         raise MalformedMessageError(
             f"'uniqueness.{name}' must be a number of seconds from {_MIN_SPAN_SECONDS} to "
             f"{_MAX_SPAN_SECONDS} (366 days), not {shown}{hint}"
         )
-    return float(value)
+    return seconds
 
 
 def _check_uniqueness_fits(

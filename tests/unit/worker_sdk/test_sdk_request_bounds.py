@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from worker_sdk import JobRequest
+from worker_sdk import JobRequest, Uniqueness
 from worker_sdk.cli.commands import build_parser, parse_duration
 
 
@@ -27,6 +27,14 @@ from worker_sdk.cli.commands import build_parser, parse_duration
         ({"execution_timeout": -math.inf}, "execution_timeout must be a finite number"),
         ({"heartbeat_timeout": 1e300}, "heartbeat_timeout of 1e+300 seconds is too long"),
         ({"heartbeat_timeout": "30"}, "heartbeat_timeout must be a number of seconds"),
+        (
+            {"uniqueness": Uniqueness.for_period("k", math.inf)},
+            "uniqueness period must be a finite number of seconds",
+        ),
+        (
+            {"uniqueness": Uniqueness.debounce("k", 5, 1e300)},
+            "uniqueness max_wait of 1e+300 seconds is too long",
+        ),
     ],
 )
 def test_a_duration_no_message_can_hold_is_refused_naming_its_field(
