@@ -91,6 +91,7 @@ bench-quick:
 
 lint: install node_modules/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	npx buf lint
 

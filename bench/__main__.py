@@ -64,22 +64,42 @@ ON_REQUEST = {"ab": "bench.ab"}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("figures", nargs="*", metavar="figure",
-                        help=f"figures to run (default: all): {', '.join(FIGURES)}")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="runs per figure; the table shows the median (default 3, quick 1)")
-    parser.add_argument("--quick", action="store_true",
-                        help="reduced sizes: every figure in a few minutes in all")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "figures",
+        nargs="*",
+        metavar="figure",
+        help=f"figures to run (default: all): {', '.join(FIGURES)}",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs per figure; the table shows the median (default 3, quick 1)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="reduced sizes: every figure in a few minutes in all"
+    )
     parser.add_argument("--output", type=Path, default=None, help="where to write the table")
-    parser.add_argument("--private-cluster", action="store_true",
-                        help="run on the bench's own PostgreSQL cluster with pg_stat_statements "
-                             "(bench.cluster) instead of BENCH_PGHOST:BENCH_PGPORT: the "
-                             "per-statement cost tables need it")
-    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                        help="py-spy every coordinator into DIR (see bench.profiling); "
-                             "profiled figures are not for quoting")
+    parser.add_argument(
+        "--private-cluster",
+        action="store_true",
+        help="run on the bench's own PostgreSQL cluster with pg_stat_statements "
+        "(bench.cluster) instead of BENCH_PGHOST:BENCH_PGPORT: the "
+        "per-statement cost tables need it",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="py-spy every coordinator into DIR (see bench.profiling); "
+        "profiled figures are not for quoting",
+    )
     args = parser.parse_args(argv)
     unknown = [f for f in args.figures if f not in FIGURES and f not in ON_REQUEST]
     if unknown:
@@ -122,8 +142,11 @@ def run(args: argparse.Namespace) -> int:
     machine = machine_description(config.server.version())
     try:
         with config.server.exclusive():
-            print(f"bench: {', '.join(figures)}; {runs} run(s) each; "
-                  f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}", flush=True)
+            print(
+                f"bench: {', '.join(figures)}; {runs} run(s) each; "
+                f"{'quick' if args.quick else 'full'} sizes; logs in {LOG_DIR}",
+                flush=True,
+            )
             print(f"machine: {machine}", flush=True)
             started = time.monotonic()
             load_before = os.getloadavg()[0]
@@ -138,8 +161,15 @@ def run(args: argparse.Namespace) -> int:
         return 3
 
     load = f"at start {load_before:.1f}, at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    report = render_report(rows, machine=machine, runs=runs, quick=args.quick,
-                           figures=figures, elapsed_s=time.monotonic() - started, load=load)
+    report = render_report(
+        rows,
+        machine=machine,
+        runs=runs,
+        quick=args.quick,
+        figures=figures,
+        elapsed_s=time.monotonic() - started,
+        load=load,
+    )
     if args.output is not None:
         destination = args.output
         destination.parent.mkdir(parents=True, exist_ok=True)

@@ -42,36 +42,67 @@ def run(config: BenchConfig) -> list[Row]:
 async def _run(config: BenchConfig) -> list[Row]:
     variant = _variant_env()
     sizes = config.sizes
-    figures = ("throughput", "coordinator CPU per job", "PostgreSQL CPU per job", "unary p50",
-               "latency p50")
+    figures = (
+        "throughput",
+        "coordinator CPU per job",
+        "PostgreSQL CPU per job",
+        "unary p50",
+        "latency p50",
+    )
     got: dict[str, dict[str, list[float]]] = {f: {DEFAULT: [], VARIANT: []} for f in figures}
     for run_index in range(config.runs):
         for case, env in ((DEFAULT, {}), (VARIANT, variant)):
             wfjobs.COORDINATOR_ENV.clear()
             wfjobs.COORDINATOR_ENV.update(env)
             try:
-                title = (f"Per-statement cost: A/B throughput, {case} (run {run_index + 1})"
-                         if run_index == config.runs - 1 else None)
+                title = (
+                    f"Per-statement cost: A/B throughput, {case} (run {run_index + 1})"
+                    if run_index == config.runs - 1
+                    else None
+                )
                 measured = await measure_once(
-                    WorkflowJobsSystem(config.server, sizes.worker_concurrency), processes=2,
-                    jobs=sizes.throughput_jobs, batch=sizes.enqueue_batch,
-                    timeout_s=max(120.0, sizes.throughput_jobs / 100), statements_title=title)
+                    WorkflowJobsSystem(config.server, sizes.worker_concurrency),
+                    processes=2,
+                    jobs=sizes.throughput_jobs,
+                    batch=sizes.enqueue_batch,
+                    timeout_s=max(120.0, sizes.throughput_jobs / 100),
+                    statements_title=title,
+                )
                 got["throughput"][case].append(measured.rate)
                 got["coordinator CPU per job"][case].append(measured.cpu_us[COORDINATOR])
                 got["PostgreSQL CPU per job"][case].append(measured.cpu_us[BACKENDS])
                 times = await unary.measure_enqueue(config, 300 if config.quick else 1000)
                 got["unary p50"][case].append(latency.percentile(times, 0.5))
                 samples, _ = await latency.measure_ours(
-                    config.server, sizes.latency_rate, sizes.latency_seconds,
-                    sizes.worker_concurrency)
+                    config.server,
+                    sizes.latency_rate,
+                    sizes.latency_seconds,
+                    sizes.worker_concurrency,
+                )
                 got["latency p50"][case].append(latency.percentile(samples, 0.5))
             finally:
                 wfjobs.COORDINATOR_ENV.clear()
-            print(f"  ab run {run_index + 1} {case}: "
-                  + ", ".join(f"{f} {got[f][case][-1]:,.2f}" for f in figures), flush=True)
+            print(
+                f"  ab run {run_index + 1} {case}: "
+                + ", ".join(f"{f} {got[f][case][-1]:,.2f}" for f in figures),
+                flush=True,
+            )
     name = "variant " + ",".join(f"{k}={v}" for k, v in variant.items())
-    units = {"throughput": "jobs/s", "coordinator CPU per job": "µs",
-             "PostgreSQL CPU per job": "µs", "unary p50": "ms", "latency p50": "ms"}
-    return [Row(figure=f"A/B: {f}", unit=units[f], ours=got[f][DEFAULT],
-                comparison=got[f][VARIANT], comparison_name=name,
-                higher_is_better=f == "throughput") for f in figures]
+    units = {
+        "throughput": "jobs/s",
+        "coordinator CPU per job": "µs",
+        "PostgreSQL CPU per job": "µs",
+        "unary p50": "ms",
+        "latency p50": "ms",
+    }
+    return [
+        Row(
+            figure=f"A/B: {f}",
+            unit=units[f],
+            ours=got[f][DEFAULT],
+            comparison=got[f][VARIANT],
+            comparison_name=name,
+            higher_is_better=f == "throughput",
+        )
+        for f in figures
+    ]

@@ -42,16 +42,29 @@ def window_rate(records: list[StartRecord], window: int) -> float:
 async def pause_definition(target: str, tenant: str, definition: str) -> None:
     async with grpc.aio.insecure_channel(target) as channel:
         admin = admin_service_pb2_grpc.AdminServiceStub(channel)
-        await admin.Pause(admin_service_pb2.PauseRequest(
-            scope=admin_service_pb2.PauseScope(
-                kind=admin_service_pb2.PAUSE_SCOPE_KIND_DEFINITION,
-                tenant_id=tenant, value=definition),
-            actor="bench", reason="acquisition with paused jobs present"), timeout=30)
+        await admin.Pause(
+            admin_service_pb2.PauseRequest(
+                scope=admin_service_pb2.PauseScope(
+                    kind=admin_service_pb2.PAUSE_SCOPE_KIND_DEFINITION,
+                    tenant_id=tenant,
+                    value=definition,
+                ),
+                actor="bench",
+                reason="acquisition with paused jobs present",
+            ),
+            timeout=30,
+        )
 
 
-async def measure_rate(server: PostgresServer, *, database: str, window: int, concurrency: int,
-                       pause: tuple[str, str] | None = None,
-                       prepare: Callable[[str], Awaitable[None]] | None = None) -> float:
+async def measure_rate(
+    server: PostgresServer,
+    *,
+    database: str,
+    window: int,
+    concurrency: int,
+    pause: tuple[str, str] | None = None,
+    prepare: Callable[[str], Awaitable[None]] | None = None,
+) -> float:
     """Start a coordinator on the seeded table; jobs/s handed out over the window.
 
     Args:
@@ -72,9 +85,13 @@ async def measure_rate(server: PostgresServer, *, database: str, window: int, co
             await pause_definition(coordinator.target, *pause)
         if prepare is not None:
             await prepare(coordinator.target)
-        workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
-                                       concurrency=concurrency, deadline_s=TIMEOUT_S + 60,
-                                       record=str(record))
+        workers = wfjobs.start_workers(
+            coordinator.target,
+            WORKER_PROCESSES,
+            concurrency=concurrency,
+            deadline_s=TIMEOUT_S + 60,
+            record=str(record),
+        )
         end = time.monotonic() + TIMEOUT_S
         while count_records(paths) < window:
             if time.monotonic() > end:

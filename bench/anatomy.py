@@ -27,13 +27,20 @@ FLUSH_WAIT_S = 0.1
 
 # (from stage, to stage, what the step is; "wait" names a queue or timer).
 STEPS: tuple[tuple[str, str, str], ...] = (
-    ("client_send", "received",
-     "client → servicer: gRPC client and server, interceptors, request decoding"),
+    (
+        "client_send",
+        "received",
+        "client → servicer: gRPC client and server, interceptors, request decoding",
+    ),
     ("received", "flush", "wait: group commit queue (enqueues behind the insert in flight)"),
     ("flush", "store_thread", "hand-off to a store thread (thread pool queue)"),
     ("store_thread", "committed", "insert statement and commit (SQLAlchemy, psycopg, PostgreSQL)"),
     ("committed", "resumed", "hand-off back to the event loop"),
-    ("resumed", "stream_write", "to the worker stream (direct dispatch, or wait: a dispatcher pass)"),
+    (
+        "resumed",
+        "stream_write",
+        "to the worker stream (direct dispatch, or wait: a dispatcher pass)",
+    ),
     ("stream_write", "received_by_worker", "gRPC write, network, worker SDK receive"),
     ("received_by_worker", "handler_start", "worker SDK: context, scheduling, handler call"),
     ("client_send", "handler_start", "end to end"),
@@ -68,8 +75,9 @@ def read_stage_files(prefix: Path) -> dict[str, dict[str, int]]:
     return stamps
 
 
-def merge(clock: StageClock, logged: dict[str, dict[str, int]],
-          starts: Iterable[StartRecord]) -> dict[str, dict[str, int]]:
+def merge(
+    clock: StageClock, logged: dict[str, dict[str, int]], starts: Iterable[StartRecord]
+) -> dict[str, dict[str, int]]:
     jobs: dict[str, dict[str, int]] = defaultdict(dict)
     for source in (clock.stamps, logged):
         for job_id, stages in source.items():
@@ -91,8 +99,11 @@ def step_percentiles(jobs: dict[str, dict[str, int]]) -> dict[str, tuple[float, 
     for start, end, _ in STEPS:
         values = sorted((s[end] - s[start]) / 1e6 for s in jobs.values() if start in s and end in s)
         if values:
-            out[f"{start}→{end}"] = (_nearest_rank(values, 0.5), _nearest_rank(values, 0.99),
-                                     len(values))
+            out[f"{start}→{end}"] = (
+                _nearest_rank(values, 0.5),
+                _nearest_rank(values, 0.99),
+                len(values),
+            )
     return out
 
 
@@ -100,8 +111,12 @@ def render(runs: Sequence[dict[str, tuple[float, float, int]]], title: str) -> s
     """A Markdown table of the steps: the median over runs of each step's p50 and p99."""
     if not runs:
         return ""
-    lines = [f"### {title}", "",
-             "| step | what it is | p50 ms | p99 ms | jobs |", "|---|---|---|---|---|"]
+    lines = [
+        f"### {title}",
+        "",
+        "| step | what it is | p50 ms | p99 ms | jobs |",
+        "|---|---|---|---|---|",
+    ]
     for start, end, what in STEPS:
         key = f"{start}→{end}"
         measured = [r[key] for r in runs if key in r]
@@ -112,7 +127,9 @@ def render(runs: Sequence[dict[str, tuple[float, float, int]]], title: str) -> s
         p99 = sorted(m[1] for m in measured)[len(measured) // 2]
         lines.append(f"| {key} | {what} | {p50:.2f} | {p99:.2f} | {measured[0][2]} |")
     lines.append("")
-    lines.append("Median over runs of each step's percentile; percentiles of steps do not add up "
-                 "to the end-to-end percentile. Stage lines are kept in memory and written every "
-                 "100 ms; the quoted latency comes from the uninstrumented runs.")
+    lines.append(
+        "Median over runs of each step's percentile; percentiles of steps do not add up "
+        "to the end-to-end percentile. Stage lines are kept in memory and written every "
+        "100 ms; the quoted latency comes from the uninstrumented runs."
+    )
     return "\n".join(lines)

@@ -38,17 +38,23 @@ async def _run(config: BenchConfig) -> list[Row]:
             wfjobs.Coordinator(server, database).migrate()
         seconds = seeding.insert_backlog(
             server.dsn(LARGE_DATABASE),
-            seeding.Backlog(sizes.backlog_large, tenants=10, definition_id=DEFINITION))
+            seeding.Backlog(sizes.backlog_large, tenants=10, definition_id=DEFINITION),
+        )
         print(f"  backlog: seeded {sizes.backlog_large:,} jobs in {seconds:.0f} s", flush=True)
         for run_index in range(config.runs):
             small_dsn = server.dsn(SMALL_DATABASE)
             seeding.delete_jobs(small_dsn, definition_id=DEFINITION)
-            seeding.insert_backlog(small_dsn, seeding.Backlog(
-                sizes.backlog_small, tenants=10, definition_id=DEFINITION))
-            for case, database, size in (("small", SMALL_DATABASE, sizes.backlog_small),
-                                         ("large", LARGE_DATABASE, sizes.backlog_large)):
-                rate = await measure_rate(server, database=database, window=window,
-                                          concurrency=sizes.worker_concurrency)
+            seeding.insert_backlog(
+                small_dsn,
+                seeding.Backlog(sizes.backlog_small, tenants=10, definition_id=DEFINITION),
+            )
+            for case, database, size in (
+                ("small", SMALL_DATABASE, sizes.backlog_small),
+                ("large", LARGE_DATABASE, sizes.backlog_large),
+            ):
+                rate = await measure_rate(
+                    server, database=database, window=window, concurrency=sizes.worker_concurrency
+                )
                 rates[case].append(rate)
                 print(f"  backlog run {run_index + 1} ({size:,}): {rate:,.0f} jobs/s", flush=True)
         note = f"10 tenants; {window:,} starts timed, rate over 10–90 %"
@@ -57,9 +63,17 @@ async def _run(config: BenchConfig) -> list[Row]:
         print(f"  backlog {note}", flush=True)
     finally:
         server.drop_database(LARGE_DATABASE)
-    return [Row(
-        figure=(f"acquisition throughput with {sizes.backlog_large:,} pending jobs "
-                f"÷ with {sizes.backlog_small:,}"),
-        unit="jobs/s", ours=rates["large"], comparison=rates["small"],
-        comparison_name=f"{sizes.backlog_small:,} pending", target=Target.ratio_at_least(
-            0.8, "ratio ≥ 0.8"), note=note)]
+    return [
+        Row(
+            figure=(
+                f"acquisition throughput with {sizes.backlog_large:,} pending jobs "
+                f"÷ with {sizes.backlog_small:,}"
+            ),
+            unit="jobs/s",
+            ours=rates["large"],
+            comparison=rates["small"],
+            comparison_name=f"{sizes.backlog_small:,} pending",
+            target=Target.ratio_at_least(0.8, "ratio ≥ 0.8"),
+            note=note,
+        )
+    ]

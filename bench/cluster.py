@@ -45,8 +45,10 @@ def _bindir() -> Path:
         return found[-1].parent
     initdb = shutil.which("initdb")
     if initdb is None:
-        raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found; set "
-                           "WFJOBS_PG_BINDIR, or BENCH_PGPORT to use a running server")
+        raise RuntimeError(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found; set "
+            "WFJOBS_PG_BINDIR, or BENCH_PGPORT to use a running server"
+        )
     return Path(initdb).parent
 
 
@@ -72,15 +74,44 @@ def private_cluster(data_dir: Path = DATA_DIR) -> Iterator[int]:
         data_dir.mkdir(parents=True)
         if os.geteuid() == 0:
             shutil.chown(data_dir, "postgres", "postgres")
-        _pg(str(bindir / "initdb"), "-D", str(data_dir), "-U", "root", "--auth=trust", "-N",
-            "-E", "UTF8")
+        _pg(
+            str(bindir / "initdb"),
+            "-D",
+            str(data_dir),
+            "-U",
+            "root",
+            "--auth=trust",
+            "-N",
+            "-E",
+            "UTF8",
+        )
     port = _free_port()
     (data_dir / "postgresql.auto.conf").write_text(
-        "".join(f"{k} = {v}\n" for k, v in {**SETTINGS, "port": str(port)}.items()))
-    _pg(str(bindir / "pg_ctl"), "-D", str(data_dir), "-l", str(data_dir / "server.log"), "-w",
-        "-t", "120", "start")
+        "".join(f"{k} = {v}\n" for k, v in {**SETTINGS, "port": str(port)}.items())
+    )
+    _pg(
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data_dir),
+        "-l",
+        str(data_dir / "server.log"),
+        "-w",
+        "-t",
+        "120",
+        "start",
+    )
     try:
         yield port
     finally:
-        _pg(str(bindir / "pg_ctl"), "-D", str(data_dir), "-m", "fast", "-w", "-t", "120", "stop",
-            check=False)
+        _pg(
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data_dir),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "120",
+            "stop",
+            check=False,
+        )

@@ -67,12 +67,13 @@ class CpuMeter:
     async def start(self) -> None:
         """Open the probe connection and take the baseline of every process and backend."""
         self._conn = await psycopg.AsyncConnection.connect(
-            self.server.dsn("postgres"), autocommit=True,
-            application_name=PROBE_APPLICATION_NAME)
+            self.server.dsn("postgres"), autocommit=True, application_name=PROBE_APPLICATION_NAME
+        )
         for pid in await self._backend_pids():
             self._backend_start[pid] = self._backend_last[pid] = cpu_seconds(pid)
-        self._start = {label: sum(cpu_seconds(p) for p in pids)
-                       for label, pids in self.processes.items()}
+        self._start = {
+            label: sum(cpu_seconds(p) for p in pids) for label, pids in self.processes.items()
+        }
 
     async def sample(self) -> None:
         """List the backends again and note their CPU so far (call during the window)."""
@@ -84,11 +85,14 @@ class CpuMeter:
 
     async def stop(self) -> dict[str, float]:
         """CPU seconds per label over the window, plus `BACKENDS` (all backends summed)."""
-        used = {label: sum(cpu_seconds(p) for p in pids) - self._start[label]
-                for label, pids in self.processes.items()}
+        used = {
+            label: sum(cpu_seconds(p) for p in pids) - self._start[label]
+            for label, pids in self.processes.items()
+        }
         await self.sample()
-        used[BACKENDS] = sum(self._backend_last[pid] - start
-                             for pid, start in self._backend_start.items())
+        used[BACKENDS] = sum(
+            self._backend_last[pid] - start for pid, start in self._backend_start.items()
+        )
         await self.close()
         return used
 

@@ -18,9 +18,15 @@ import psycopg
 # The rate-limit figure has two of its own (no limit, a limit), the ordering
 # figure three (long keys, short keys, unkeyed).
 BENCH_DATABASES = (
-    "wfjobs_bench", "wfjobs_bench_large", "pgqueuer_bench", "procrastinate_bench",
-    "wfjobs_bench_rate_none", "wfjobs_bench_rate", "wfjobs_bench_ordering",
-    "wfjobs_bench_ordering_short", "wfjobs_bench_unordered",
+    "wfjobs_bench",
+    "wfjobs_bench_large",
+    "pgqueuer_bench",
+    "procrastinate_bench",
+    "wfjobs_bench_rate_none",
+    "wfjobs_bench_rate",
+    "wfjobs_bench_ordering",
+    "wfjobs_bench_ordering_short",
+    "wfjobs_bench_unordered",
 )
 # The bench's own measuring sessions (counters, samplers, the snapshot holder)
 # connect under this name, so that per-backend CPU leaves them out.
@@ -76,21 +82,29 @@ class PostgresServer:
         run holds it: every run re-creates the same databases, so two at once
         would drop each other's tables mid-figure.
         """
-        with psycopg.connect(self.dsn("postgres"), autocommit=True,
-                             application_name=PROBE_APPLICATION_NAME) as conn:
+        with psycopg.connect(
+            self.dsn("postgres"), autocommit=True, application_name=PROBE_APPLICATION_NAME
+        ) as conn:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.lock,)).fetchone()
             if not (row and row[0]):
                 holder = conn.execute(
                     "SELECT a.pid, a.client_addr, to_char(a.backend_start, 'HH24:MI:SS') "
                     "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
                     "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 "
-                    "AND l.objid = %s AND l.objsubid = 1", (self.lock,)).fetchone()
-                who = (f"backend pid {holder[0]} from {holder[1] or 'a local socket'}, "
-                       f"connected at {holder[2]}" if holder else "a session that just ended")
+                    "AND l.objid = %s AND l.objsubid = 1",
+                    (self.lock,),
+                ).fetchone()
+                who = (
+                    f"backend pid {holder[0]} from {holder[1] or 'a local socket'}, "
+                    f"connected at {holder[2]}"
+                    if holder
+                    else "a session that just ended"
+                )
                 raise ServerBusy(
                     f"another bench run is using the bench databases on {self.host}:{self.port} "
                     f"({who}); wait for it to finish, or point this run at another server "
-                    "with BENCH_PGHOST / BENCH_PGPORT")
+                    "with BENCH_PGHOST / BENCH_PGPORT"
+                )
             try:
                 yield
             finally:

@@ -52,8 +52,9 @@ PACED_BATCH = 100
 class Watcher:
     """One WatchJobEvents stream from the live tail, noting each event's lag."""
 
-    def __init__(self, target: str, tenant: str = "",
-                 channel: grpc.aio.Channel | None = None) -> None:
+    def __init__(
+        self, target: str, tenant: str = "", channel: grpc.aio.Channel | None = None
+    ) -> None:
         self._own_channel = channel is None
         self._channel = channel or grpc.aio.insecure_channel(target)
         self._tenant = tenant
@@ -65,8 +66,9 @@ class Watcher:
     async def start(self, timeout_s: float = 30.0) -> None:
         self._task = asyncio.create_task(self._read())
         waiter = asyncio.create_task(self._started.wait())
-        done, _ = await asyncio.wait({waiter, self._task}, timeout=timeout_s,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {waiter, self._task}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if self._task in done:
             self._task.result()  # raises what ended the stream
         if waiter not in done:
@@ -76,7 +78,8 @@ class Watcher:
     async def _read(self) -> None:
         stub = scheduler_service_pb2_grpc.JobSchedulerServiceStub(self._channel)
         request = scheduler_service_pb2.WatchJobEventsRequest(
-            filter=scheduler_service_pb2.JobEventFilter(tenant_id=self._tenant))
+            filter=scheduler_service_pb2.JobEventFilter(tenant_id=self._tenant)
+        )
         async for response in stub.WatchJobEvents(request):
             now_us = time.time_ns() // 1000
             self._started.set()
@@ -112,8 +115,15 @@ class WatchedSystem(WorkflowJobsSystem):
     of as fast as the coordinator takes them.
     """
 
-    def __init__(self, config: BenchConfig, jobs: int, *, watched: bool, tenants: int = 1,
-                 rate: float | None = None) -> None:
+    def __init__(
+        self,
+        config: BenchConfig,
+        jobs: int,
+        *,
+        watched: bool,
+        tenants: int = 1,
+        rate: float | None = None,
+    ) -> None:
         super().__init__(config.server, worker_concurrency=config.sizes.worker_concurrency)
         self.jobs = jobs
         self.watched = watched
@@ -137,8 +147,9 @@ class WatchedSystem(WorkflowJobsSystem):
             self.watchers = [Watcher(target)]
         else:
             self._channel = grpc.aio.insecure_channel(target)
-            self.watchers = [Watcher(target, self.tenant(k), self._channel)
-                             for k in range(self.tenants)]
+            self.watchers = [
+                Watcher(target, self.tenant(k), self._channel) for k in range(self.tenants)
+            ]
         for watcher in self.watchers:
             await watcher.start()
 
@@ -158,15 +169,21 @@ class WatchedSystem(WorkflowJobsSystem):
                         await asyncio.sleep(delay)
                 specs = [job_spec(self.tenant(k)) for k in range(start, min(start + batch, jobs))]
                 await stub.EnqueueBatch(
-                    scheduler_service_pb2.EnqueueBatchRequest(jobs=specs), timeout=60)
+                    scheduler_service_pb2.EnqueueBatchRequest(jobs=specs), timeout=60
+                )
 
     async def close(self) -> None:
         try:
             if self.watchers:
                 expected = self.jobs * EVENTS_PER_JOB
-                per_watcher = ([expected] if self.tenants == 1 else
-                               [EVENTS_PER_JOB * len(range(k, self.jobs, self.tenants))
-                                for k in range(self.tenants)])
+                per_watcher = (
+                    [expected]
+                    if self.tenants == 1
+                    else [
+                        EVENTS_PER_JOB * len(range(k, self.jobs, self.tenants))
+                        for k in range(self.tenants)
+                    ]
+                )
                 short = 0
                 for watcher, count in zip(self.watchers, per_watcher, strict=True):
                     if not await watcher.wait_for(count, CATCH_UP_S):
@@ -181,7 +198,8 @@ class WatchedSystem(WorkflowJobsSystem):
                     self._channel = None
             if self.coordinators:
                 size = self.server.scalar(
-                    DATABASE, "SELECT pg_total_relation_size('wfj_job_events')")
+                    DATABASE, "SELECT pg_total_relation_size('wfj_job_events')"
+                )
                 self.log_bytes = int(size) if isinstance(size, int) else 0
         finally:
             await super().close()
@@ -211,12 +229,21 @@ async def _run(config: BenchConfig) -> list[Row]:
                     continue
                 pace = 0.5 * statistics.median(rate[UNWATCHED])
                 n = max(PACED_BATCH, int(pace * paced_seconds))
-            system = WatchedSystem(config, n, watched=case in (WATCHED, PACED, TENANTS_WATCHED),
-                                   tenants=TENANTS if case.startswith("tenants") else 1, rate=pace)
+            system = WatchedSystem(
+                config,
+                n,
+                watched=case in (WATCHED, PACED, TENANTS_WATCHED),
+                tenants=TENANTS if case.startswith("tenants") else 1,
+                rate=pace,
+            )
             try:
                 measured = await measure_once(
-                    system, processes=WORKER_PROCESSES, jobs=n,
-                    batch=config.sizes.enqueue_batch, timeout_s=max(120.0, n / 100))
+                    system,
+                    processes=WORKER_PROCESSES,
+                    jobs=n,
+                    batch=config.sizes.enqueue_batch,
+                    timeout_s=max(120.0, n / 100),
+                )
             except Exception as exc:  # reported in the table
                 errors.append(f"{case}: {_error(exc)}")
                 print(f"  events {case} failed: {_error(exc)}", flush=True)
@@ -229,56 +256,111 @@ async def _run(config: BenchConfig) -> list[Row]:
             cpu[case].append(measured.cpu_us)
             if system.log_bytes and case == UNWATCHED:
                 log_bytes.append(system.log_bytes / n)
-            line = (f"  events run {run_index + 1} {case}: {measured.rate:,.0f} jobs/s, CPU µs/job "
-                    f"coordinator {measured.cpu_us[COORDINATOR]:.0f}, "
-                    f"backends {measured.cpu_us[BACKENDS]:.0f}")
+            line = (
+                f"  events run {run_index + 1} {case}: {measured.rate:,.0f} jobs/s, CPU µs/job "
+                f"coordinator {measured.cpu_us[COORDINATOR]:.0f}, "
+                f"backends {measured.cpu_us[BACKENDS]:.0f}"
+            )
             if system.lags_ms:
                 lags = sorted(system.lags_ms)
                 lag[case]["p50"].append(latency.percentile(lags, 0.50))
                 lag[case]["p99"].append(latency.percentile(lags, 0.99))
-                line += f"; lag p50 {lag[case]['p50'][-1]:.1f} ms, p99 {lag[case]['p99'][-1]:.1f} ms"
+                line += (
+                    f"; lag p50 {lag[case]['p50'][-1]:.1f} ms, p99 {lag[case]['p99'][-1]:.1f} ms"
+                )
             print(line, flush=True)
     return _rows(jobs, paced_seconds, rate, cpu, lag, log_bytes, errors)
 
 
-def _rows(jobs: int, paced_seconds: float, rate: dict[str, list[float]],
-          cpu: dict[str, list[dict[str, float]]], lag: dict[str, dict[str, list[float]]],
-          log_bytes: Sequence[float], errors: list[str]) -> list[Row]:
-    head = (f"job event log, {jobs // 1000}k jobs, {WORKER_PROCESSES} worker processes, "
-            "a WatchJobEvents watcher receiving every event")
+def _rows(
+    jobs: int,
+    paced_seconds: float,
+    rate: dict[str, list[float]],
+    cpu: dict[str, list[dict[str, float]]],
+    lag: dict[str, dict[str, list[float]]],
+    log_bytes: Sequence[float],
+    errors: list[str],
+) -> list[Row]:
+    head = (
+        f"job event log, {jobs // 1000}k jobs, {WORKER_PROCESSES} worker processes, "
+        "a WatchJobEvents watcher receiving every event"
+    )
     baseline = "no watcher"
     reported = Target.reported("reported")
-    rows = [Row(figure=f"{head}: throughput", unit="jobs/s", ours=rate[WATCHED],
-                comparison=rate[UNWATCHED], comparison_name=baseline,
-                target=Target.ratio_at_least(0.9, "watched ÷ unwatched ≥ 0.9"),
-                note="; ".join(["ratio = watched ÷ unwatched", *errors]))]
+    rows = [
+        Row(
+            figure=f"{head}: throughput",
+            unit="jobs/s",
+            ours=rate[WATCHED],
+            comparison=rate[UNWATCHED],
+            comparison_name=baseline,
+            target=Target.ratio_at_least(0.9, "watched ÷ unwatched ≥ 0.9"),
+            note="; ".join(["ratio = watched ÷ unwatched", *errors]),
+        )
+    ]
     for name in ("p50", "p99"):
-        rows.append(Row(figure=f"{head}: delivery lag (state change → watcher receives), {name}",
-                        unit="ms", ours=lag[WATCHED][name],
-                        target=reported if name == "p99" else None, higher_is_better=False))
-    paced_head = ("job event log, one watcher of every event, jobs enqueued at 50 % of the "
-                  f"unwatched throughput for {paced_seconds:.0f} s: delivery lag")
+        rows.append(
+            Row(
+                figure=f"{head}: delivery lag (state change → watcher receives), {name}",
+                unit="ms",
+                ours=lag[WATCHED][name],
+                target=reported if name == "p99" else None,
+                higher_is_better=False,
+            )
+        )
+    paced_head = (
+        "job event log, one watcher of every event, jobs enqueued at 50 % of the "
+        f"unwatched throughput for {paced_seconds:.0f} s: delivery lag"
+    )
     for name in ("p50", "p99"):
-        rows.append(Row(
-            figure=f"{paced_head}, {name}", unit="ms", ours=lag[PACED][name],
-            target=Target.at_most(100.0, "≤ 100 ms") if name == "p99" else None,
-            higher_is_better=False,
-            note=(f"batches of {PACED_BATCH} on an open-loop schedule; rates: "
-                  + ", ".join(f"{r:,.0f}" for r in rate[PACED]) + " jobs/s")
-            if name == "p50" else ""))
-    rows.append(Row(
-        figure=(f"job event log, {jobs // 1000}k jobs over {TENANTS} tenants, {TENANTS} watchers "
-                "each filtered to one tenant: throughput"),
-        unit="jobs/s", ours=rate[TENANTS_WATCHED], comparison=rate[TENANTS_NONE],
-        comparison_name=f"no watcher, same {TENANTS} tenants",
-        target=Target.ratio_at_least(0.85, "≥ 0.85× of none"),
-        note="the watchers are streams of the bench process, on one channel"))
+        rows.append(
+            Row(
+                figure=f"{paced_head}, {name}",
+                unit="ms",
+                ours=lag[PACED][name],
+                target=Target.at_most(100.0, "≤ 100 ms") if name == "p99" else None,
+                higher_is_better=False,
+                note=(
+                    f"batches of {PACED_BATCH} on an open-loop schedule; rates: "
+                    + ", ".join(f"{r:,.0f}" for r in rate[PACED])
+                    + " jobs/s"
+                )
+                if name == "p50"
+                else "",
+            )
+        )
+    rows.append(
+        Row(
+            figure=(
+                f"job event log, {jobs // 1000}k jobs over {TENANTS} tenants, {TENANTS} watchers "
+                "each filtered to one tenant: throughput"
+            ),
+            unit="jobs/s",
+            ours=rate[TENANTS_WATCHED],
+            comparison=rate[TENANTS_NONE],
+            comparison_name=f"no watcher, same {TENANTS} tenants",
+            target=Target.ratio_at_least(0.85, "≥ 0.85× of none"),
+            note="the watchers are streams of the bench process, on one channel",
+        )
+    )
     for what in (COORDINATOR, BACKENDS, TOTAL):
-        rows.append(Row(figure=f"{head}: CPU per job, {what}", unit="µs",
-                        ours=[c[what] for c in cpu[WATCHED]],
-                        comparison=[c[what] for c in cpu[UNWATCHED]],
-                        comparison_name=baseline, higher_is_better=False))
-    rows.append(Row(figure="job event log: size per job (heap + index, 3 events)", unit="B",
-                    ours=list(log_bytes), higher_is_better=False,
-                    note="pg_total_relation_size(wfj_job_events) after the run ÷ jobs"))
+        rows.append(
+            Row(
+                figure=f"{head}: CPU per job, {what}",
+                unit="µs",
+                ours=[c[what] for c in cpu[WATCHED]],
+                comparison=[c[what] for c in cpu[UNWATCHED]],
+                comparison_name=baseline,
+                higher_is_better=False,
+            )
+        )
+    rows.append(
+        Row(
+            figure="job event log: size per job (heap + index, 3 events)",
+            unit="B",
+            ours=list(log_bytes),
+            higher_is_better=False,
+            note="pg_total_relation_size(wfj_job_events) after the run ÷ jobs",
+        )
+    )
     return rows

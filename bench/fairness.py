@@ -56,8 +56,9 @@ def fairness_of(prefix: list[StartRecord], tenants: list[str]) -> tuple[float, f
     return jain, deviation
 
 
-async def measure_once(server: PostgresServer, big: int, small: int, batch: int,
-                       concurrency: int) -> tuple[float, float, int]:
+async def measure_once(
+    server: PostgresServer, big: int, small: int, batch: int, concurrency: int
+) -> tuple[float, float, int]:
     server.recreate_database(wfjobs.DATABASE)
     coordinator = wfjobs.Coordinator(server)
     coordinator.migrate()
@@ -70,8 +71,13 @@ async def measure_once(server: PostgresServer, big: int, small: int, batch: int,
         await wfjobs.enqueue_noop(coordinator.target, big, batch, tenant=BIG_TENANT)
         for tenant in small_tenants():
             await wfjobs.enqueue_noop(coordinator.target, small, batch, tenant=tenant)
-        workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
-                                       concurrency=concurrency, deadline_s=600, record=str(record))
+        workers = wfjobs.start_workers(
+            coordinator.target,
+            WORKER_PROCESSES,
+            concurrency=concurrency,
+            deadline_s=600,
+            record=str(record),
+        )
         # Done when every small tenant's jobs have started; the big tenant's rest is not needed.
         end = time.monotonic() + 300
         while time.monotonic() < end:
@@ -107,8 +113,12 @@ async def _run(config: BenchConfig) -> list[Row]:
     for run_index in range(config.runs):
         try:
             jain, deviation, window = await measure_once(
-                config.server, sizes.fairness_big, sizes.fairness_small, sizes.enqueue_batch,
-                sizes.worker_concurrency)
+                config.server,
+                sizes.fairness_big,
+                sizes.fairness_small,
+                sizes.enqueue_batch,
+                sizes.worker_concurrency,
+            )
         except Exception as exc:  # reported in the table
             error = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
             print(f"  fairness {error}", flush=True)
@@ -116,16 +126,33 @@ async def _run(config: BenchConfig) -> list[Row]:
         jains.append(jain)
         deviations.append(deviation * 100)
         windows.append(window)
-        print(f"  fairness run {run_index + 1}: Jain {jain:.4f}, max deviation "
-              f"{deviation * 100:.1f} % over {window} starts", flush=True)
-    label = (f"fairness: 1 tenant × {sizes.fairness_big:,} + 9 × {sizes.fairness_small:,}, "
-             "equal weights")
-    note = error or (f"over the first {min(windows):,}–{max(windows):,} starts (all backlogged)"
-                     if windows else "")
+        print(
+            f"  fairness run {run_index + 1}: Jain {jain:.4f}, max deviation "
+            f"{deviation * 100:.1f} % over {window} starts",
+            flush=True,
+        )
+    label = (
+        f"fairness: 1 tenant × {sizes.fairness_big:,} + 9 × {sizes.fairness_small:,}, equal weights"
+    )
+    note = error or (
+        f"over the first {min(windows):,}–{max(windows):,} starts (all backlogged)"
+        if windows
+        else ""
+    )
     return [
-        Row(figure=f"{label}: Jain index", unit="", ours=jains,
-            target=Target.at_least(0.99, "≥ 0.99"), note=note),
-        Row(figure=f"{label}: max deviation from fair share", unit="%", ours=deviations,
-            target=Target.at_most(10.0, "≤ 10 %"), higher_is_better=False,
-            note="no peer: PgQueuer and Procrastinate have no per-tenant sharing"),
+        Row(
+            figure=f"{label}: Jain index",
+            unit="",
+            ours=jains,
+            target=Target.at_least(0.99, "≥ 0.99"),
+            note=note,
+        ),
+        Row(
+            figure=f"{label}: max deviation from fair share",
+            unit="%",
+            ours=deviations,
+            target=Target.at_most(10.0, "≤ 10 %"),
+            higher_is_better=False,
+            note="no peer: PgQueuer and Procrastinate have no per-tenant sharing",
+        ),
     ]

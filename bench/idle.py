@@ -40,8 +40,13 @@ async def measure_ours(server: PostgresServer, seconds: float) -> tuple[float, f
     workers: list[ManagedProcess] = []
     try:
         workers = wfjobs.start_workers(
-            coordinator.target, WORKER_PROCESSES, concurrency=10, deadline_s=seconds + 180,
-            workers_per_process=IDLE_WORKERS // WORKER_PROCESSES, name="idle-worker")
+            coordinator.target,
+            WORKER_PROCESSES,
+            concurrency=10,
+            deadline_s=seconds + 180,
+            workers_per_process=IDLE_WORKERS // WORKER_PROCESSES,
+            name="idle-worker",
+        )
         await wfjobs.wait_connected(coordinator.target, IDLE_WORKERS, workers)
         await asyncio.sleep(SETTLE_S)
         xacts_before = server.transaction_count(wfjobs.DATABASE)
@@ -91,8 +96,10 @@ async def _run(config: BenchConfig) -> list[Row]:
             rate, percent = await measure_ours(config.server, seconds)
             queries.append(rate)
             cpu.append(percent)
-            print(f"  idle run {run_index + 1} ours: {rate:.2f} queries/s, CPU {percent:.2f} %",
-                  flush=True)
+            print(
+                f"  idle run {run_index + 1} ours: {rate:.2f} queries/s, CPU {percent:.2f} %",
+                flush=True,
+            )
         except Exception as exc:  # reported in the table
             errors.append(f"ours failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
             print(f"  idle {errors[-1]}", flush=True)
@@ -101,13 +108,27 @@ async def _run(config: BenchConfig) -> list[Row]:
             peer_queries.append(peer_rate)
             print(f"  idle run {run_index + 1} PgQueuer: {peer_rate:.2f} queries/s", flush=True)
         except Exception as exc:  # reported in the table
-            errors.append(f"PgQueuer failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+            errors.append(
+                f"PgQueuer failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            )
     label = f"idle coordinator, {IDLE_WORKERS} connected workers, {seconds:.0f} s"
     note = "; ".join(dict.fromkeys(errors)) or "transactions/s from pg_stat_database"
     return [
-        Row(figure=f"{label}: database queries/s", unit="/s", ours=queries,
-            comparison=peer_queries, comparison_name="PgQueuer, 10 idle worker processes",
-            target=Target.at_most(2.0, "≤ 2 /s"), higher_is_better=False, note=note),
-        Row(figure=f"{label}: coordinator CPU", unit="%", ours=cpu,
-            target=Target.at_most(1.0, "≈ 0 % (≤ 1 %)"), higher_is_better=False),
+        Row(
+            figure=f"{label}: database queries/s",
+            unit="/s",
+            ours=queries,
+            comparison=peer_queries,
+            comparison_name="PgQueuer, 10 idle worker processes",
+            target=Target.at_most(2.0, "≤ 2 /s"),
+            higher_is_better=False,
+            note=note,
+        ),
+        Row(
+            figure=f"{label}: coordinator CPU",
+            unit="%",
+            ours=cpu,
+            target=Target.at_most(1.0, "≈ 0 % (≤ 1 %)"),
+            higher_is_better=False,
+        ),
     ]

@@ -37,8 +37,9 @@ DRAIN_TIMEOUT_S = 30.0
 STAGE_ENV = "WFJOBS_STAGE_LOG"
 
 
-async def offer_load(send: Callable[[bytes], Awaitable[object]], rate: int,
-                     seconds: float) -> tuple[int, float, int]:
+async def offer_load(
+    send: Callable[[bytes], Awaitable[object]], rate: int, seconds: float
+) -> tuple[int, float, int]:
     """Send `rate × seconds` jobs on an open-loop schedule.
 
     Returns (jobs sent, achieved send rate, failed sends).
@@ -69,8 +70,9 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[rank - 1]
 
 
-async def wait_for_records(paths: list[Path], expected: int, workers: list[ManagedProcess],
-                           timeout_s: float) -> int:
+async def wait_for_records(
+    paths: list[Path], expected: int, workers: list[ManagedProcess], timeout_s: float
+) -> int:
     end = time.monotonic() + timeout_s
     seen = 0
     while time.monotonic() < end:
@@ -88,10 +90,15 @@ def latencies_ms(paths: list[Path]) -> list[float]:
     return sorted((r.start_ns - r.enqueued_ns) / 1e6 for r in read_records(paths) if r.enqueued_ns)
 
 
-async def measure_ours(server: PostgresServer, rate: int, seconds: float,
-                       concurrency: int, coordinators: int = 1,
-                       anatomy_runs: list[dict[str, tuple[float, float, int]]] | None = None,
-                       statements_title: str | None = None) -> tuple[list[float], str]:
+async def measure_ours(
+    server: PostgresServer,
+    rate: int,
+    seconds: float,
+    concurrency: int,
+    coordinators: int = 1,
+    anatomy_runs: list[dict[str, tuple[float, float, int]]] | None = None,
+    statements_title: str | None = None,
+) -> tuple[list[float], str]:
     """Our latency run; with several coordinators, worker process i connects to
     coordinator i mod n and the sends go to the coordinators in turn.
 
@@ -114,13 +121,19 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
     channels = [grpc.aio.insecure_channel(c.target) for c in started]
     try:
         for i in range(WORKER_PROCESSES):
-            workers += wfjobs.start_workers(started[i % coordinators].target, 1,
-                                            concurrency=concurrency, deadline_s=seconds + 180,
-                                            record=str(record), first_index=i)
+            workers += wfjobs.start_workers(
+                started[i % coordinators].target,
+                1,
+                concurrency=concurrency,
+                deadline_s=seconds + 180,
+                record=str(record),
+                first_index=i,
+            )
         os.environ.pop(STAGE_ENV, None)
         for index, coordinator in enumerate(started):
-            await wfjobs.wait_connected(coordinator.target,
-                                        len(range(index, WORKER_PROCESSES, coordinators)), workers)
+            await wfjobs.wait_connected(
+                coordinator.target, len(range(index, WORKER_PROCESSES, coordinators)), workers
+            )
         stubs = [scheduler_service_pb2_grpc.JobSchedulerServiceStub(c) for c in channels]
         turn = itertools.count()
 
@@ -128,8 +141,7 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
             spec = wfjobs.job_spec(data=payload)
             stub = stubs[next(turn) % len(stubs)]
             sent = time.time_ns()
-            answer = await stub.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec),
-                                        timeout=30)
+            answer = await stub.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec), timeout=30)
             if clock is not None:
                 clock.note(answer.job.id, sent)
             return answer
@@ -139,8 +151,11 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
         total, achieved, failed = await offer_load(send, rate, seconds)
         seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
         if statements_title is not None:
-            add_section(statements.render(statements_title,
-                                          statements.top(server, wfjobs.DATABASE), jobs=total))
+            add_section(
+                statements.render(
+                    statements_title, statements.top(server, wfjobs.DATABASE), jobs=total
+                )
+            )
         if clock is not None:
             await asyncio.sleep(3 * anatomy.FLUSH_WAIT_S)  # the stage logs' last writes
     finally:
@@ -155,7 +170,9 @@ async def measure_ours(server: PostgresServer, rate: int, seconds: float,
     return latencies_ms(paths), _note(total, achieved, failed, seen)
 
 
-async def measure_pgqueuer(server: PostgresServer, rate: int, seconds: float) -> tuple[list[float], str]:
+async def measure_pgqueuer(
+    server: PostgresServer, rate: int, seconds: float
+) -> tuple[list[float], str]:
     system = PgQueuerSystem(server, batch_size=10)
     await system.prepare()
     record = LOG_DIR / f"latency-pgqueuer-{time.monotonic_ns()}"
@@ -202,20 +219,39 @@ async def _run(config: BenchConfig) -> list[Row]:
     anatomy_runs: list[dict[str, tuple[float, float, int]]] = []
     for run_index in range(config.runs):
         last = run_index == config.runs - 1
-        statements_title = (f"Per-statement cost: latency at {sizes.latency_rate} jobs/s, "
-                            f"workflow-jobs (run {run_index + 1})" if last else None)
+        statements_title = (
+            f"Per-statement cost: latency at {sizes.latency_rate} jobs/s, "
+            f"workflow-jobs (run {run_index + 1})"
+            if last
+            else None
+        )
         try:
-            await measure_ours(config.server, sizes.latency_rate, sizes.latency_seconds,
-                               sizes.worker_concurrency, anatomy_runs=anatomy_runs)
+            await measure_ours(
+                config.server,
+                sizes.latency_rate,
+                sizes.latency_seconds,
+                sizes.worker_concurrency,
+                anatomy_runs=anatomy_runs,
+            )
         except Exception as exc:  # the anatomy is a section; its failure is printed
             print(f"  latency anatomy run failed: {type(exc).__name__}: {exc}", flush=True)
         for who, measure, into in (
-            ("ours", lambda: measure_ours(
-                config.server, sizes.latency_rate, sizes.latency_seconds,
-                sizes.worker_concurrency,
-                statements_title=statements_title), ours),  # noqa: B023 - awaited at once
-            ("PgQueuer", lambda: measure_pgqueuer(config.server, sizes.latency_rate,
-                                                  sizes.latency_seconds), peer),
+            (
+                "ours",
+                lambda: measure_ours(
+                    config.server,
+                    sizes.latency_rate,
+                    sizes.latency_seconds,
+                    sizes.worker_concurrency,
+                    statements_title=statements_title,  # noqa: B023 - awaited at once
+                ),
+                ours,
+            ),
+            (
+                "PgQueuer",
+                lambda: measure_pgqueuer(config.server, sizes.latency_rate, sizes.latency_seconds),
+                peer,
+            ),
         ):
             try:
                 samples, note = await measure()
@@ -228,19 +264,36 @@ async def _run(config: BenchConfig) -> list[Row]:
                 continue
             for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
                 into[name].append(percentile(samples, fraction))
-            print(f"  latency run {run_index + 1} {who}: p50 {percentile(samples, 0.5):.1f} ms, "
-                  f"p99 {percentile(samples, 0.99):.1f} ms ({note})", flush=True)
+            print(
+                f"  latency run {run_index + 1} {who}: p50 {percentile(samples, 0.5):.1f} ms, "
+                f"p99 {percentile(samples, 0.99):.1f} ms ({note})",
+                flush=True,
+            )
 
     label = f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s for {sizes.latency_seconds:.0f} s"
-    add_section(anatomy.render(
-        anatomy_runs, f"Latency anatomy: {label}, workflow-jobs, each step of a job "
-        f"({len(anatomy_runs)} instrumented run(s) beside the measured ones)"))
-    targets = {"p50": Target.at_most(5.0, "≤ 5 ms"), "p95": None,
-               "p99": Target.at_most(25.0, "≤ 25 ms")}
+    add_section(
+        anatomy.render(
+            anatomy_runs,
+            f"Latency anatomy: {label}, workflow-jobs, each step of a job "
+            f"({len(anatomy_runs)} instrumented run(s) beside the measured ones)",
+        )
+    )
+    targets = {
+        "p50": Target.at_most(5.0, "≤ 5 ms"),
+        "p95": None,
+        "p99": Target.at_most(25.0, "≤ 25 ms"),
+    }
     note = "; ".join(f"{k}: {v}" for k, v in notes.items())
     return [
-        Row(figure=f"{label}, {name}", unit="ms", ours=ours[name], comparison=peer[name],
-            comparison_name="PgQueuer batch 10", target=targets[name],
-            note=note if name == "p50" else "", higher_is_better=False)
+        Row(
+            figure=f"{label}, {name}",
+            unit="ms",
+            ours=ours[name],
+            comparison=peer[name],
+            comparison_name="PgQueuer batch 10",
+            target=targets[name],
+            note=note if name == "p50" else "",
+            higher_is_better=False,
+        )
         for name in ("p50", "p95", "p99")
     ]

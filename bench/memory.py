@@ -68,12 +68,14 @@ class RssSampler:
 def seed_backlog(server: PostgresServer, backlog: int) -> float:
     server.recreate_database(wfjobs.DATABASE)
     wfjobs.Coordinator(server).migrate()
-    return seeding.insert_backlog(server.dsn(wfjobs.DATABASE),
-                                  seeding.Backlog(backlog, tenants=10))
+    return seeding.insert_backlog(server.dsn(wfjobs.DATABASE), seeding.Backlog(backlog, tenants=10))
 
 
-async def measure_once(server: PostgresServer, workers_total: int, seconds: float,
-                       ) -> tuple[float, float, int]:
+async def measure_once(
+    server: PostgresServer,
+    workers_total: int,
+    seconds: float,
+) -> tuple[float, float, int]:
     """(peak RSS MB, RSS MB before workers connect, jobs completed)."""
     coordinator = wfjobs.Coordinator(server)
     coordinator.start()
@@ -84,10 +86,16 @@ async def measure_once(server: PostgresServer, workers_total: int, seconds: floa
             idle_mb = sampler.sample() / 2**20
             per_process = workers_total // WORKER_PROCESSES
             workers = wfjobs.start_workers(
-                coordinator.target, WORKER_PROCESSES, concurrency=SLOTS_PER_WORKER,
-                workers_per_process=per_process, deadline_s=seconds + 240, name="memory-worker")
-            await wfjobs.wait_connected(coordinator.target, per_process * WORKER_PROCESSES,
-                                        workers, timeout_s=120)
+                coordinator.target,
+                WORKER_PROCESSES,
+                concurrency=SLOTS_PER_WORKER,
+                workers_per_process=per_process,
+                deadline_s=seconds + 240,
+                name="memory-worker",
+            )
+            await wfjobs.wait_connected(
+                coordinator.target, per_process * WORKER_PROCESSES, workers, timeout_s=120
+            )
             await asyncio.sleep(seconds)
             coordinator.check_alive()
         counter = await wfjobs.CompletionCounter.open(server.dsn(wfjobs.DATABASE))
@@ -114,15 +122,28 @@ async def _run(config: BenchConfig) -> list[Row]:
         print(f"  memory: seeded {sizes.memory_backlog:,} jobs in {seeded_s:.0f} s", flush=True)
         for run_index in range(config.runs):
             peak, idle, completed = await measure_once(
-                config.server, sizes.memory_workers, sizes.memory_seconds)
+                config.server, sizes.memory_workers, sizes.memory_seconds
+            )
             peaks.append(peak)
-            note = (f"RSS before workers {idle:.0f} MB; {completed:,} jobs completed "
-                    f"(cumulative) in {sizes.memory_seconds:.0f} s windows")
+            note = (
+                f"RSS before workers {idle:.0f} MB; {completed:,} jobs completed "
+                f"(cumulative) in {sizes.memory_seconds:.0f} s windows"
+            )
             print(f"  memory run {run_index + 1}: peak {peak:.0f} MB ({note})", flush=True)
     except Exception as exc:  # reported in the table
         note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
         print(f"  memory {note}", flush=True)
-    label = (f"coordinator peak RSS, {sizes.memory_workers} workers, "
-             f"{sizes.memory_backlog:,}-job backlog")
-    return [Row(figure=label, unit="MB", ours=peaks, target=Target.at_most(200.0, "≤ 200 MB"),
-                higher_is_better=False, note=note)]
+    label = (
+        f"coordinator peak RSS, {sizes.memory_workers} workers, "
+        f"{sizes.memory_backlog:,}-job backlog"
+    )
+    return [
+        Row(
+            figure=label,
+            unit="MB",
+            ours=peaks,
+            target=Target.at_most(200.0, "≤ 200 MB"),
+            higher_is_better=False,
+            note=note,
+        )
+    ]

@@ -85,19 +85,30 @@ async def _run(config: BenchConfig) -> list[Row]:
         for case in figure_cases:
             server.recreate_database(case.database)
             wfjobs.Coordinator(server, case.database).migrate()
-            seconds = seeding.insert_backlog(server.dsn(case.database), seeding.Backlog(
-                total, tenants=TENANTS, definition_id=DEFINITION, jobs_per_key=case.jobs_per_key))
+            seconds = seeding.insert_backlog(
+                server.dsn(case.database),
+                seeding.Backlog(
+                    total, tenants=TENANTS, definition_id=DEFINITION, jobs_per_key=case.jobs_per_key
+                ),
+            )
             print(f"  ordering: seeded {total:,} jobs ({case.name}) in {seconds:.0f} s", flush=True)
         for run_index in range(config.runs):
             for case in figure_cases:
                 _vacuum(server, case.database)
-                rate = await measure_rate(server, database=case.database, window=window,
-                                          concurrency=sizes.worker_concurrency)
+                rate = await measure_rate(
+                    server,
+                    database=case.database,
+                    window=window,
+                    concurrency=sizes.worker_concurrency,
+                )
                 rates[case.name].append(rate)
-                print(f"  ordering run {run_index + 1} ({case.name}): {rate:,.0f} jobs/s",
-                      flush=True)
-        note = (f"enqueued key by key, {TENANTS} tenants; {window:,} starts timed, "
-                "rate over 10–90 %; VACUUM before each run")
+                print(
+                    f"  ordering run {run_index + 1} ({case.name}): {rate:,.0f} jobs/s", flush=True
+                )
+        note = (
+            f"enqueued key by key, {TENANTS} tenants; {window:,} starts timed, "
+            "rate over 10–90 %; VACUUM before each run"
+        )
     except Exception as exc:  # reported in the table
         note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
         print(f"  ordering {note}", flush=True)
@@ -107,13 +118,28 @@ async def _run(config: BenchConfig) -> list[Row]:
     long, short, _ = figure_cases
     short_keys = total // short.jobs_per_key
     return [
-        Row(figure=(f"acquisition throughput with {keys:,} ordering keys × {per_key} jobs "
-                    f"÷ {short_keys:,} keys × {short.jobs_per_key} jobs"),
-            unit="jobs/s", ours=rates[long.name], comparison=rates[short.name],
+        Row(
+            figure=(
+                f"acquisition throughput with {keys:,} ordering keys × {per_key} jobs "
+                f"÷ {short_keys:,} keys × {short.jobs_per_key} jobs"
+            ),
+            unit="jobs/s",
+            ours=rates[long.name],
+            comparison=rates[short.name],
             comparison_name=f"{short_keys:,} keys × {short.jobs_per_key}",
-            target=Target.ratio_at_least(0.8, "ratio ≥ 0.8"), note=note),
-        Row(figure=(f"acquisition throughput with {keys:,} ordering keys × {per_key} jobs "
-                    f"÷ {total:,} unkeyed jobs"),
-            unit="jobs/s", ours=rates[long.name], comparison=rates["unkeyed"],
-            comparison_name=f"{total:,} unkeyed", target=Target.reported("reported"), note=note),
+            target=Target.ratio_at_least(0.8, "ratio ≥ 0.8"),
+            note=note,
+        ),
+        Row(
+            figure=(
+                f"acquisition throughput with {keys:,} ordering keys × {per_key} jobs "
+                f"÷ {total:,} unkeyed jobs"
+            ),
+            unit="jobs/s",
+            ours=rates[long.name],
+            comparison=rates["unkeyed"],
+            comparison_name=f"{total:,} unkeyed",
+            target=Target.reported("reported"),
+            note=note,
+        ),
     ]

@@ -47,9 +47,13 @@ async def _run(config: BenchConfig) -> list[Row]:
                 dsn = server.dsn(database)
                 seeding.delete_jobs(dsn, definition_id=LIVE)
                 seeding.insert_backlog(dsn, live)
-                rate = await measure_rate(server, database=database, window=window,
-                                          concurrency=sizes.worker_concurrency,
-                                          pause=(TENANT, PAUSED))
+                rate = await measure_rate(
+                    server,
+                    database=database,
+                    window=window,
+                    concurrency=sizes.worker_concurrency,
+                    pause=(TENANT, PAUSED),
+                )
                 rates[case].append(rate)
                 print(f"  paused run {run_index + 1} ({case}): {rate:,.0f} jobs/s", flush=True)
         note = f"{window:,} eligible jobs, rate over starts 10–90 %"
@@ -58,8 +62,14 @@ async def _run(config: BenchConfig) -> list[Row]:
         print(f"  paused {note}", flush=True)
     finally:
         server.drop_database(DATABASES["paused"])
-    return [Row(
-        figure=f"acquisition throughput with {sizes.paused_jobs:,} paused jobs ÷ with none",
-        unit="jobs/s", ours=rates["paused"], comparison=rates["none"],
-        comparison_name="no paused jobs", target=Target.ratio_at_least(0.9, "ratio ≥ 0.9"),
-        note=note)]
+    return [
+        Row(
+            figure=f"acquisition throughput with {sizes.paused_jobs:,} paused jobs ÷ with none",
+            unit="jobs/s",
+            ours=rates["paused"],
+            comparison=rates["none"],
+            comparison_name="no paused jobs",
+            target=Target.ratio_at_least(0.9, "ratio ≥ 0.9"),
+            note=note,
+        )
+    ]

@@ -52,12 +52,20 @@ class PgQueuerSystem:
         finally:
             await conn.close()
 
-    def start_workers(self, processes: int, deadline_s: float,
-                      record: str | None = None) -> list[ManagedProcess]:
+    def start_workers(
+        self, processes: int, deadline_s: float, record: str | None = None
+    ) -> list[ManagedProcess]:
         started = []
         for i in range(processes):
-            argv = ["python", "-m", "bench.pgqueuer_peer", "--dsn", self.dsn,
-                    "--batch-size", str(self.batch_size)]
+            argv = [
+                "python",
+                "-m",
+                "bench.pgqueuer_peer",
+                "--dsn",
+                self.dsn,
+                "--batch-size",
+                str(self.batch_size),
+            ]
             if record:
                 argv += ["--record", f"{record}.{i}"]
             started.append(ManagedProcess(f"pgqueuer-worker-{i}", argv, deadline_s=deadline_s))
@@ -89,13 +97,16 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await asyncpg.connect(
-            dsn, server_settings={"application_name": PROBE_APPLICATION_NAME}))
+        return cls(
+            await asyncpg.connect(dsn, server_settings={"application_name": PROBE_APPLICATION_NAME})
+        )
 
     async def completed(self) -> int:
-        return int(await self._conn.fetchval(
-            f"{PROBE}SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
-        ))
+        return int(
+            await self._conn.fetchval(
+                f"{PROBE}SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
+            )
+        )
 
     async def close(self) -> None:
         await self._conn.close()
@@ -107,10 +118,12 @@ async def _run_worker(dsn: str, batch_size: int, record: str | None) -> None:
     recorder = StartRecorder(record) if record else None
 
     if recorder is None:
+
         @queue_manager.entrypoint(ENTRYPOINT)
         async def noop(job: Job) -> None:  # noqa: ARG001 - the no-op handler under test
             return None
     else:
+
         @queue_manager.entrypoint(ENTRYPOINT)
         async def noop(job: Job) -> None:
             recorder.record("-", job.payload or b"")

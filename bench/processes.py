@@ -38,8 +38,14 @@ class ManagedProcess:
         env: Extra environment variables.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], *, deadline_s: float = 600.0,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        deadline_s: float = 600.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
         argv = list(argv)
         if argv and argv[0] == "python":
             argv[0] = sys.executable
@@ -103,7 +109,9 @@ class ManagedProcess:
     def wait(self, timeout_s: float) -> int:
         """Wait for a normal exit (bounded); raise ProcessFailed if it does not come."""
         try:
-            return self.popen.wait(timeout=max(0.0, min(timeout_s, self.deadline - time.monotonic())))
+            return self.popen.wait(
+                timeout=max(0.0, min(timeout_s, self.deadline - time.monotonic()))
+            )
         except subprocess.TimeoutExpired as exc:
             raise ProcessFailed(f"{self.name} still running after {timeout_s:.0f} s") from exc
 

@@ -57,8 +57,15 @@ class ProcrastinateSystem:
         return [
             ManagedProcess(
                 f"procrastinate-worker-{i}",
-                ["python", "-m", "bench.procrastinate_peer", "--dsn", self.dsn,
-                 "--concurrency", str(self.concurrency)],
+                [
+                    "python",
+                    "-m",
+                    "bench.procrastinate_peer",
+                    "--dsn",
+                    self.dsn,
+                    "--concurrency",
+                    str(self.concurrency),
+                ],
                 deadline_s=deadline_s,
             )
             for i in range(processes)
@@ -88,8 +95,11 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME))
+        return cls(
+            await psycopg.AsyncConnection.connect(
+                dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME
+            )
+        )
 
     async def completed(self) -> int:
         cur = await self._conn.execute(

@@ -39,8 +39,20 @@ def attach(pid: int, label: str) -> ManagedProcess | None:
     output = directory / f"{label}-{time.strftime('%H%M%S')}-{pid}.txt"
     return ManagedProcess(
         f"py-spy-{label}",
-        [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", *os.environ.get("BENCH_PROFILE_FLAGS", "--gil").split(),
-         "--output", str(output), "--nonblocking"],
+        [
+            py_spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--rate",
+            "200",
+            *os.environ.get("BENCH_PROFILE_FLAGS", "--gil").split(),
+            "--output",
+            str(output),
+            "--nonblocking",
+        ],
         deadline_s=3600,
     )
 

@@ -91,7 +91,9 @@ def count_records(paths: Iterable[Path]) -> int:
     for path in paths:
         try:
             with path.open("rb") as handle:
-                total += sum(chunk.count(b"\n") for chunk in iter(lambda h=handle: h.read(1 << 20), b""))
+                total += sum(
+                    chunk.count(b"\n") for chunk in iter(lambda h=handle: h.read(1 << 20), b"")
+                )
         except FileNotFoundError:
             pass
     return total

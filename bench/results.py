@@ -62,9 +62,11 @@ class Target:
     @staticmethod
     def all_of(text: str, *targets: Target) -> Target:
         """Met when every one of `targets` is (not measured when any is not)."""
+
         def check(ours: float | None, comparison: float | None, ratio: float | None) -> bool | None:
             verdicts = [t.check(ours, comparison, ratio) for t in targets]
             return None if None in verdicts else all(verdicts)
+
         return Target(text, check)
 
     @staticmethod
@@ -194,8 +196,16 @@ def machine_description(postgres_version: str) -> str:
     )
 
 
-def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figures: list[str],
-                  elapsed_s: float, load: str = "") -> str:
+def render_report(
+    rows: list[Row],
+    *,
+    machine: str,
+    runs: int,
+    quick: bool,
+    figures: list[str],
+    elapsed_s: float,
+    load: str = "",
+) -> str:
     """The whole Markdown document written to `bench/results/latest.md`."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick (reduced sizes, smoke check only)" if quick else "full"
@@ -207,8 +217,14 @@ def render_report(rows: list[Row], *, machine: str, runs: int, quick: bool, figu
             f"- machine: {machine}",
             f"- mode: {mode}; median of {runs} run(s) per figure; figures: {', '.join(figures)}",
             f"- wall time: {elapsed_s:.0f} s",
-            *([f"- load average (1 min) {load}; the machine is shared, so other "
-               "work may have run beside the bench"] if load else []),
+            *(
+                [
+                    f"- load average (1 min) {load}; the machine is shared, so other "
+                    "work may have run beside the bench"
+                ]
+                if load
+                else []
+            ),
             "- all processes on one machine over loopback; no-op handlers; "
             "workers are separate processes",
             "",

@@ -101,7 +101,8 @@ def insert_backlog(dsn: str, backlog: Backlog, *, analyze: bool = True) -> float
             columns = ", ordering_key, ordering_held"
             values = ", 'key-' || (g.i / %(per_key)s)::text, g.i %% %(per_key)s <> 0"
         statement = _INSERT_SQL.replace("__KEY_COLUMNS__", columns).replace(
-            "__KEY_VALUES__", values)
+            "__KEY_VALUES__", values
+        )
         for first in range(0, backlog.count, CHUNK_ROWS):
             last = min(first + CHUNK_ROWS, backlog.count) - 1
             _id_counter += 1

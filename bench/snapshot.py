@@ -75,18 +75,26 @@ class LoadedRun:
     note: str = ""
 
 
-async def hold_snapshots(dsn: str, table: str, sizes: Sizes, t0: float, stop: asyncio.Event,
-                         holds: list[tuple[float, float]]) -> None:
+async def hold_snapshots(
+    dsn: str,
+    table: str,
+    sizes: Sizes,
+    t0: float,
+    stop: asyncio.Event,
+    holds: list[tuple[float, float]],
+) -> None:
     """Hold a snapshot on `table`'s database for `snapshot_hold_s` at a time, from `t0`
     to the end of the offered load (`snapshot_seconds` later), then wait for `stop`."""
     until = t0 + sizes.snapshot_seconds
     async with await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME) as conn:
+        dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME
+    ) as conn:
         while not stop.is_set() and time.monotonic() < until:
             await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             await conn.execute(f"SELECT count(*) FROM {table}")
             cur = await conn.execute(
-                "SELECT backend_xmin FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+                "SELECT backend_xmin FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+            )
             row = await cur.fetchone()
             if row is None or row[0] is None:
                 raise RuntimeError("the holding session's snapshot does not pin xmin")
@@ -104,11 +112,13 @@ async def _wait(event: asyncio.Event, seconds: float) -> None:
             await event.wait()
 
 
-async def sample_table(dsn: str, table: str, t0: float, stop: asyncio.Event,
-                       into: LoadedRun) -> None:
+async def sample_table(
+    dsn: str, table: str, t0: float, stop: asyncio.Event, into: LoadedRun
+) -> None:
     """Sample the table's dead tuples every second until `stop`; keep its size and vacuums."""
     async with await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME) as conn:
+        dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME
+    ) as conn:
         first_vacuums: int | None = None
         while True:
             cur = await conn.execute(_TABLE_SQL, (table,))
@@ -124,8 +134,9 @@ async def sample_table(dsn: str, table: str, t0: float, stop: asyncio.Event,
             await _wait(stop, TABLE_SAMPLE_INTERVAL_S)
 
 
-async def loaded_run(send, dsn: str, table: str, sizes: Sizes, paths: list[Path],
-                     workers: list[ManagedProcess]) -> LoadedRun:
+async def loaded_run(
+    send, dsn: str, table: str, sizes: Sizes, paths: list[Path], workers: list[ManagedProcess]
+) -> LoadedRun:
     """Offer the load with the holder and the sampler running; collect the series."""
     result = LoadedRun()
     stop = asyncio.Event()
@@ -149,9 +160,14 @@ async def loaded_run(send, dsn: str, table: str, sizes: Sizes, paths: list[Path]
             task.cancel()
         await asyncio.gather(load, holder, sampler, return_exceptions=True)
     seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
-    result.latencies = [((r.enqueued_ns - t0_wall_ns) / 1e9, (r.start_ns - r.enqueued_ns) / 1e6)
-                        for r in read_records(paths) if r.enqueued_ns]
-    result.note = f"sent {total} at {achieved:.0f}/s" + (f", {failed} sends failed" if failed else "")
+    result.latencies = [
+        ((r.enqueued_ns - t0_wall_ns) / 1e9, (r.start_ns - r.enqueued_ns) / 1e6)
+        for r in read_records(paths)
+        if r.enqueued_ns
+    ]
+    result.note = f"sent {total} at {achieved:.0f}/s" + (
+        f", {failed} sends failed" if failed else ""
+    )
     if seen < total - failed:
         result.note += f", only {seen} started within {DRAIN_TIMEOUT_S:.0f} s of the load's end"
     return result
@@ -164,20 +180,26 @@ async def measure_ours(server: PostgresServer, sizes: Sizes) -> LoadedRun:
     paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
     workers: list[ManagedProcess] = []
     try:
-        workers = wfjobs.start_workers(coordinator.target, WORKER_PROCESSES,
-                                       concurrency=sizes.worker_concurrency,
-                                       deadline_s=sizes.snapshot_seconds + 300, record=str(record))
+        workers = wfjobs.start_workers(
+            coordinator.target,
+            WORKER_PROCESSES,
+            concurrency=sizes.worker_concurrency,
+            deadline_s=sizes.snapshot_seconds + 300,
+            record=str(record),
+        )
         await wfjobs.wait_connected(coordinator.target, WORKER_PROCESSES, workers)
         async with grpc.aio.insecure_channel(coordinator.target) as channel:
             scheduler = scheduler_service_pb2_grpc.JobSchedulerServiceStub(channel)
 
             async def send(payload: bytes) -> object:
                 spec = wfjobs.job_spec(data=payload)
-                return await scheduler.Enqueue(scheduler_service_pb2.EnqueueRequest(job=spec),
-                                               timeout=30)
+                return await scheduler.Enqueue(
+                    scheduler_service_pb2.EnqueueRequest(job=spec), timeout=30
+                )
 
-            result = await loaded_run(send, server.dsn(wfjobs.DATABASE), wfjobs.JOBS_TABLE,
-                                      sizes, paths, workers)
+            result = await loaded_run(
+                send, server.dsn(wfjobs.DATABASE), wfjobs.JOBS_TABLE, sizes, paths, workers
+            )
         coordinator.check_alive()
     finally:
         stop_all(workers)
@@ -192,8 +214,9 @@ async def measure_pgqueuer(server: PostgresServer, sizes: Sizes) -> LoadedRun:
     paths = [Path(f"{record}.{i}") for i in range(WORKER_PROCESSES)]
     workers: list[ManagedProcess] = []
     try:
-        workers = system.start_workers(WORKER_PROCESSES, sizes.snapshot_seconds + 300,
-                                       record=str(record))
+        workers = system.start_workers(
+            WORKER_PROCESSES, sizes.snapshot_seconds + 300, record=str(record)
+        )
         await system.wait_ready(workers, 60)
         await asyncio.sleep(1.0)  # READY is printed just before the dequeue loop starts
         pool = await asyncpg.create_pool(system.dsn, min_size=4, max_size=8)
@@ -214,8 +237,10 @@ def interval_bounds(sizes: Sizes) -> list[tuple[float, float]]:
     """The reported intervals [a, b) of the load, in seconds from its start."""
     step = sizes.snapshot_interval_s
     count = max(1, round(sizes.snapshot_seconds / step))
-    return [(i * step, sizes.snapshot_seconds if i == count - 1 else (i + 1) * step)
-            for i in range(count)]
+    return [
+        (i * step, sizes.snapshot_seconds if i == count - 1 else (i + 1) * step)
+        for i in range(count)
+    ]
 
 
 def interval_p99(run: LoadedRun, a: float, b: float) -> list[float]:
@@ -240,39 +265,61 @@ async def _run(config: BenchConfig) -> list[Row]:
         try:
             runs[who] = await measure(config.server, sizes)
         except Exception as exc:  # reported in the table
-            errors.append(f"{who} failed: {type(exc).__name__}: "
-                          f"{(str(exc).splitlines() or [''])[0][:160]}")
+            errors.append(
+                f"{who} failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+            )
             print(f"  snapshot {errors[-1]}", flush=True)
             continue
         measured = runs[who]
         whole = sorted(ms for _, ms in measured.latencies)
-        print(f"  snapshot {who}: p99 {percentile(whole, 0.99) if whole else float('nan'):.1f} ms, "
-              f"dead tuples peak {max((d for _, d in measured.dead_tuples), default=0):,}, "
-              f"{len(measured.holds)} holds, {measured.autovacuums} autovacuums ({measured.note})",
-              flush=True)
+        print(
+            f"  snapshot {who}: p99 {percentile(whole, 0.99) if whole else float('nan'):.1f} ms, "
+            f"dead tuples peak {max((d for _, d in measured.dead_tuples), default=0):,}, "
+            f"{len(measured.holds)} holds, {measured.autovacuums} autovacuums ({measured.note})",
+            flush=True,
+        )
     ours, peer = runs.get("ours", LoadedRun()), runs.get("PgQueuer", LoadedRun())
 
-    head = (f"held snapshot ({sizes.snapshot_hold_s:.0f} s at a time), "
-            f"{sizes.snapshot_rate:,} jobs/s for {sizes.snapshot_seconds / 60:.0f} min")
+    head = (
+        f"held snapshot ({sizes.snapshot_hold_s:.0f} s at a time), "
+        f"{sizes.snapshot_rate:,} jobs/s for {sizes.snapshot_seconds / 60:.0f} min"
+    )
     holds = ", ".join(f"{a:.0f}–{b:.0f}" for a, b in ours.holds)
     details = [
         f"ours: {ours.note}; snapshot held at {holds or '—'} s; "
-        f"{ours.autovacuums} autovacuums of {wfjobs.JOBS_TABLE}" if "ours" in runs else "",
+        f"{ours.autovacuums} autovacuums of {wfjobs.JOBS_TABLE}"
+        if "ours" in runs
+        else "",
         f"PgQueuer: {peer.note}; {peer.autovacuums} autovacuums of {QUEUE_TABLE}"
-        if "PgQueuer" in runs else "",
+        if "PgQueuer" in runs
+        else "",
         *errors,
     ]
     note = "; ".join(filter(None, details))
     rows: list[Row] = []
     for a, b in interval_bounds(sizes):
         span = f"{head}, {a:.0f}–{b:.0f} s"
-        rows.append(Row(figure=f"{span}: enqueue→handler-start p99", unit="ms",
-                        ours=interval_p99(ours, a, b), comparison=interval_p99(peer, a, b),
-                        comparison_name=PEER_NAME, higher_is_better=False,
-                        note=note if not rows else ""))
-        rows.append(Row(figure=f"{span}: jobs table dead tuples (max)", unit="tuples",
-                        ours=interval_dead_max(ours, a, b), comparison=interval_dead_max(peer, a, b),
-                        comparison_name=PEER_NAME, higher_is_better=False))
+        rows.append(
+            Row(
+                figure=f"{span}: enqueue→handler-start p99",
+                unit="ms",
+                ours=interval_p99(ours, a, b),
+                comparison=interval_p99(peer, a, b),
+                comparison_name=PEER_NAME,
+                higher_is_better=False,
+                note=note if not rows else "",
+            )
+        )
+        rows.append(
+            Row(
+                figure=f"{span}: jobs table dead tuples (max)",
+                unit="tuples",
+                ours=interval_dead_max(ours, a, b),
+                comparison=interval_dead_max(peer, a, b),
+                comparison_name=PEER_NAME,
+                higher_is_better=False,
+            )
+        )
 
     def whole_p99(run_: LoadedRun) -> list[float]:
         values = sorted(ms for _, ms in run_.latencies)
@@ -290,13 +337,29 @@ async def _run(config: BenchConfig) -> list[Row]:
 
     for what, unit, pick, target in (
         ("enqueue→handler-start p99, whole run", "ms", whole_p99, None),
-        ("enqueue→handler-start p99, worst interval", "ms", worst,
-         Target.reported("p99 flat (reported)")),
-        ("jobs table dead tuples, peak", "tuples", peak,
-         Target.reported("dead tuples bounded (reported)")),
+        (
+            "enqueue→handler-start p99, worst interval",
+            "ms",
+            worst,
+            Target.reported("p99 flat (reported)"),
+        ),
+        (
+            "jobs table dead tuples, peak",
+            "tuples",
+            peak,
+            Target.reported("dead tuples bounded (reported)"),
+        ),
         ("jobs table size with indexes at the end", "MB", size_mb, None),
     ):
-        rows.append(Row(figure=f"{head}: {what}", unit=unit, ours=pick(ours),
-                        comparison=pick(peer), comparison_name=PEER_NAME, target=target,
-                        higher_is_better=False))
+        rows.append(
+            Row(
+                figure=f"{head}: {what}",
+                unit=unit,
+                ours=pick(ours),
+                comparison=pick(peer),
+                comparison_name=PEER_NAME,
+                target=target,
+                higher_is_better=False,
+            )
+        )
     return rows

@@ -65,29 +65,47 @@ def top(server: PostgresServer, database: str, limit: int = 10) -> list[Statemen
         return []
     with server.connect() as conn:
         rows = conn.execute(_TOP_SQL, (database, PROBE.strip() + "%", limit)).fetchall()
-    return [Statement(" ".join(str(r[0]).split()), int(r[1]), int(r[2]), float(r[3]),
-                      float(r[4]), float(r[5]), float(r[6])) for r in rows]
+    return [
+        Statement(
+            " ".join(str(r[0]).split()),
+            int(r[1]),
+            int(r[2]),
+            float(r[3]),
+            float(r[4]),
+            float(r[5]),
+            float(r[6]),
+        )
+        for r in rows
+    ]
 
 
-def render(title: str, statements: list[Statement], *, jobs: int | None = None,
-           width: int = 110) -> str:
+def render(
+    title: str, statements: list[Statement], *, jobs: int | None = None, width: int = 110
+) -> str:
     """A Markdown table of `statements` (query text cut to `width` characters)."""
     if not statements:
         return ""
-    lines = [f"### {title}", "",
-             "| statement | calls | plans | mean plan ms | mean exec ms | rows/call | total ms |"
-             + (" µs per job |" if jobs else ""),
-             "|---|---|---|---|---|---|---|" + ("---|" if jobs else "")]
+    lines = [
+        f"### {title}",
+        "",
+        "| statement | calls | plans | mean plan ms | mean exec ms | rows/call | total ms |"
+        + (" µs per job |" if jobs else ""),
+        "|---|---|---|---|---|---|---|" + ("---|" if jobs else ""),
+    ]
     for s in statements:
         text = s.query if len(s.query) <= width else s.query[: width - 1] + "…"
         text = text.replace("|", "/").replace("`", "'")
-        row = (f"| `{text}` | {s.calls:,} | {s.plans:,} | {s.mean_plan_ms:.3f} | {s.mean_exec_ms:.3f} | "
-               f"{s.rows_per_call:.1f} | {s.total_ms:,.0f} |")
+        row = (
+            f"| `{text}` | {s.calls:,} | {s.plans:,} | {s.mean_plan_ms:.3f} | {s.mean_exec_ms:.3f} | "
+            f"{s.rows_per_call:.1f} | {s.total_ms:,.0f} |"
+        )
         if jobs:
             row += f" {s.total_ms * 1000 / jobs:.1f} |"
         lines.append(row)
     lines.append("")
-    lines.append("From pg_stat_statements on the bench's cluster over the measured window; "
-                 "plan time is per planning (a prepared statement reusing a generic plan is "
-                 "not planned again).")
+    lines.append(
+        "From pg_stat_statements on the bench's cluster over the measured window; "
+        "plan time is per planning (a prepared statement reusing a generic plan is "
+        "not planned again)."
+    )
     return "\n".join(lines)

@@ -80,8 +80,15 @@ def worker_label(index: int) -> str:
     return f"worker process {index + 1}"
 
 
-async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch: int,
-                       timeout_s: float, statements_title: str | None = None) -> Measurement:
+async def measure_once(
+    system: QueueSystem,
+    *,
+    processes: int,
+    jobs: int,
+    batch: int,
+    timeout_s: float,
+    statements_title: str | None = None,
+) -> Measurement:
     """One run: jobs/s from the first enqueue to the last completion, and CPU per job.
 
     With `statements_title`, the database's per-statement cost over the window
@@ -128,8 +135,11 @@ async def measure_once(system: QueueSystem, *, processes: int, jobs: int, batch:
             used = await meter.stop()
             await enqueue
             if statements_title is not None:
-                add_section(statements.render(
-                    statements_title, statements.top(system.server, system.database), jobs=jobs))
+                add_section(
+                    statements.render(
+                        statements_title, statements.top(system.server, system.database), jobs=jobs
+                    )
+                )
         finally:
             await meter.close()
             await counter.close()
@@ -154,11 +164,18 @@ async def _run(config: BenchConfig) -> list[Row]:
     small = sizes.procrastinate_jobs
     cases: list[tuple[str, QueueSystem, int, int]] = []  # (key, system, processes, jobs)
     for processes in (1, 2):
-        cases.append((f"ours/{processes}", WorkflowJobsSystem(
-            config.server, worker_concurrency=sizes.worker_concurrency), processes, jobs))
+        cases.append(
+            (
+                f"ours/{processes}",
+                WorkflowJobsSystem(config.server, worker_concurrency=sizes.worker_concurrency),
+                processes,
+                jobs,
+            )
+        )
         for batch in (100, 10):
-            cases.append((f"pgq{batch}/{processes}", PgQueuerSystem(config.server, batch),
-                          processes, jobs))
+            cases.append(
+                (f"pgq{batch}/{processes}", PgQueuerSystem(config.server, batch), processes, jobs)
+            )
         cases.append((f"proc/{processes}", ProcrastinateSystem(config.server), processes, small))
 
     samples: dict[str, list[float]] = {key: [] for key, *_ in cases}
@@ -170,21 +187,30 @@ async def _run(config: BenchConfig) -> list[Row]:
                 continue
             title = None
             if run_index == config.runs - 1 and key in ("ours/2", "pgq100/2"):
-                title = (f"Per-statement cost: throughput, {n // 1000}k jobs, 2 worker processes, "
-                         f"{system.name} (run {run_index + 1})")
+                title = (
+                    f"Per-statement cost: throughput, {n // 1000}k jobs, 2 worker processes, "
+                    f"{system.name} (run {run_index + 1})"
+                )
             try:
-                measured = await measure_once(system, processes=processes, jobs=n,
-                                              batch=sizes.enqueue_batch,
-                                              timeout_s=max(120.0, n / 100),
-                                              statements_title=title)
+                measured = await measure_once(
+                    system,
+                    processes=processes,
+                    jobs=n,
+                    batch=sizes.enqueue_batch,
+                    timeout_s=max(120.0, n / 100),
+                    statements_title=title,
+                )
             except Exception as exc:  # reported in the table; the bench goes on
                 errors[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 print(f"  throughput {key}: {errors[key]}", flush=True)
                 continue
             samples[key].append(measured.rate)
             cpu[key].append(measured.cpu_us)
-            print(f"  throughput run {run_index + 1} {key}: {measured.rate:,.0f} jobs/s; CPU µs/job "
-                  + ", ".join(f"{k} {v:.0f}" for k, v in measured.cpu_us.items()), flush=True)
+            print(
+                f"  throughput run {run_index + 1} {key}: {measured.rate:,.0f} jobs/s; CPU µs/job "
+                + ", ".join(f"{k} {v:.0f}" for k, v in measured.cpu_us.items()),
+                flush=True,
+            )
 
     def note(*keys: str, extra: str = "") -> str:
         parts = [f"{k} failed: {errors[k]}" for k in keys if k in errors]
@@ -195,29 +221,44 @@ async def _run(config: BenchConfig) -> list[Row]:
     rows = []
     for processes in (1, 2):
         label = f"end-to-end throughput, {jobs // 1000}k jobs, {processes} worker process" + (
-            "es" if processes > 1 else "")
+            "es" if processes > 1 else ""
+        )
         for batch in (100, 10):
             target = None
             if processes == 2 and batch == 100:
                 target = Target.ratio_at_least(1.0, "≥ PgQueuer (ratio ≥ 1)")
-            rows.append(Row(
-                figure=label, unit="jobs/s",
+            rows.append(
+                Row(
+                    figure=label,
+                    unit="jobs/s",
+                    ours=samples[f"ours/{processes}"],
+                    comparison=samples[f"pgq{batch}/{processes}"],
+                    comparison_name=f"PgQueuer batch {batch}",
+                    target=target,
+                    note=note(f"ours/{processes}", f"pgq{batch}/{processes}"),
+                )
+            )
+        rows.append(
+            Row(
+                figure=label,
+                unit="jobs/s",
                 ours=samples[f"ours/{processes}"],
-                comparison=samples[f"pgq{batch}/{processes}"],
-                comparison_name=f"PgQueuer batch {batch}",
-                target=target,
-                note=note(f"ours/{processes}", f"pgq{batch}/{processes}"),
-            ))
-        rows.append(Row(
-            figure=label, unit="jobs/s",
-            ours=samples[f"ours/{processes}"],
-            comparison=samples[f"proc/{processes}"],
-            comparison_name="Procrastinate",
-            note=note(f"ours/{processes}", f"proc/{processes}",
-                      extra=f"Procrastinate ran {small:,} jobs (rate is what counts)"),
-        ))
-        rows += cpu_rows(label, processes, cpu[f"ours/{processes}"], cpu[f"pgq100/{processes}"],
-                         note=note(f"ours/{processes}", f"pgq100/{processes}"))
+                comparison=samples[f"proc/{processes}"],
+                comparison_name="Procrastinate",
+                note=note(
+                    f"ours/{processes}",
+                    f"proc/{processes}",
+                    extra=f"Procrastinate ran {small:,} jobs (rate is what counts)",
+                ),
+            )
+        )
+        rows += cpu_rows(
+            label,
+            processes,
+            cpu[f"ours/{processes}"],
+            cpu[f"pgq100/{processes}"],
+            note=note(f"ours/{processes}", f"pgq100/{processes}"),
+        )
     return rows
 
 
@@ -228,26 +269,43 @@ CPU_TARGETS = {
 }
 
 
-def cpu_rows(label: str, processes: int, ours: list[dict[str, float]],
-             peer: list[dict[str, float]], *, note: str = "",
-             peer_name: str = "PgQueuer batch 100") -> list[Row]:
+def cpu_rows(
+    label: str,
+    processes: int,
+    ours: list[dict[str, float]],
+    peer: list[dict[str, float]],
+    *,
+    note: str = "",
+    peer_name: str = "PgQueuer batch 100",
+) -> list[Row]:
     """CPU per job rows of one throughput case: each process, the groups, the total."""
     labels = [COORDINATOR]
     if processes > 1:
         labels += [worker_label(i) for i in range(processes)]
     labels += [WORKERS, BACKENDS, TOTAL]
-    first_note = "; ".join(filter(None, [
-        "process CPU (user + system) over the run ÷ all jobs; PostgreSQL: client backends "
-        "of the run's database", note]))
+    first_note = "; ".join(
+        filter(
+            None,
+            [
+                "process CPU (user + system) over the run ÷ all jobs; PostgreSQL: client backends "
+                "of the run's database",
+                note,
+            ],
+        )
+    )
     rows = []
     for index, what in enumerate(labels):
         peer_has = what != COORDINATOR
-        rows.append(Row(
-            figure=f"{label}: CPU per job, {what}", unit="µs",
-            ours=[run[what] for run in ours if what in run],
-            comparison=[run[what] for run in peer if what in run] if peer_has else [],
-            comparison_name=peer_name if peer_has else "",
-            target=CPU_TARGETS.get(what), higher_is_better=False,
-            note=first_note if index == 0 else "",
-        ))
+        rows.append(
+            Row(
+                figure=f"{label}: CPU per job, {what}",
+                unit="µs",
+                ours=[run[what] for run in ours if what in run],
+                comparison=[run[what] for run in peer if what in run] if peer_has else [],
+                comparison_name=peer_name if peer_has else "",
+                target=CPU_TARGETS.get(what),
+                higher_is_better=False,
+                note=first_note if index == 0 else "",
+            )
+        )
     return rows

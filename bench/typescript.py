@@ -34,8 +34,14 @@ class TypeScriptWorkers(WorkflowJobsSystem):
         return [
             ManagedProcess(
                 f"ts-worker-{i}",
-                [node, str(WORKER_JS), "--target", self.coordinators[0].target,
-                 "--concurrency", str(self.worker_concurrency)],
+                [
+                    node,
+                    str(WORKER_JS),
+                    "--target",
+                    self.coordinators[0].target,
+                    "--concurrency",
+                    str(self.worker_concurrency),
+                ],
                 deadline_s=deadline_s,
             )
             for i in range(processes)
@@ -60,23 +66,38 @@ async def _run(config: BenchConfig) -> list[Row]:
             if key in errors:
                 continue
             try:
-                measured = await measure_once(system, processes=1, jobs=jobs,
-                                              batch=sizes.enqueue_batch,
-                                              timeout_s=max(120.0, jobs / 100))
+                measured = await measure_once(
+                    system,
+                    processes=1,
+                    jobs=jobs,
+                    batch=sizes.enqueue_batch,
+                    timeout_s=max(120.0, jobs / 100),
+                )
             except Exception as exc:  # reported in the table; the bench goes on
                 errors[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 print(f"  typescript {key}: {errors[key]}", flush=True)
                 continue
             samples[key].append(measured.rate)
-            print(f"  typescript run {run_index + 1} {key} worker: {measured.rate:,.0f} jobs/s",
-                  flush=True)
+            print(
+                f"  typescript run {run_index + 1} {key} worker: {measured.rate:,.0f} jobs/s",
+                flush=True,
+            )
     note = "; ".join(f"{k} failed: {v}" for k, v in errors.items())
-    return [Row(
-        figure=f"end-to-end throughput, {jobs // 1000}k jobs, 1 TypeScript worker process",
-        unit="jobs/s",
-        ours=samples["typescript"],
-        comparison=samples["python"],
-        comparison_name="1 Python worker process",
-        note="; ".join(filter(None, [
-            f"same no-op handler, {sizes.worker_concurrency} slots, one coordinator", note])),
-    )]
+    return [
+        Row(
+            figure=f"end-to-end throughput, {jobs // 1000}k jobs, 1 TypeScript worker process",
+            unit="jobs/s",
+            ours=samples["typescript"],
+            comparison=samples["python"],
+            comparison_name="1 Python worker process",
+            note="; ".join(
+                filter(
+                    None,
+                    [
+                        f"same no-op handler, {sizes.worker_concurrency} slots, one coordinator",
+                        note,
+                    ],
+                )
+            ),
+        )
+    ]

@@ -38,8 +38,10 @@ CREATE TABLE IF NOT EXISTS bench_plain_insert (
     payload bytea NOT NULL, status smallint NOT NULL, created_at bigint NOT NULL,
     due_at bigint NOT NULL)
 """
-_PLAIN_INSERT = ("INSERT INTO bench_plain_insert (id, tenant_id, job_type, payload, status, "
-                 "created_at, due_at) VALUES (%s, %s, %s, %s, 0, %s, %s)")
+_PLAIN_INSERT = (
+    "INSERT INTO bench_plain_insert (id, tenant_id, job_type, payload, status, "
+    "created_at, due_at) VALUES (%s, %s, %s, %s, 0, %s, %s)"
+)
 
 
 async def _paced(calls: int, once) -> list[float]:  # type: ignore[no-untyped-def]
@@ -55,8 +57,13 @@ async def _paced(calls: int, once) -> list[float]:  # type: ignore[no-untyped-de
     return sorted(times)
 
 
-async def measure_enqueue(config: BenchConfig, calls: int, *, stage_log: str | None = None,
-                          statements_title: str | None = None) -> list[float]:
+async def measure_enqueue(
+    config: BenchConfig,
+    calls: int,
+    *,
+    stage_log: str | None = None,
+    statements_title: str | None = None,
+) -> list[float]:
     """Round-trip times (ms) of `calls` paced unary Enqueues; see the module doc."""
     clock = anatomy.StageClock() if stage_log else None
     if stage_log:
@@ -84,18 +91,24 @@ async def measure_enqueue(config: BenchConfig, calls: int, *, stage_log: str | N
 
             times = await _paced(calls, once)
             if statements_title:
-                add_section(statements.render(
-                    statements_title, statements.top(config.server, wfjobs.DATABASE), jobs=calls))
+                add_section(
+                    statements.render(
+                        statements_title, statements.top(config.server, wfjobs.DATABASE), jobs=calls
+                    )
+                )
             if clock is not None:
                 await asyncio.sleep(3 * anatomy.FLUSH_WAIT_S)
     finally:
         wfjobs.stop_coordinators(started)
     if clock is not None and stage_log:
         jobs = anatomy.merge(clock, anatomy.read_stage_files(Path(stage_log)), [])
-        add_section(anatomy.render(
-            [anatomy.step_percentiles(jobs)],
-            f"Anatomy of a unary Enqueue into an idle coordinator ({calls} calls, "
-            f"{PACE_S * 1000:.0f} ms apart, one instrumented run)"))
+        add_section(
+            anatomy.render(
+                [anatomy.step_percentiles(jobs)],
+                f"Anatomy of a unary Enqueue into an idle coordinator ({calls} calls, "
+                f"{PACE_S * 1000:.0f} ms apart, one instrumented run)",
+            )
+        )
     return times
 
 
@@ -108,8 +121,9 @@ async def measure_plain(config: BenchConfig, calls: int) -> list[float]:
 
         async def once() -> None:
             now = time.time_ns() // 1000
-            await conn.execute(_PLAIN_INSERT, (str(uuid.uuid4()), "bench", wfjobs.JOB_TYPE,
-                                               payload, now, now))
+            await conn.execute(
+                _PLAIN_INSERT, (str(uuid.uuid4()), "bench", wfjobs.JOB_TYPE, payload, now, now)
+            )
             await conn.commit()
 
         for _ in range(20):
@@ -127,8 +141,11 @@ async def _run(config: BenchConfig) -> list[Row]:
     plain: dict[str, list[float]] = {"p50": [], "p99": []}
     errors: list[str] = []
     for run_index in range(config.runs):
-        title = (f"Per-statement cost: unary Enqueue, idle coordinator (run {run_index + 1})"
-                 if run_index == config.runs - 1 else None)
+        title = (
+            f"Per-statement cost: unary Enqueue, idle coordinator (run {run_index + 1})"
+            if run_index == config.runs - 1
+            else None
+        )
         try:
             ours_times = await measure_enqueue(config, calls, statements_title=title)
             plain_times = await measure_plain(config, calls)
@@ -139,22 +156,44 @@ async def _run(config: BenchConfig) -> list[Row]:
         for name, fraction in (("p50", 0.5), ("p99", 0.99)):
             ours[name].append(percentile(ours_times, fraction))
             plain[name].append(percentile(plain_times, fraction))
-        print(f"  unary run {run_index + 1}: Enqueue p50 {ours['p50'][-1]:.2f} ms, "
-              f"p99 {ours['p99'][-1]:.2f} ms; plain insert + commit p50 {plain['p50'][-1]:.2f} ms, "
-              f"p99 {plain['p99'][-1]:.2f} ms", flush=True)
+        print(
+            f"  unary run {run_index + 1}: Enqueue p50 {ours['p50'][-1]:.2f} ms, "
+            f"p99 {ours['p99'][-1]:.2f} ms; plain insert + commit p50 {plain['p50'][-1]:.2f} ms, "
+            f"p99 {plain['p99'][-1]:.2f} ms",
+            flush=True,
+        )
     try:
-        await measure_enqueue(config, calls, stage_log=str(
-            LOG_DIR / f"unary-stages-{time.monotonic_ns()}"))
+        await measure_enqueue(
+            config, calls, stage_log=str(LOG_DIR / f"unary-stages-{time.monotonic_ns()}")
+        )
     except Exception as exc:  # the anatomy is a section; its failure is printed
         print(f"  unary anatomy failed: {type(exc).__name__}: {exc}", flush=True)
-    label = (f"unary Enqueue round trip, idle coordinator, no worker, {calls:,} calls "
-             f"{PACE_S * 1000:.0f} ms apart")
-    target = Target.all_of("p50 ≤ 1.5 ms and ≤ 2× the plain insert",
-                           Target.at_most(1.5, ""), Target.ratio_at_most(2.0, ""))
+    label = (
+        f"unary Enqueue round trip, idle coordinator, no worker, {calls:,} calls "
+        f"{PACE_S * 1000:.0f} ms apart"
+    )
+    target = Target.all_of(
+        "p50 ≤ 1.5 ms and ≤ 2× the plain insert",
+        Target.at_most(1.5, ""),
+        Target.ratio_at_most(2.0, ""),
+    )
     return [
-        Row(figure=f"{label}, p50", unit="ms", ours=ours["p50"], comparison=plain["p50"],
-            comparison_name="plain psycopg INSERT + COMMIT", target=target,
-            higher_is_better=False, note="; ".join(errors)),
-        Row(figure=f"{label}, p99", unit="ms", ours=ours["p99"], comparison=plain["p99"],
-            comparison_name="plain psycopg INSERT + COMMIT", higher_is_better=False),
+        Row(
+            figure=f"{label}, p50",
+            unit="ms",
+            ours=ours["p50"],
+            comparison=plain["p50"],
+            comparison_name="plain psycopg INSERT + COMMIT",
+            target=target,
+            higher_is_better=False,
+            note="; ".join(errors),
+        ),
+        Row(
+            figure=f"{label}, p99",
+            unit="ms",
+            ours=ours["p99"],
+            comparison=plain["p99"],
+            comparison_name="plain psycopg INSERT + COMMIT",
+            higher_is_better=False,
+        ),
     ]

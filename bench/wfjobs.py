@@ -50,9 +50,15 @@ class Coordinator:
         extra_args: Additional `serve` arguments.
     """
 
-    def __init__(self, server: PostgresServer, database: str = DATABASE, *,
-                 deadline_s: float = 900.0, extra_args: Sequence[str] = (),
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        server: PostgresServer,
+        database: str = DATABASE,
+        *,
+        deadline_s: float = 900.0,
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.server = server
         self.database = database
         self.deadline_s = deadline_s
@@ -67,8 +73,14 @@ class Coordinator:
         """Bring the (fresh) database to the coordinator's schema."""
         migrate = ManagedProcess(
             "coordinator-migrate",
-            ["python", "-m", "coordinator", "migrate", "--database-url",
-             self.server.sqlalchemy_url(self.database)],
+            [
+                "python",
+                "-m",
+                "coordinator",
+                "migrate",
+                "--database-url",
+                self.server.sqlalchemy_url(self.database),
+            ],
             deadline_s=120,
         )
         try:
@@ -81,9 +93,19 @@ class Coordinator:
     def start(self) -> None:
         self.process = ManagedProcess(
             "coordinator",
-            ["python", "-m", "coordinator", "serve", "--listen", "127.0.0.1:0",
-             "--database-url", self.server.sqlalchemy_url(self.database), *self.extra_args],
-            deadline_s=self.deadline_s, env=self.env,
+            [
+                "python",
+                "-m",
+                "coordinator",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+                self.server.sqlalchemy_url(self.database),
+                *self.extra_args,
+            ],
+            deadline_s=self.deadline_s,
+            env=self.env,
         )
         match = self.process.wait_for_log(r"listening on 127\.0\.0\.1:(\d+)", timeout_s=60)
         self.target = f"127.0.0.1:{match.group(1)}"
@@ -114,27 +136,46 @@ def worker_impl() -> str:
     return os.environ.get("BENCH_WORKER_IMPL", "sdk")
 
 
-def start_workers(target: str, processes: int, *, concurrency: int, deadline_s: float,
-                  record: str | None = None, workers_per_process: int = 1,
-                  impl: str | None = None, name: str = "wfjobs-worker",
-                  first_index: int = 0) -> list[ManagedProcess]:
+def start_workers(
+    target: str,
+    processes: int,
+    *,
+    concurrency: int,
+    deadline_s: float,
+    record: str | None = None,
+    workers_per_process: int = 1,
+    impl: str | None = None,
+    name: str = "wfjobs-worker",
+    first_index: int = 0,
+) -> list[ManagedProcess]:
     """Start `processes` worker processes (each with `workers_per_process` workers).
 
     They are numbered from `first_index` (log names, `{record}.{i}` record files).
     """
     started = []
     for i in range(first_index, first_index + processes):
-        argv = ["python", "-m", "bench.worker_proc", "--target", target,
-                "--concurrency", str(concurrency), "--workers", str(workers_per_process),
-                "--impl", impl or worker_impl()]
+        argv = [
+            "python",
+            "-m",
+            "bench.worker_proc",
+            "--target",
+            target,
+            "--concurrency",
+            str(concurrency),
+            "--workers",
+            str(workers_per_process),
+            "--impl",
+            impl or worker_impl(),
+        ]
         if record:
             argv += ["--record", f"{record}.{i}"]
         started.append(ManagedProcess(f"{name}-{i}", argv, deadline_s=deadline_s))
     return started
 
 
-async def wait_connected(target: str, expected: int, workers: Sequence[ManagedProcess],
-                         timeout_s: float = 60.0) -> None:
+async def wait_connected(
+    target: str, expected: int, workers: Sequence[ManagedProcess], timeout_s: float = 60.0
+) -> None:
     """Wait until the coordinator reports `expected` connected workers."""
     async with grpc.aio.insecure_channel(target) as channel:
         admin = admin_service_pb2_grpc.AdminServiceStub(channel)
@@ -184,8 +225,11 @@ class CompletionCounter:
 
     @classmethod
     async def open(cls, dsn: str) -> CompletionCounter:
-        return cls(await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME))
+        return cls(
+            await psycopg.AsyncConnection.connect(
+                dsn, autocommit=True, application_name=PROBE_APPLICATION_NAME
+            )
+        )
 
     async def completed(self) -> int:
         cur = await self._conn.execute(
@@ -198,8 +242,9 @@ class CompletionCounter:
         await self._conn.close()
 
 
-def start_coordinators(server: PostgresServer, count: int = 1, *,
-                       deadline_s: float = 900.0) -> list[Coordinator]:
+def start_coordinators(
+    server: PostgresServer, count: int = 1, *, deadline_s: float = 900.0
+) -> list[Coordinator]:
     """A fresh bench database, migrated once, served by `count` coordinator processes."""
     server.recreate_database(DATABASE)
     coordinators = [Coordinator(server, deadline_s=deadline_s) for _ in range(count)]
@@ -233,12 +278,15 @@ class WorkflowJobsSystem:
 
     database = DATABASE
 
-    def __init__(self, server: PostgresServer, worker_concurrency: int = 200,
-                 coordinators: int = 1) -> None:
+    def __init__(
+        self, server: PostgresServer, worker_concurrency: int = 200, coordinators: int = 1
+    ) -> None:
         self.server = server
         self.worker_concurrency = worker_concurrency
         self.coordinator_count = coordinators
-        self.name = "workflow-jobs" if coordinators == 1 else f"workflow-jobs, {coordinators} coordinators"
+        self.name = (
+            "workflow-jobs" if coordinators == 1 else f"workflow-jobs, {coordinators} coordinators"
+        )
         self.coordinators: list[Coordinator] = []
 
     async def prepare(self) -> None:
@@ -252,8 +300,9 @@ class WorkflowJobsSystem:
         started = []
         for i in range(processes):
             target = self.coordinators[i % len(self.coordinators)].target
-            started += start_workers(target, 1, concurrency=self.worker_concurrency,
-                                     deadline_s=deadline_s, first_index=i)
+            started += start_workers(
+                target, 1, concurrency=self.worker_concurrency, deadline_s=deadline_s, first_index=i
+            )
         return started
 
     async def wait_ready(self, workers: list[ManagedProcess], timeout_s: float) -> None:
@@ -270,7 +319,8 @@ class WorkflowJobsSystem:
             stubs = [scheduler_service_pb2_grpc.JobSchedulerServiceStub(c) for c in channels]
             for k, start in enumerate(range(0, jobs, batch)):
                 request = scheduler_service_pb2.EnqueueBatchRequest(
-                    jobs=[spec] * min(batch, jobs - start))
+                    jobs=[spec] * min(batch, jobs - start)
+                )
                 await stubs[k % len(stubs)].EnqueueBatch(request, timeout=60)
         finally:
             for channel in channels:

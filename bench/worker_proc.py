@@ -28,18 +28,21 @@ from workflowjobs.v1 import worker_service_pb2, worker_service_pb2_grpc
 JOB_TYPE = "noop"
 
 
-async def run_sdk_workers(target: str, concurrency: int, workers: int,
-                          recorder: StartRecorder | None, stop: asyncio.Event) -> None:
+async def run_sdk_workers(
+    target: str, concurrency: int, workers: int, recorder: StartRecorder | None, stop: asyncio.Event
+) -> None:
     from worker_sdk import JobContext, Worker
 
     instances = []
     for _ in range(workers):
         worker = Worker(target=target, concurrency=concurrency)
         if recorder is None:
+
             @worker.handler(JOB_TYPE)
             async def noop(ctx: JobContext) -> None:  # noqa: ARG001 - the no-op under test
                 return None
         else:
+
             @worker.handler(JOB_TYPE)
             async def noop(ctx: JobContext) -> None:
                 recorder.record(ctx.tenant_id, ctx.payload, ctx.job_id)
@@ -52,18 +55,35 @@ async def run_sdk_workers(target: str, concurrency: int, workers: int,
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def run_stream_worker(target: str, concurrency: int, recorder: StartRecorder | None,
-                            stop: asyncio.Event, channel: grpc.aio.Channel) -> None:
+async def run_stream_worker(
+    target: str,
+    concurrency: int,
+    recorder: StartRecorder | None,
+    stop: asyncio.Event,
+    channel: grpc.aio.Channel,
+) -> None:
     """One bare AcquireJobs stream: complete every pushed job at once, in batches."""
     stub = worker_service_pb2_grpc.WorkerServiceStub(channel)
     outgoing: asyncio.Queue[worker_service_pb2.AcquireJobsRequest | None] = asyncio.Queue()
     worker_id = f"bench-stream-{uuid.uuid4().hex[:12]}"
-    await outgoing.put(worker_service_pb2.AcquireJobsRequest(hello=worker_service_pb2.WorkerHello(
-        worker_id=worker_id, job_types=[JOB_TYPE], slots=concurrency,
-        hostname=socket.gethostname(), pid=os.getpid(), sdk_version="bench-stream",
-        max_batch_size=concurrency)))
-    await outgoing.put(worker_service_pb2.AcquireJobsRequest(
-        credit=worker_service_pb2.CreditGrant(credits=concurrency)))
+    await outgoing.put(
+        worker_service_pb2.AcquireJobsRequest(
+            hello=worker_service_pb2.WorkerHello(
+                worker_id=worker_id,
+                job_types=[JOB_TYPE],
+                slots=concurrency,
+                hostname=socket.gethostname(),
+                pid=os.getpid(),
+                sdk_version="bench-stream",
+                max_batch_size=concurrency,
+            )
+        )
+    )
+    await outgoing.put(
+        worker_service_pb2.AcquireJobsRequest(
+            credit=worker_service_pb2.CreditGrant(credits=concurrency)
+        )
+    )
 
     async def requests():
         while True:
@@ -82,14 +102,22 @@ async def run_stream_worker(target: str, concurrency: int, recorder: StartRecord
             for leased in response.jobs.jobs:
                 if recorder is not None:
                     recorder.record(leased.job.tenant_id, leased.job.payload.data, leased.job.id)
-                outcomes.append(worker_service_pb2.JobOutcome(
-                    job_id=leased.job.id, lease_token=leased.lease_token,
-                    completed=worker_service_pb2.Completion()))
+                outcomes.append(
+                    worker_service_pb2.JobOutcome(
+                        job_id=leased.job.id,
+                        lease_token=leased.lease_token,
+                        completed=worker_service_pb2.Completion(),
+                    )
+                )
             if outcomes:
                 await stub.ReportOutcomes(
-                    worker_service_pb2.ReportOutcomesRequest(outcomes=outcomes), timeout=60)
-                await outgoing.put(worker_service_pb2.AcquireJobsRequest(
-                    credit=worker_service_pb2.CreditGrant(credits=len(outcomes))))
+                    worker_service_pb2.ReportOutcomesRequest(outcomes=outcomes), timeout=60
+                )
+                await outgoing.put(
+                    worker_service_pb2.AcquireJobsRequest(
+                        credit=worker_service_pb2.CreditGrant(credits=len(outcomes))
+                    )
+                )
 
     consumer = asyncio.create_task(consume())
     stopper = asyncio.create_task(stop.wait())
@@ -113,9 +141,12 @@ async def amain(args: argparse.Namespace) -> None:
             await run_sdk_workers(args.target, args.concurrency, args.workers, recorder, stop)
         else:
             async with grpc.aio.insecure_channel(args.target) as channel:
-                await asyncio.gather(*(
-                    run_stream_worker(args.target, args.concurrency, recorder, stop, channel)
-                    for _ in range(args.workers)))
+                await asyncio.gather(
+                    *(
+                        run_stream_worker(args.target, args.concurrency, recorder, stop, channel)
+                        for _ in range(args.workers)
+                    )
+                )
     finally:
         if recorder is not None:
             recorder.close()

@@ -88,9 +88,7 @@ async def refused_in_a_shared_commit(h: Harness, held, calls: list[int], release
 
     good = [make_job() for _ in range(4)]
     bad = make_job(job_type="refused")
-    callers = [
-        asyncio.create_task(h.engine.enqueue_one(j)) for j in (*good[:2], bad, *good[2:])
-    ]
+    callers = [asyncio.create_task(h.engine.enqueue_one(j)) for j in (*good[:2], bad, *good[2:])]
     await asyncio.sleep(0)  # every caller has queued behind the held commit
     release()
     await held

@@ -275,9 +275,7 @@ def _buckets(
     starts: list[datetime], windows: list[WindowCounts], samples: list[list[JobView]]
 ) -> list[Bucket]:
     """Buckets from the windows' counts (GetStats windows of 5, 10, ... 60 minutes) and each bucket's sample."""
-    totals = [(0, 0, 0)] + [
-        (w.completions, w.failures, w.retries) for w in windows
-    ]
+    totals = [(0, 0, 0)] + [(w.completions, w.failures, w.retries) for w in windows]
     buckets = []
     for i, start in enumerate(starts):
         # starts are oldest first: bucket i lies between windows k and k-1.

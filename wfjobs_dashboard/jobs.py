@@ -106,8 +106,7 @@ async def jobs(request: web.Request) -> web.Response:
 
 
 async def payload_search(
-    site: Site,
-    session: Session, job_filter: JobFilter, values: dict[str, Any]
+    site: Site, session: Session, job_filter: JobFilter, values: dict[str, Any]
 ) -> tuple[list[Any], int]:
     """The jobs among the first :data:`PAYLOAD_SCAN_JOBS` of the filter whose
     payload holds the text (as UTF-8 bytes), at most a page of them."""

@@ -18,7 +18,9 @@ async def pauses(request: web.Request) -> web.Response:
     history = await site.call(
         session, AdminClient.list_pauses, include_lifted=True, tenant_id=session.tenant_id
     )
-    history = sorted(history, key=lambda p: p.create_time or datetime.min.replace(tzinfo=UTC), reverse=True)
+    history = sorted(
+        history, key=lambda p: p.create_time or datetime.min.replace(tzinfo=UTC), reverse=True
+    )
     prefill = {k: request.query.get(k, "") for k in ("kind", "value", "tenant_id")}
     return site.page(request, "Pauses", render.pauses_body(active, history, session, prefill))
 

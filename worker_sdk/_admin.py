@@ -198,7 +198,10 @@ class JobPage:
 # the ``KIND_`` prefix (``WaitReasonKind.PAUSED``), one per value the contract has.
 WaitReasonKind = enum.IntEnum(  # type: ignore[misc]
     "WaitReasonKind",
-    {name.removeprefix("KIND_"): number for name, number in admin_service_pb2.WaitReason.Kind.items()},
+    {
+        name.removeprefix("KIND_"): number
+        for name, number in admin_service_pb2.WaitReason.Kind.items()
+    },
     module=__name__,
 )
 WaitReasonKind.__doc__ = "The kind of a :class:`WaitReason` (``workflowjobs.v1.WaitReason.Kind``)."
@@ -452,9 +455,7 @@ class RateLimit:
             period=limit.period.ToTimedelta(),
             burst=limit.burst,
             throttled_until=(
-                from_timestamp(limit.throttled_until)
-                if limit.HasField("throttled_until")
-                else None
+                from_timestamp(limit.throttled_until) if limit.HasField("throttled_until") else None
             ),
             slow_level=limit.slow_level,
             raw=limit,
@@ -532,9 +533,7 @@ class CategoryWeights:
     )
 
     @classmethod
-    def from_proto(
-        cls, response: admin_service_pb2.ListCategoryWeightsResponse
-    ) -> CategoryWeights:
+    def from_proto(cls, response: admin_service_pb2.ListCategoryWeightsResponse) -> CategoryWeights:
         """Read a ``workflowjobs.v1.ListCategoryWeightsResponse`` message."""
         return cls(
             weights=[
@@ -964,9 +963,7 @@ class AdminClient(BlockingClient):
         authentication on the coordinator, ``authenticated`` is False (every
         role, every tenant).
         """
-        return Identity.from_proto(
-            self._call(self._stub.WhoAmI, admin_service_pb2.WhoAmIRequest())
-        )
+        return Identity.from_proto(self._call(self._stub.WhoAmI, admin_service_pb2.WhoAmIRequest()))
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -1395,7 +1392,9 @@ class AdminClient(BlockingClient):
         """Every rate limit (:class:`RateLimit`), with when it next admits a
         start and its slowdown."""
         request = admin_service_pb2.ListRateLimitsRequest()
-        return [RateLimit.from_proto(x) for x in self._call(self._stub.ListRateLimits, request).limits]
+        return [
+            RateLimit.from_proto(x) for x in self._call(self._stub.ListRateLimits, request).limits
+        ]
 
     def remove_rate_limit(self, kind: str | int, value: str) -> bool:
         """Remove a rate limit; False when none was set for the scope."""

@@ -269,7 +269,9 @@ def start_execution(ctx: Any) -> ExecutionSpan | None:
         "wfjobs.worker_id": ctx.worker_id,
     }
     links = [
-        trace.Link(trace.get_current_span(propagate.extract({"traceparent": tp})).get_span_context())
+        trace.Link(
+            trace.get_current_span(propagate.extract({"traceparent": tp})).get_span_context()
+        )
         for tp in job.trace_links
     ]
     span = _tracer.start_span(

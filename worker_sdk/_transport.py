@@ -74,6 +74,7 @@ def check_target(target: str) -> str:
         raise ValueError(f"target {target!r}: the port {port!r} is not a number from 1 to 65535")
     return target
 
+
 MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024
 """Receive limit of every channel the SDK opens unless its options set one.
 

@@ -408,7 +408,9 @@ def outcome_from_proto(o: wpb.JobOutcome, limit: int = 512) -> Completion | Fail
         # Any length: the engine holds a long one at its ceiling and says so.
         d = o.push_back.retry_after
         if d.seconds < 0 or d.nanos < 0 or d.nanos >= 1_000_000_000:
-            raise InvalidArgument(f"push_back.retry_after of job {o.job_id} is not a valid duration")
+            raise InvalidArgument(
+                f"push_back.retry_after of job {o.job_id} is not a valid duration"
+            )
         outcome = dataclasses.replace(outcome, push_back_us=d.seconds * 1_000_000 + d.nanos // 1000)
     return outcome
 
@@ -735,6 +737,4 @@ def add_event(events: Any, e: JobEvent) -> None:
         out.group_id = e.group_id
 
 
-_DUE_KINDS = frozenset(
-    (JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED)
-)
+_DUE_KINDS = frozenset((JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED))

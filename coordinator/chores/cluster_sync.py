@@ -99,7 +99,9 @@ class ClusterSync(Chore[SyncResult]):
         if not was_running:
             return
         try:
-            await self._run_store(self._store.worker_sync, self._coordinator_id, [], self.clock.now_us())
+            await self._run_store(
+                self._store.worker_sync, self._coordinator_id, [], self.clock.now_us()
+            )
         except Exception:  # noqa: BLE001 - rows expire as stale anyway
             log.warning("could not remove this coordinator's worker rows", exc_info=True)
 

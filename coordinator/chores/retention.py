@@ -196,9 +196,7 @@ class RetentionCleaner(Chore[RetentionResult]):
         cutoffs = self.cutoffs(now)
         limit = self.config.batch_size
         purged = (
-            await self._run_store(self._store.job_purge_finished, cutoffs, limit)
-            if cutoffs
-            else 0
+            await self._run_store(self._store.job_purge_finished, cutoffs, limit) if cutoffs else 0
         )
         if purged and self._attempts.ordered_work_seen:
             # A purged FAULTED head of an ordering key released the key's next job.

@@ -145,7 +145,9 @@ class Engine:
         )
         store.add_event_listener(self.events.on_store_events)
         self.reads = Reads(store=store, run_store=run_store, waiters=self.attempts.waiters)
-        self.pauses = Pauses(store=store, run_store=run_store, clock=clock, dispatcher=self.dispatcher)
+        self.pauses = Pauses(
+            store=store, run_store=run_store, clock=clock, dispatcher=self.dispatcher
+        )
         self.weights = Weights(
             store=store, run_store=run_store, fair=self.fair, settings=self.limit_settings
         )

@@ -272,7 +272,6 @@ class EventHub:
         return page
 
 
-
 _EVERY_EVENT = EventFilter()
 
 

@@ -119,7 +119,9 @@ class JobExplainer:
         if status == JobStatus.RUNNING:
             return row, [await self._leased(row, now)]
         if status != JobStatus.PENDING:
-            return row, [WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")]
+            return row, [
+                WaitReason("NOT_PENDING", f"the job is {status.name} and will not run again")
+            ]
         reasons: list[WaitReason] = []
         drained_by = self._operations.drained_by
         if drained_by == "cluster":
@@ -127,7 +129,9 @@ class JobExplainer:
                 WaitReason("DRAINING", "the cluster is drained: no coordinator hands out jobs")
             )
         elif drained_by is not None:
-            reasons.append(WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs"))
+            reasons.append(
+                WaitReason("DRAINING", "this coordinator is draining: it hands out no jobs")
+            )
         if row.due_at > now:
             reasons.append(
                 WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
@@ -144,7 +148,9 @@ class JobExplainer:
             scope = pause_scope_text(p.scope, with_tenant=False)
             if kind == PauseKind.TENANT:
                 text = f"{scope} is disabled {who}{why}{lifts}"
-                reasons.append(WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id))
+                reasons.append(
+                    WaitReason("TENANT_DISABLED", text, until=p.expires_at, pause_id=p.id)
+                )
             else:
                 text = f"{scope} is paused {who}{why}{lifts} (pause {p.id})"
                 reasons.append(WaitReason("PAUSED", text, until=p.expires_at, pause_id=p.id))
@@ -272,7 +278,6 @@ class JobExplainer:
             reasons.append(await self._fair_share(row, others))
         return row, reasons
 
-
     async def _fair_share(self, row: JobRow, others: list[str]) -> WaitReason:
         """The job's tenant shares the workers of its job type with ``others``."""
         stored = await self._run(self._store.tenant_weights)
@@ -292,7 +297,6 @@ class JobExplainer:
             f"set-weight {row.tenant_id} N` changes it)",
             count=len(others),
         )
-
 
     async def _leased(self, row: JobRow, now: int) -> WaitReason:
         expires = row.lease_expires_at or now
@@ -320,7 +324,6 @@ class JobExplainer:
             until=row.lease_expires_at,
         )
 
-
     async def last_failure(self, row: JobRow) -> AttemptRow | None:
         """The job's latest attempt when it failed and nothing ran since (its retry waits).
 
@@ -334,7 +337,6 @@ class JobExplainer:
         if not attempts or attempts[-1].outcome not in FAILED_OUTCOMES:
             return None
         return attempts[-1]
-
 
     async def unique_key(self, row: JobRow) -> UniqueKeyRow | None:
         """The uniqueness key whose stored row names the job, if any (a later

@@ -137,8 +137,10 @@ class JobGroups:
     async def cancel(self, group_id: str, reason: str) -> tuple[GroupRow, list[str]]:
         """Close the group and cancel its pending members (running ones run on)."""
         check_group_id(group_id)
-        note = f"cancelled with group {group_id}: {reason}" if reason else (
-            f"cancelled with group {group_id}"
+        note = (
+            f"cancelled with group {group_id}: {reason}"
+            if reason
+            else (f"cancelled with group {group_id}")
         )
         done = await self._run(self._store.group_cancel, group_id, note, self._clock.now_us())
         if done is None:

@@ -161,7 +161,6 @@ def check_id(job_id: str) -> None:
         )
 
 
-
 def check_refs(refs: Sequence[tuple[str, str]], max_batch_size: int) -> None:
     """(job id, lease token) pairs of a heartbeat or report: at most
     ``max_batch_size``, each id well formed, each token given."""

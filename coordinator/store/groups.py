@@ -109,7 +109,9 @@ class GroupQueries(JobQueries):
                 self._groups_after_end(conn, {group_id}, now)
         return result
 
-    def job_insert_grouped(self, new_jobs: Sequence[NewJob], now: int) -> list[tuple[str, bool, int]]:
+    def job_insert_grouped(
+        self, new_jobs: Sequence[NewJob], now: int
+    ) -> list[tuple[str, bool, int]]:
         """Store jobs of which some join groups: each group must be OPEN and the
         job's tenant the group's (else nothing is stored)."""
         with self.tx() as conn:

@@ -105,10 +105,13 @@ _SMALL_BATCH = 64
 # The new jobs as one array per column, each cast to its column's array type
 # (``unnest`` of the arrays feeds INSERT ... SELECT; ``driver_sql`` sends them
 # in binary), and the offered owner of each job.
-_UNNEST_COLUMNS = ", ".join(
-    f"CAST(:v_{f} AS {jobs.c[f].type.compile(dialect=postgresql.dialect()).lower()}[])"
-    for f in _NEW_JOB_FIELDS
-) + ", CAST(:v_owner AS text[])"
+_UNNEST_COLUMNS = (
+    ", ".join(
+        f"CAST(:v_{f} AS {jobs.c[f].type.compile(dialect=postgresql.dialect()).lower()}[])"
+        for f in _NEW_JOB_FIELDS
+    )
+    + ", CAST(:v_owner AS text[])"
+)
 
 
 @functools.lru_cache(maxsize=4)
@@ -777,9 +780,9 @@ class JobQueries(EventQueries):
             # holding a key never waits for a RUNNING job's row (see
             # store/ordering.py), so a RUNNING job is handled without it.
             found = conn.execute(
-                sa.select(jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id).where(
-                    jobs.c.id == job_id
-                )
+                sa.select(
+                    jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id
+                ).where(jobs.c.id == job_id)
             ).first()
             keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
             lock_keys(conn, self.is_postgres, keys)

@@ -469,7 +469,9 @@ class LeaseQueries(EventQueries):
             ).first()
             if row is not None:
                 out.append(JobRecord(*row))
-        self._record_events(conn, [EventEntry(r.id, JobEventKind.STARTED) for r in out], now, bump=False)
+        self._record_events(
+            conn, [EventEntry(r.id, JobEventKind.STARTED) for r in out], now, bump=False
+        )
         return out
 
     def job_complete_many(
@@ -980,7 +982,9 @@ class LeaseQueries(EventQueries):
         )
         # A completed first attempt: the job row keeps its report's token.
         described = sa.select(
-            jobs.c.id, jobs.c.lease_token, sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger)
+            jobs.c.id,
+            jobs.c.lease_token,
+            sa.literal(int(AttemptOutcome.COMPLETED), sa.SmallInteger),
         ).where(
             jobs.c.id.in_(list(token_of)),
             sa.text(first_attempt_completed(jobs.name)),

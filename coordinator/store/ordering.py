@@ -85,6 +85,7 @@ _LOCK_CLASS = 0x0F0D
 # (tenant id, ordering key)
 Key = tuple[str, str]
 
+
 def _live_unheld(tenant: str, key: str, exclude: str | None = None) -> str:
     """SQL true when the key has a live job that is not held (other than ``exclude``)."""
     other = f" AND {{a}}.id <> {exclude}" if exclude else ""

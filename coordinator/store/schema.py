@@ -94,6 +94,7 @@ jobs = sa.Table(
     sa.Column("trace_links", sa.Text),
 )
 
+
 # The attempt history of a job is its ``wfj_job_attempts`` rows plus, for a job
 # whose first attempt completed it, that attempt: the job row describes it
 # fully (number 1, worker ``lease_owner``, ``started_at``, ended at

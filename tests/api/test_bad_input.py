@@ -174,8 +174,9 @@ def test_job_types_filter_lists_any_of_them_and_refuses_bad_entries(
     scheduler = spb_grpc.JobSchedulerServiceStub(channel)
     admin = apb_grpc.AdminServiceStub(channel)
     ids = {
-        t: scheduler.Enqueue(spb.EnqueueRequest(job=spec(job_type=t, tenant_id="types")), timeout=10)
-        .job.id
+        t: scheduler.Enqueue(
+            spb.EnqueueRequest(job=spec(job_type=t, tenant_id="types")), timeout=10
+        ).job.id
         for t in ("mail", "sms", "push")
     }
     listed = admin.ListJobs(
@@ -278,7 +279,10 @@ BAD_POLICIES = [
     (jpb.RetryPolicy(jitter=float("nan")), "retry_policy.jitter"),
     (jpb.RetryPolicy(initial_backoff=_seconds(400 * 86400)), "retry_policy.initial_backoff"),
     (jpb.RetryPolicy(max_backoff=_seconds(10**11)), "retry_policy.max_backoff"),
-    (jpb.RetryPolicy(non_retryable_error_kinds=["x"] * 101), "retry_policy.non_retryable_error_kinds"),
+    (
+        jpb.RetryPolicy(non_retryable_error_kinds=["x"] * 101),
+        "retry_policy.non_retryable_error_kinds",
+    ),
 ]
 BAD_TIMEOUTS = [
     ({"execution_timeout": _seconds(-1)}, "execution_timeout"),

@@ -60,9 +60,7 @@ def test_a_raw_completion_after_cancel_requested_ends_cancelled(coordinator: Coo
         ).job
     assert job.status == job_pb2.JOB_STATUS_CANCELLED
     assert job.result.data == b'{"done": true}'  # the attempt's result is kept
-    assert [(a.number, a.outcome) for a in job.attempts] == [
-        (1, job_pb2.ATTEMPT_OUTCOME_COMPLETED)
-    ]
+    assert [(a.number, a.outcome) for a in job.attempts] == [(1, job_pb2.ATTEMPT_OUTCOME_COMPLETED)]
 
 
 @pytest.mark.parametrize("ending", ["returns", "continues"])

@@ -53,9 +53,7 @@ def test_resent_outcomes_are_already_recorded(database: str, tmp_path: Path) -> 
 
             job_id, token = leased()
             release = wpb.ReportOutcomesRequest(
-                outcomes=[
-                    wpb.JobOutcome(job_id=job_id, lease_token=token, released=wpb.Release())
-                ]
+                outcomes=[wpb.JobOutcome(job_id=job_id, lease_token=token, released=wpb.Release())]
             )
             [first] = worker.ReportOutcomes(release).results
             [again] = worker.ReportOutcomes(release).results
@@ -63,7 +61,9 @@ def test_resent_outcomes_are_already_recorded(database: str, tmp_path: Path) -> 
             assert (again.accepted, again.already_recorded) == (True, True)
             [wrong] = worker.ReportOutcomes(
                 wpb.ReportOutcomesRequest(
-                    outcomes=[wpb.JobOutcome(job_id=job_id, lease_token="other", released=wpb.Release())]
+                    outcomes=[
+                        wpb.JobOutcome(job_id=job_id, lease_token="other", released=wpb.Release())
+                    ]
                 )
             ).results
             assert not wrong.accepted and wrong.error_code == "FAILED_PRECONDITION"

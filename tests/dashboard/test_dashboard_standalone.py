@@ -26,6 +26,7 @@ from wfj_testing import Coordinator, coordinator_args, subprocess_env
 
 pytestmark = pytest.mark.e2e
 
+
 @pytest.fixture(scope="module")
 def coordinators(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Coordinator]]:
     tmp = tmp_path_factory.mktemp("standalone")

@@ -30,16 +30,21 @@ def test_stage_log_times_each_stage_of_a_single_enqueue_in_order(
     coordinator = processes["coordinator"](e2e_database)
     worker = processes["worker"](coordinator.target)
     with SchedulerClient(coordinator.target) as scheduler, AdminClient(coordinator.target) as admin:
-        wait_until(lambda: any(w.credits > 0 for w in admin.list_workers()), 60,
-                   "the worker to grant credit")
+        wait_until(
+            lambda: any(w.credits > 0 for w in admin.list_workers()),
+            60,
+            "the worker to grant credit",
+        )
         job = scheduler.enqueue("noop", {"n": 1})
         wait_until(lambda: read_records(worker.record), 30, "the handler to start")
     wanted = [*COORDINATOR_STAGES, "received_by_worker"]
-    stages = wait_until(lambda: (s := _stages(prefix, job.id)).keys() >= set(wanted) and s,
-                        10, "every stage to be written")
+    stages = wait_until(
+        lambda: (s := _stages(prefix, job.id)).keys() >= set(wanted) and s,
+        10,
+        "every stage to be written",
+    )
     times = [stages[name] for name in wanted]
     assert times == sorted(times), dict(zip(wanted, times, strict=True))
     # Each process writes its own file; the coordinator's and the worker's both exist.
     names = sorted(p.name.split(".")[1] for p in prefix.parent.iterdir())
     assert set(names) == {"coordinator", "worker"}
-

@@ -57,7 +57,9 @@ def status(scheduler: SchedulerClient, job_id: str) -> JobStatus:
     return scheduler.get_job(job_id).status
 
 
-def test_explain_s_suggestions_work(tmp_path: Path, processes: dict[str, Callable[..., Any]]) -> None:
+def test_explain_s_suggestions_work(
+    tmp_path: Path, processes: dict[str, Callable[..., Any]]
+) -> None:
     coordinator = processes["coordinator"](f"sqlite:///{tmp_path / 'suggest.db'}")
     target = coordinator.target
     worker = processes["worker"](target, "--worker-id", "w-suggest")
@@ -72,7 +74,9 @@ def test_explain_s_suggestions_work(tmp_path: Path, processes: dict[str, Callabl
             ).id
             behind = scheduler.enqueue("noop", {}, ordering_key=key).id
             wait_until(
-                lambda: status(scheduler, head) == JobStatus.FAULTED or None, 30, "the head to fault"
+                lambda: status(scheduler, head) == JobStatus.FAULTED or None,
+                30,
+                "the head to fault",
             )
             return head, behind
 

@@ -225,7 +225,9 @@ def test_enqueue_wait_that_ends_first_prints_the_id_and_why_the_job_still_waits(
     coordinator = Coordinator(f"sqlite:///{tmp_path / 'wait.db'}", tmp_path / "coordinator.log")
     target = coordinator.target
     try:
-        waited = run_wfjobs(target, "enqueue", "nobody.runs", "{}", "--wait", "3s", "--timeout", "120")
+        waited = run_wfjobs(
+            target, "enqueue", "nobody.runs", "{}", "--wait", "3s", "--timeout", "120"
+        )
         as_json = run_wfjobs(target, "--json", "enqueue", "nobody.runs", "{}", "--wait", "250ms")
         with AdminClient(target) as admin:
             jobs = list(admin.iter_jobs(JobFilter(job_type="nobody.runs")))

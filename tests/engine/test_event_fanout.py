@@ -51,8 +51,9 @@ def test_watchers_at_the_tail_share_one_unfiltered_read(store_url: str) -> None:
         engine, filters = _engine(store_url)
         await engine.start()
         tenants = [f"t{i}" for i in range(8)]
-        watches: list[Watch] = [engine.events.watch(EventFilter(tenant_id=t), None)
-                                for t in tenants]
+        watches: list[Watch] = [
+            engine.events.watch(EventFilter(tenant_id=t), None) for t in tenants
+        ]
         everything = engine.events.watch(EventFilter(), None)
         try:
             for watch in [*watches, everything]:
@@ -152,8 +153,14 @@ def test_filters_in_memory_match_what_the_store_filters(store_url: str) -> None:
         await engine.start()
         try:
             jobs = [
-                make_job(tenant_id=t, job_type=k, definition_id=d, instance_id=f"i-{n % 3}",
-                         correlation_id=f"c-{n % 2}", due_at=0)
+                make_job(
+                    tenant_id=t,
+                    job_type=k,
+                    definition_id=d,
+                    instance_id=f"i-{n % 3}",
+                    correlation_id=f"c-{n % 2}",
+                    due_at=0,
+                )
                 for n, (t, k, d) in enumerate(
                     (t, k, d) for t in ("a", "b") for k in ("x", "y") for d in ("d1", "d2")
                 )
@@ -162,10 +169,14 @@ def test_filters_in_memory_match_what_the_store_filters(store_url: str) -> None:
             everything = engine.store.event_read(EventFilter(), None, 1000).events
             assert len(everything) == len(ids)
             filters = [
-                EventFilter(tenant_id="a"), EventFilter(job_type="y"),
-                EventFilter(definition_id="d2"), EventFilter(instance_id="i-1"),
-                EventFilter(correlation_id="c-0"), EventFilter(job_id=ids[5]),
-                EventFilter(kinds=(JobEventKind.COMPLETED,)), EventFilter(kinds=(ENQUEUED,)),
+                EventFilter(tenant_id="a"),
+                EventFilter(job_type="y"),
+                EventFilter(definition_id="d2"),
+                EventFilter(instance_id="i-1"),
+                EventFilter(correlation_id="c-0"),
+                EventFilter(job_id=ids[5]),
+                EventFilter(kinds=(JobEventKind.COMPLETED,)),
+                EventFilter(kinds=(ENQUEUED,)),
                 EventFilter(tenant_id="b", job_type="x", definition_id="d1"),
                 EventFilter(tenant_id="nobody"),
             ]

@@ -123,9 +123,7 @@ def test_a_held_back_read_is_retried_after_capped_doubling_delays(
         try:
             assert (await anext(watch))[0] == []
             for _ in range(2):
-                decided = await _held_back_episode(
-                    engine, store_url, watch, reads, HELD_BACK_READS
-                )
+                decided = await _held_back_episode(engine, store_url, watch, reads, HELD_BACK_READS)
                 # The read that delivered the last episode's events started the
                 # delays over. The shared reader reads ahead of the watcher's
                 # client, so that start-over may come before the decisions were

@@ -98,7 +98,9 @@ def test_job_type_names_no_list_could_name_are_refused_and_store_nothing(
 ) -> None:
     async def scenario(h: Harness) -> None:
         with pytest.raises(InvalidArgument, match=f"defaults.job_type '{name}' {why}"):
-            await h.engine.set_job_type_defaults(name, JobTypeDefaults(retry_policy=RetryPolicy(max_attempts=2)))
+            await h.engine.set_job_type_defaults(
+                name, JobTypeDefaults(retry_policy=RetryPolicy(max_attempts=2))
+            )
         assert h.engine.type_defaults == {}
         # One bad job refuses its whole batch: nothing is stored.
         with pytest.raises(InvalidArgument, match=rf"jobs\[1\]: job_type '{name}' {why}"):

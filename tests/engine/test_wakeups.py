@@ -129,7 +129,6 @@ def test_an_unlocked_job_is_leased_again_at_once(store_url: str) -> None:
     _run(store_url, scenario)
 
 
-
 @pytest.mark.parametrize("event", ["complete", "cancel"])
 def test_the_next_job_of_an_ordering_key_starts_when_its_head_ends(
     store_url: str, event: str

@@ -291,9 +291,7 @@ def check_run(
                 if a.outcome == int(AttemptOutcome.COMPLETED):
                     completed[job_id] += 1
             row = rows.get(job_id)
-            if row is not None and [a.number for a in history] != list(
-                range(1, row.attempt + 1)
-            ):
+            if row is not None and [a.number for a in history] != list(range(1, row.attempt + 1)):
                 gaps.append((job_id, row.attempt, [a.number for a in history]))
     finally:
         store.dispose()

@@ -69,7 +69,9 @@ def test_behind_pgbouncer_with_a_session_url(tmp_path, pg_url, pooler) -> None:
     )
     total = scaled(2000)
     try:
-        wait_until(lambda: listening_sessions(database) == 2, 30, "both replicas to LISTEN directly")
+        wait_until(
+            lambda: listening_sessions(database) == 2, 30, "both replicas to LISTEN directly"
+        )
         ids = enqueue_work(first.target, total, ms=10)
         goal = count_starts(pool.records) + scaled(500)
         wait_until(lambda: count_starts(pool.records) >= goal, 60, "progress")

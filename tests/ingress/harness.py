@@ -325,7 +325,9 @@ class Ingress:
 
     def coordinator(self) -> Coordinator:
         port = int(self.target.rsplit(":", 1)[1])
-        c = start_coordinator(self.database_url, port, self.tmp / f"coordinator-{len(self.started)}.log")
+        c = start_coordinator(
+            self.database_url, port, self.tmp / f"coordinator-{len(self.started)}.log"
+        )
         self.started.append(c)
         return c
 

@@ -212,9 +212,7 @@ def test_category_weights_are_set_listed_and_removed(cluster, tmp_path: Path) ->
     removed = wfjobs(
         tmp_path, *connect, "tenants", "remove-category-weight", "cli-cw", "integration"
     )
-    again = wfjobs(
-        tmp_path, *connect, "tenants", "remove-category-weight", "cli-cw", "integration"
-    )
+    again = wfjobs(tmp_path, *connect, "tenants", "remove-category-weight", "cli-cw", "integration")
     bad = wfjobs(tmp_path, *connect, "tenants", "set-category-weight", "cli-cw", "nope", "3")
 
     assert set_weight.returncode == 0, set_weight.stderr
@@ -238,8 +236,16 @@ def test_jobs_list_takes_several_types(cluster, tmp_path: Path) -> None:
     ids = {}
     for job_type in ("cli-mail", "cli-sms", "cli-push"):
         made = wfjobs(
-            tmp_path, *connect, "--json", "enqueue", job_type, "{}", "--tenant", "a",
-            "--delay", "1h",
+            tmp_path,
+            *connect,
+            "--json",
+            "enqueue",
+            job_type,
+            "{}",
+            "--tenant",
+            "a",
+            "--delay",
+            "1h",
         )
         assert made.returncode == 0, made.stderr
         ids[job_type] = json.loads(made.stdout)["id"]

@@ -273,9 +273,11 @@ def test_watches_and_waits_are_bounded(tmp_path) -> None:
         )
         calls.append(reopened[0])
 
-        job_id = spb_grpc.JobSchedulerServiceStub(one).Enqueue(
-            spb.EnqueueRequest(job=spec("a")), metadata=auth("root-secret"), timeout=10
-        ).job.id
+        job_id = (
+            spb_grpc.JobSchedulerServiceStub(one)
+            .Enqueue(spb.EnqueueRequest(job=spec("a")), metadata=auth("root-secret"), timeout=10)
+            .job.id
+        )
 
         def wait(ch: grpc.Channel, timeout: float):
             return spb_grpc.JobSchedulerServiceStub(ch).WaitForJob.future(

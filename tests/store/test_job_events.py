@@ -195,14 +195,37 @@ def test_a_bulk_enqueue_s_events_carry_each_stored_job_s_values(store_url: str) 
             row = h.engine.store.job_get(event.job_id)
             assert row is not None
             assert (
-                event.tenant_id, event.job_type, event.definition_id, event.definition_version,
-                event.instance_id, event.activity_id, event.activity_node_id, event.bookmark_id,
-                event.correlation_id, event.status, event.attempt, event.due_at,
-                event.error, event.error_kind, event.group_id,
+                event.tenant_id,
+                event.job_type,
+                event.definition_id,
+                event.definition_version,
+                event.instance_id,
+                event.activity_id,
+                event.activity_node_id,
+                event.bookmark_id,
+                event.correlation_id,
+                event.status,
+                event.attempt,
+                event.due_at,
+                event.error,
+                event.error_kind,
+                event.group_id,
             ) == (
-                row.tenant_id, row.job_type, row.definition_id, row.definition_version,
-                row.instance_id, row.activity_id, row.activity_node_id, row.bookmark_id,
-                row.correlation_id, JobStatus.PENDING, 0, row.due_at, None, None, row.group_id,
+                row.tenant_id,
+                row.job_type,
+                row.definition_id,
+                row.definition_version,
+                row.instance_id,
+                row.activity_id,
+                row.activity_node_id,
+                row.bookmark_id,
+                row.correlation_id,
+                JobStatus.PENDING,
+                0,
+                row.due_at,
+                None,
+                None,
+                row.group_id,
             )
 
     run(store_url, scenario)
@@ -555,8 +578,12 @@ def test_migration_keeps_the_log_and_the_cursors_handed_out_before(fresh_url: st
                         " 'c', 1, :attempt)"
                     ),
                     # ord: a past transaction's id (PostgreSQL), 0 on SQLite.
-                    {"ord": 7 if store.is_postgres else 0, "kind": int(kind), "at": T0 + i,
-                     "attempt": min(i, 1)},
+                    {
+                        "ord": 7 if store.is_postgres else 0,
+                        "kind": int(kind),
+                        "at": T0 + i,
+                        "attempt": min(i, 1),
+                    },
                 )
             # The cursors the old layout handed out: "ORD-ID" of each row.
             before = [
@@ -584,9 +611,11 @@ def test_migration_keeps_the_log_and_the_cursors_handed_out_before(fresh_url: st
             config.attributes["connection"] = conn
             command.downgrade(config, "0014")
         with store.engine.connect() as conn:
-            kinds = conn.execute(
-                sa.text("SELECT kind FROM wfj_job_events ORDER BY ord, id")
-            ).scalars().all()
+            kinds = (
+                conn.execute(sa.text("SELECT kind FROM wfj_job_events ORDER BY ord, id"))
+                .scalars()
+                .all()
+            )
         assert kinds == [int(K.ENQUEUED), int(K.STARTED), int(K.COMPLETED), int(K.ENQUEUED)]
     finally:
         store.dispose()

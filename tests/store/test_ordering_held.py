@@ -92,13 +92,17 @@ def test_two_unheld_jobs_of_a_key_still_lease_one_at_a_time(store: Store) -> Non
     ids = _enqueue(store, 2)
     # As after two enqueues that raced: the second job left unheld.
     with store.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE wfj_jobs SET ordering_held = false WHERE id = :id"), {"id": ids[1]})
+        conn.execute(
+            sa.text("UPDATE wfj_jobs SET ordering_held = false WHERE id = :id"), {"id": ids[1]}
+        )
     assert sorted(_candidates(store)) == sorted(ids)
     rows = store.job_claim([Claim(ids[1], "w1"), Claim(ids[0], "w2")], "tok", T0, LEASE_MS)
     assert [r.id for r in rows] == [ids[0]]
     assert store.job_claim([Claim(ids[1], "w1")], "tok2", T0, LEASE_MS) == []
     if store.capabilities.one_statement_claim:
-        fair = store.job_claim_fair(["noop"], None, ["w1", "w2"], ([], [], [], 0.0), "t3", T0, LEASE_MS)
+        fair = store.job_claim_fair(
+            ["noop"], None, ["w1", "w2"], ([], [], [], 0.0), "t3", T0, LEASE_MS
+        )
         assert fair == []
     store.job_complete_many([Completion(ids[0], "tok")], T0)
     [row] = store.job_claim([Claim(ids[1], "w1")], "tok4", T0, LEASE_MS)
@@ -320,7 +324,6 @@ def test_heads_of_two_keys_completing_in_one_batch_release_both(store: Store) ->
     _lease(store, b[0], "tb")
     store.job_complete_many([Completion(a[0], "ta"), Completion(b[0], "tb")], T0)
     assert sorted(_candidates(store)) == sorted([a[1], b[1]])
-
 
 
 # -- migration -----------------------------------------------------------------

@@ -348,9 +348,7 @@ def _admission_of(claims: list[Claim], jobs: list) -> object:
     return build
 
 
-def test_claims_racing_a_limit_change_wait_for_it_and_obey_it(
-    store_url: str, store: Store
-) -> None:
+def test_claims_racing_a_limit_change_wait_for_it_and_obey_it(store_url: str, store: Store) -> None:
     """A claim that starts while SetLimit is committing waits for it and then
     sees the new limit, though its own snapshot predates the change."""
     if not store.is_postgres:

@@ -10,7 +10,9 @@ from wfj_testing import REPO
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("api_reference", REPO / "protos" / "api_reference.py")
+    spec = importlib.util.spec_from_file_location(
+        "api_reference", REPO / "protos" / "api_reference.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -17,7 +17,10 @@ def _unused_nested_functions(source: str) -> list[tuple[int, str, str]]:
             continue
         for inner in node.body:
             # A decorated function is registered by its decorator (a handler, a route).
-            if not isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef) or inner.decorator_list:
+            if (
+                not isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef)
+                or inner.decorator_list
+            ):
                 continue
             used = any(
                 isinstance(n, ast.Name) and n.id == inner.name and isinstance(n.ctx, ast.Load)

@@ -255,7 +255,9 @@ def _has_filter(args: argparse.Namespace) -> bool:
 class Commands:
     """One method per command; each returns an exit code."""
 
-    def __init__(self, args: argparse.Namespace, out: Output, connection: ConnectionSettings) -> None:
+    def __init__(
+        self, args: argparse.Namespace, out: Output, connection: ConnectionSettings
+    ) -> None:
         self.args = args
         self.out = out
         self.connection = connection
@@ -787,9 +789,7 @@ class Commands:
         if self.out.as_json and answer.raw is not None:
             self.out.json(message_dict(answer.raw))
             return EXIT_OK
-        self.out.table(
-            ["TENANT", "WEIGHT"], [(w.tenant_id, w.weight) for w in answer.weights]
-        )
+        self.out.table(["TENANT", "WEIGHT"], [(w.tenant_id, w.weight) for w in answer.weights])
         self.out.line(f"every other tenant: weight {answer.default_weight}")
         return EXIT_OK
 
@@ -809,10 +809,7 @@ class Commands:
             return EXIT_OK
         self.out.table(
             ["TENANT", "CATEGORY", "WEIGHT"],
-            [
-                (w.tenant_id, w.category.lower(), w.weight)
-                for w in answer.weights
-            ],
+            [(w.tenant_id, w.category.lower(), w.weight) for w in answer.weights],
         )
         self.out.line("every other category: weight 1")
         return EXIT_OK
@@ -948,7 +945,9 @@ class Commands:
             "scheduled (not due yet)"
         )
         if s.held:
-            self.out.line(f"of the pending, {s.held} held behind an earlier job of their ordering key")
+            self.out.line(
+                f"of the pending, {s.held} held behind an earlier job of their ordering key"
+            )
         self.out.line(f"oldest pending job waits {age:.1f}s")
         self.out.line(
             f"last {window:g}s: {s.completions_in_window} completed, "

@@ -26,8 +26,9 @@ def test_stage_logs_and_starts_are_joined_by_job_id_into_step_percentiles(tmp_pa
     clock.stamps["b"]["client_send"] = 9 * MS
     logged = anatomy.read_stage_files(prefix)
     assert logged["b"]["committed"] == 16 * MS
-    jobs = anatomy.merge(clock, logged, [StartRecord(5 * MS, "t", 0, "a"),
-                                        StartRecord(7 * MS, "t", 0, "-")])
+    jobs = anatomy.merge(
+        clock, logged, [StartRecord(5 * MS, "t", 0, "a"), StartRecord(7 * MS, "t", 0, "-")]
+    )
     steps = anatomy.step_percentiles(jobs)
     assert steps["client_send→received"] == (1.0, 1.0, 2)
     assert steps["received_by_worker→handler_start"] == (1.0, 1.0, 1)
@@ -39,8 +40,11 @@ def test_stage_logs_and_starts_are_joined_by_job_id_into_step_percentiles(tmp_pa
 
 
 def test_the_unary_target_needs_both_the_bound_and_the_ratio() -> None:
-    target = Target.all_of("p50 ≤ 1.5 ms and ≤ 2× the plain insert",
-                           Target.at_most(1.5, ""), Target.ratio_at_most(2.0, ""))
+    target = Target.all_of(
+        "p50 ≤ 1.5 ms and ≤ 2× the plain insert",
+        Target.at_most(1.5, ""),
+        Target.ratio_at_most(2.0, ""),
+    )
 
     def verdict(ours: list[float], plain: list[float]) -> str:
         return Row("unary", "ms", ours=ours, comparison=plain, target=target).verdict

@@ -32,8 +32,7 @@ def test_a_second_run_on_the_server_is_refused_naming_the_first(server: Postgres
     with server.exclusive():
         with server.connect() as conn:
             [first_pid] = conn.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                "AND objid = %s",
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = %s",
                 (server.lock,),
             ).fetchone() or [None]
         with pytest.raises(ServerBusy) as busy, server.exclusive():

@@ -140,7 +140,10 @@ def test_masking_helpers() -> None:
             f"postgresql://root:{SECRET}@db-a:5432,db-b:5432/jobs?target_session_attrs=read-write",
             "postgresql://root:***@db-a:5432,db-b:5432/jobs?target_session_attrs=read-write",
         ),
-        ("postgresql://root@db-a:5432,db-b:5432/jobs", "postgresql://root@db-a:5432,db-b:5432/jobs"),
+        (
+            "postgresql://root@db-a:5432,db-b:5432/jobs",
+            "postgresql://root@db-a:5432,db-b:5432/jobs",
+        ),
         (f"root:{SECRET}@db-a,db-b/jobs", "root:***@db-a,db-b/jobs"),
     ],
 )

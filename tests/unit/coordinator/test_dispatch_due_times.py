@@ -27,7 +27,9 @@ async def _scenario() -> None:
         async def lease(self, job_types, tenants, owners, token, now):  # noqa: ANN001
             passes.append(now)
             if len(passes) == 1:
-                clock.advance(2.0)  # the first pass is slow: the job due at +1 s comes due meanwhile
+                clock.advance(
+                    2.0
+                )  # the first pass is slow: the job due at +1 s comes due meanwhile
             else:
                 second_pass.set()
             return AcquisitionBatch([])

@@ -50,7 +50,9 @@ def test_a_pruned_tenant_keeps_its_weight_and_gets_the_same_share() -> None:
             fair.prune()
             assert "heavy" not in fair.snapshot().tenants
             assert fair.weight("heavy") == 3
-        return [t for _ in range(12) for t in _serve(fair, _jobs("heavy", 4) + _jobs("light", 4), 4)]
+        return [
+            t for _ in range(12) for t in _serve(fair, _jobs("heavy", 4) + _jobs("light", 4), 4)
+        ]
 
     assert run(prune=True) == run(prune=False)
     served = run(prune=True)

@@ -96,7 +96,9 @@ def test_the_profile_applies_and_arguments_win(clean_env: Path, tmp_path: Path) 
 def test_an_unknown_policy_or_profile_is_refused(
     monkeypatch: pytest.MonkeyPatch, clean_env: Path
 ) -> None:
-    with pytest.raises(ConfigError, match="load_balancing .* must be one of pick_first, round_robin"):
+    with pytest.raises(
+        ConfigError, match="load_balancing .* must be one of pick_first, round_robin"
+    ):
         ChannelConfig(load_balancing="round-robin")
     monkeypatch.setenv("WFJOBS_PROFILE", "prod")
     with pytest.raises(ValueError, match="profile 'prod' given, but there is no config file"):

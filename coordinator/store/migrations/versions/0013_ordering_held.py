@@ -28,7 +28,14 @@ depends_on = None
 # The index columns alembic's create_index takes: names, or expressions.
 _IndexColumn = str | sa.ColumnElement[Any]
 
-_READY_COLUMNS: list[_IndexColumn] = ["tenant_id", "job_type", "definition_id", sa.literal_column("priority DESC"), "due_at", "id"]
+_READY_COLUMNS: list[_IndexColumn] = [
+    "tenant_id",
+    "job_type",
+    "definition_id",
+    sa.literal_column("priority DESC"),
+    "due_at",
+    "id",
+]
 _OLD_READY = "status = 1"
 _NEW_READY = "status = 1 AND NOT ordering_held"
 _OLD_AHEAD = "ordering_key IS NOT NULL AND status IN (1, 4)"

@@ -48,8 +48,7 @@ def _has_lz4() -> bool:
     return bool(
         op.get_bind()
         .exec_driver_sql(
-            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
-            "WHERE name = 'default_toast_compression'"
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
         )
         .scalar()
     )
