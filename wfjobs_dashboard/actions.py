@@ -23,8 +23,7 @@ from aiohttp import web
 
 from worker_sdk import AdminClient, JobFilter, WorkflowJobsError, pause_scope, pause_scope_text
 
-from . import render
-from .jobs import filter_text, job_filter_of
+from . import filters, views
 from .session import Session, need_all_tenants, tenant_for
 from .site import Site, error_text
 
@@ -62,8 +61,12 @@ async def action(request: web.Request) -> web.StreamResponse:
         fields["back"] = back
         return site.page(
             request,
+            "confirm.html",
             "Confirm",
-            render.confirm_body(render.e(summary), fields, session.csrf, danger=danger, back=back),
+            summary=summary,
+            fields=fields,
+            danger=danger,
+            back_to=back,
         )
     try:
         message, where = await spec.run(site, session, form)
@@ -157,31 +160,16 @@ async def run_cancel_group(site: Site, session: Session, form: dict[str, str]) -
 
 
 def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
-    values: dict[str, Any] = {
-        k: form.get(k, "")
-        for k in (
-            "job_type",
-            "definition_id",
-            "instance_id",
-            "correlation_id",
-            "parent_job_id",
-            "group_id",
-            "category",
-            *render.TIME_FILTERS,
-        )
-    }
-    values["tenant_id"] = tenant_for(session, form.get("tenant_id", ""))
-    values["statuses"] = [s for s in form.get("statuses", "").split(",") if s]
-    return job_filter_of(values)
+    return filters.job_filter(filters.read_form(form, session))
 
 
 def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
     async def describe(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
-        job_filter = bulk_filter(session, form)
-        result = await site.call(session, method, job_filter, dry_run=True)
+        values = filters.read_form(form, session)
+        result = await site.call(session, method, filters.job_filter(values), dry_run=True)
         return (
             f"{verb.capitalize()} {result.matched} matching job(s) "
-            f"({filter_text(job_filter)})? This dry run changed nothing.",
+            f"({filters.describe(values)})? This dry run changed nothing.",
             True,
         )
 
@@ -199,7 +187,7 @@ def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
 
 async def describe_pause(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
     kind, value, tenant = _scope(session, form)
-    expiry = render.duration_minutes(form.get("expire_minutes", ""))
+    expiry = views.duration_minutes(form.get("expire_minutes", ""))
     what = _scope_text(kind, value, tenant)
     until = f", lifting by itself in {form['expire_minutes']} min" if expiry else ""
     verb = "Disable" if kind == "tenant" else "Pause"
@@ -208,7 +196,7 @@ async def describe_pause(site: Site, session: Session, form: dict[str, str]) -> 
 
 async def run_pause(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
     kind, value, tenant = _scope(session, form)
-    expiry = render.duration_minutes(form.get("expire_minutes", ""))
+    expiry = views.duration_minutes(form.get("expire_minutes", ""))
     record = await site.act(
         session,
         AdminClient.pause,
@@ -238,7 +226,7 @@ async def run_unpause(site: Site, session: Session, form: dict[str, str]) -> tup
 
 def _scope(session: Session, form: dict[str, str]) -> tuple[str, str, str]:
     kind = form.get("kind", "")
-    if kind not in dict(render.PAUSE_KINDS):
+    if kind not in dict(views.PAUSE_KINDS):
         raise ValueError(f"unknown pause scope {kind!r}")
     value = form.get("value", "").strip()
     tenant = tenant_for(session, form.get("tenant_id", "").strip())
@@ -308,7 +296,7 @@ def _category_weight(
     if not tenant:
         raise ValueError("name the tenant")
     category = form.get("category", "").strip().lower()
-    known = ("UNSPECIFIED", *render.CATEGORIES)
+    known = ("UNSPECIFIED", *filters.CATEGORIES)
     if category.upper() not in known:
         names = ", ".join(c.lower() for c in known)
         raise ValueError(f"unknown category {category!r}; choose one of {names}")
@@ -336,7 +324,7 @@ async def run_limit(site: Site, session: Session, form: dict[str, str]) -> tuple
 
 def _limit(form: dict[str, str]) -> tuple[str, str, int]:
     kind = form.get("kind", "")
-    if kind not in dict(render.LIMIT_KINDS):
+    if kind not in dict(views.LIMIT_KINDS):
         raise ValueError(f"unknown limit scope {kind!r}")
     value = form.get("value", "").strip()
     if not value:
@@ -367,7 +355,7 @@ async def run_rate_limit(site: Site, session: Session, form: dict[str, str]) -> 
 
 def _rate_limit(form: dict[str, str]) -> tuple[str, str, int, float, int]:
     kind = form.get("kind", "")
-    if kind not in dict(render.LIMIT_KINDS):
+    if kind not in dict(views.LIMIT_KINDS):
         raise ValueError(f"unknown limit scope {kind!r}")
     value = form.get("value", "").strip()
     if not value:
@@ -398,7 +386,7 @@ async def run_rate_limit_remove(
 ) -> tuple[str, str]:
     need_all_tenants(session)
     kind, value = form.get("kind", ""), form.get("value", "")
-    if kind not in dict(render.LIMIT_KINDS) or not value:
+    if kind not in dict(views.LIMIT_KINDS) or not value:
         raise ValueError("name the rate limit to remove")
     removed = await site.act(session, AdminClient.remove_rate_limit, kind, value)
     what = f"{kind.replace('_', ' ')} {value}"
