@@ -9,6 +9,7 @@ message on the page the form came from.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import math
@@ -21,9 +22,10 @@ from urllib.parse import urlsplit
 import grpc
 from aiohttp import web
 
-from worker_sdk import AdminClient, JobFilter, WorkflowJobsError, pause_scope, pause_scope_text
+from worker_sdk import AdminClient, WorkflowJobsError, pause_scope, pause_scope_text
 
 from . import filters, views
+from .jobs import listing_of
 from .session import Session, need_all_tenants, tenant_for
 from .site import Site, error_text
 
@@ -159,19 +161,46 @@ async def run_cancel_group(site: Site, session: Session, form: dict[str, str]) -
     )
 
 
-def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
-    return filters.job_filter(filters.read_form(form, session))
+def bulk_action(
+    verb: str, method: Callable[..., Any], one: Callable[..., Any], statuses: frozenset[str]
+) -> Action:
+    """A bulk action on exactly the jobs a jobs list holds (its form repeats the
+    list's fields, :func:`.filters.form_fields`).
 
+    A list of its filter alone is acted on by the filter (``method``, after a
+    dry run that counts). A list a search narrows (a job id or payload text
+    the filter cannot say) is acted on job by job (``one``): its
+    confirmation carries the ids of the listed jobs in ``statuses`` that it
+    counted, and those are the jobs changed. Either way the confirmation
+    says how many jobs the list holds and how many of them the action
+    applies to.
+    """
+    gerund = "retried" if method is AdminClient.bulk_retry_jobs else "cancelled"
 
-def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
+    def summary(matched: int, listed: int, values: filters.FilterValues) -> str:
+        others = f"; the other {listed - matched} cannot be {gerund}" if listed > matched else ""
+        return (
+            f"{verb.capitalize()} {matched} matching job(s) of the {listed} the list holds "
+            f"({filters.describe(values)}{others})? This dry run changed nothing."
+        )
+
     async def describe(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
         values = filters.read_form(form, session)
-        result = await site.call(session, method, filters.job_filter(values), dry_run=True)
-        return (
-            f"{verb.capitalize()} {result.matched} matching job(s) "
-            f"({filters.describe(values)})? This dry run changed nothing.",
-            True,
+        if values.search:
+            if form.get("confirmed") == "1":
+                ids = _job_ids(form)
+                return summary(len(ids), len(ids), values), True
+            listing = await listing_of(site, session, values)
+            wanted = [j.id for j in listing.jobs if j.status.value in statuses]
+            # The confirmation posts these back: the run changes these jobs only.
+            form["job_ids"] = ",".join(wanted)
+            return summary(len(wanted), listing.total, values), True
+        job_filter = filters.job_filter(values)
+        dry, listed = await asyncio.gather(
+            site.call(session, method, job_filter, dry_run=True),
+            site.call(session, AdminClient.list_jobs, job_filter, page_size=1, include_total=True),
         )
+        return summary(dry.matched, listed.total_count, values), True
 
     async def run(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
         kwargs: dict[str, Any] = {}
@@ -179,10 +208,35 @@ def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
             kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
         else:
             kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
-        result = await site.act(session, method, bulk_filter(session, form), **kwargs)
+        values = filters.read_form(form, session)
+        if values.search:
+            ids = _job_ids(form)
+            done = await asyncio.gather(
+                *(_changed(site, session, one, job_id, **kwargs) for job_id in ids)
+            )
+            return f"{verb}: {sum(done)} of {len(ids)} matching job(s) changed", ""
+        result = await site.act(session, method, filters.job_filter(values), **kwargs)
         return f"{verb}: {result.changed} of {result.matched} matching job(s) changed", ""
 
     return Action(verb, describe, run)
+
+
+def _job_ids(form: dict[str, str]) -> list[str]:
+    return [j for j in (part.strip() for part in form.get("job_ids", "").split(",")) if j]
+
+
+async def _changed(
+    site: Site, session: Session, method: Callable[..., Any], job_id: str, **kwargs: Any
+) -> bool:
+    """Whether ``method`` changed the job; False for one that moved on since it
+    was listed (now in a status the action does not apply to)."""
+    try:
+        await site.act(session, method, job_id, **kwargs)
+    except WorkflowJobsError as exc:
+        if exc.code not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+            raise
+        return False
+    return True
 
 
 async def describe_pause(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
@@ -455,8 +509,12 @@ ACTIONS: dict[str, Action] = {
     "cancel_group": Action("cancel group", describe_cancel_group, run_cancel_group),
     "unlock": job_action("unlock", AdminClient.unlock_job, True),
     "replay": job_action("replay", AdminClient.replay_job, False),
-    "bulk_retry": bulk_action("bulk retry", AdminClient.bulk_retry_jobs),
-    "bulk_cancel": bulk_action("bulk cancel", AdminClient.bulk_cancel_jobs),
+    "bulk_retry": bulk_action(
+        "bulk retry", AdminClient.bulk_retry_jobs, AdminClient.retry_job, views.RETRYABLE
+    ),
+    "bulk_cancel": bulk_action(
+        "bulk cancel", AdminClient.bulk_cancel_jobs, AdminClient.cancel_job, views.CANCELLABLE
+    ),
     "pause": Action("pause", describe_pause, run_pause),
     "unpause": Action("unpause", describe_unpause, run_unpause),
     "weight": Action("set weight", describe_weight, run_weight),

@@ -59,21 +59,21 @@ async def listing_of(
     page_token: str = "",
     last_page: bool = False,
 ) -> views.JobListing:
-    """The jobs a list shows: a page of its filter, or what its search found.
+    """The jobs a list shows: a page of its filter, or what its search found
+    (the bulk actions act on the same, :mod:`.actions`).
 
-    A job id search that finds the job goes to its page (303).
+    A job id search that finds the job goes to its page (303); one that does
+    not lists nothing.
     """
     job_filter = filters.job_filter(values)
-    note = ""
     if values.search == "id":
         try:
             job = await site.call(session, AdminClient.get_job, values.q)
         except WorkflowJobsError as exc:
             if exc.code not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
                 raise
-            note = f"no job has the id {values.q!r}"
-        else:
-            raise web.HTTPSeeOther(f"/jobs/{job.id}")
+            return views.JobListing([], total=0, note=f"no job has the id {values.q!r}")
+        raise web.HTTPSeeOther(f"/jobs/{job.id}")
     if values.search == "payload":
         found, scanned = await payload_search(site, session, job_filter, values)
         note = (
@@ -97,7 +97,6 @@ async def listing_of(
         total=result.total_count,
         next_token=result.next_page_token,
         prev_token=result.prev_page_token,
-        note=note,
     )
 
 

@@ -52,6 +52,8 @@ ENV.globals.update(
     schedule_tick=views.schedule_tick,
     limit_value=views.limit_value,
     UNIQUE_RULES=views.UNIQUE_RULES,
+    RETRYABLE=views.RETRYABLE,
+    CANCELLABLE=views.CANCELLABLE,
     PAUSE_KINDS=views.PAUSE_KINDS,
     LIMIT_KINDS=views.LIMIT_KINDS,
     STATUSES=filters.STATUSES,

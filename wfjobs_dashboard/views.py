@@ -44,6 +44,9 @@ NAV = (
     ("/limits", "Limits"),
     ("/workers", "Workers"),
 )
+# The statuses an operator's retry and cancel apply to (as the coordinator's).
+RETRYABLE = frozenset({"FAULTED", "CANCELLED"})
+CANCELLABLE = frozenset({"PENDING", "RUNNING"})
 # Where a scoped session may not go: these act on every tenant.
 ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
 

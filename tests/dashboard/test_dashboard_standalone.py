@@ -272,4 +272,7 @@ def test_the_jobs_filter_takes_several_job_types(
     assert body.count('type="hidden" name="job_type" value="jt-a, jt-b"') == 2
     assert "job_type=jt-a%2C+jt-b" in paged.split('id="next-page"', 1)[1].split(">", 1)[0]
     assert status == 200
-    assert "Bulk cancel 2 matching job(s) (tenant jt-tenant, job type jt-a, jt-b)?" in confirm
+    assert (
+        "Bulk cancel 2 matching job(s) of the 2 the list holds (tenant jt-tenant, job type jt-a, jt-b)?"
+        in confirm
+    )
