@@ -38,6 +38,7 @@ from coordinator.errors import FailedPrecondition, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
     FINISHED_STATUSES,
+    LIVE_STATUSES,
     GroupRow,
     GroupStatus,
     JobEventKind,
@@ -48,7 +49,6 @@ from coordinator.store.events import EventEntry
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
-_LIVE = (int(JobStatus.PENDING), int(JobStatus.RUNNING))
 # Most member contexts a completion job links to (OpenTelemetry's default
 # limit of links per span).
 MAX_TRACE_LINKS = 128
@@ -349,7 +349,9 @@ class GroupQueries(JobQueries):
                 continue
             live = conn.execute(
                 sa.select(jobs.c.id)
-                .where(jobs.c.group_id == group_id, jobs.c.status.in_(_LIVE))
+                .where(
+                    jobs.c.group_id == group_id, jobs.c.status.in_([int(s) for s in LIVE_STATUSES])
+                )
                 .limit(1)
             ).first()
             if live is not None:
