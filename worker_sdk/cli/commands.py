@@ -39,7 +39,7 @@ from worker_sdk import (
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 
-from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
+from .._admin_types import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
 from .._connection import DEFAULT_TARGET, ConnectionSettings
 from .._version import __version__
 from .completion import SHELLS, completion_script
