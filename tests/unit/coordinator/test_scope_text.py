@@ -23,7 +23,9 @@ def test_coordinator_and_client_word_every_pause_scope_alike(name: str, tenant: 
     kind = PauseKind(number)
     value = VALUES.get(kind.name, "v-1")
     server = pause_scope_text(PauseScope(kind, tenant, value))
-    client = _admin_types.pause_scope_text(apb.PauseScope(kind=number, tenant_id=tenant, value=value))
+    client = _admin_types.pause_scope_text(
+        apb.PauseScope(kind=number, tenant_id=tenant, value=value)
+    )
     assert server == client
 
 
