@@ -267,30 +267,31 @@ class GroupQueries(JobQueries):
         if self.group_close(group_id, now) is None:
             return None
         with self.tx() as conn:
-            pending = list(
+            # One statement by group id, however many members: the members are
+            # locked in id order (PostgreSQL) and no id list is sent.
+            pending = (
+                sa.select(jobs.c.id)
+                .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
+                .order_by(jobs.c.id)
+                .with_for_update()
+            )
+            cancelled: list[str] = list(
                 conn.execute(
-                    sa.select(jobs.c.id)
-                    .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
-                    .order_by(jobs.c.id)
-                    .with_for_update()
+                    jobs.update()
+                    .where(
+                        jobs.c.id.in_(pending.scalar_subquery()),
+                        jobs.c.status == int(JobStatus.PENDING),
+                    )
+                    .values(
+                        status=int(JobStatus.CANCELLED),
+                        finished_at=now,
+                        last_error=reason,
+                        last_error_kind="Cancelled",
+                        cancel_reason=reason,
+                    )
+                    .returning(jobs.c.id)
                 ).scalars()
             )
-            cancelled: list[str] = []
-            if pending:
-                cancelled = list(
-                    conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
-                        .values(
-                            status=int(JobStatus.CANCELLED),
-                            finished_at=now,
-                            last_error=reason,
-                            last_error_kind="Cancelled",
-                            cancel_reason=reason,
-                        )
-                        .returning(jobs.c.id)
-                    ).scalars()
-                )
             if cancelled:
                 self._record_events(
                     conn,
@@ -301,7 +302,7 @@ class GroupQueries(JobQueries):
                 self._groups_after_end(conn, {group_id}, now)
             group = self._group_read(conn, group_id)
             assert group is not None
-            return group, cancelled
+            return group, sorted(cancelled)
 
     def group_get(self, group_id: str) -> GroupRow | None:
         with self.statement() as conn:
