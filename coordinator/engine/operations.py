@@ -49,8 +49,8 @@ from coordinator.engine.validation import check_id
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
-    CANCELLABLE_STATUSES,
     FINISHED_STATUSES,
+    LIVE_STATUSES,
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptOutcome,
@@ -288,7 +288,7 @@ class Operations:
         return result
 
     async def bulk_cancel(self, flt: JobFilter, dry_run: bool, reason: str) -> BulkCount:
-        statuses = _bulk_statuses(flt, CANCELLABLE_STATUSES, "cancelled")
+        statuses = _bulk_statuses(flt, LIVE_STATUSES, "cancelled")
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
         result = await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())
@@ -597,8 +597,8 @@ class Operations:
 
 
 # CancelJob also sets a FAULTED job aside (CANCELLED, never run again); bulk
-# cancel keeps to CANCELLABLE_STATUSES, so it never empties the dead-letter set.
-_CANCEL_ONE = (*CANCELLABLE_STATUSES, JobStatus.FAULTED)
+# cancel keeps to the live statuses, so it never empties the dead-letter set.
+_CANCEL_ONE = (*LIVE_STATUSES, JobStatus.FAULTED)
 
 
 def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:

@@ -37,6 +37,7 @@ from worker_sdk import (
     WorkflowJobsError,
 )
 from worker_sdk import WorkflowRef as SdkWorkflowRef
+from workflowjobs.contract import INT32_MAX, INT32_MIN
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
@@ -137,16 +138,13 @@ def parse_duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"{text!r} is too long a duration") from None
 
 
-_INT32 = (-(2**31), 2**31 - 1)
-
-
 def int32(text: str) -> int:
     """An integer argument the protocol carries as a 32-bit integer."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    low, high = _INT32
+    low, high = INT32_MIN, INT32_MAX
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"{text} is out of range ({low}..{high})")
     return value
