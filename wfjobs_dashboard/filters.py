@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from worker_sdk import JobFilter
+from workflowjobs.contract import LATEST_YEAR
 
 from .session import Session, tenant_for
 
@@ -170,7 +171,8 @@ def _utc(text: str, what: str) -> datetime | None:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except (ValueError, OverflowError):
         raise web.HTTPBadRequest(
-            text=f"{what} must be a date and time from year 1 to 9999 in UTC, not {text[:60]!r}"
+            text=f"{what} must be a date and time from year 1 to {LATEST_YEAR} in UTC, "
+            f"not {text[:60]!r}"
         ) from None
 
 

@@ -17,6 +17,7 @@ from worker_sdk import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
     JobAttemptView,
+    JobStatus,
     JobView,
     PauseRecord,
     PauseScope,
@@ -24,6 +25,7 @@ from worker_sdk import (
     UniqueKey,
     category_name,
 )
+from workflowjobs.contract import LIVE_STATUSES
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 from .backend import Bucket
@@ -44,9 +46,10 @@ NAV = (
     ("/limits", "Limits"),
     ("/workers", "Workers"),
 )
-# The statuses an operator's retry and cancel apply to (as the coordinator's).
+# The statuses an operator's retry and cancel apply to (as the coordinator's:
+# a cancel applies to the live ones).
 RETRYABLE = frozenset({"FAULTED", "CANCELLED"})
-CANCELLABLE = frozenset({"PENDING", "RUNNING"})
+CANCELLABLE = frozenset(JobStatus.from_proto(s).value for s in LIVE_STATUSES)
 # Where a scoped session may not go: these act on every tenant.
 ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
 

@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from coordinator.clock import Clock
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
+from coordinator.engine.reads import decode_page_token, encode_page_token
 from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
-from coordinator.model import GroupRow, JobStatus, NewJob
+from coordinator.model import GroupRow, GroupStatus, JobStatus, NewJob
 from coordinator.store import Store
 from coordinator.telemetry.hooks import EngineTelemetry
 
@@ -56,13 +57,26 @@ class JobGroups:
         self._telemetry = telemetry
 
     async def create(
-        self, completion: NewJob, members: Sequence[NewJob], close: bool
-    ) -> tuple[GroupRow, list[tuple[str, bool, int]]]:
-        """Store a group (of ``completion``'s tenant) with its first members."""
+        self,
+        completion: NewJob,
+        members: Sequence[NewJob],
+        close: bool,
+        idempotency_key: str | None = None,
+    ) -> tuple[GroupRow, list[tuple[str, bool, int]], bool]:
+        """Store a group (of ``completion``'s tenant) with its first members.
+
+        Returns the group, its first members' results and whether the group
+        was stored before under ``idempotency_key`` (then it is answered with
+        the members it was created with, and nothing is stored)."""
         if len(members) > self._enqueue.config.max_batch_size:
             raise InvalidArgument(
                 f"{len(members)} members exceed the batch limit of {self._enqueue.config.max_batch_size}; "
                 "add the rest by enqueueing them with the group's id"
+            )
+        limit = self._enqueue.config.max_string_length
+        if idempotency_key is not None and len(idempotency_key) > limit:
+            raise InvalidArgument(
+                f"idempotency_key is {len(idempotency_key)} characters long; the limit is {limit}"
             )
         now = self._clock.now_us()
         if completion.group_id is not None:
@@ -82,12 +96,13 @@ class JobGroups:
                 prepared.append(self._enqueue.prepare(job, now))
             except InvalidArgument as err:
                 raise InvalidArgument(f"members[{index}]: {err}") from None
-        results = await self._run(
-            self._store.group_create, group_id, completion, prepared, close, now
+        created = await self._run(
+            self._store.group_create, group_id, completion, prepared, close, now, idempotency_key
         )
-        self._dispatcher.wake_at(j.due_at for j in prepared)
-        self._telemetry().enqueued(prepared, results)
-        return await self.get(group_id), results
+        if not created.deduplicated:
+            self._dispatcher.wake_at(j.due_at for j in prepared)
+            self._telemetry().enqueued(prepared, created.members)
+        return await self.get(created.group_id), created.members, created.deduplicated
 
     def _check_member(self, job: NewJob, tenant_id: str) -> None:
         if job.tenant_id and job.tenant_id != tenant_id:
@@ -147,6 +162,32 @@ class JobGroups:
             raise NotFound(f"job group {group_id} not found")
         self._dispatcher.wake()
         return done
+
+    async def list(
+        self, tenant_id: str, statuses: Sequence[int], page_size: int, page_token: str
+    ) -> tuple[list[GroupRow], str]:
+        """One page of groups, newest first, and the token of the next ("" on the last).
+
+        Raises:
+            InvalidArgument: ``page_size`` is outside 0..1000 (0: 100), a status
+                is not a group status, or ``page_token`` is not one this server issued.
+        """
+        if not 0 <= page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000 (0 means 100)")
+        known = {int(s) for s in GroupStatus}
+        wrong = [s for s in statuses if s not in known]
+        if wrong:
+            raise InvalidArgument(
+                f"statuses has {', '.join(map(str, wrong))}; group statuses are "
+                + ", ".join(s.name for s in GroupStatus)
+            )
+        size = page_size or 100
+        before = decode_page_token(page_token, newest_first=True)[1] if page_token else None
+        rows = await self._run(self._store.group_list, tenant_id, statuses, before, size + 1)
+        if len(rows) <= size:
+            return rows, ""
+        rows = rows[:size]
+        return rows, encode_page_token(rows[-1].id, newest_first=True, backward=False)
 
     async def tenant_of(self, group_id: str) -> str | None:
         """The group's tenant (None: no such group), for tenant-scope checks."""
