@@ -373,7 +373,9 @@ def test_a_handler_that_cannot_stop_keeps_its_job_until_the_worker_exits(
     assert outcomes(job) == ["RELEASED", "COMPLETED"], outcomes(job)
     assert [a.worker_id for a in job.attempts] == [first.worker_id, second.worker_id]
     ran_first = first.records()
-    assert [e for e, *_ in ran_first if e != "tick"] == ["start"], "the first handler ran on after its job was handed back"
+    assert [e for e, *_ in ran_first if e != "tick"] == ["start"], (
+        "the first handler ran on after its job was handed back"
+    )
     last_sign_of_life = max(at for *_, at in ran_first)
     [second_start] = [at for event, _, _, at in second.records() if event == "start"]
     assert second_start >= last_sign_of_life, (
