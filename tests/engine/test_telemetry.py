@@ -4,6 +4,7 @@ OpenTelemetry SDK's in-memory reader; the clock is manual."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -48,36 +49,28 @@ class Observed:
             ),
         )
 
-    def points(self, name: str) -> dict[tuple[str, str], Any]:
-        """Data points of metric ``name`` by (tenant, job type); histograms give their count."""
-        out: dict[tuple[str, str], Any] = {}
-        data = self.reader.get_metrics_data()
-        for resource in data.resource_metrics if data else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name != name:
-                        continue
-                    for point in metric.data.data_points:
-                        key = (
-                            point.attributes.get("tenant", ""),
-                            point.attributes.get("job_type", ""),
-                        )
-                        out[key] = getattr(point, "value", None)
-                        if out[key] is None:
-                            out[key] = point.count
-        return out
-
-    def labelled(self, name: str) -> dict[tuple[tuple[str, str], ...], Any]:
-        """Data points of gauge ``name`` by their sorted attributes."""
-        out: dict[tuple[tuple[str, str], ...], Any] = {}
+    def data_points(self, name: str) -> Iterator[Any]:
+        """Data points of metric ``name``."""
         data = self.reader.get_metrics_data()
         for resource in data.resource_metrics if data else ():
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
                     if metric.name == name:
-                        for point in metric.data.data_points:
-                            out[tuple(sorted(point.attributes.items()))] = point.value
+                        yield from metric.data.data_points
+
+    def points(self, name: str) -> dict[tuple[str, str], Any]:
+        """Data points of metric ``name`` by (tenant, job type); histograms give their count."""
+        out: dict[tuple[str, str], Any] = {}
+        for point in self.data_points(name):
+            key = (point.attributes.get("tenant", ""), point.attributes.get("job_type", ""))
+            out[key] = getattr(point, "value", None)
+            if out[key] is None:
+                out[key] = point.count
         return out
+
+    def labelled(self, name: str) -> dict[tuple[tuple[str, str], ...], Any]:
+        """Data points of gauge ``name`` by their sorted attributes."""
+        return {tuple(sorted(p.attributes.items())): p.value for p in self.data_points(name)}
 
     def close(self) -> None:
         self.meters.shutdown()
