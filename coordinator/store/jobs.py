@@ -50,7 +50,8 @@ from coordinator.store.events import (
     EventQueries,
     event_ctes,
 )
-from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
+from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
@@ -287,7 +288,8 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
 class JobQueries(EventQueries):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
-    # Members of these groups ended in this transaction (store/groups.py).
+    # Members of these groups ended in this transaction (store/groups.py;
+    # called by job_end.jobs_ended).
     _groups_after_end: Callable[..., list[str]]
     # Admit a claim under the limits in force, and charge its rate buckets
     # (store/scope_settings.py).
@@ -433,9 +435,7 @@ class JobQueries(EventQueries):
             if keyed:
                 # A job held behind one of the batch that was deduplicated (not
                 # stored) may have nothing live ahead of it.
-                due = release_next(conn, self.is_postgres, keys)
-                if due:
-                    self._notify_wake(conn, due)
+                jobs_ended(self, conn, Ended(keys=keys), None, keys_locked=True)
         return result
 
     def job_insert_leased(
@@ -784,7 +784,8 @@ class JobQueries(EventQueries):
                     jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id
                 ).where(jobs.c.id == job_id)
             ).first()
-            keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
+            ended = Ended.of([found] if found and found.status == JobStatus.PENDING else [])
+            keys = ended.keys
             lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
                 jobs.update()
@@ -798,12 +799,8 @@ class JobQueries(EventQueries):
                 )
             ).rowcount
             if pending:
-                self._record_events(
-                    conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
-                )
-                self._release(conn, keys)
-                if found is not None and found.group_id is not None:
-                    self._groups_after_end(conn, {found.group_id}, now)
+                events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
+                jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
                 return self._request_cancel(conn, job_id, reason)
@@ -869,23 +866,21 @@ class JobQueries(EventQueries):
                     error_kind="Unlocked",
                 )
             )
-            self._record_events(
+            events = [
+                EventEntry(job_id, kind, error, "Unlocked")
+                if kind != JobEventKind.RETRY_SCHEDULED
+                else EventEntry(job_id, kind)
+                for kind in events_of_ended_attempt(outcome, new_status)
+            ]
+            jobs_ended(
+                self,
                 conn,
-                [
-                    EventEntry(job_id, kind, error, "Unlocked")
-                    if kind != JobEventKind.RETRY_SCHEDULED
-                    else EventEntry(job_id, kind)
-                    for kind in events_of_ended_attempt(outcome, new_status)
-                ],
+                Ended.of([row]) if new_status != JobStatus.PENDING else Ended(),
                 now,
+                events=events,
                 bump=True,
+                wake=[now] if new_status == JobStatus.PENDING or wake else [],
             )
-            if new_status == JobStatus.PENDING or wake:
-                self._notify_wake(conn, now)
-            if new_status != JobStatus.PENDING:
-                keys = _keys_of([row])
-                lock_keys(conn, self.is_postgres, keys)
-                self._release(conn, keys)
             return StateChange(self._read_job(conn, job_id), True)
 
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
@@ -1041,7 +1036,13 @@ class JobQueries(EventQueries):
         after = ""
         while True:
             with self.tx() as conn:
-                columns = (jobs.c.id, jobs.c.status, jobs.c.tenant_id, jobs.c.ordering_key)
+                columns = (
+                    jobs.c.id,
+                    jobs.c.status,
+                    jobs.c.tenant_id,
+                    jobs.c.ordering_key,
+                    jobs.c.group_id,
+                )
                 found = self._lock_chunk(conn, flt, wanted, after, columns, lock=False)
                 if not found:
                     break
@@ -1070,22 +1071,20 @@ class JobQueries(EventQueries):
                                 cancel_reason=reason or None,
                                 ordering_held=False,
                             )
-                            .returning(jobs.c.id, jobs.c.group_id)
-                        )
+                            .returning(jobs.c.id)
+                        ).scalars()
                     )
-                    ended_groups = {g for _, g in cancelled if g is not None}
-                    cancelled_ids = [j for j, _ in cancelled]
-                    changed += len(cancelled_ids)
-                    self._record_events(
+                    changed += len(cancelled)
+                    done = set(cancelled)
+                    jobs_ended(
+                        self,
                         conn,
-                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled_ids],
+                        Ended.of(r for r in rows if r.id in done),
                         now,
+                        events=[EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled],
                         bump=True,
+                        keys_locked=True,
                     )
-                    done = set(cancelled_ids)
-                    self._release(conn, _keys_of(r for r in rows if r.id in done))
-                    if ended_groups:
-                        self._groups_after_end(conn, ended_groups, now)
             if was.get(int(JobStatus.RUNNING)):
                 with self.tx() as conn:
                     running = self._lock_rows(
@@ -1120,12 +1119,6 @@ class JobQueries(EventQueries):
         if self.is_postgres:
             query = query.with_for_update()
         return list(conn.execute(query))
-
-    def _release(self, conn: sa.Connection, keys: set[Key]) -> None:
-        """A job of each of ``keys`` (locked) ended here: release each key's next job."""
-        due = release_next(conn, self.is_postgres, keys)
-        if due:
-            self._notify_wake(conn, due)
 
     def _lock_chunk(
         self,
@@ -1215,8 +1208,7 @@ class JobQueries(EventQueries):
                 for r in found
                 if r.id in gone and r.status == JobStatus.FAULTED and not r.ordering_skip_failed
             )
-            lock_keys(conn, self.is_postgres, holding)
-            self._release(conn, holding)
+            jobs_ended(self, conn, Ended(keys=holding), None)
             return len(gone)
 
     def _unique_keys_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
