@@ -29,11 +29,12 @@ _BACKENDS_SQL = (
 )
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its live children (0 if it is gone)."""
+def cpu_seconds(pid: int, *, children: bool = True) -> float:
+    """User + system CPU of a process and (unless not `children`) its live
+    children (0 if it is gone)."""
     try:
         process = psutil.Process(pid)
-        members = [process, *process.children(recursive=True)]
+        members = [process, *(process.children(recursive=True) if children else ())]
     except psutil.NoSuchProcess:
         return 0.0
     total = 0.0
@@ -54,11 +55,14 @@ class CpuMeter:
         server: The bench PostgreSQL.
         database: The run's database (its client backends are measured).
         processes: Label → pids (a label's pids are summed, e.g. "coordinator").
+        alone: Labels whose processes count without their children (the bench's
+            own process, whose children are the processes under test).
     """
 
     server: PostgresServer
     database: str
     processes: Mapping[str, Sequence[int]]
+    alone: frozenset[str] = frozenset()
     _start: dict[str, float] = field(default_factory=dict)
     _backend_start: dict[int, float] = field(default_factory=dict)
     _backend_last: dict[int, float] = field(default_factory=dict)
@@ -71,9 +75,7 @@ class CpuMeter:
         )
         for pid in await self._backend_pids():
             self._backend_start[pid] = self._backend_last[pid] = cpu_seconds(pid)
-        self._start = {
-            label: sum(cpu_seconds(p) for p in pids) for label, pids in self.processes.items()
-        }
+        self._start = self._processes_now()
 
     async def sample(self) -> None:
         """List the backends again and note their CPU so far (call during the window)."""
@@ -85,16 +87,20 @@ class CpuMeter:
 
     async def stop(self) -> dict[str, float]:
         """CPU seconds per label over the window, plus `BACKENDS` (all backends summed)."""
-        used = {
-            label: sum(cpu_seconds(p) for p in pids) - self._start[label]
-            for label, pids in self.processes.items()
-        }
+        now = self._processes_now()
+        used = {label: now[label] - self._start[label] for label in self.processes}
         await self.sample()
         used[BACKENDS] = sum(
             self._backend_last[pid] - start for pid, start in self._backend_start.items()
         )
         await self.close()
         return used
+
+    def _processes_now(self) -> dict[str, float]:
+        return {
+            label: sum(cpu_seconds(p, children=label not in self.alone) for p in pids)
+            for label, pids in self.processes.items()
+        }
 
     async def close(self) -> None:
         if self._conn is not None:

@@ -8,6 +8,17 @@ its send; the handler records its own start time (`bench.recording`). Latency
 = start − stamp, so it includes the enqueue call itself, the commit, the
 wake-up, acquisition, delivery to the worker and dispatch to the handler.
 Both systems run two worker processes; PgQueuer with its default batch size (10).
+
+CPU per job (`bench.cpu`) is read over each measured run, from the first send
+to the last handler start: the coordinator, the worker processes, the
+PostgreSQL client backends of the run's database and the load driver (this
+bench process, which makes the sends), each divided by the jobs sent. The
+total beside PgQueuer's is coordinator + workers + backends (the driver's
+cost is the client's, not the queue's).
+
+When py-spy can attach, one more run of ours is profiled (`bench.profiling`)
+and its summary, grouped by layer, goes under the table; its latency is not
+quoted.
 """
 
 from __future__ import annotations
@@ -23,8 +34,9 @@ import asyncpg
 import grpc
 from pgqueuer import AsyncpgPoolDriver, Queries
 
-from bench import anatomy, statements, wfjobs
+from bench import anatomy, profiling, statements, wfjobs
 from bench.config import BenchConfig
+from bench.cpu import BACKENDS, CpuMeter, per_job_us
 from bench.database import PostgresServer
 from bench.pgqueuer_peer import ENTRYPOINT, PgQueuerSystem
 from bench.processes import LOG_DIR, ManagedProcess, ProcessFailed, stop_all
@@ -35,6 +47,66 @@ from workflowjobs.v1 import scheduler_service_pb2, scheduler_service_pb2_grpc
 WORKER_PROCESSES = 2
 DRAIN_TIMEOUT_S = 30.0
 STAGE_ENV = "WFJOBS_STAGE_LOG"
+CPU_SAMPLE_INTERVAL_S = 0.25  # how often the run's backends are listed again
+COORDINATOR = "coordinator"
+WORKERS = "worker processes"
+DRIVER = "load driver"
+TOTAL = "total (coordinator + workers + PostgreSQL)"
+CPU_LABELS = (COORDINATOR, WORKERS, BACKENDS, DRIVER, TOTAL)
+
+
+class CpuWindow:
+    """CPU of a latency run's processes from the first send to the last start.
+
+    Args:
+        server: The bench PostgreSQL.
+        database: The run's database (its client backends are measured).
+        processes: Label → pids; the load driver (this process) is added.
+    """
+
+    def __init__(
+        self, server: PostgresServer, database: str, processes: dict[str, list[int]]
+    ) -> None:
+        self.meter = CpuMeter(
+            server, database, {**processes, DRIVER: [os.getpid()]}, alone=frozenset({DRIVER})
+        )
+        self._sampler: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.meter.start()
+        self._sampler = asyncio.create_task(self._sample())
+
+    async def _sample(self) -> None:
+        while True:
+            await asyncio.sleep(CPU_SAMPLE_INTERVAL_S)
+            await self.meter.sample()
+
+    async def stop(self, jobs: int) -> dict[str, float]:
+        """CPU µs per job by label, with the total of coordinator, workers and backends."""
+        if self._sampler is not None:
+            self._sampler.cancel()
+            await asyncio.gather(self._sampler, return_exceptions=True)
+        cpu = per_job_us(await self.meter.stop(), max(jobs, 1))
+        cpu[TOTAL] = cpu.get(COORDINATOR, 0.0) + cpu[WORKERS] + cpu[BACKENDS]
+        return cpu
+
+    async def close(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            await asyncio.gather(self._sampler, return_exceptions=True)
+        await self.meter.close()
+
+
+def render_cpu(runs: list[dict[str, float]], title: str) -> str:
+    """The CPU-per-process table of one run's processes (µs per job, share of a core)."""
+    if not runs:
+        return ""
+    lines = [f"  {title}:"]
+    for label in CPU_LABELS:
+        values = sorted(r[label] for r in runs if label in r)
+        if values:
+            lines.append(f"    {label:<45} {values[len(values) // 2]:8.0f} µs/job")
+    return "\n".join(lines)
 
 
 async def offer_load(
@@ -48,6 +120,13 @@ async def offer_load(
     interval = 1.0 / rate
     pending: set[asyncio.Task[object]] = set()
     failures = 0
+
+    def finished(task: asyncio.Task[object]) -> None:
+        nonlocal failures
+        pending.discard(task)
+        if task.cancelled() or task.exception() is not None:  # retrieved: counted here
+            failures += 1
+
     started = time.perf_counter()
     for k in range(total):
         delay = started + k * interval - time.perf_counter()
@@ -55,10 +134,9 @@ async def offer_load(
             await asyncio.sleep(delay)
         task = asyncio.create_task(send(payload_with_stamp()))
         pending.add(task)
-        task.add_done_callback(pending.discard)
+        task.add_done_callback(finished)
     finished_sending = time.perf_counter()
-    results = await asyncio.gather(*pending, return_exceptions=True)
-    failures = sum(1 for r in results if isinstance(r, BaseException))
+    await asyncio.gather(*pending, return_exceptions=True)
     return total, total / max(finished_sending - started, 1e-9), failures
 
 
@@ -98,8 +176,10 @@ async def measure_ours(
     coordinators: int = 1,
     anatomy_runs: list[dict[str, tuple[float, float, int]]] | None = None,
     statements_title: str | None = None,
-) -> tuple[list[float], str]:
-    """Our latency run; with several coordinators, worker process i connects to
+) -> tuple[list[float], str, dict[str, float]]:
+    """Our latency run: latencies, a note and CPU µs per job by process.
+
+    With several coordinators, worker process i connects to
     coordinator i mod n and the sends go to the coordinators in turn.
 
     With `anatomy_runs`, the coordinator and workers log their stages
@@ -148,8 +228,18 @@ async def measure_ours(
 
         if statements_title is not None:
             statements.reset(server)
-        total, achieved, failed = await offer_load(send, rate, seconds)
-        seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+        window = CpuWindow(
+            server,
+            wfjobs.DATABASE,
+            {COORDINATOR: [c.pid for c in started], WORKERS: [w.pid for w in workers]},
+        )
+        try:
+            await window.start()
+            total, achieved, failed = await offer_load(send, rate, seconds)
+            seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+            cpu = await window.stop(total)
+        finally:
+            await window.close()
         if statements_title is not None:
             add_section(
                 statements.render(
@@ -167,12 +257,12 @@ async def measure_ours(
     if clock is not None and anatomy_runs is not None:
         jobs = anatomy.merge(clock, anatomy.read_stage_files(stage_prefix), read_records(paths))
         anatomy_runs.append(anatomy.step_percentiles(jobs))
-    return latencies_ms(paths), _note(total, achieved, failed, seen)
+    return latencies_ms(paths), _note(total, achieved, failed, seen), cpu
 
 
 async def measure_pgqueuer(
     server: PostgresServer, rate: int, seconds: float
-) -> tuple[list[float], str]:
+) -> tuple[list[float], str, dict[str, float]]:
     system = PgQueuerSystem(server, batch_size=10)
     await system.prepare()
     record = LOG_DIR / f"latency-pgqueuer-{time.monotonic_ns()}"
@@ -189,13 +279,19 @@ async def measure_pgqueuer(
             async def send(payload: bytes) -> object:
                 return await queries.enqueue(ENTRYPOINT, payload)
 
-            total, achieved, failed = await offer_load(send, rate, seconds)
+            window = CpuWindow(server, system.database, {WORKERS: [w.pid for w in workers]})
+            try:
+                await window.start()
+                total, achieved, failed = await offer_load(send, rate, seconds)
+                seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
+                cpu = await window.stop(total)
+            finally:
+                await window.close()
         finally:
             await pool.close()
-        seen = await wait_for_records(paths, total - failed, workers, DRAIN_TIMEOUT_S)
     finally:
         stop_all(workers)
-    return latencies_ms(paths), _note(total, achieved, failed, seen)
+    return latencies_ms(paths), _note(total, achieved, failed, seen), cpu
 
 
 def _note(total: int, achieved: float, failed: int, seen: int) -> str:
@@ -215,6 +311,7 @@ async def _run(config: BenchConfig) -> list[Row]:
     sizes = config.sizes
     ours: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
     peer: dict[str, list[float]] = {"p50": [], "p95": [], "p99": []}
+    cpu: dict[str, list[dict[str, float]]] = {"ours": [], "PgQueuer": []}
     notes: dict[str, str] = {}
     anatomy_runs: list[dict[str, tuple[float, float, int]]] = []
     for run_index in range(config.runs):
@@ -254,12 +351,13 @@ async def _run(config: BenchConfig) -> list[Row]:
             ),
         ):
             try:
-                samples, note = await measure()
+                samples, note, used = await measure()
             except Exception as exc:  # reported in the table
                 notes[who] = f"{who} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 print(f"  latency {notes[who]}", flush=True)
                 continue
             notes.setdefault(who, note)
+            cpu[who].append(used)
             if not samples:
                 continue
             for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
@@ -269,6 +367,7 @@ async def _run(config: BenchConfig) -> list[Row]:
                 f"p99 {percentile(samples, 0.99):.1f} ms ({note})",
                 flush=True,
             )
+            print(render_cpu([used], f"CPU per job, run {run_index + 1} {who}"), flush=True)
 
     label = f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s for {sizes.latency_seconds:.0f} s"
     add_section(
@@ -278,13 +377,14 @@ async def _run(config: BenchConfig) -> list[Row]:
             f"({len(anatomy_runs)} instrumented run(s) beside the measured ones)",
         )
     )
+    await profile_ours(config, f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s")
     targets = {
         "p50": Target.at_most(5.0, "≤ 5 ms"),
         "p95": None,
         "p99": Target.at_most(25.0, "≤ 25 ms"),
     }
     note = "; ".join(f"{k}: {v}" for k, v in notes.items())
-    return [
+    rows = [
         Row(
             figure=f"{label}, {name}",
             unit="ms",
@@ -297,3 +397,64 @@ async def _run(config: BenchConfig) -> list[Row]:
         )
         for name in ("p50", "p95", "p99")
     ]
+    return rows + cpu_rows(label, cpu["ours"], cpu["PgQueuer"])
+
+
+CPU_TARGETS = {
+    COORDINATOR: Target.at_most(300.0, "≤ 300 µs"),
+    TOTAL: Target.ratio_at_most(1.0, "≤ PgQueuer batch 10 (ratio ≤ 1)"),
+}
+
+
+def cpu_rows(label: str, ours: list[dict[str, float]], peer: list[dict[str, float]]) -> list[Row]:
+    """One row per process group: CPU µs per job over the measured runs."""
+    rows = []
+    for index, what in enumerate(CPU_LABELS):
+        peer_has = what != COORDINATOR
+        rows.append(
+            Row(
+                figure=f"{label}: CPU per job, {what}",
+                unit="µs",
+                ours=[run[what] for run in ours if what in run],
+                comparison=[run[what] for run in peer if what in run] if peer_has else [],
+                comparison_name="PgQueuer batch 10" if peer_has else "",
+                target=CPU_TARGETS.get(what),
+                higher_is_better=False,
+                note=(
+                    "process CPU (user + system) from the first send to the last handler "
+                    "start ÷ jobs sent; PostgreSQL: client backends of the run's database; "
+                    "load driver: the bench process making the sends"
+                    if index == 0
+                    else ""
+                ),
+            )
+        )
+    return rows
+
+
+async def profile_ours(config: BenchConfig, label: str) -> None:
+    """One more run of ours with py-spy on the coordinator; its summary goes under the table.
+
+    Skipped when py-spy is missing, and when every run is profiled already
+    (`--profile`: the files are in that directory).
+    """
+    if profiling.profile_dir() is not None or profiling.py_spy() is None:
+        return
+    sizes = config.sizes
+    directory = LOG_DIR / f"latency-profile-{time.monotonic_ns()}"
+    os.environ[profiling.ENV] = str(directory)
+    try:
+        await measure_ours(
+            config.server, sizes.latency_rate, sizes.latency_seconds, sizes.worker_concurrency
+        )
+    except Exception as exc:  # the profile is a section; its failure is printed
+        print(f"  latency profile run failed: {type(exc).__name__}: {exc}", flush=True)
+        return
+    finally:
+        os.environ.pop(profiling.ENV, None)
+    files = sorted(directory.glob("coordinator-*.txt"))
+    add_section(
+        profiling.render_grouped(
+            files, f"Coordinator profile: {label}, workflow-jobs (py-spy, one extra run)"
+        )
+    )

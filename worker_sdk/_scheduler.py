@@ -136,10 +136,15 @@ def _group_request(
     members: Sequence[JobRequest | job_pb2.JobSpec],
     tenant_id: str,
     close: bool,
+    idempotency_key: str,
 ) -> scheduler_service_pb2.CreateGroupRequest:
     [completion_spec] = job_specs([completion])
     return scheduler_service_pb2.CreateGroupRequest(
-        tenant_id=tenant_id, completion=completion_spec, members=job_specs(members), close=close
+        tenant_id=tenant_id,
+        completion=completion_spec,
+        members=job_specs(members),
+        close=close,
+        idempotency_key=idempotency_key,
     )
 
 
@@ -308,6 +313,7 @@ class SchedulerClient(BlockingClient):
         *,
         tenant_id: str = "default",
         close: bool = False,
+        idempotency_key: str = "",
     ) -> tuple[GroupView, list[EnqueueResult]]:
         """Create a job group with its completion job and first members (docs/groups.md).
 
@@ -317,10 +323,16 @@ class SchedulerClient(BlockingClient):
         has ended, the coordinator enqueues ``completion`` exactly once; left
         without a payload, its payload is the group's summary as JSON.
 
+        With ``idempotency_key`` a retry is safe: a call whose key (per
+        tenant) names a group already stored answers that group and the
+        members it was created with (each ``deduplicated``) and stores nothing.
+        A member whose own idempotency key names a job outside the group is
+        refused (:class:`FailedPreconditionError`; nothing is stored).
+
         Returns:
             The group and its first members' results, in order.
         """
-        request = _group_request(completion, members, tenant_id, close)
+        request = _group_request(completion, members, tenant_id, close, idempotency_key)
         # The first members are enqueued in the caller's trace, as by enqueue_batch.
         with _tracing.enqueue_batch_span(request.members):
             response = self._call(self._stub.CreateGroup, request)
@@ -604,9 +616,10 @@ class AsyncSchedulerClient:
         *,
         tenant_id: str = "default",
         close: bool = False,
+        idempotency_key: str = "",
     ) -> tuple[GroupView, list[EnqueueResult]]:
         """Create a job group. See :meth:`SchedulerClient.create_group`."""
-        request = _group_request(completion, members, tenant_id, close)
+        request = _group_request(completion, members, tenant_id, close, idempotency_key)
         with _tracing.enqueue_batch_span(request.members):
             response = await self._call(self._stub.CreateGroup, request)
         return GroupView.from_proto(response.group), _results(response.members)

@@ -136,8 +136,12 @@ class JobSchedulerServicer(spb_grpc.JobSchedulerServiceServicer):
             )
         completion.tenant_id = request.tenant_id
         members = [_member(i, s) for i, s in enumerate(request.members)]
-        group, results = await self._engine.groups.create(completion, members, request.close)
-        response = spb.CreateGroupResponse(group=convert.group_to_proto(group))
+        group, results, deduplicated = await self._engine.groups.create(
+            completion, members, request.close, request.idempotency_key or None
+        )
+        response = spb.CreateGroupResponse(
+            group=convert.group_to_proto(group), deduplicated=deduplicated
+        )
         for job_id, dedup, status in results:
             response.members.add(job_id=job_id, deduplicated=dedup, status=status)
         return response

@@ -56,13 +56,26 @@ class JobGroups:
         self._telemetry = telemetry
 
     async def create(
-        self, completion: NewJob, members: Sequence[NewJob], close: bool
-    ) -> tuple[GroupRow, list[tuple[str, bool, int]]]:
-        """Store a group (of ``completion``'s tenant) with its first members."""
+        self,
+        completion: NewJob,
+        members: Sequence[NewJob],
+        close: bool,
+        idempotency_key: str | None = None,
+    ) -> tuple[GroupRow, list[tuple[str, bool, int]], bool]:
+        """Store a group (of ``completion``'s tenant) with its first members.
+
+        Returns the group, its first members' results and whether the group
+        was stored before under ``idempotency_key`` (then it is answered with
+        the members it was created with, and nothing is stored)."""
         if len(members) > self._enqueue.config.max_batch_size:
             raise InvalidArgument(
                 f"{len(members)} members exceed the batch limit of {self._enqueue.config.max_batch_size}; "
                 "add the rest by enqueueing them with the group's id"
+            )
+        limit = self._enqueue.config.max_string_length
+        if idempotency_key is not None and len(idempotency_key) > limit:
+            raise InvalidArgument(
+                f"idempotency_key is {len(idempotency_key)} characters long; the limit is {limit}"
             )
         now = self._clock.now_us()
         if completion.group_id is not None:
@@ -82,12 +95,13 @@ class JobGroups:
                 prepared.append(self._enqueue.prepare(job, now))
             except InvalidArgument as err:
                 raise InvalidArgument(f"members[{index}]: {err}") from None
-        results = await self._run(
-            self._store.group_create, group_id, completion, prepared, close, now
+        created = await self._run(
+            self._store.group_create, group_id, completion, prepared, close, now, idempotency_key
         )
-        self._dispatcher.wake_at(j.due_at for j in prepared)
-        self._telemetry().enqueued(prepared, results)
-        return await self.get(group_id), results
+        if not created.deduplicated:
+            self._dispatcher.wake_at(j.due_at for j in prepared)
+            self._telemetry().enqueued(prepared, created.members)
+        return await self.get(created.group_id), created.members, created.deduplicated
 
     def _check_member(self, job: NewJob, tenant_id: str) -> None:
         if job.tenant_id and job.tenant_id != tenant_id:

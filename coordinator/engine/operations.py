@@ -49,7 +49,7 @@ from coordinator.engine.validation import check_id
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
-    CANCELLABLE_STATUSES,
+    LIVE_STATUSES,
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptOutcome,
@@ -218,7 +218,7 @@ class Operations:
     async def cancel_job(self, job_id: str, reason: str) -> JobRow:
         check_id(job_id)
         change = await self._call(self._store.job_cancel, job_id, reason, self._now())
-        row = _applied(change, job_id, "cancelled", CANCELLABLE_STATUSES)
+        row = _applied(change, job_id, "cancelled", LIVE_STATUSES)
         if row.status == JobStatus.CANCELLED:
             # A PENDING job finished without an attempt ending; a RUNNING one
             # ends when its attempt does (outcome, expiry or unlock).
@@ -274,7 +274,7 @@ class Operations:
         return result
 
     async def bulk_cancel(self, flt: JobFilter, dry_run: bool, reason: str) -> BulkCount:
-        statuses = _bulk_statuses(flt, CANCELLABLE_STATUSES, "cancelled")
+        statuses = _bulk_statuses(flt, LIVE_STATUSES, "cancelled")
         if dry_run:
             return BulkCount(await self._call(self._store.job_count_matching, flt, statuses), 0)
         result = await self._call(self._store.job_bulk_cancel, flt, statuses, reason, self._now())

@@ -30,7 +30,7 @@ import base64
 import dataclasses
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -38,6 +38,7 @@ from coordinator.errors import FailedPrecondition, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
     FINISHED_STATUSES,
+    LIVE_STATUSES,
     GroupRow,
     GroupStatus,
     JobEventKind,
@@ -49,7 +50,6 @@ from coordinator.store.job_end import Ended, jobs_ended
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
-_LIVE = (int(JobStatus.PENDING), int(JobStatus.RUNNING))
 # Most member contexts a completion job links to (OpenTelemetry's default
 # limit of links per span).
 MAX_TRACE_LINKS = 128
@@ -72,6 +72,16 @@ def _completion_job(text: str) -> NewJob:
     return NewJob(**data)
 
 
+class GroupCreated(NamedTuple):
+    """What ``group_create`` stored, or found under the idempotency key."""
+
+    group_id: str
+    # The members' (id, deduplicated, status), in request order.
+    members: list[tuple[str, bool, int]]
+    # True: a group of the key was stored before; nothing was stored now.
+    deduplicated: bool
+
+
 class GroupQueries(JobQueries):
     """Job groups (design note above)."""
 
@@ -84,31 +94,74 @@ class GroupQueries(JobQueries):
         self._completion_listener = listener
 
     def group_create(
-        self, group_id: str, completion: NewJob, members: Sequence[NewJob], close: bool, now: int
-    ) -> list[tuple[str, bool, int]]:
+        self,
+        group_id: str,
+        completion: NewJob,
+        members: Sequence[NewJob],
+        close: bool,
+        now: int,
+        idempotency_key: str | None = None,
+    ) -> GroupCreated:
         """Store a group, its completion job's template and its first members, atomically.
 
         With ``close`` the group is closed at once; a closed group whose
         members have all ended (none given, say) completes in this very
-        transaction. Returns the members' ``(id, deduplicated, status)``.
+        transaction. A group of the tenant already stored under
+        ``idempotency_key`` is answered instead (``deduplicated``), with the
+        members it was created with, and nothing is stored. A member whose
+        idempotency key names a job outside the group is refused
+        (FailedPrecondition), and nothing is stored.
         """
         for member in members:
             member.group_id = group_id
         with self.tx() as conn:
-            conn.execute(
-                groups.insert().values(
+            stored = conn.execute(
+                self._insert(groups)
+                .values(
                     id=group_id,
                     tenant_id=completion.tenant_id,
                     status=int(GroupStatus.CLOSED if close else GroupStatus.OPEN),
                     completion=_completion_text(completion),
                     created_at=now,
                     closed_at=now if close else None,
+                    idempotency_key=idempotency_key,
+                    member_ids=(
+                        json.dumps([m.id for m in members]) if idempotency_key is not None else None
+                    ),
                 )
+                .on_conflict_do_nothing(
+                    index_elements=[groups.c.tenant_id, groups.c.idempotency_key],
+                    index_where=groups.c.idempotency_key.isnot(None),
+                )
+                .returning(groups.c.id)
+            ).first()
+            if stored is None:
+                return self._group_by_key(conn, completion.tenant_id, idempotency_key)
+            result = (
+                self._insert_members(conn, members, lambda i: f"members[{i}]: ") if members else []
             )
-            result = self._insert_members(conn, members) if members else []
             if close:
                 jobs_ended(self, conn, Ended(groups={group_id}), now)
-        return result
+        return GroupCreated(group_id, result, False)
+
+    def _group_by_key(
+        self, conn: sa.Connection, tenant_id: str, idempotency_key: str | None
+    ) -> GroupCreated:
+        """The group stored under the key, with the members it was created with
+        (a member since deleted by retention is answered with status 0, unknown)."""
+        row = conn.execute(
+            sa.select(groups.c.id, groups.c.member_ids).where(
+                groups.c.tenant_id == tenant_id, groups.c.idempotency_key == idempotency_key
+            )
+        ).one()
+        ids: list[str] = json.loads(row.member_ids or "[]")
+        status = {
+            job_id: status
+            for job_id, status in conn.execute(
+                sa.select(jobs.c.id, jobs.c.status).where(jobs.c.id.in_(ids))
+            )
+        }
+        return GroupCreated(row.id, [(i, True, int(status.get(i, 0))) for i in ids], True)
 
     def job_insert_grouped(
         self, new_jobs: Sequence[NewJob], now: int
@@ -138,18 +191,51 @@ class GroupQueries(JobQueries):
                         f"{where}job group {job.group_id} is {GroupStatus(group.status).name}: "
                         "it takes no more members (create another group)"
                     )
-            return self._insert_members(conn, new_jobs)
+            return self._insert_members(
+                conn, new_jobs, lambda i: f"jobs[{i}]: " if len(new_jobs) > 1 else ""
+            )
 
     def _insert_members(
-        self, conn: sa.Connection, new_jobs: Sequence[NewJob]
+        self, conn: sa.Connection, new_jobs: Sequence[NewJob], where: Callable[[int], str]
     ) -> list[tuple[str, bool, int]]:
+        """Store jobs (members, or a completion job); a member deduplicated by its
+        idempotency key to a job that is not a member of its group is refused,
+        so a group never counts without a job its caller gave it."""
         lanes_needed = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
         lanes_needed -= self._known_lanes
         if lanes_needed:
             self._lane_upsert(conn, lanes_needed)
         result = self._insert_in(conn, new_jobs, any(j.idempotency_key for j in new_jobs), None)
         self._known_lanes |= lanes_needed
+        deduplicated = {
+            job_id: job for job, (job_id, dedup, _) in zip(new_jobs, result, strict=True) if dedup
+        }
+        if any(job.group_id is not None for job in deduplicated.values()):
+            self._check_deduplicated_members(conn, new_jobs, result, deduplicated, where)
         return result
+
+    def _check_deduplicated_members(
+        self,
+        conn: sa.Connection,
+        new_jobs: Sequence[NewJob],
+        result: Sequence[tuple[str, bool, int]],
+        deduplicated: dict[str, NewJob],
+        where: Callable[[int], str],
+    ) -> None:
+        found = {
+            job_id: group_id
+            for job_id, group_id in conn.execute(
+                sa.select(jobs.c.id, jobs.c.group_id).where(jobs.c.id.in_(sorted(deduplicated)))
+            )
+        }
+        for index, (job, (job_id, dedup, _)) in enumerate(zip(new_jobs, result, strict=True)):
+            if not dedup or job.group_id is None or found.get(job_id, job.group_id) == job.group_id:
+                continue
+            raise FailedPrecondition(
+                f"{where(index)}idempotency key {job.idempotency_key!r} already names job "
+                f"{job_id}, which is not a member of job group {job.group_id}; give the member "
+                "a key of its own (to retry CreateGroup, give the group an idempotency_key)"
+            )
 
     def group_close(self, group_id: str, now: int) -> GroupRow | None:
         """Close an OPEN group (a closed or completed one is left as it is); a group
@@ -182,30 +268,31 @@ class GroupQueries(JobQueries):
         if self.group_close(group_id, now) is None:
             return None
         with self.tx() as conn:
-            pending = list(
+            # One statement by group id, however many members: the members are
+            # locked in id order (PostgreSQL) and no id list is sent.
+            pending = (
+                sa.select(jobs.c.id)
+                .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
+                .order_by(jobs.c.id)
+                .with_for_update()
+            )
+            cancelled: list[str] = list(
                 conn.execute(
-                    sa.select(jobs.c.id)
-                    .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
-                    .order_by(jobs.c.id)
-                    .with_for_update()
+                    jobs.update()
+                    .where(
+                        jobs.c.id.in_(pending.scalar_subquery()),
+                        jobs.c.status == int(JobStatus.PENDING),
+                    )
+                    .values(
+                        status=int(JobStatus.CANCELLED),
+                        finished_at=now,
+                        last_error=reason,
+                        last_error_kind="Cancelled",
+                        cancel_reason=reason,
+                    )
+                    .returning(jobs.c.id)
                 ).scalars()
             )
-            cancelled: list[str] = []
-            if pending:
-                cancelled = list(
-                    conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
-                        .values(
-                            status=int(JobStatus.CANCELLED),
-                            finished_at=now,
-                            last_error=reason,
-                            last_error_kind="Cancelled",
-                            cancel_reason=reason,
-                        )
-                        .returning(jobs.c.id)
-                    ).scalars()
-                )
             if cancelled:
                 # A group's members have no ordering key (engine/groups.py).
                 jobs_ended(
@@ -221,7 +308,7 @@ class GroupQueries(JobQueries):
                 )
             group = self._group_read(conn, group_id)
             assert group is not None
-            return group, cancelled
+            return group, sorted(cancelled)
 
     def group_get(self, group_id: str) -> GroupRow | None:
         with self.statement() as conn:
@@ -269,7 +356,9 @@ class GroupQueries(JobQueries):
                 continue
             live = conn.execute(
                 sa.select(jobs.c.id)
-                .where(jobs.c.group_id == group_id, jobs.c.status.in_(_LIVE))
+                .where(
+                    jobs.c.group_id == group_id, jobs.c.status.in_([int(s) for s in LIVE_STATUSES])
+                )
                 .limit(1)
             ).first()
             if live is not None:
@@ -316,7 +405,7 @@ class GroupQueries(JobQueries):
             }
             job.payload = json.dumps(summary, separators=(",", ":")).encode()
             job.content_type = "application/json"
-        [(job_id, _, _)] = self._insert_members(conn, [job])
+        [(job_id, _, _)] = self._insert_members(conn, [job], lambda i: "")
         conn.execute(
             groups.update()
             .where(groups.c.id == row.id)
@@ -325,4 +414,4 @@ class GroupQueries(JobQueries):
         return job_id
 
 
-__all__ = ["GroupQueries", "completion_key"]
+__all__ = ["GroupCreated", "GroupQueries", "completion_key"]

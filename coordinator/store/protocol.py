@@ -60,6 +60,7 @@ from coordinator.model import (
 )
 from coordinator.store.base import StoreCapabilities
 from coordinator.store.events import EventLogBounds, EventPage
+from coordinator.store.groups import GroupCreated
 from coordinator.store.leases import SetAside
 from coordinator.store.liveness import ConnectionBounds
 from coordinator.store.rows import (
@@ -153,8 +154,14 @@ class Store(Protocol):
     # Job groups (store/groups.py): create with the completion's template and
     # first members; members joining open groups; close; cancel; read.
     def group_create(
-        self, group_id: str, completion: NewJob, members: Sequence[NewJob], close: bool, now: int
-    ) -> list[tuple[str, bool, int]]: ...
+        self,
+        group_id: str,
+        completion: NewJob,
+        members: Sequence[NewJob],
+        close: bool,
+        now: int,
+        idempotency_key: str | None = None,
+    ) -> GroupCreated: ...
     def job_insert_grouped(
         self, new_jobs: Sequence[NewJob], now: int
     ) -> list[tuple[str, bool, int]]: ...

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from coordinator.model import FINISHED_STATUSES, JobStatus
 
-SCHEMA_REVISION = "0024"
+SCHEMA_REVISION = "0025"
 
 metadata = sa.MetaData()
 
@@ -263,6 +263,25 @@ groups = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("closed_at", sa.BigInteger),
     sa.Column("completed_at", sa.BigInteger),
+    # CreateGroup's idempotency key (per tenant) and, for such a group, the
+    # ids of the members it was created with (JSON), which a retry answers.
+    sa.Column("idempotency_key", sa.Text),
+    sa.Column("member_ids", sa.Text),
+)
+sa.Index(
+    "ux_wfj_groups_idempotency",
+    groups.c.tenant_id,
+    groups.c.idempotency_key,
+    unique=True,
+    postgresql_where=groups.c.idempotency_key.isnot(None),
+    sqlite_where=groups.c.idempotency_key.isnot(None),
+)
+# The group of a completion job: retention deletes it with that job.
+sa.Index(
+    "ix_wfj_groups_completion",
+    groups.c.completion_job_id,
+    postgresql_where=groups.c.completion_job_id.isnot(None),
+    sqlite_where=groups.c.completion_job_id.isnot(None),
 )
 
 # One row per worker stream of each coordinator: keyed by (coordinator,

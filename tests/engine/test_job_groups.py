@@ -47,7 +47,7 @@ def test_the_completion_is_stored_once_the_last_member_ends_with_the_summary(
 ) -> None:
     async def scenario(h: Harness) -> None:
         members = [make_job(max_attempts=1) for _ in range(3)]
-        group, results = await h.engine.groups.create(_completion(), members, close=True)
+        group, results, _ = await h.engine.groups.create(_completion(), members, close=True)
         assert group.status == GroupStatus.CLOSED and group.total == 3
         ids = [r[0] for r in results]
         leased = await _leased(h)
@@ -85,7 +85,7 @@ def test_an_open_group_extends_and_completes_when_closed_after_its_members_ended
     store_url: str,
 ) -> None:
     async def scenario(h: Harness) -> None:
-        group, _ = await h.engine.groups.create(
+        group, _, _ = await h.engine.groups.create(
             _completion(payload=b'{"mine":1}', content_type="application/json"), [], close=False
         )
         [(first, _, _)] = await h.engine.groups.enqueue([make_job(group_id=group.id)])
@@ -114,7 +114,7 @@ def test_an_open_group_extends_and_completes_when_closed_after_its_members_ended
 
 def test_an_empty_closed_group_completes_at_once(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
-        group, _ = await h.engine.groups.create(_completion(), [], close=True)
+        group, _, _ = await h.engine.groups.create(_completion(), [], close=True)
         assert group.status == GroupStatus.COMPLETED
         [done] = await _completions(h, group.id)
         assert json.loads(done.payload)["total"] == 0
@@ -126,7 +126,7 @@ def test_cancelling_a_group_cancels_its_pending_members_and_running_ones_finish(
     store_url: str,
 ) -> None:
     async def scenario(h: Harness) -> None:
-        group, results = await h.engine.groups.create(
+        group, results, _ = await h.engine.groups.create(
             _completion(), [make_job(), make_job(job_type="later")], close=False
         )
         running, pending = results[0][0], results[1][0]
@@ -149,7 +149,7 @@ def test_cancelling_a_group_cancels_its_pending_members_and_running_ones_finish(
 
 def test_bad_groups_and_members_are_refused(store_url: str) -> None:
     async def scenario(h: Harness) -> None:
-        group, _ = await h.engine.groups.create(_completion(), [], close=False)
+        group, _, _ = await h.engine.groups.create(_completion(), [], close=False)
         with pytest.raises(NotFound):
             await h.engine.groups.enqueue([make_job(group_id=group.id, tenant_id="tenant-b")])
         with pytest.raises(NotFound):
@@ -174,7 +174,7 @@ def test_the_completion_job_links_to_its_members_enqueue_contexts(store_url: str
     async def scenario(h: Harness) -> None:
         parents = [f"00-{i:032x}-{i:016x}-01" for i in range(1, 4)]
         members = [make_job(traceparent=tp) for tp in parents] + [make_job()]
-        group, results = await h.engine.groups.create(_completion(), members, close=True)
+        group, results, _ = await h.engine.groups.create(_completion(), members, close=True)
         leased = await _leased(h)
         await h.engine.report([Completion(job_id, leased[job_id]) for job_id, _, _ in results])
         [done] = await _completions(h, group.id)
@@ -191,7 +191,7 @@ def test_members_events_carry_the_group_id_and_a_filter_by_group_reads_only_thei
     store_url: str,
 ) -> None:
     async def scenario(h: Harness) -> None:
-        group, results = await h.engine.groups.create(
+        group, results, _ = await h.engine.groups.create(
             _completion(), [make_job(max_attempts=1), make_job(job_type="later")], close=False
         )
         first, waiting = results[0][0], results[1][0]

@@ -26,55 +26,55 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from workflowjobs.v1 import job_pb2 as workflowjobs_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'workflowjobs/v1/scheduler_service.proto\x12\x0fworkflowjobs.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19workflowjobs/v1/job.proto\"\x8f\x01\n\x12\x43reateGroupRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12,\n\ncompletion\x18\x02 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12)\n\x07members\x18\x03 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12\r\n\x05\x63lose\x18\x04 \x01(\x08\"p\n\x13\x43reateGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\x12/\n\x07members\x18\x02 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\"%\n\x11\x43loseGroupRequest\x12\x10\n\x08group_id\x18\x01 \x01(\t\">\n\x12\x43loseGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\"#\n\x0fGetGroupRequest\x12\x10\n\x08group_id\x18\x01 \x01(\t\"<\n\x10GetGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\"\xc9\x01\n\x0eJobEventFilter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x15\n\rdefinition_id\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x04 \x01(\t\x12\x10\n\x08job_type\x18\x05 \x01(\t\x12,\n\x05kinds\x18\x06 \x03(\x0e\x32\x1d.workflowjobs.v1.JobEventKind\x12\x0e\n\x06job_id\x18\x07 \x01(\t\x12\x10\n\x08group_id\x18\x08 \x01(\t\"l\n\x15WatchJobEventsRequest\x12/\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1f.workflowjobs.v1.JobEventFilter\x12\r\n\x05\x61\x66ter\x18\x02 \x01(\t\x12\x13\n\x0b\x66rom_oldest\x18\x03 \x01(\x08\"\xa0\x03\n\x08JobEvent\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.workflowjobs.v1.JobEventKind\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06job_id\x18\x04 \x01(\t\x12\x11\n\ttenant_id\x18\x05 \x01(\t\x12\x10\n\x08job_type\x18\x06 \x01(\t\x12.\n\x08workflow\x18\x07 \x01(\x0b\x32\x1c.workflowjobs.v1.WorkflowRef\x12*\n\x06status\x18\x08 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x0f\n\x07\x61ttempt\x18\t \x01(\x05\x12,\n\x08\x64ue_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x0b \x01(\t\x12\x12\n\nerror_kind\x18\x0c \x01(\t\x12(\n\x06result\x18\r \x01(\x0b\x32\x18.workflowjobs.v1.Payload\x12\x10\n\x08group_id\x18\x0e \x01(\t\"S\n\x16WatchJobEventsResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.workflowjobs.v1.JobEvent\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\"i\n\x0e\x45nqueueRequest\x12%\n\x03job\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12\x30\n\x06inline\x18\x02 \x01(\x0b\x32 .workflowjobs.v1.InlineExecution\"?\n\x0fInlineExecution\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x19\n\x11\x65nqueue_if_paused\x18\x02 \x01(\x08\"\xba\x01\n\x0f\x45nqueueResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12\x13\n\x0blease_token\x18\x03 \x01(\t\x12\x35\n\x11lease_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tdebounced\x18\x05 \x01(\x08\x12\x0f\n\x07skipped\x18\x06 \x01(\x08\"=\n\x13\x45nqueueBatchRequest\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\"t\n\rEnqueueResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x11\n\tdebounced\x18\x04 \x01(\x08\"G\n\x14\x45nqueueBatchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\"9\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10include_attempts\x18\x02 \x01(\x08\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\"#\n\x11WaitForJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"7\n\x12WaitForJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job*\xa3\x02\n\x0cJobEventKind\x12\x1e\n\x1aJOB_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17JOB_EVENT_KIND_ENQUEUED\x10\x01\x12\x1a\n\x16JOB_EVENT_KIND_STARTED\x10\x02\x12!\n\x1dJOB_EVENT_KIND_ATTEMPT_FAILED\x10\x03\x12\"\n\x1eJOB_EVENT_KIND_RETRY_SCHEDULED\x10\x04\x12\x1c\n\x18JOB_EVENT_KIND_COMPLETED\x10\x05\x12\x1a\n\x16JOB_EVENT_KIND_FAULTED\x10\x06\x12\x1c\n\x18JOB_EVENT_KIND_CANCELLED\x10\x07\x12\x1b\n\x17JOB_EVENT_KIND_RELEASED\x10\x08\x32\xc9\x05\n\x13JobSchedulerService\x12L\n\x07\x45nqueue\x12\x1f.workflowjobs.v1.EnqueueRequest\x1a .workflowjobs.v1.EnqueueResponse\x12[\n\x0c\x45nqueueBatch\x12$.workflowjobs.v1.EnqueueBatchRequest\x1a%.workflowjobs.v1.EnqueueBatchResponse\x12I\n\x06GetJob\x12\x1e.workflowjobs.v1.GetJobRequest\x1a\x1f.workflowjobs.v1.GetJobResponse\x12U\n\nWaitForJob\x12\".workflowjobs.v1.WaitForJobRequest\x1a#.workflowjobs.v1.WaitForJobResponse\x12\x63\n\x0eWatchJobEvents\x12&.workflowjobs.v1.WatchJobEventsRequest\x1a\'.workflowjobs.v1.WatchJobEventsResponse0\x01\x12X\n\x0b\x43reateGroup\x12#.workflowjobs.v1.CreateGroupRequest\x1a$.workflowjobs.v1.CreateGroupResponse\x12U\n\nCloseGroup\x12\".workflowjobs.v1.CloseGroupRequest\x1a#.workflowjobs.v1.CloseGroupResponse\x12O\n\x08GetGroup\x12 .workflowjobs.v1.GetGroupRequest\x1a!.workflowjobs.v1.GetGroupResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'workflowjobs/v1/scheduler_service.proto\x12\x0fworkflowjobs.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19workflowjobs/v1/job.proto\"\xa8\x01\n\x12\x43reateGroupRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12,\n\ncompletion\x18\x02 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12)\n\x07members\x18\x03 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12\r\n\x05\x63lose\x18\x04 \x01(\x08\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"\x86\x01\n\x13\x43reateGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\x12/\n\x07members\x18\x02 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x03 \x01(\x08\"%\n\x11\x43loseGroupRequest\x12\x10\n\x08group_id\x18\x01 \x01(\t\">\n\x12\x43loseGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\"#\n\x0fGetGroupRequest\x12\x10\n\x08group_id\x18\x01 \x01(\t\"<\n\x10GetGroupResponse\x12(\n\x05group\x18\x01 \x01(\x0b\x32\x19.workflowjobs.v1.JobGroup\"\xc9\x01\n\x0eJobEventFilter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x15\n\rdefinition_id\x18\x02 \x01(\t\x12\x13\n\x0binstance_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x04 \x01(\t\x12\x10\n\x08job_type\x18\x05 \x01(\t\x12,\n\x05kinds\x18\x06 \x03(\x0e\x32\x1d.workflowjobs.v1.JobEventKind\x12\x0e\n\x06job_id\x18\x07 \x01(\t\x12\x10\n\x08group_id\x18\x08 \x01(\t\"l\n\x15WatchJobEventsRequest\x12/\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1f.workflowjobs.v1.JobEventFilter\x12\r\n\x05\x61\x66ter\x18\x02 \x01(\t\x12\x13\n\x0b\x66rom_oldest\x18\x03 \x01(\x08\"\xa0\x03\n\x08JobEvent\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.workflowjobs.v1.JobEventKind\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06job_id\x18\x04 \x01(\t\x12\x11\n\ttenant_id\x18\x05 \x01(\t\x12\x10\n\x08job_type\x18\x06 \x01(\t\x12.\n\x08workflow\x18\x07 \x01(\x0b\x32\x1c.workflowjobs.v1.WorkflowRef\x12*\n\x06status\x18\x08 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x0f\n\x07\x61ttempt\x18\t \x01(\x05\x12,\n\x08\x64ue_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x0b \x01(\t\x12\x12\n\nerror_kind\x18\x0c \x01(\t\x12(\n\x06result\x18\r \x01(\x0b\x32\x18.workflowjobs.v1.Payload\x12\x10\n\x08group_id\x18\x0e \x01(\t\"S\n\x16WatchJobEventsResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.workflowjobs.v1.JobEvent\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\"i\n\x0e\x45nqueueRequest\x12%\n\x03job\x18\x01 \x01(\x0b\x32\x18.workflowjobs.v1.JobSpec\x12\x30\n\x06inline\x18\x02 \x01(\x0b\x32 .workflowjobs.v1.InlineExecution\"?\n\x0fInlineExecution\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x19\n\x11\x65nqueue_if_paused\x18\x02 \x01(\x08\"\xba\x01\n\x0f\x45nqueueResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12\x13\n\x0blease_token\x18\x03 \x01(\t\x12\x35\n\x11lease_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tdebounced\x18\x05 \x01(\x08\x12\x0f\n\x07skipped\x18\x06 \x01(\x08\"=\n\x13\x45nqueueBatchRequest\x12&\n\x04jobs\x18\x01 \x03(\x0b\x32\x18.workflowjobs.v1.JobSpec\"t\n\rEnqueueResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.workflowjobs.v1.JobStatus\x12\x11\n\tdebounced\x18\x04 \x01(\x08\"G\n\x14\x45nqueueBatchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.workflowjobs.v1.EnqueueResult\"9\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10include_attempts\x18\x02 \x01(\x08\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job\"#\n\x11WaitForJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"7\n\x12WaitForJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.workflowjobs.v1.Job*\xa3\x02\n\x0cJobEventKind\x12\x1e\n\x1aJOB_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17JOB_EVENT_KIND_ENQUEUED\x10\x01\x12\x1a\n\x16JOB_EVENT_KIND_STARTED\x10\x02\x12!\n\x1dJOB_EVENT_KIND_ATTEMPT_FAILED\x10\x03\x12\"\n\x1eJOB_EVENT_KIND_RETRY_SCHEDULED\x10\x04\x12\x1c\n\x18JOB_EVENT_KIND_COMPLETED\x10\x05\x12\x1a\n\x16JOB_EVENT_KIND_FAULTED\x10\x06\x12\x1c\n\x18JOB_EVENT_KIND_CANCELLED\x10\x07\x12\x1b\n\x17JOB_EVENT_KIND_RELEASED\x10\x08\x32\xc9\x05\n\x13JobSchedulerService\x12L\n\x07\x45nqueue\x12\x1f.workflowjobs.v1.EnqueueRequest\x1a .workflowjobs.v1.EnqueueResponse\x12[\n\x0c\x45nqueueBatch\x12$.workflowjobs.v1.EnqueueBatchRequest\x1a%.workflowjobs.v1.EnqueueBatchResponse\x12I\n\x06GetJob\x12\x1e.workflowjobs.v1.GetJobRequest\x1a\x1f.workflowjobs.v1.GetJobResponse\x12U\n\nWaitForJob\x12\".workflowjobs.v1.WaitForJobRequest\x1a#.workflowjobs.v1.WaitForJobResponse\x12\x63\n\x0eWatchJobEvents\x12&.workflowjobs.v1.WatchJobEventsRequest\x1a\'.workflowjobs.v1.WatchJobEventsResponse0\x01\x12X\n\x0b\x43reateGroup\x12#.workflowjobs.v1.CreateGroupRequest\x1a$.workflowjobs.v1.CreateGroupResponse\x12U\n\nCloseGroup\x12\".workflowjobs.v1.CloseGroupRequest\x1a#.workflowjobs.v1.CloseGroupResponse\x12O\n\x08GetGroup\x12 .workflowjobs.v1.GetGroupRequest\x1a!.workflowjobs.v1.GetGroupResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'workflowjobs.v1.scheduler_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JOBEVENTKIND']._serialized_start=2222
-  _globals['_JOBEVENTKIND']._serialized_end=2513
+  _globals['_JOBEVENTKIND']._serialized_start=2270
+  _globals['_JOBEVENTKIND']._serialized_end=2561
   _globals['_CREATEGROUPREQUEST']._serialized_start=121
-  _globals['_CREATEGROUPREQUEST']._serialized_end=264
-  _globals['_CREATEGROUPRESPONSE']._serialized_start=266
-  _globals['_CREATEGROUPRESPONSE']._serialized_end=378
-  _globals['_CLOSEGROUPREQUEST']._serialized_start=380
-  _globals['_CLOSEGROUPREQUEST']._serialized_end=417
-  _globals['_CLOSEGROUPRESPONSE']._serialized_start=419
-  _globals['_CLOSEGROUPRESPONSE']._serialized_end=481
-  _globals['_GETGROUPREQUEST']._serialized_start=483
-  _globals['_GETGROUPREQUEST']._serialized_end=518
-  _globals['_GETGROUPRESPONSE']._serialized_start=520
-  _globals['_GETGROUPRESPONSE']._serialized_end=580
-  _globals['_JOBEVENTFILTER']._serialized_start=583
-  _globals['_JOBEVENTFILTER']._serialized_end=784
-  _globals['_WATCHJOBEVENTSREQUEST']._serialized_start=786
-  _globals['_WATCHJOBEVENTSREQUEST']._serialized_end=894
-  _globals['_JOBEVENT']._serialized_start=897
-  _globals['_JOBEVENT']._serialized_end=1313
-  _globals['_WATCHJOBEVENTSRESPONSE']._serialized_start=1315
-  _globals['_WATCHJOBEVENTSRESPONSE']._serialized_end=1398
-  _globals['_ENQUEUEREQUEST']._serialized_start=1400
-  _globals['_ENQUEUEREQUEST']._serialized_end=1505
-  _globals['_INLINEEXECUTION']._serialized_start=1507
-  _globals['_INLINEEXECUTION']._serialized_end=1570
-  _globals['_ENQUEUERESPONSE']._serialized_start=1573
-  _globals['_ENQUEUERESPONSE']._serialized_end=1759
-  _globals['_ENQUEUEBATCHREQUEST']._serialized_start=1761
-  _globals['_ENQUEUEBATCHREQUEST']._serialized_end=1822
-  _globals['_ENQUEUERESULT']._serialized_start=1824
-  _globals['_ENQUEUERESULT']._serialized_end=1940
-  _globals['_ENQUEUEBATCHRESPONSE']._serialized_start=1942
-  _globals['_ENQUEUEBATCHRESPONSE']._serialized_end=2013
-  _globals['_GETJOBREQUEST']._serialized_start=2015
-  _globals['_GETJOBREQUEST']._serialized_end=2072
-  _globals['_GETJOBRESPONSE']._serialized_start=2074
-  _globals['_GETJOBRESPONSE']._serialized_end=2125
-  _globals['_WAITFORJOBREQUEST']._serialized_start=2127
-  _globals['_WAITFORJOBREQUEST']._serialized_end=2162
-  _globals['_WAITFORJOBRESPONSE']._serialized_start=2164
-  _globals['_WAITFORJOBRESPONSE']._serialized_end=2219
-  _globals['_JOBSCHEDULERSERVICE']._serialized_start=2516
-  _globals['_JOBSCHEDULERSERVICE']._serialized_end=3229
+  _globals['_CREATEGROUPREQUEST']._serialized_end=289
+  _globals['_CREATEGROUPRESPONSE']._serialized_start=292
+  _globals['_CREATEGROUPRESPONSE']._serialized_end=426
+  _globals['_CLOSEGROUPREQUEST']._serialized_start=428
+  _globals['_CLOSEGROUPREQUEST']._serialized_end=465
+  _globals['_CLOSEGROUPRESPONSE']._serialized_start=467
+  _globals['_CLOSEGROUPRESPONSE']._serialized_end=529
+  _globals['_GETGROUPREQUEST']._serialized_start=531
+  _globals['_GETGROUPREQUEST']._serialized_end=566
+  _globals['_GETGROUPRESPONSE']._serialized_start=568
+  _globals['_GETGROUPRESPONSE']._serialized_end=628
+  _globals['_JOBEVENTFILTER']._serialized_start=631
+  _globals['_JOBEVENTFILTER']._serialized_end=832
+  _globals['_WATCHJOBEVENTSREQUEST']._serialized_start=834
+  _globals['_WATCHJOBEVENTSREQUEST']._serialized_end=942
+  _globals['_JOBEVENT']._serialized_start=945
+  _globals['_JOBEVENT']._serialized_end=1361
+  _globals['_WATCHJOBEVENTSRESPONSE']._serialized_start=1363
+  _globals['_WATCHJOBEVENTSRESPONSE']._serialized_end=1446
+  _globals['_ENQUEUEREQUEST']._serialized_start=1448
+  _globals['_ENQUEUEREQUEST']._serialized_end=1553
+  _globals['_INLINEEXECUTION']._serialized_start=1555
+  _globals['_INLINEEXECUTION']._serialized_end=1618
+  _globals['_ENQUEUERESPONSE']._serialized_start=1621
+  _globals['_ENQUEUERESPONSE']._serialized_end=1807
+  _globals['_ENQUEUEBATCHREQUEST']._serialized_start=1809
+  _globals['_ENQUEUEBATCHREQUEST']._serialized_end=1870
+  _globals['_ENQUEUERESULT']._serialized_start=1872
+  _globals['_ENQUEUERESULT']._serialized_end=1988
+  _globals['_ENQUEUEBATCHRESPONSE']._serialized_start=1990
+  _globals['_ENQUEUEBATCHRESPONSE']._serialized_end=2061
+  _globals['_GETJOBREQUEST']._serialized_start=2063
+  _globals['_GETJOBREQUEST']._serialized_end=2120
+  _globals['_GETJOBRESPONSE']._serialized_start=2122
+  _globals['_GETJOBRESPONSE']._serialized_end=2173
+  _globals['_WAITFORJOBREQUEST']._serialized_start=2175
+  _globals['_WAITFORJOBREQUEST']._serialized_end=2210
+  _globals['_WAITFORJOBRESPONSE']._serialized_start=2212
+  _globals['_WAITFORJOBRESPONSE']._serialized_end=2267
+  _globals['_JOBSCHEDULERSERVICE']._serialized_start=2564
+  _globals['_JOBSCHEDULERSERVICE']._serialized_end=3277
 # @@protoc_insertion_point(module_scope)

@@ -33,24 +33,28 @@ JOB_EVENT_KIND_CANCELLED: JobEventKind
 JOB_EVENT_KIND_RELEASED: JobEventKind
 
 class CreateGroupRequest(_message.Message):
-    __slots__ = ("tenant_id", "completion", "members", "close")
+    __slots__ = ("tenant_id", "completion", "members", "close", "idempotency_key")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     CLOSE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     completion: _job_pb2.JobSpec
     members: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobSpec]
     close: bool
-    def __init__(self, tenant_id: _Optional[str] = ..., completion: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., members: _Optional[_Iterable[_Union[_job_pb2.JobSpec, _Mapping]]] = ..., close: _Optional[bool] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, tenant_id: _Optional[str] = ..., completion: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., members: _Optional[_Iterable[_Union[_job_pb2.JobSpec, _Mapping]]] = ..., close: _Optional[bool] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class CreateGroupResponse(_message.Message):
-    __slots__ = ("group", "members")
+    __slots__ = ("group", "members", "deduplicated")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
     group: _job_pb2.JobGroup
     members: _containers.RepeatedCompositeFieldContainer[EnqueueResult]
-    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ..., members: _Optional[_Iterable[_Union[EnqueueResult, _Mapping]]] = ...) -> None: ...
+    deduplicated: bool
+    def __init__(self, group: _Optional[_Union[_job_pb2.JobGroup, _Mapping]] = ..., members: _Optional[_Iterable[_Union[EnqueueResult, _Mapping]]] = ..., deduplicated: _Optional[bool] = ...) -> None: ...
 
 class CloseGroupRequest(_message.Message):
     __slots__ = ("group_id",)

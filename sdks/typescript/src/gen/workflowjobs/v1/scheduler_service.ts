@@ -137,14 +137,31 @@ export interface CreateGroupRequest {
   members: JobSpec[];
   /** Close the group at once (no member joins later). */
   close: boolean;
+  /**
+   * Makes the call idempotent per tenant + key: a call whose key names a
+   * group of the tenant already stored stores nothing and answers that group
+   * (deduplicated) with the members it was created with, whatever this
+   * request's members and close say. Without a key every call creates a
+   * group. A member whose own idempotency key names a job that is not a
+   * member of the group is refused (FAILED_PRECONDITION, nothing stored), so
+   * a group never counts without a job it was given. The key is free again
+   * once retention deleted its group.
+   */
+  idempotencyKey: string;
 }
 
 export interface CreateGroupResponse {
   group:
     | JobGroup
     | undefined;
-  /** The members, in request order. */
+  /**
+   * The members, in request order (deduplicated: in the order of the call
+   * that created the group; a member since deleted by retention has status
+   * JOB_STATUS_UNSPECIFIED).
+   */
   members: EnqueueResult[];
+  /** True when a group stored under the request's idempotency_key was returned. */
+  deduplicated: boolean;
 }
 
 export interface CloseGroupRequest {
@@ -319,7 +336,7 @@ export interface WaitForJobResponse {
 }
 
 function createBaseCreateGroupRequest(): CreateGroupRequest {
-  return { tenantId: "", completion: undefined, members: [], close: false };
+  return { tenantId: "", completion: undefined, members: [], close: false, idempotencyKey: "" };
 }
 
 export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
@@ -335,6 +352,9 @@ export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
     }
     if (message.close !== false) {
       writer.uint32(32).bool(message.close);
+    }
+    if (message.idempotencyKey !== "") {
+      writer.uint32(42).string(message.idempotencyKey);
     }
     return writer;
   },
@@ -384,6 +404,14 @@ export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
             message.close = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -406,6 +434,11 @@ export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
       completion: isSet(object.completion) ? JobSpec.fromJSON(object.completion) : undefined,
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => JobSpec.fromJSON(e)) : [],
       close: isSet(object.close) ? globalThis.Boolean(object.close) : false,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : "",
     };
   },
 
@@ -423,6 +456,9 @@ export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
     if (message.close !== false) {
       obj.close = message.close;
     }
+    if (message.idempotencyKey !== "") {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
     return obj;
   },
 
@@ -437,12 +473,13 @@ export const CreateGroupRequest: MessageFns<CreateGroupRequest> = {
       : undefined;
     message.members = object.members?.map((e) => JobSpec.fromPartial(e)) || [];
     message.close = object.close ?? false;
+    message.idempotencyKey = object.idempotencyKey ?? "";
     return message;
   },
 };
 
 function createBaseCreateGroupResponse(): CreateGroupResponse {
-  return { group: undefined, members: [] };
+  return { group: undefined, members: [], deduplicated: false };
 }
 
 export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
@@ -452,6 +489,9 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
     }
     for (const v of message.members) {
       EnqueueResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.deduplicated !== false) {
+      writer.uint32(24).bool(message.deduplicated);
     }
     return writer;
   },
@@ -485,6 +525,14 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
             message.members.push(EnqueueResult.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.deduplicated = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -503,6 +551,7 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
       members: globalThis.Array.isArray(object?.members)
         ? object.members.map((e: any) => EnqueueResult.fromJSON(e))
         : [],
+      deduplicated: isSet(object.deduplicated) ? globalThis.Boolean(object.deduplicated) : false,
     };
   },
 
@@ -513,6 +562,9 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
     }
     if (message.members?.length) {
       obj.members = message.members.map((e) => EnqueueResult.toJSON(e));
+    }
+    if (message.deduplicated !== false) {
+      obj.deduplicated = message.deduplicated;
     }
     return obj;
   },
@@ -526,6 +578,7 @@ export const CreateGroupResponse: MessageFns<CreateGroupResponse> = {
       ? JobGroup.fromPartial(object.group)
       : undefined;
     message.members = object.members?.map((e) => EnqueueResult.fromPartial(e)) || [];
+    message.deduplicated = object.deduplicated ?? false;
     return message;
   },
 };
