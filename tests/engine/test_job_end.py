@@ -127,7 +127,9 @@ def test_each_way_a_job_ends_completes_its_group_and_moves_its_key_on(
             "noop", JobTypeDefaults(ordering_failure=OrderingFailure.SKIP)
         )
         member = make_job(max_attempts=1, execution_timeout_ms=1000)
-        group, _ = await h.engine.groups.create(make_job(job_type="fan-in"), [member], close=True)
+        group, _, _ = await h.engine.groups.create(
+            make_job(job_type="fan-in"), [member], close=True
+        )
 
         ended = await ENDINGS[how](h, member.id)
 
