@@ -54,6 +54,8 @@ class JobEventKind(enum.IntEnum):
     FAULTED = 6
     CANCELLED = 7
     RELEASED = 8
+    # An operator made a PENDING job that was not due yet due now (RunJobNow).
+    RESCHEDULED = 9
 
 
 # Attempt outcomes that are failures of the attempt itself (ATTEMPT_FAILED).
@@ -998,6 +1000,19 @@ class StateChange:
 class BulkCount:
     matched: int
     changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeCount:
+    """What a purge of finished jobs by filter found and did (``PurgeJobs``)."""
+
+    # Finished jobs matching the filter that a purge deletes.
+    matched: int
+    # Those deleted (0 on a dry run).
+    deleted: int
+    # Finished jobs matching the filter that are kept: FAULTED jobs holding
+    # their ordering key, members of groups that have not completed.
+    kept: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -745,4 +745,11 @@ def add_event(events: Any, e: JobEvent) -> None:
         out.group_id = e.group_id
 
 
-_DUE_KINDS = frozenset((JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED))
+_DUE_KINDS = frozenset(
+    (
+        JobEventKind.ENQUEUED,
+        JobEventKind.RETRY_SCHEDULED,
+        JobEventKind.RELEASED,
+        JobEventKind.RESCHEDULED,
+    )
+)
