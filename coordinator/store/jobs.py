@@ -218,16 +218,18 @@ BULK_CHUNK = 1000
 # key (store/ordering.py: the key's next job waits until it is cancelled or
 # completes), and a member of a group that has not completed (deleting it
 # would change the count its completion job is given).
+# A member of a group that has not completed (its completion will count it).
+# EXISTS, never NULL (a job without a group is not kept for it).
+_IN_UNCOMPLETED_GROUP = sa.exists().where(
+    groups.c.id == jobs.c.group_id, groups.c.status != int(GroupStatus.COMPLETED)
+)
 _PURGE_KEEPS = sa.or_(
     sa.and_(
         jobs.c.status == int(JobStatus.FAULTED),
         jobs.c.ordering_key.isnot(None),
         sa.not_(jobs.c.ordering_skip_failed),
     ),
-    # EXISTS, never NULL (a job without a group is not kept for it).
-    sa.exists().where(
-        groups.c.id == jobs.c.group_id, groups.c.status != int(GroupStatus.COMPLETED)
-    ),
+    _IN_UNCOMPLETED_GROUP,
 )
 
 
@@ -1236,6 +1238,10 @@ class JobQueries(EventQueries):
         retry waited for no lock of ours, or we waited for its row lock) is
         PENDING when the DELETE reaches it and is kept, with its attempts,
         which are deleted only for the jobs the DELETE removed.
+
+        A member of a group that has not completed is kept (the group's
+        completion counts it); a completed group is deleted with its
+        completion job.
         """
         finished = {int(s) for s in FINISHED_STATUSES}
         clauses = [
@@ -1261,7 +1267,7 @@ class JobQueries(EventQueries):
                         jobs.c.status,
                         jobs.c.ordering_skip_failed,
                     )
-                    .where(sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .where(sa.text(FINISHED_JOB), sa.or_(*clauses), sa.not_(_IN_UNCOMPLETED_GROUP))
                     .limit(limit)
                 )
             )
@@ -1271,7 +1277,12 @@ class JobQueries(EventQueries):
             gone = set(
                 conn.execute(
                     jobs.delete()
-                    .where(jobs.c.id.in_(ids), sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .where(
+                        jobs.c.id.in_(ids),
+                        sa.text(FINISHED_JOB),
+                        sa.or_(*clauses),
+                        sa.not_(_IN_UNCOMPLETED_GROUP),
+                    )
                     .returning(jobs.c.id)
                 ).scalars()
             )
@@ -1279,6 +1290,7 @@ class JobQueries(EventQueries):
                 return 0
             conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(list(gone))))
             self._unique_keys_forget(conn, list(gone))
+            self._groups_forget(conn, list(gone))
             # A FAULTED job that held its key is gone: the key's next job may run.
             holding = _keys_of(
                 r
@@ -1343,10 +1355,16 @@ class JobQueries(EventQueries):
                 if gone:
                     conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(gone)))
                     self._unique_keys_forget(conn, gone)
+                    self._groups_forget(conn, gone)
                 deleted += len(gone)
             if len(ids) < BULK_CHUNK:
                 break
         return PurgeCount(matched, deleted, kept)
+
+    def _groups_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
+        """Delete the (completed) groups whose completion jobs were purged: a group
+        is kept as long as the job it completed with (``ix_wfj_groups_completion``)."""
+        conn.execute(groups.delete().where(groups.c.completion_job_id.in_(job_ids)))
 
     def _unique_keys_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
         """Delete the uniqueness keys naming purged jobs (store/uniqueness.py).

@@ -32,6 +32,7 @@ from coordinator.model import (
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptRow,
+    BacklogGroup,
     BulkCount,
     Candidate,
     Claim,
@@ -52,7 +53,6 @@ from coordinator.model import (
     PurgeCount,
     RetryGrantRule,
     RunningDeadline,
-    ScalingFigures,
     StateChange,
     UniqueKeyRow,
     Uniqueness,
@@ -177,10 +177,15 @@ class Store(Protocol):
     ) -> list[GroupRow]: ...
     # Called whenever a group's completion job is stored (SQLite: the engine wakes).
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
-    # Autoscaling figures per job type: ready, scheduled, paused, running (store/scaling.py).
-    def job_scaling_figures(
-        self, now: int, job_types: Sequence[str] = (), tenant_id: str = "", category: int = 0
-    ) -> list[ScalingFigures]: ...
+    # PENDING and RUNNING jobs counted by backlog state and scope (store/scaling.py).
+    def job_backlog_groups(
+        self,
+        now: int,
+        job_types: Sequence[str] = (),
+        tenant_id: str = "",
+        category: int = 0,
+        kinds: Collection[int] = (),
+    ) -> list[BacklogGroup]: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).
