@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -556,9 +557,22 @@ def test_search_finds_a_job_by_id_correlation_id_and_payload_text(
         page.click("#filters button[type=submit]")
         expect()(page.locator("tbody td a.mono")).to_have_text([wanted.id])
     expect()(page.locator("#search-note")).to_contain_text("have 'needle-4711' in their payload")
+    # JSON is found as the job page shows it ("order": 191) and as it was sent ("order":191).
+    numbered = scheduler.enqueue(
+        "noop", {"order": 191}, tenant_id="search", delay=timedelta(hours=1)
+    )
+    for text in ('"order": 191', '"order":191'):
+        page.goto(
+            cluster["url"]
+            + "/jobs?"
+            + urlencode({"tenant_id": "search", "q": text, "q_in": "payload"})
+        )
+        expect()(page.locator("tbody td a.mono")).to_have_text([numbered.id])
+    page.goto(f"{cluster['url']}/jobs/{numbered.id}")
+    expect()(page.locator("#payload pre")).to_contain_text('"order": 191')
     # The list says which pending jobs are scheduled (not due yet).
     expect()(page.locator("tbody tr").first).to_contain_text("scheduled, due in")
-    for job in (wanted, other):
+    for job in (wanted, other, numbered):
         cluster["admin"].cancel_job(job.id)
 
 
