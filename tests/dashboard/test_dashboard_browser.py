@@ -703,9 +703,21 @@ def test_a_job_paused_by_its_definition_offers_unpause_not_another_pause(
         # No version was given: none is shown (no "v0").
         expect()(page.locator("#workflow")).to_contain_text("unversioned-flow")
         expect()(page.locator("#workflow")).not_to_contain_text(" v0")
-    finally:
+        # Unpaused, the page offers to pause the definition again, naming the
+        # one tenant it pauses it in (the pauses page and the CLI default to all).
         admin.unpause("definition", "unversioned-flow", tenant_id="acme")
-        admin.cancel_job(job.id)
+        page.reload()
+        pause = actions.locator('button[data-op="pause"]')
+        expect()(pause).to_have_text("Pause definition unversioned-flow (tenant acme)")
+        pause.click()
+        assert "Pause definition unversioned-flow in tenant acme" in confirm(page)
+        paused = [p.scope for p in admin.list_pauses() if p.scope.value == "unversioned-flow"]
+        assert [s.tenant_id for s in paused] == ["acme"]
+    finally:
+        if any(p.scope.value == "unversioned-flow" for p in admin.list_pauses()):
+            admin.unpause("definition", "unversioned-flow", tenant_id="acme")
+        if admin.get_job(job.id).status.value in ("PENDING", "RUNNING"):
+            admin.cancel_job(job.id)
 
 
 def test_a_typed_cancel_reason_stays_in_the_job_s_view_after_its_handler_returns(
