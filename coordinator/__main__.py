@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import ipaddress
 import logging
 import signal
 import sys
@@ -20,6 +19,7 @@ from coordinator.errors import DatabaseInUse, SchemaMismatch, StoreUnavailable
 from coordinator.masking import display_url
 from coordinator.settings import Settings
 from coordinator.telemetry.logs import configure_logging
+from workflowjobs.addresses import is_loopback
 
 log = logging.getLogger("coordinator")
 
@@ -225,12 +225,9 @@ def _server_options(settings: Settings) -> dict[str, Any]:
 
 
 def _is_loopback(listen: str) -> bool:
-    host = listen.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
+        return is_loopback(listen)
+    except ValueError:  # not HOST:PORT (a unix socket, say): not known to be loopback
         return False
 
 
@@ -263,7 +260,7 @@ def _check_dashboard(settings: Settings) -> None:
     """Refuse a dashboard that would be open beyond loopback or cannot reach this coordinator."""
     import importlib.util
 
-    from wfjobs_dashboard import is_loopback, parse_allowed_hosts
+    from wfjobs_dashboard import check_allowed_hosts, parse_allowed_hosts
 
     if importlib.util.find_spec("aiohttp") is None:
         raise ValueError(
@@ -281,14 +278,13 @@ def _check_dashboard(settings: Settings) -> None:
             "with a token, or serve it on 127.0.0.1"
         )
     try:
-        parse_allowed_hosts(settings.dashboard_allowed_hosts)
+        allowed = parse_allowed_hosts(settings.dashboard_allowed_hosts)
     except ValueError as e:
         raise ValueError(f"--dashboard-allowed-hosts: {e}") from None
-    if settings.dashboard_allowed_hosts and not settings.tokens_file:
-        raise ValueError(
-            "--dashboard-allowed-hosts needs --tokens-file: without login the dashboard "
-            "answers its loopback names only"
-        )
+    try:
+        check_allowed_hosts(allowed, login=bool(settings.tokens_file))
+    except ValueError as e:
+        raise ValueError(f"--dashboard-allowed-hosts needs --tokens-file: {e}") from None
     if settings.tls_cert:
         raise ValueError(
             "the built-in dashboard talks plaintext to this coordinator, which serves TLS: "

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from workflowjobs import contract
+
 
 class JobStatus(enum.IntEnum):
     PENDING = 1
@@ -22,11 +24,13 @@ class JobStatus(enum.IntEnum):
     CANCELLED = 5
 
 
-FINISHED_STATUSES = (JobStatus.COMPLETED, JobStatus.FAULTED, JobStatus.CANCELLED)
+# The contract's status sets (workflowjobs.contract) as this enum: a live job
+# has not ended (what a cancel applies to, what a uniqueness key holds while by
+# default, what keeps a group open); a finished one has.
+LIVE_STATUSES = tuple(JobStatus(s) for s in contract.LIVE_STATUSES)
+FINISHED_STATUSES = tuple(JobStatus(s) for s in contract.FINAL_STATUSES)
 # Statuses an operator retry makes PENDING again.
 RETRYABLE_STATUSES = (JobStatus.FAULTED, JobStatus.CANCELLED)
-# Statuses an operator cancel applies to (PENDING ends at once, RUNNING is asked).
-CANCELLABLE_STATUSES = (JobStatus.PENDING, JobStatus.RUNNING)
 
 
 class AttemptOutcome(enum.IntEnum):
@@ -50,6 +54,8 @@ class JobEventKind(enum.IntEnum):
     FAULTED = 6
     CANCELLED = 7
     RELEASED = 8
+    # An operator made a PENDING job that was not due yet due now (RunJobNow).
+    RESCHEDULED = 9
 
 
 # Attempt outcomes that are failures of the attempt itself (ATTEMPT_FAILED).
@@ -149,7 +155,7 @@ class JobEvent:
 
 
 # ``EventCursor.n`` of a cursor that stands after every event of its log row.
-WHOLE_ROW = 2**31 - 1
+WHOLE_ROW = contract.INT32_MAX
 
 
 # Not frozen (one is built per event read; see JobEvent) but hashed like a
@@ -461,9 +467,6 @@ class UniqueOutcome(enum.IntEnum):
     DEBOUNCED = 3
 
 
-UNIQUE_WHILE_DEFAULT = (JobStatus.PENDING, JobStatus.RUNNING)
-
-
 @dataclass(frozen=True, slots=True)
 class Uniqueness:
     """The uniqueness rule an enqueue asks for, per tenant and key."""
@@ -471,7 +474,7 @@ class Uniqueness:
     key: str
     rule: UniqueRule
     # WHILE: the statuses in which the key's job blocks another.
-    statuses: tuple[JobStatus, ...] = UNIQUE_WHILE_DEFAULT
+    statuses: tuple[JobStatus, ...] = LIVE_STATUSES
     # PERIOD: the window's length.
     period_us: int = 0
     # DEBOUNCE: how long after the latest enqueue the job becomes due, and the
@@ -997,6 +1000,19 @@ class StateChange:
 class BulkCount:
     matched: int
     changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeCount:
+    """What a purge of finished jobs by filter found and did (``PurgeJobs``)."""
+
+    # Finished jobs matching the filter that a purge deletes.
+    matched: int
+    # Those deleted (0 on a dry run).
+    deleted: int
+    # Finished jobs matching the filter that are kept: FAULTED jobs holding
+    # their ordering key, members of groups that have not completed.
+    kept: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from coordinator.masking import display_url
 from coordinator.store.liveness import ConnectionBounds
+from workflowjobs.contract import MAX_PAYLOAD_BYTES, MAX_STRING_LENGTH
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///wfjobs.db"
@@ -72,9 +73,9 @@ class Settings:
     allow_unauthenticated: bool = False
 
     # -- limits (docs/limits.md) --
-    max_payload_bytes: int = 1024 * 1024
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
     max_batch_size: int = 5_000
-    max_string_length: int = 512
+    max_string_length: int = MAX_STRING_LENGTH
     max_credits_per_stream: int = 10_000
     max_streams_per_connection: int = 1_000
     max_streams_total: int = 10_000
@@ -141,9 +142,9 @@ class Settings:
             auth_open_reflection=_flag(env.get("WFJOBS_AUTH_OPEN_REFLECTION", "1")),
             auth_open_scaler=_flag(env.get("WFJOBS_AUTH_OPEN_SCALER", "1")),
             allow_unauthenticated=_flag(env.get("WFJOBS_ALLOW_UNAUTHENTICATED", "")),
-            max_payload_bytes=int(env.get("WFJOBS_MAX_PAYLOAD_BYTES", 1024 * 1024)),
+            max_payload_bytes=int(env.get("WFJOBS_MAX_PAYLOAD_BYTES", MAX_PAYLOAD_BYTES)),
             max_batch_size=int(env.get("WFJOBS_MAX_BATCH_SIZE", 5_000)),
-            max_string_length=int(env.get("WFJOBS_MAX_STRING_LENGTH", 512)),
+            max_string_length=int(env.get("WFJOBS_MAX_STRING_LENGTH", MAX_STRING_LENGTH)),
             max_credits_per_stream=int(env.get("WFJOBS_MAX_CREDITS_PER_STREAM", 10_000)),
             max_streams_per_connection=int(env.get("WFJOBS_MAX_STREAMS_PER_CONNECTION", 1_000)),
             max_streams_total=int(env.get("WFJOBS_MAX_STREAMS_TOTAL", 10_000)),

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import ipaddress
 import logging
 import signal
 from typing import TYPE_CHECKING
@@ -37,18 +36,21 @@ from typing import TYPE_CHECKING
 import grpc
 
 from worker_sdk import AdminClient, WorkflowJobsError
+from workflowjobs import addresses
+from workflowjobs.addresses import is_loopback
 
 if TYPE_CHECKING:
     from aiohttp import web
 
     from .backend import Backend
 
-from .guard import parse_allowed_hosts
+from .guard import check_allowed_hosts, parse_allowed_hosts
 
 __all__ = [
     "Dashboard",
     "DashboardConfig",
     "DashboardError",
+    "check_allowed_hosts",
     "is_loopback",
     "parse_allowed_hosts",
     "run_dashboard",
@@ -66,21 +68,7 @@ class DashboardError(Exception):
 
 def split_listen(listen: str) -> tuple[str, int]:
     """``host:port`` (IPv6 in brackets) into its parts; ValueError says what is wrong."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"the dashboard address must be HOST:PORT, not {listen!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-def is_loopback(listen: str) -> bool:
-    """True when ``listen`` (``host:port``) is reachable from this machine only."""
-    host, _ = split_listen(listen)
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return addresses.split_listen(listen, "dashboard address")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,12 +146,12 @@ class Dashboard:
             hosts = HostCheck(config.allowed_hosts, login=config.login_required)
         except ValueError as exc:
             raise DashboardError(str(exc)) from None
-        if config.allowed_hosts and not config.login_required:
+        try:
+            check_allowed_hosts(config.allowed_hosts, login=config.login_required)
+        except ValueError as exc:
             raise DashboardError(
-                "allowed hosts apply with login only: without login the dashboard answers "
-                "its loopback names alone (127.0.0.1, localhost, [::1]); turn login on "
-                "(--login, or --tokens-file for the built-in dashboard)"
-            )
+                f"{exc}; turn login on (--login, or --tokens-file for the built-in dashboard)"
+            ) from None
         if config.credentials is not None:
             self._channel = grpc.secure_channel(config.target, config.credentials)
             self._events_channel = grpc.aio.secure_channel(config.target, config.credentials)

@@ -22,6 +22,7 @@ import grpc
 from aiohttp import web
 
 from worker_sdk import AdminClient, JobFilter, WorkflowJobsError, pause_scope, pause_scope_text
+from workflowjobs.contract import INT32_MAX, LONGEST_SPAN_S
 
 from . import render
 from .jobs import filter_text, job_filter_of
@@ -31,8 +32,7 @@ from .site import Site, error_text
 log = logging.getLogger("wfjobs_dashboard")
 
 # The longest rate-limit period the coordinator takes (docs/limits.md).
-MAX_RATE_PERIOD_S = 366 * 86400
-INT32_MAX = 2**31 - 1
+MAX_RATE_PERIOD_S = LONGEST_SPAN_S
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,6 +77,19 @@ def parse_allowed_hosts(text: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def check_allowed_hosts(allowed: Iterable[str], *, login: bool) -> None:
+    """The rule for allowed hosts: they widen what a dashboard with login answers.
+
+    Raises:
+        ValueError: Hosts are allowed without login (which answers loopback names alone).
+    """
+    if tuple(allowed) and not login:
+        raise ValueError(
+            "allowed hosts apply with login only: without login the dashboard answers "
+            "its loopback names alone (127.0.0.1, localhost, [::1])"
+        )
+
+
 class HostCheck:
     """Whether a ``Host`` (or an ``Origin``'s host) names this dashboard.
 

@@ -9,6 +9,7 @@ import grpc
 from aiohttp import web
 
 from worker_sdk import AdminClient, JobEventFilter, JobFilter, WorkflowJobsError
+from workflowjobs.contract import LATEST_YEAR
 
 from . import render
 from .events import event_stream
@@ -187,7 +188,7 @@ def _local_time(text: str, what: str) -> datetime | None:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except (ValueError, OverflowError):
         raise web.HTTPBadRequest(
-            text=f"{what} must be a date and time from year 1 to 9999 in UTC, not {text[:60]!r}"
+            text=f"{what} must be a date and time from year 1 to {LATEST_YEAR} in UTC, not {text[:60]!r}"
         ) from None
 
 

@@ -24,10 +24,10 @@ operate with :class:`AdminClient`, and unit-test handlers with
 :func:`worker_sdk.testing.run_handler`.
 """
 
-from ._admin import (
+from ._admin import AdminClient
+from ._admin_types import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
-    AdminClient,
     BulkResult,
     CategoryWeight,
     CategoryWeights,

@@ -27,6 +27,8 @@ import random
 
 import grpc
 
+from workflowjobs.contract import LONGEST_BACKOFF_S
+
 __all__ = ["CEILING", "RETRYABLE_CODES", "Backoff", "BackoffConfig", "backoff_delay"]
 
 RETRYABLE_CODES = frozenset(
@@ -42,7 +44,7 @@ RETRYABLE_CODES = frozenset(
 )
 """Status codes a retry loop waits out: the call may succeed when sent again."""
 
-CEILING = 365 * 24 * 3600.0
+CEILING = float(LONGEST_BACKOFF_S)
 """The longest delay the helper returns, in seconds: far beyond any sane cap,
 short enough for timers and datetimes."""
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from workflowjobs.contract import FINAL_STATUSES, LATEST_YEAR
 from workflowjobs.v1 import job_pb2
 
 from ._backoff import backoff_delay
@@ -110,7 +111,7 @@ class JobStatus(enum.StrEnum):
     @property
     def is_terminal(self) -> bool:
         """True for ``COMPLETED``, ``FAULTED`` and ``CANCELLED``."""
-        return self in (JobStatus.COMPLETED, JobStatus.FAULTED, JobStatus.CANCELLED)
+        return self.to_proto() in FINAL_STATUSES
 
 
 class JobCategory(enum.StrEnum):
@@ -411,7 +412,7 @@ class JobRequest:
                 due = datetime.now(UTC) + delay
             except OverflowError:
                 raise ValueError(
-                    f"a delay of {delay.total_seconds():g} seconds reaches past the year 9999"
+                    f"a delay of {delay.total_seconds():g} seconds reaches past the year {LATEST_YEAR}"
                 ) from None
             spec.due_time.CopyFrom(to_timestamp(due))
         if isinstance(self.retry_policy, RetryPolicy):

@@ -17,6 +17,8 @@ from typing import Any
 
 import grpc
 
+from workflowjobs.contract import LONGEST_SPAN, LONGEST_SPAN_DAYS
+
 __all__ = [
     "AlreadyExistsError",
     "DeadlineExceededError",
@@ -210,7 +212,7 @@ class RetryAfter(Exception):
 
 # The longest push-back the coordinator holds a rate limit for; a longer one
 # (a downstream's Retry-After taken at its word) is reported as this long.
-MAX_PUSH_BACK = timedelta(days=366)
+MAX_PUSH_BACK = LONGEST_SPAN
 
 
 def bounded_push_back(retry_after: timedelta | float | None, logger: Any) -> timedelta | None:
@@ -241,8 +243,10 @@ def bounded_push_back(retry_after: timedelta | float | None, logger: Any) -> tim
 def _longest_push_back(asked: str, logger: Any) -> timedelta:
     logger.warning(
         "push-back retry_after of %s is longer than the coordinator holds a rate limit "
-        "(366 days); reporting 366 days (the attempt's outcome is not affected)",
+        "(%d days); reporting %d days (the attempt's outcome is not affected)",
         asked,
+        LONGEST_SPAN_DAYS,
+        LONGEST_SPAN_DAYS,
     )
     return MAX_PUSH_BACK
 

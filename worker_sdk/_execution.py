@@ -42,6 +42,7 @@ from concurrent.futures import Executor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from workflowjobs.contract import MAX_TRACEBACK_BYTES
 from workflowjobs.v1 import worker_service_pb2
 
 from . import _metrics, _tracing
@@ -61,14 +62,12 @@ __all__ = ["Attempt", "Outcome", "failure", "outcome_message", "run_attempt"]
 
 logger = logging.getLogger("worker_sdk.worker")
 
-MAX_TRACEBACK_BYTES = 16 * 1024
 # Where the frames that call a handler live (left out of reported tracebacks).
 _CALLER_DIRS = (
     os.path.dirname(__file__) + os.sep,
     os.path.dirname(concurrent.futures.__file__) + os.sep,
     os.path.dirname(asyncio.__file__) + os.sep,
 )
-"""Most of a traceback sent with a failed attempt (the coordinator keeps as much)."""
 
 Outcome = worker_service_pb2.Completion | worker_service_pb2.Failure | worker_service_pb2.Release
 """What an attempt ended with, as reported to the coordinator."""

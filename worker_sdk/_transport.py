@@ -10,6 +10,8 @@ from typing import Any, Self, TypedDict
 
 import grpc
 
+from workflowjobs.contract import INT32_MAX, MAX_MESSAGE_BYTES
+
 from . import _tracing
 from ._connection import resolve_connection
 from ._errors import error_from_rpc
@@ -75,7 +77,7 @@ def check_target(target: str) -> str:
     return target
 
 
-MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_RECEIVE_MESSAGE_BYTES = MAX_MESSAGE_BYTES
 """Receive limit of every channel the SDK opens unless its options set one.
 
 gRPC's default (4 MiB) is smaller than a batch of jobs can be: a job may carry
@@ -149,7 +151,7 @@ class ChannelConfig:
     def max_receive_message_bytes(self) -> int:
         """The channel's receive limit in bytes (what the worker's hello announces)."""
         value = next(int(v) for k, v in self.options if k == _RECEIVE_OPTION)  # type: ignore[call-overload]
-        return value if 0 <= value < 2**31 else 2**31 - 1  # -1: unlimited
+        return value if 0 <= value <= INT32_MAX else INT32_MAX  # -1: unlimited
 
     def sync_channel(self) -> grpc.Channel:
         """Open a blocking channel."""

@@ -312,6 +312,38 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         row = await self._engine.ops.cancel_job(request.job_id, request.reason)
         return apb.CancelJobResponse(job=convert.job_to_proto(row))
 
+    async def RunJobNow(
+        self,
+        request: apb.RunJobNowRequest,
+        context: grpc.aio.ServicerContext[apb.RunJobNowRequest, apb.RunJobNowResponse],
+    ) -> apb.RunJobNowResponse:
+        row = await self._engine.ops.run_job_now(request.job_id)
+        return apb.RunJobNowResponse(job=convert.job_to_proto(row))
+
+    async def PurgeJobs(
+        self,
+        request: apb.PurgeJobsRequest,
+        context: grpc.aio.ServicerContext[apb.PurgeJobsRequest, apb.PurgeJobsResponse],
+    ) -> apb.PurgeJobsResponse:
+        result = await self._engine.ops.purge(
+            convert.filter_from_proto(request.filter), request.dry_run
+        )
+        return apb.PurgeJobsResponse(
+            matched=result.matched, deleted=result.deleted, kept=result.kept
+        )
+
+    async def ListGroups(
+        self,
+        request: apb.ListGroupsRequest,
+        context: grpc.aio.ServicerContext[apb.ListGroupsRequest, apb.ListGroupsResponse],
+    ) -> apb.ListGroupsResponse:
+        rows, next_token = await self._engine.groups.list(
+            request.tenant_id, list(request.statuses), request.page_size, request.page_token
+        )
+        return apb.ListGroupsResponse(
+            groups=[convert.group_to_proto(g) for g in rows], next_page_token=next_token
+        )
+
     async def GetGroup(
         self,
         request: apb.AdminServiceGetGroupRequest,

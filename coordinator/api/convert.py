@@ -22,11 +22,11 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from coordinator.api.errors import status_for
 from coordinator.engine import OutcomeResult
 from coordinator.engine.explain import WaitReason
-from coordinator.engine.validation import MAX_TRACEBACK_BYTES, check_length, keep_head, keep_tail
+from coordinator.engine.validation import check_length, keep_head, keep_tail
 from coordinator.errors import InvalidArgument
 from coordinator.model import (
     DEFAULT_MISFIRE_GRACE_US,
-    UNIQUE_WHILE_DEFAULT,
+    LIVE_STATUSES,
     AttemptRow,
     Completion,
     ConcurrencyLimit,
@@ -54,6 +54,13 @@ from coordinator.model import (
     Uniqueness,
     UniqueRule,
 )
+from workflowjobs.contract import (
+    LATEST_TIME_US,
+    LONGEST_SPAN_DAYS,
+    LONGEST_SPAN_S,
+    MAX_STRING_LENGTH,
+    MAX_TRACEBACK_BYTES,
+)
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import job_pb2 as jpb
 from workflowjobs.v1 import scheduler_service_pb2 as spb
@@ -61,12 +68,11 @@ from workflowjobs.v1 import worker_service_pb2 as wpb
 
 _CATEGORIES = set(jpb.JobCategory.values())
 _STATUSES = frozenset(int(s) for s in JobStatus)
-_MAX_TIME_US = 253402300799 * 1_000_000  # year 9999
 
 
 def ts_to_us(ts: timestamp_pb2.Timestamp, field: str) -> int:
     us = ts.seconds * 1_000_000 + ts.nanos // 1000
-    if ts.seconds < 0 or us > _MAX_TIME_US or not 0 <= ts.nanos < 1_000_000_000:
+    if ts.seconds < 0 or us > LATEST_TIME_US or not 0 <= ts.nanos < 1_000_000_000:
         raise InvalidArgument(f"{field} is not a valid timestamp")
     return us
 
@@ -82,8 +88,8 @@ def duration_ms(d: duration_pb2.Duration, field: str) -> int:
         raise InvalidArgument(f"{field} must not be negative")
     if d.nanos >= 1_000_000_000:
         raise InvalidArgument(f"{field} is not a valid duration (nanos must be below 10^9)")
-    if d.seconds > 366 * 86400:
-        raise InvalidArgument(f"{field} is longer than a year")
+    if d.seconds > LONGEST_SPAN_S:
+        raise InvalidArgument(f"{field} is longer than {LONGEST_SPAN_DAYS} days")
     return d.seconds * 1000 + d.nanos // 1_000_000
 
 
@@ -190,7 +196,7 @@ def uniqueness_from_spec(spec: jpb.JobSpec) -> Uniqueness | None:
             raise InvalidArgument(
                 "uniqueness.unique_while.statuses: every status must be a known JobStatus"
             )
-        return Uniqueness(u.key, UniqueRule.WHILE, statuses or UNIQUE_WHILE_DEFAULT)
+        return Uniqueness(u.key, UniqueRule.WHILE, statuses or LIVE_STATUSES)
     if which == "period":
         period = duration_ms(u.period, "uniqueness.period") * 1000
         return Uniqueness(u.key, UniqueRule.PERIOD, period_us=period)
@@ -382,7 +388,7 @@ def add_leased_job(batch: wpb.JobBatch, row: JobRow, token: str) -> None:
 
 
 def failure_from_proto(
-    job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure, limit: int = 512
+    job_id: str, token: str, f: wpb.FailJobRequest | wpb.Failure, limit: int = MAX_STRING_LENGTH
 ) -> Failure:
     retry_at = ts_to_us(f.retry_time, "retry_time") if f.HasField("retry_time") else None
     check_length(token, "lease_token", limit)
@@ -398,7 +404,9 @@ def failure_from_proto(
     )
 
 
-def outcome_from_proto(o: wpb.JobOutcome, limit: int = 512) -> Completion | Failure | Release:
+def outcome_from_proto(
+    o: wpb.JobOutcome, limit: int = MAX_STRING_LENGTH
+) -> Completion | Failure | Release:
     """The outcome a worker reported; its ids and names hold at most ``limit``
     characters, its free text is cut (``keep_head``), never refused."""
     check_length(o.job_id, "job_id", limit)
@@ -435,7 +443,7 @@ def _outcome_kind_from_proto(o: wpb.JobOutcome, limit: int) -> Completion | Fail
 
 
 def outcomes_from_proto(
-    outcomes: Sequence[wpb.JobOutcome], limit: int = 512
+    outcomes: Sequence[wpb.JobOutcome], limit: int = MAX_STRING_LENGTH
 ) -> list[Completion | Failure | Release | OutcomeResult]:
     """Each outcome, or the refusal of one that is malformed (its neighbours go on)."""
     converted: list[Completion | Failure | Release | OutcomeResult] = []
@@ -737,4 +745,11 @@ def add_event(events: Any, e: JobEvent) -> None:
         out.group_id = e.group_id
 
 
-_DUE_KINDS = frozenset((JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED))
+_DUE_KINDS = frozenset(
+    (
+        JobEventKind.ENQUEUED,
+        JobEventKind.RETRY_SCHEDULED,
+        JobEventKind.RELEASED,
+        JobEventKind.RESCHEDULED,
+    )
+)

@@ -44,6 +44,7 @@ from coordinator.api.handlers import (
 )
 from coordinator.engine.validation import MAX_TEXT_LENGTH
 from coordinator.errors import InvalidArgument
+from workflowjobs.contract import MAX_STRING_LENGTH
 
 Deserializer = Callable[[bytes], Any]
 
@@ -199,7 +200,7 @@ async def _decode_or_abort(
 class RequestDecodingInterceptor(ServerInterceptor):
     """Decodes every request message itself, answering INVALID_ARGUMENT for bad bytes."""
 
-    def __init__(self, max_string_length: int = 512) -> None:
+    def __init__(self, max_string_length: int = MAX_STRING_LENGTH) -> None:
         self.max_string_length = max_string_length
 
     async def intercept_service(

@@ -33,6 +33,7 @@ from coordinator.api.scheduler import JobSchedulerServicer
 from coordinator.api.tls import TlsConfig
 from coordinator.api.worker import WorkerServicer
 from coordinator.engine import Engine
+from workflowjobs.contract import MAX_MESSAGE_BYTES
 from workflowjobs.externalscaler import externalscaler_pb2_grpc as kpb_grpc
 from workflowjobs.v1 import admin_service_pb2, scheduler_service_pb2, worker_service_pb2
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
@@ -46,8 +47,6 @@ SERVICE_NAMES = (
     worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
     admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
 )
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class CoordinatorServer:

@@ -32,6 +32,7 @@ from coordinator.errors import (
 )
 from coordinator.model import Completion, Failure, Release
 from coordinator.telemetry import stages
+from workflowjobs.contract import MAX_MESSAGE_BYTES
 from workflowjobs.v1 import worker_service_pb2 as wpb
 from workflowjobs.v1 import worker_service_pb2_grpc as wpb_grpc
 
@@ -53,7 +54,7 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         heartbeat_interval_ms: int = 10_000,
         max_credits_per_stream: int = 10_000,
         book: TokenBook | None = None,
-        max_send_message_bytes: int = 64 * 1024 * 1024,
+        max_send_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self._engine = engine
         self._heartbeat_interval_ms = heartbeat_interval_ms

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.engine.events import EventWatchConfig
+from workflowjobs.contract import MAX_PAYLOAD_BYTES, MAX_STRING_LENGTH
 
 
 @dataclass
@@ -26,11 +27,11 @@ class EngineConfig:
     # Lease length when a job sets no heartbeat timeout.
     default_lease_ms: int = 30_000
     # Largest payload accepted at enqueue.
-    max_payload_bytes: int = 1024 * 1024
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
     # Largest EnqueueBatch / ReportOutcomes / Heartbeat.
     max_batch_size: int = 5_000
     # Longest accepted identifier or job type.
-    max_string_length: int = 512
+    max_string_length: int = MAX_STRING_LENGTH
     # Most jobs leased by one acquisition statement.
     acquire_batch_max: int = 500
     # Re-check for eligible work this often while workers wait with credit.

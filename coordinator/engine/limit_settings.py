@@ -35,9 +35,10 @@ from coordinator.model import (
     RetryPolicy,
 )
 from coordinator.store import Store
+from workflowjobs.contract import LONGEST_SPAN_DAYS, LONGEST_SPAN_MS
 
 # Longest rate limit period accepted.
-MAX_RATE_PERIOD_MS = 366 * 86_400_000
+MAX_RATE_PERIOD_MS = LONGEST_SPAN_MS
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class LimitSettings:
         if limit.period_ms <= 0:
             raise InvalidArgument("limit.period must be at least one millisecond")
         if limit.period_ms > MAX_RATE_PERIOD_MS:
-            raise InvalidArgument("limit.period must be at most 366 days")
+            raise InvalidArgument(f"limit.period must be at most {LONGEST_SPAN_DAYS} days")
         if limit.burst < 0:
             raise InvalidArgument("limit.burst must be >= 1 (0 means starts)")
         limit = RateLimit(

@@ -43,6 +43,7 @@ from coordinator.model import (
 from coordinator.store import Store
 from coordinator.store.rows import RateLimitRow
 from coordinator.store.scope_settings import BucketRows
+from workflowjobs.contract import LONGEST_SPAN_DAYS, LONGEST_SPAN_US
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +65,17 @@ class OutcomeResult:
     note: str = ""
 
 
-# The longest push-back a rate limit is held for (366 days): a handler that
-# takes a downstream's Retry-After at its word may report more; its outcome is
-# recorded all the same and the push-back held this long.
-MAX_PUSH_BACK_US = 366 * 86_400 * 1_000_000
+# The longest push-back a rate limit is held for (the contract's longest span):
+# a handler that takes a downstream's Retry-After at its word may report more;
+# its outcome is recorded all the same and the push-back held this long.
+MAX_PUSH_BACK_US = LONGEST_SPAN_US
 
 
 def _held_at_ceiling(asked_us: int | None) -> str:
     return (
         f"push_back.retry_after of {(asked_us or 0) / 86_400e6:,.0f} days is longer than a "
-        "rate limit is held (366 days); the outcome is recorded, and the rate limits "
-        "covering the job are held 366 days"
+        f"rate limit is held ({LONGEST_SPAN_DAYS} days); the outcome is recorded, and the "
+        f"rate limits covering the job are held {LONGEST_SPAN_DAYS} days"
     )
 
 

@@ -27,10 +27,11 @@ from coordinator.model import (
     RetryPolicy,
     at_attempt_ceiling,
 )
+from workflowjobs.contract import LONGEST_BACKOFF_MS
 
-# Longest backoff ever computed (one year), whatever a policy's max_backoff says,
-# so a due time is always ``now`` plus a bounded delay.
-BACKOFF_CEILING_MS = 365 * 86_400 * 1000
+# Longest backoff ever computed, whatever a policy's max_backoff says, so a due
+# time is always ``now`` plus a bounded delay.
+BACKOFF_CEILING_MS = LONGEST_BACKOFF_MS
 _MAX_EXPONENT = 2**31
 
 

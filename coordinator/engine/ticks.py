@@ -32,8 +32,9 @@ from coordinator.model import (
     Uniqueness,
     UniqueRule,
 )
+from workflowjobs.contract import LONGEST_SPAN_DAYS, LONGEST_SPAN_US
 
-_MAX_GRACE_US = 366 * 86_400 * 1_000_000
+_MAX_GRACE_US = LONGEST_SPAN_US
 
 
 def tick_key(tick: ScheduleTick, max_length: int) -> str:
@@ -70,7 +71,7 @@ def check_tick(tick: ScheduleTick, job: NewJob, max_length: int) -> None:
     if tick.nominal_at <= 0:
         raise InvalidArgument("schedule_tick.nominal_time is required: the time the tick was due")
     if not 0 <= tick.grace_us <= _MAX_GRACE_US:
-        raise InvalidArgument("schedule_tick.misfire_grace must be 0 to 366 days")
+        raise InvalidArgument(f"schedule_tick.misfire_grace must be 0 to {LONGEST_SPAN_DAYS} days")
     if tick.policy not in MisfirePolicy.__members__.values():
         raise InvalidArgument(f"schedule_tick.misfire_policy {tick.policy} is not known")
     if job.idempotency_key:

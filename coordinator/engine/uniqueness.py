@@ -7,11 +7,9 @@ due time a debounced job starts with.
 
 from __future__ import annotations
 
-from coordinator.engine.validation import MAX_TIMEOUT_MS
 from coordinator.errors import InvalidArgument
 from coordinator.model import JobStatus, NewJob, Uniqueness, UniqueRule
-
-_MAX_SPAN_US = MAX_TIMEOUT_MS * 1000
+from workflowjobs.contract import LONGEST_SPAN_DAYS, LONGEST_SPAN_US
 
 
 def check_uniqueness(rule: Uniqueness, job: NewJob, max_length: int) -> None:
@@ -57,9 +55,11 @@ def check_uniqueness(rule: Uniqueness, job: NewJob, max_length: int) -> None:
 
 
 def _check_span(us: int, field: str, *, allow_zero: bool) -> None:
-    if us < 0 or us > _MAX_SPAN_US or (us == 0 and not allow_zero):
+    if us < 0 or us > LONGEST_SPAN_US or (us == 0 and not allow_zero):
         low = "0" if allow_zero else "more than 0"
-        raise InvalidArgument(f"{field} must be {low} and at most 366 days, got {us // 1000} ms")
+        raise InvalidArgument(
+            f"{field} must be {low} and at most {LONGEST_SPAN_DAYS} days, got {us // 1000} ms"
+        )
 
 
 def first_due_at(rule: Uniqueness, now: int) -> int:

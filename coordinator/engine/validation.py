@@ -15,17 +15,22 @@ from collections.abc import Sequence
 from coordinator.errors import InvalidArgument
 from coordinator.ids import is_valid_id
 from coordinator.model import MAX_ATTEMPTS, JobCategory, RetryPolicy, parse_category
+from workflowjobs.contract import (
+    LONGEST_BACKOFF_DAYS,
+    LONGEST_BACKOFF_MS,
+    LONGEST_SPAN_DAYS,
+    LONGEST_SPAN_MS,
+    MAX_TEXT_LENGTH,
+)
 
 # Largest backoff_multiplier: 100 ** n passes any max_backoff within a few attempts.
 MAX_BACKOFF_MULTIPLIER = 100.0
-# Longest initial_backoff / max_backoff (365 days, the engine's backoff ceiling).
-MAX_BACKOFF_MS = 365 * 86_400 * 1000
-# Longest execution_timeout / heartbeat_timeout (366 days).
-MAX_TIMEOUT_MS = 366 * 86_400 * 1000
+# Longest initial_backoff / max_backoff (the engine's backoff ceiling).
+MAX_BACKOFF_MS = LONGEST_BACKOFF_MS
+# Longest execution_timeout / heartbeat_timeout.
+MAX_TIMEOUT_MS = LONGEST_SPAN_MS
 # Most entries in non_retryable_error_kinds.
 MAX_NON_RETRYABLE_KINDS = 100
-# Most of a reported traceback kept with its attempt (UTF-8 bytes; the tail is kept).
-MAX_TRACEBACK_BYTES = 16 * 1024
 
 
 def check_job_type_name(name: str, field: str) -> None:
@@ -45,7 +50,6 @@ def check_job_type_name(name: str, field: str) -> None:
 
 # Most characters of free text: an operator's reason, a failure's error
 # message (kept cut to it), a release's reason.
-MAX_TEXT_LENGTH = 4096
 
 
 def check_length(value: str, field: str, limit: int) -> None:
@@ -99,7 +103,8 @@ def check_retry_policy(policy: RetryPolicy, field: str, max_string_length: int) 
         value = getattr(policy, name)
         if value is not None and (not _is_int(value) or not 0 <= value <= MAX_BACKOFF_MS):
             raise InvalidArgument(
-                f"{field}.{name.removesuffix('_ms')} must be between 0 and 365 days, got {value} ms"
+                f"{field}.{name.removesuffix('_ms')} must be between 0 and "
+                f"{LONGEST_BACKOFF_DAYS} days, got {value} ms"
             )
     multiplier = policy.backoff_multiplier
     if multiplier is not None and (
@@ -131,9 +136,11 @@ def check_retry_policy(policy: RetryPolicy, field: str, max_string_length: int) 
 
 
 def check_timeout(value: int | None, field: str) -> None:
-    """Raise ``InvalidArgument`` unless ``value`` (ms) is unset or in [0, 366 days]."""
+    """Raise ``InvalidArgument`` unless ``value`` (ms) is unset or in [0, the longest span]."""
     if value is not None and (not _is_int(value) or not 0 <= value <= MAX_TIMEOUT_MS):
-        raise InvalidArgument(f"{field} must be between 0 and 366 days, got {value} ms")
+        raise InvalidArgument(
+            f"{field} must be between 0 and {LONGEST_SPAN_DAYS} days, got {value} ms"
+        )
 
 
 def category_value(text: str) -> str:

@@ -38,6 +38,7 @@ from coordinator.errors import FailedPrecondition, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
     FINISHED_STATUSES,
+    LIVE_STATUSES,
     GroupRow,
     GroupStatus,
     JobEventKind,
@@ -48,7 +49,6 @@ from coordinator.store.events import EventEntry
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
-_LIVE = (int(JobStatus.PENDING), int(JobStatus.RUNNING))
 # Most member contexts a completion job links to (OpenTelemetry's default
 # limit of links per span).
 MAX_TRACE_LINKS = 128
@@ -267,30 +267,31 @@ class GroupQueries(JobQueries):
         if self.group_close(group_id, now) is None:
             return None
         with self.tx() as conn:
-            pending = list(
+            # One statement by group id, however many members: the members are
+            # locked in id order (PostgreSQL) and no id list is sent.
+            pending = (
+                sa.select(jobs.c.id)
+                .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
+                .order_by(jobs.c.id)
+                .with_for_update()
+            )
+            cancelled: list[str] = list(
                 conn.execute(
-                    sa.select(jobs.c.id)
-                    .where(jobs.c.group_id == group_id, jobs.c.status == int(JobStatus.PENDING))
-                    .order_by(jobs.c.id)
-                    .with_for_update()
+                    jobs.update()
+                    .where(
+                        jobs.c.id.in_(pending.scalar_subquery()),
+                        jobs.c.status == int(JobStatus.PENDING),
+                    )
+                    .values(
+                        status=int(JobStatus.CANCELLED),
+                        finished_at=now,
+                        last_error=reason,
+                        last_error_kind="Cancelled",
+                        cancel_reason=reason,
+                    )
+                    .returning(jobs.c.id)
                 ).scalars()
             )
-            cancelled: list[str] = []
-            if pending:
-                cancelled = list(
-                    conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id.in_(pending), jobs.c.status == int(JobStatus.PENDING))
-                        .values(
-                            status=int(JobStatus.CANCELLED),
-                            finished_at=now,
-                            last_error=reason,
-                            last_error_kind="Cancelled",
-                            cancel_reason=reason,
-                        )
-                        .returning(jobs.c.id)
-                    ).scalars()
-                )
             if cancelled:
                 self._record_events(
                     conn,
@@ -301,34 +302,56 @@ class GroupQueries(JobQueries):
                 self._groups_after_end(conn, {group_id}, now)
             group = self._group_read(conn, group_id)
             assert group is not None
-            return group, cancelled
+            return group, sorted(cancelled)
 
     def group_get(self, group_id: str) -> GroupRow | None:
         with self.statement() as conn:
             return self._group_read(conn, group_id)
 
+    def group_list(
+        self, tenant_id: str, statuses: Collection[int], before_id: str | None, limit: int
+    ) -> list[GroupRow]:
+        """Groups newest first (ids are in creation order), before ``before_id``,
+        of one tenant (empty: every tenant) and in ``statuses`` (empty: any),
+        each with its members counted by status (one grouped read per page)."""
+        query = sa.select(groups).order_by(groups.c.id.desc()).limit(limit)
+        if tenant_id:
+            query = query.where(groups.c.tenant_id == tenant_id)
+        if statuses:
+            query = query.where(groups.c.status.in_([int(s) for s in statuses]))
+        if before_id:
+            query = query.where(groups.c.id < before_id)
+        with self.statement() as conn:
+            rows = list(conn.execute(query))
+            return self._groups_counted(conn, rows)
+
     def _group_read(self, conn: sa.Connection, group_id: str) -> GroupRow | None:
         row = conn.execute(sa.select(groups).where(groups.c.id == group_id)).first()
-        if row is None:
-            return None
-        counts = {
-            int(status): int(n)
-            for status, n in conn.execute(
-                sa.select(jobs.c.status, sa.func.count())
-                .where(jobs.c.group_id == group_id)
-                .group_by(jobs.c.status)
+        return self._groups_counted(conn, [row])[0] if row is not None else None
+
+    def _groups_counted(self, conn: sa.Connection, rows: Sequence[Any]) -> list[GroupRow]:
+        """The group rows as ``GroupRow``, their members counted by status."""
+        counts: dict[str, dict[int, int]] = {r.id: {} for r in rows}
+        if rows:
+            for group_id, status, n in conn.execute(
+                sa.select(jobs.c.group_id, jobs.c.status, sa.func.count())
+                .where(jobs.c.group_id.in_(list(counts)))
+                .group_by(jobs.c.group_id, jobs.c.status)
+            ):
+                counts[group_id][int(status)] = int(n)
+        return [
+            GroupRow(
+                row.id,
+                row.tenant_id,
+                GroupStatus(row.status),
+                row.completion_job_id,
+                row.created_at,
+                row.closed_at,
+                row.completed_at,
+                counts[row.id],
             )
-        }
-        return GroupRow(
-            row.id,
-            row.tenant_id,
-            GroupStatus(row.status),
-            row.completion_job_id,
-            row.created_at,
-            row.closed_at,
-            row.completed_at,
-            counts,
-        )
+            for row in rows
+        ]
 
     def _groups_after_end(
         self,
@@ -348,7 +371,9 @@ class GroupQueries(JobQueries):
                 continue
             live = conn.execute(
                 sa.select(jobs.c.id)
-                .where(jobs.c.group_id == group_id, jobs.c.status.in_(_LIVE))
+                .where(
+                    jobs.c.group_id == group_id, jobs.c.status.in_([int(s) for s in LIVE_STATUSES])
+                )
                 .limit(1)
             ).first()
             if live is not None:

@@ -30,12 +30,14 @@ from coordinator.model import (
     BulkCount,
     Claim,
     DirectLeases,
+    GroupStatus,
     JobEventKind,
     JobFilter,
     JobRecord,
     JobRow,
     JobStatus,
     NewJob,
+    PurgeCount,
     RetryGrant,
     RetryGrantRule,
     StateChange,
@@ -55,6 +57,7 @@ from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
     first_attempt_completed,
+    groups,
     job_attempts,
     jobs,
     lanes,
@@ -209,6 +212,22 @@ class _RolledBack(Exception):
 # Rows changed per transaction by bulk actions, so one call never holds locks
 # on a whole tenant's backlog at once.
 BULK_CHUNK = 1000
+
+# Finished jobs a purge by filter keeps: a FAULTED job that holds its ordering
+# key (store/ordering.py: the key's next job waits until it is cancelled or
+# completes), and a member of a group that has not completed (deleting it
+# would change the count its completion job is given).
+_PURGE_KEEPS = sa.or_(
+    sa.and_(
+        jobs.c.status == int(JobStatus.FAULTED),
+        jobs.c.ordering_key.isnot(None),
+        sa.not_(jobs.c.ordering_skip_failed),
+    ),
+    # EXISTS, never NULL (a job without a group is not kept for it).
+    sa.exists().where(
+        groups.c.id == jobs.c.group_id, groups.c.status != int(GroupStatus.COMPLETED)
+    ),
+)
 
 
 def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
@@ -768,22 +787,26 @@ class JobQueries(EventQueries):
             return StateChange(self._read_job(conn, job_id), True)
 
     def job_cancel(self, job_id: str, reason: str, now: int) -> StateChange:
-        """PENDING → CANCELLED at once; RUNNING → cancel requested.
+        """PENDING → CANCELLED at once; RUNNING → cancel requested; FAULTED →
+        CANCELLED (set aside without running again).
 
         A running job's worker learns of the request from its next heartbeat
         answer; the attempt then ends CANCELLED however it stops (failure,
         release or lease expiry). Requesting again is a no-op that applies.
+        A FAULTED job that held its ordering key lets the key's next job run.
         """
         note = f"cancelled: {reason}" if reason else "cancelled"
         with self.tx() as conn:
-            # A PENDING job's key is locked before its row; a transaction
-            # holding a key never waits for a RUNNING job's row (see
-            # store/ordering.py), so a RUNNING job is handled without it.
+            # A PENDING (or FAULTED) job's key is locked before its row; a
+            # transaction holding a key never waits for a RUNNING job's row
+            # (see store/ordering.py), so a RUNNING job is handled without it.
             found = conn.execute(
                 sa.select(
                     jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id
                 ).where(jobs.c.id == job_id)
             ).first()
+            if found is not None and found.status == JobStatus.FAULTED:
+                return self._set_aside_faulted(conn, job_id, found, reason, note, now)
             keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
             lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
@@ -810,6 +833,33 @@ class JobQueries(EventQueries):
         # It was leased since it was read: request the cancel without the key's lock.
         with self.tx() as conn:
             return self._request_cancel(conn, job_id, reason)
+
+    def _set_aside_faulted(
+        self, conn: sa.Connection, job_id: str, found: Any, reason: str, note: str, now: int
+    ) -> StateChange:
+        """A FAULTED job → CANCELLED without an attempt: it never runs again
+        (unless retried). Its ordering key, which it held under the blocking
+        policy, releases its next job; its group counted it as ended already."""
+        keys = _keys_of([found])
+        lock_keys(conn, self.is_postgres, keys)
+        changed = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.FAULTED))
+            .values(
+                status=int(JobStatus.CANCELLED),
+                finished_at=now,
+                last_error=note,
+                # The fault's error stays in its attempt's history.
+                last_error_kind=None,
+                cancel_reason=reason or None,
+            )
+        ).rowcount
+        if changed:
+            self._record_events(
+                conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
+            )
+            self._release(conn, keys)
+        return StateChange(self._read_job(conn, job_id), bool(changed))
 
     def _request_cancel(self, conn: sa.Connection, job_id: str, reason: str) -> StateChange:
         running = conn.execute(
@@ -888,11 +938,37 @@ class JobQueries(EventQueries):
                 self._release(conn, keys)
             return StateChange(self._read_job(conn, job_id), True)
 
+    def job_run_now(self, job_id: str, now: int) -> StateChange:
+        """A PENDING job not due yet → due ``now`` (guarded), event RESCHEDULED.
+
+        A PENDING job already due is answered unchanged (applied, no event);
+        a job in another status is not changed. Its ordering hold, priority
+        and uniqueness key are left as they are.
+        """
+        with self.tx() as conn:
+            moved = conn.execute(
+                jobs.update()
+                .where(
+                    jobs.c.id == job_id,
+                    jobs.c.status == int(JobStatus.PENDING),
+                    jobs.c.due_at > now,
+                )
+                .values(due_at=now)
+            ).rowcount
+            if moved:
+                self._record_events(
+                    conn, [EventEntry(job_id, JobEventKind.RESCHEDULED)], now, bump=True
+                )
+                self._notify_wake(conn, now)
+            row = self._read_job(conn, job_id)
+            return StateChange(row, row is not None and row.status == JobStatus.PENDING)
+
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
         """A new PENDING job with the original's payload, context and policy.
 
-        It gets a fresh id, no idempotency key (the original holds it) and
-        ``replay_of`` naming the original. None when the original is unknown.
+        It gets a fresh id, no idempotency key (the original holds it), no
+        group (it is no member of the original's) and ``replay_of`` naming the
+        original. None when the original is unknown.
         """
         copied = [
             c.name
@@ -921,6 +997,9 @@ class JobQueries(EventQueries):
                 "ordering_held",
                 # A new job of the key: numbered as it is stored (the column's default).
                 "ordering_seq",
+                # Outside the original's group: a group's members are the jobs
+                # that joined it (while it was open), and its count holds.
+                "group_id",
             }
         ]
         source = sa.select(
@@ -1218,6 +1297,66 @@ class JobQueries(EventQueries):
             lock_keys(conn, self.is_postgres, holding)
             self._release(conn, holding)
             return len(gone)
+
+    def job_purge_matching(
+        self, flt: JobFilter, statuses: Sequence[int], dry_run: bool
+    ) -> PurgeCount:
+        """Delete the finished jobs matching ``flt`` in ``statuses`` (some of
+        COMPLETED, FAULTED, CANCELLED), with their attempts and uniqueness keys.
+
+        Kept (counted in ``kept``): FAULTED jobs holding their ordering key
+        (blocking policy: the key's next job waits for them) and members of
+        groups that have not completed (their completion job would count them).
+        Works through the matches in id order, ``BULK_CHUNK`` rows per
+        transaction; the DELETE checks the status and the rules again, so a job
+        retried since the read is kept. Writes no event: the jobs' earlier
+        events stay in the log until event retention.
+        """
+        wanted = [int(s) for s in statuses if s in FINISHED_STATUSES]
+        matching = [*_filter_clauses(flt), jobs.c.status.in_(wanted)]
+        purgeable = sa.not_(_PURGE_KEEPS)
+        with self.statement() as conn:
+            kept = int(
+                conn.execute(
+                    sa.select(sa.func.count()).select_from(jobs).where(*matching, _PURGE_KEEPS)
+                ).scalar()
+                or 0
+            )
+            if dry_run:
+                matched = conn.execute(
+                    sa.select(sa.func.count()).select_from(jobs).where(*matching, purgeable)
+                ).scalar()
+                return PurgeCount(int(matched or 0), 0, kept)
+        matched = deleted = 0
+        after = ""
+        while True:
+            with self.tx() as conn:
+                ids = list(
+                    conn.execute(
+                        sa.select(jobs.c.id)
+                        .where(*matching, purgeable, jobs.c.id > after)
+                        .order_by(jobs.c.id)
+                        .limit(BULK_CHUNK)
+                    ).scalars()
+                )
+                if not ids:
+                    break
+                after = ids[-1]
+                matched += len(ids)
+                gone = list(
+                    conn.execute(
+                        jobs.delete()
+                        .where(jobs.c.id.in_(ids), jobs.c.status.in_(wanted), purgeable)
+                        .returning(jobs.c.id)
+                    ).scalars()
+                )
+                if gone:
+                    conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(gone)))
+                    self._unique_keys_forget(conn, gone)
+                deleted += len(gone)
+            if len(ids) < BULK_CHUNK:
+                break
+        return PurgeCount(matched, deleted, kept)
 
     def _unique_keys_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
         """Delete the uniqueness keys naming purged jobs (store/uniqueness.py).

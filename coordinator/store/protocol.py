@@ -47,6 +47,7 @@ from coordinator.model import (
     NewJob,
     PauseRecord,
     PauseScope,
+    PurgeCount,
     RetryGrantRule,
     RunningDeadline,
     ScalingFigures,
@@ -168,6 +169,10 @@ class Store(Protocol):
         self, group_id: str, reason: str, now: int
     ) -> tuple[GroupRow, list[str]] | None: ...
     def group_get(self, group_id: str) -> GroupRow | None: ...
+    # Groups newest first before ``before_id``, of a tenant and in statuses (empty: any).
+    def group_list(
+        self, tenant_id: str, statuses: Collection[int], before_id: str | None, limit: int
+    ) -> list[GroupRow]: ...
     # Called whenever a group's completion job is stored (SQLite: the engine wakes).
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
     # Autoscaling figures per job type: ready, scheduled, paused, running (store/scaling.py).
@@ -201,6 +206,8 @@ class Store(Protocol):
     # RUNNING -> PENDING (or CANCELLED if requested), the attempt recorded UNLOCKED.
     def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange: ...
     # A new PENDING copy of a job (fresh id, ``replay_of`` set), or None.
+    # A PENDING job not due yet -> due now (guarded); one already due is unchanged.
+    def job_run_now(self, job_id: str, now: int) -> StateChange: ...
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None: ...
     # How many jobs match ``flt`` with one of ``statuses``.
     def job_count_matching(self, flt: JobFilter, statuses: Sequence[int]) -> int: ...
@@ -220,6 +227,10 @@ class Store(Protocol):
     ) -> BulkCount: ...
     # Delete up to ``limit`` finished jobs older than their status's cutoff.
     def job_purge_finished(self, cutoffs: Mapping[int, int], limit: int) -> int: ...
+    # Delete finished matches in ``statuses`` chunk by chunk (or count them: dry run).
+    def job_purge_matching(
+        self, flt: JobFilter, statuses: Sequence[int], dry_run: bool
+    ) -> PurgeCount: ...
 
     # -- leases: acquisition, outcomes, heartbeats, expiry (leases.py) -------------------
 

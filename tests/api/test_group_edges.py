@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from wfj_testing import Coordinator
 from worker_sdk import (
@@ -88,3 +90,53 @@ def test_a_member_whose_key_names_a_job_outside_the_group_is_refused(target: str
         )
         assert client.get_group(open_group.id).total == 1
         assert client.get_group(group.id).total == 2
+
+
+MANY = 100_000
+BATCH = 5_000
+
+
+def test_cancelling_a_group_of_100k_pending_members_cancels_every_one(target: str) -> None:
+    """More members than a statement may carry parameters (65,535 on PostgreSQL)."""
+    with SchedulerClient(target, timeout=300) as client, AdminClient(target, timeout=300) as admin:
+        group, _ = client.create_group(
+            JobRequest("fan-in"), [JobRequest("later") for _ in range(BATCH)]
+        )
+        for _ in range(MANY // BATCH - 1):
+            client.enqueue_batch([JobRequest("later", group_id=group.id) for _ in range(BATCH)])
+        assert client.get_group(group.id).pending == MANY
+        cancelled, ids = admin.cancel_group(group.id, reason="too many")
+        assert len(ids) == len(set(ids)) == MANY
+        assert (cancelled.status, cancelled.cancelled, cancelled.pending) == (
+            "COMPLETED",
+            MANY,
+            0,
+        )
+        [done] = _completions(admin)
+        assert cancelled.completion_job_id == done
+        assert _health(target) == health_pb2.HealthCheckResponse.SERVING
+
+
+def _health(target: str) -> int:
+    with grpc.insecure_channel(target) as channel:
+        request = health_pb2.HealthCheckRequest()
+        return health_pb2_grpc.HealthStub(channel).Check(request, timeout=30).status
+
+
+def test_a_replay_of_a_member_joins_no_group(target: str) -> None:
+    with SchedulerClient(target) as client, AdminClient(target) as admin:
+        group, [member] = client.create_group(
+            JobRequest("fan-in"), [JobRequest("later")], close=True
+        )
+        admin.cancel_job(member.job_id, reason="enough")
+        completed = client.get_group(group.id)
+        assert (completed.status, completed.total) == ("COMPLETED", 1)
+        replay = admin.replay_job(member.job_id)
+        assert replay.group_id == "" and replay.status.name == "PENDING"
+        after = client.get_group(group.id)
+        assert (after.status, after.total, after.cancelled) == ("COMPLETED", 1, 1)
+        assert admin.list_jobs(JobFilter(group_id=group.id), include_total=True).total_count == 1
+        # A member of a group still open is replayed outside it as well.
+        open_group, [waiting] = client.create_group(JobRequest("fan-in"), [JobRequest("later")])
+        assert admin.replay_job(waiting.job_id).group_id == ""
+        assert client.get_group(open_group.id).total == 1

@@ -9,7 +9,7 @@ grpcurl prints them) with ``--json``. The coordinator's address comes from
 ``--target``, else ``WFJOBS_TARGET``, else a profile, else 127.0.0.1:50051;
 TLS, client certificates and tokens likewise (see
 :mod:`worker_sdk._connection`, shared with the SDK). The exit codes are
-stable (see :data:`~worker_sdk.cli.commands.EXIT_CODES_HELP`, also printed by
+stable (see :data:`~worker_sdk.cli.exit_codes.EXIT_CODES_HELP`, also printed by
 ``wfjobs --help``).
 
 The CLI needs only the worker install (``pip install workflow-jobs``): it
@@ -28,16 +28,11 @@ import grpc
 from worker_sdk import WorkflowJobsError
 
 from .._connection import ConfigError, ConnectionSettings, resolve_connection
-from .commands import (
-    EXIT_BY_CODE,
-    EXIT_ERROR,
-    EXIT_USAGE,
-    TARGET_ENV,
-    Commands,
-    UsageError,
-    build_parser,
-)
+from .arguments import TARGET_ENV
+from .commands import Commands, UsageError
+from .exit_codes import EXIT_BY_CODE, EXIT_ERROR, EXIT_USAGE
 from .output import Output
+from .parsers import build_parser
 
 __all__ = ["build_parser", "console", "main"]
 

@@ -1,7 +1,8 @@
-"""The commands of ``wfjobs`` and its argument parser.
+"""The commands of ``wfjobs``.
 
 One :class:`Commands` method per command, each returning an exit code; the
-parser maps command lines onto them. Printing is :mod:`worker_sdk.cli.output`,
+parser (:mod:`worker_sdk.cli.parsers`, one module per command group) maps
+command lines onto them by name. Printing is :mod:`worker_sdk.cli.output`,
 running one command line is :func:`worker_sdk.cli.main`.
 """
 
@@ -10,8 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,6 @@ from worker_sdk import (
     GroupView,
     JobEvent,
     JobEventFilter,
-    JobEventKind,
     JobFilter,
     JobRequest,
     JobStatus,
@@ -39,10 +37,17 @@ from worker_sdk import (
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
 
-from .._admin import LIMIT_SCOPE_KINDS, PAUSE_SCOPE_KINDS
-from .._connection import DEFAULT_TARGET, ConnectionSettings
-from .._version import __version__
-from .completion import SHELLS, completion_script
+from .._connection import ConnectionSettings
+from .arguments import STATUSES
+from .completion import completion_script
+from .exit_codes import (
+    EXIT_BY_CODE,
+    EXIT_ERROR,
+    EXIT_JOB_FAILED,
+    EXIT_NOT_CONFIRMED,
+    EXIT_OK,
+    EXIT_WAIT_ENDED,
+)
 from .output import (
     Output,
     cell,
@@ -57,63 +62,7 @@ from .output import (
     scope_text,
     time_text,
 )
-
-EXIT_CODES_HELP = """\
-Exit codes (stable, for scripts):
-    0  success
-    1  unexpected error
-    2  bad usage, or the coordinator rejected the input (INVALID_ARGUMENT)
-    3  not found (job, pause, worker)
-    4  wrong state (FAILED_PRECONDITION, ALREADY_EXISTS), e.g. retrying a running job
-    5  coordinator unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED)
-    6  the coordinator does not implement the call (UNIMPLEMENTED)
-    7  not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
-    8  enqueue --wait: the job faulted or was cancelled
-    9  a bulk action across every tenant was not confirmed (see --yes)
-   10  enqueue --wait: the wait ended first; the job is still pending or running
-  141  the reader of the output went away (e.g. `| head`); nothing is printed
-"""
-
-TARGET_ENV = "WFJOBS_TARGET"
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_NOT_FOUND = 3
-EXIT_WRONG_STATE = 4
-EXIT_UNAVAILABLE = 5
-EXIT_UNIMPLEMENTED = 6
-EXIT_DENIED = 7
-EXIT_JOB_FAILED = 8
-EXIT_NOT_CONFIRMED = 9
-EXIT_WAIT_ENDED = 10
-
-EXIT_BY_CODE = {
-    grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
-    grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
-    grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
-    grpc.StatusCode.FAILED_PRECONDITION: EXIT_WRONG_STATE,
-    grpc.StatusCode.ALREADY_EXISTS: EXIT_WRONG_STATE,
-    grpc.StatusCode.UNAVAILABLE: EXIT_UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT_UNAVAILABLE,
-    grpc.StatusCode.UNIMPLEMENTED: EXIT_UNIMPLEMENTED,
-    grpc.StatusCode.UNAUTHENTICATED: EXIT_DENIED,
-    grpc.StatusCode.PERMISSION_DENIED: EXIT_DENIED,
-}
-
-_STATUSES = ("pending", "running", "completed", "faulted", "cancelled")
-# As the contract declares them, written as the CLI writes names (job-type).
-_PAUSE_KINDS = tuple(k.replace("_", "-") for k in PAUSE_SCOPE_KINDS)
-_LIMIT_KINDS = tuple(k.replace("_", "-") for k in LIMIT_SCOPE_KINDS)
-# Category names a weight takes; "unspecified" names jobs enqueued without one.
-_CATEGORIES = (
-    "unspecified",
-    "continuation",
-    "activity_work",
-    "integration",
-    "maintenance",
-    "custom",
-)
+from .parsers import build_parser
 
 
 class UsageError(Exception):
@@ -121,35 +70,6 @@ class UsageError(Exception):
 
 
 # -- argument helpers ----------------------------------------------------------------------
-
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``90``, ``90s``, ``5m``, ``2h``, ``1d``, ``250ms`` as a timedelta."""
-    match = _DURATION_RE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30s, 5m, 2h, 1d)")
-    try:
-        return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-    except OverflowError:
-        raise argparse.ArgumentTypeError(f"{text!r} is too long a duration") from None
-
-
-_INT32 = (-(2**31), 2**31 - 1)
-
-
-def int32(text: str) -> int:
-    """An integer argument the protocol carries as a 32-bit integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    low, high = _INT32
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"{text} is out of range ({low}..{high})")
-    return value
 
 
 def _attempt_text(job: JobView) -> str:
@@ -166,43 +86,10 @@ def _statuses(values: Sequence[str] | None) -> list[str]:
             name = part.strip().lower().removeprefix("job_status_")
             if not name:
                 continue
-            if name not in _STATUSES:
-                raise UsageError(
-                    f"unknown status {part!r}; expected one of: {', '.join(_STATUSES)}"
-                )
+            if name not in STATUSES:
+                raise UsageError(f"unknown status {part!r}; expected one of: {', '.join(STATUSES)}")
             out.append(name)
     return out
-
-
-def _add_filter_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("filter")
-    g.add_argument(
-        "--status",
-        action="append",
-        metavar="STATUS",
-        help=f"one of {', '.join(_STATUSES)} (or JOB_STATUS_PENDING, ...; repeat or "
-        "comma-separate)",
-    )
-    g.add_argument("--tenant", default="", help="tenant id")
-    g.add_argument(
-        "--type",
-        dest="job_type",
-        action="append",
-        metavar="TYPE",
-        help="job type (repeat or comma-separate for any of several)",
-    )
-    g.add_argument("--definition", default="", help="workflow definition id")
-    g.add_argument("--instance", default="", help="workflow instance id")
-    g.add_argument("--correlation", default="", help="correlation id")
-    g.add_argument(
-        "--parent", default="", help="only the child jobs of this job (its handler enqueued them)"
-    )
-    g.add_argument("--group", default="", help="only the members of this job group")
-    g.add_argument(
-        "--category",
-        default=None,
-        help="continuation, activity_work, integration, maintenance or custom",
-    )
 
 
 def _filter(args: argparse.Namespace) -> JobFilter:
@@ -221,18 +108,6 @@ def _filter(args: argparse.Namespace) -> JobFilter:
 
 def _job_types(values: Sequence[str] | None) -> list[str]:
     return [t for value in values or () for t in (p.strip() for p in value.split(",")) if t]
-
-
-_EVENT_KINDS = [k.value.lower() for k in JobEventKind if k != JobEventKind.UNSPECIFIED]
-
-
-def _event_kind(text: str) -> JobEventKind:
-    name = text.strip().upper().removeprefix("JOB_EVENT_KIND_")
-    if name.lower() not in _EVENT_KINDS:
-        raise argparse.ArgumentTypeError(
-            f"--kind {text!r} is not an event kind; use one of: {', '.join(_EVENT_KINDS)}"
-        )
-    return JobEventKind(name)
 
 
 def _has_filter(args: argparse.Namespace) -> bool:
@@ -1156,17 +1031,6 @@ def _json_payload(text: str | None) -> Any:
         raise UsageError(f"payload is not JSON: {e}") from None
 
 
-def _utc_time(text: str) -> datetime:
-    """An ISO 8601 time; one without an offset is UTC."""
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 time (e.g. 2026-12-01T06:00:00Z)"
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
 def _uniqueness(a: argparse.Namespace) -> Uniqueness | None:
     """The uniqueness rule of ``wfjobs enqueue``'s options (None: none asked for)."""
     if a.unique_key is None:
@@ -1188,464 +1052,3 @@ def _uniqueness(a: argparse.Namespace) -> Uniqueness | None:
             "faulted, cancelled)"
         ) from None
     return Uniqueness.unique_while(a.unique_key, *statuses)
-
-
-# -- the parser ------------------------------------------------------------------------------
-
-
-def _common() -> argparse.ArgumentParser:
-    """Options accepted before or after the command (SUPPRESS keeps the first value given)."""
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument(
-        "--target",
-        default=argparse.SUPPRESS,
-        help=f"coordinator host:port (env {TARGET_ENV}; default {DEFAULT_TARGET})",
-    )
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="seconds to wait for each call (env WFJOBS_TIMEOUT; default 30)",
-    )
-    g = p.add_argument_group("connection (see also --profile)")
-    g.add_argument(
-        "--tls",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="connect with TLS, trusting the system CAs (env WFJOBS_TLS=1)",
-    )
-    g.add_argument(
-        "--ca",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="CA bundle (PEM) to trust; implies --tls (env WFJOBS_CA)",
-    )
-    g.add_argument(
-        "--cert",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="client certificate (PEM) for mTLS, with --key (env WFJOBS_CERT)",
-    )
-    g.add_argument(
-        "--key",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="private key (PEM) of --cert (env WFJOBS_KEY)",
-    )
-    g.add_argument(
-        "--token",
-        default=argparse.SUPPRESS,
-        help="bearer token (env WFJOBS_TOKEN, or a file named by WFJOBS_TOKEN_FILE)",
-    )
-    g.add_argument(
-        "--profile",
-        metavar="NAME",
-        default=argparse.SUPPRESS,
-        help="connection profile from ~/.config/wfjobs/config.toml (env WFJOBS_PROFILE; "
-        "default: the profile named 'default', if any)",
-    )
-    return p
-
-
-def _scope_arguments(p: argparse.ArgumentParser) -> None:
-    """The KIND VALUE pair naming a limited scope (concurrency and rate limits)."""
-    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
-    p.add_argument(
-        "value",
-        help="tenant id, job type, definition id, concurrency key or category name; "
-        "'*' limits each value of the kind separately",
-    )
-
-
-def _tenant_category_arguments(p: argparse.ArgumentParser) -> None:
-    """The TENANT CATEGORY pair naming a category weight."""
-    p.add_argument("tenant", help="the tenant id")
-    p.add_argument("category", choices=_CATEGORIES, help="the category: " + ", ".join(_CATEGORIES))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    common = _common()
-    parser = argparse.ArgumentParser(
-        prog="wfjobs",
-        description="Operate a workflow-jobs coordinator.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
-    )
-    parser.add_argument("--version", action="version", version=f"wfjobs {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def add(parent: Any, name: str, handler: str, help: str) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = parent.add_parser(
-            name, help=help, description=help, parents=[common]
-        )
-        p.set_defaults(handler=handler)
-        return p
-
-    jobs = sub.add_parser("jobs", help="list, inspect and act on jobs")
-    jsub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
-    p = add(jsub, "list", "jobs_list", "list jobs, newest first (--sort oldest: oldest first)")
-    _add_filter_options(p)
-    p.add_argument(
-        "--sort",
-        choices=("newest", "oldest"),
-        default="newest",
-        help="by creation time, newest first (the default) or oldest first",
-    )
-    p.add_argument("--limit", type=int32, default=50, help="jobs per page (1..1000, default 50)")
-    p.add_argument("--page-token", default="", help="continue a previous listing")
-    p.add_argument("--all", action="store_true", help="follow every page")
-    p = add(jsub, "show", "jobs_show", "show a job with its attempt history")
-    p.add_argument("job_id", help="the job's id")
-    for name, verb, text in (
-        ("retry", "jobs_retry", "make FAULTED or CANCELLED jobs PENDING again (by id or filter)"),
-        ("cancel", "jobs_cancel", "cancel PENDING jobs, signal RUNNING ones (by id or filter)"),
-    ):
-        p = add(jsub, name, verb, text)
-        p.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="jobs to act on (or a filter)")
-        _add_filter_options(p)
-        p.add_argument("--dry-run", action="store_true", help="bulk: only count the matches")
-        p.add_argument("--all-jobs", action="store_true", help=f"bulk: {name} with no filter")
-        p.add_argument(
-            "--yes",
-            action="store_true",
-            help="bulk across every tenant (no --tenant): do it without asking",
-        )
-        if name == "retry":
-            p.add_argument(
-                "--keep-attempts",
-                action="store_true",
-                help="keep the attempt count (default: a fresh attempt budget)",
-            )
-        else:
-            p.add_argument("--reason", default="", help="kept with the job")
-    p = add(jsub, "unlock", "jobs_unlock", "put a RUNNING job whose worker is gone back to PENDING")
-    p.add_argument("job_id", help="the job's id")
-    p = add(jsub, "replay", "jobs_replay", "enqueue a copy of a job (same payload and context)")
-    p.add_argument("job_id", help="the job to copy")
-    p = add(jsub, "explain", "jobs_explain", "every reason a job is not running right now")
-    p.add_argument("job_id", help="the job's id")
-
-    groups = sub.add_parser("groups", help="job groups: fan-in with a completion job")
-    gsub = groups.add_subparsers(dest="groups_command", required=True, metavar="ACTION")
-    p = add(
-        gsub,
-        "create",
-        "groups_create",
-        "create a group whose completion job is enqueued once it is closed and every member "
-        "ended; add members with `wfjobs enqueue TYPE --group ID`",
-    )
-    p.add_argument("job_type", help="the completion job's type")
-    p.add_argument(
-        "payload",
-        nargs="?",
-        default=None,
-        help="the completion job's JSON payload (default: the group's summary)",
-    )
-    p.add_argument("--tenant", default="default", help="owning tenant (default: default)")
-    p.add_argument("--close", action="store_true", help="close it at once (no members join)")
-    p = add(gsub, "show", "groups_show", "a group's state and its members by status")
-    p.add_argument("group_id", help="the group's id")
-    p = add(gsub, "close", "groups_close", "no more members: it completes once every member ended")
-    p.add_argument("group_id", help="the group's id")
-    p = add(gsub, "cancel", "groups_cancel", "close a group and cancel its pending members")
-    p.add_argument("group_id", help="the group's id")
-    p.add_argument("--reason", default="", help="kept with each cancelled member")
-
-    events = sub.add_parser("events", help="watch the job event stream")
-    esub = events.add_subparsers(dest="events_command", required=True, metavar="ACTION")
-    p = add(
-        esub,
-        "watch",
-        "events_watch",
-        "print job events as they happen (one line each, --json: one JSON object per line), "
-        "from a cursor; reconnects by itself when the coordinator restarts",
-    )
-    p.add_argument("--tenant", default="", help="only this tenant's jobs")
-    p.add_argument("--definition", default="", help="only jobs of this workflow definition")
-    p.add_argument("--instance", default="", help="only jobs of this workflow instance")
-    p.add_argument("--correlation", default="", help="only jobs with this correlation id")
-    p.add_argument("--type", dest="job_type", default="", help="only jobs of this type")
-    p.add_argument("--job", default="", help="only this job")
-    p.add_argument("--group", default="", help="only the members of this job group")
-    p.add_argument(
-        "--kind",
-        action="append",
-        type=_event_kind,
-        metavar="KIND",
-        help="only this kind of event (repeatable): " + ", ".join(_EVENT_KINDS),
-    )
-    p.add_argument(
-        "--after",
-        default="",
-        metavar="CURSOR",
-        help="continue after this cursor (the first column of a line printed before)",
-    )
-    p.add_argument(
-        "--from-oldest",
-        action="store_true",
-        help="without --after: start at the oldest event kept (default: events from now on)",
-    )
-    p.add_argument("--count", type=int, default=0, help="stop after this many events")
-
-    for name, text in (
-        ("pause", "pause a tenant, definition, instance, job type or job category"),
-        ("unpause", "lift the pauses of a tenant, definition, instance, job type or category"),
-    ):
-        p = add(sub, name, name, text)
-        p.add_argument(
-            "kind", choices=_PAUSE_KINDS, help="what to pause: " + ", ".join(_PAUSE_KINDS)
-        )
-        p.add_argument(
-            "value",
-            nargs="?",
-            default="",
-            help="tenant id, definition id, instance id, job type or category "
-            "(continuation, activity_work, integration, maintenance, custom)",
-        )
-        p.add_argument("--tenant", default="", help="limit the pause to one tenant")
-        p.add_argument(
-            "--actor",
-            default=os.environ.get("USER", ""),
-            help="who (default $USER); recorded as such only when the coordinator runs "
-            "without authentication; else the token's name is (a pause keeps this as a note)",
-        )
-        if name == "pause":
-            p.add_argument("--reason", default="", help="why (kept in the audit history)")
-            p.add_argument(
-                "--for",
-                dest="duration",
-                type=parse_duration,
-                help="lift by itself after this long (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
-            )
-    add(sub, "whoami", "whoami", "the credential this CLI calls with: name, roles, tenants")
-    p = add(sub, "pauses", "pauses", "list active pauses (--all: the audit history)")
-    p.add_argument("--all", action="store_true", help="include lifted pauses")
-    p.add_argument("--tenant", default="", help="only the pauses of this tenant")
-
-    p = add(
-        sub, "drain", "drain", "stop handing out jobs: this coordinator, the cluster or one worker"
-    )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--cluster", action="store_true", help="every coordinator on the store")
-    group.add_argument("--worker", metavar="WORKER_ID", help="one worker (see wfjobs workers)")
-    p = add(
-        sub,
-        "undrain",
-        "undrain",
-        "hand out jobs again: this coordinator, the cluster or one worker",
-    )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--cluster", action="store_true", help="lift the cluster-wide drain")
-    group.add_argument("--worker", metavar="WORKER_ID", help="one worker drained with --worker")
-
-    limits = sub.add_parser("limits", help="concurrency limits: list and set")
-    lsub = limits.add_subparsers(dest="limits_command", required=True, metavar="ACTION")
-    add(lsub, "list", "limits_list", "every concurrency limit with its running count")
-    p = add(lsub, "set", "limits_set", "limit running jobs of a scope cluster-wide (0 removes)")
-    _scope_arguments(p)
-    p.add_argument("max_running", type=int32, help="most running at once; 0 removes the limit")
-
-    tenants = sub.add_parser(
-        "tenants", help="fair-share weights of tenants and of categories within a tenant"
-    )
-    tsub = tenants.add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
-    p = add(tsub, "weights", "tenants_weights", "the fair-share weight of each tenant")
-    p.add_argument("--tenant", default="", help="only this tenant's weight")
-    p = add(tsub, "set-weight", "tenants_set_weight", "set a tenant's fair-share weight")
-    p.add_argument("tenant", help="the tenant id")
-    p.add_argument("weight", type=int32, help="1..10000 (default for every tenant: 1)")
-    p = add(
-        tsub,
-        "category-weights",
-        "tenants_category_weights",
-        "the weights set for categories within their tenant",
-    )
-    p.add_argument("--tenant", default="", help="only this tenant's category weights")
-    p = add(
-        tsub,
-        "set-category-weight",
-        "tenants_set_category_weight",
-        "set a category's share of its tenant's starts",
-    )
-    _tenant_category_arguments(p)
-    p.add_argument("weight", type=int32, help="1..10000 (default for every category: 1)")
-    p = add(
-        tsub,
-        "remove-category-weight",
-        "tenants_remove_category_weight",
-        "put a category of a tenant back to weight 1",
-    )
-    _tenant_category_arguments(p)
-
-    rates = sub.add_parser("rate-limits", help="rate limits: list, set and remove")
-    rsub = rates.add_subparsers(dest="rate_limits_command", required=True, metavar="ACTION")
-    add(rsub, "list", "rate_limits_list", "every rate limit, with when it next admits a start")
-    p = add(rsub, "set", "rate_limits_set", "allow at most STARTS job starts per period")
-    _scope_arguments(p)
-    p.add_argument("starts", type=int32, help="starts allowed per period")
-    p.add_argument("--period", type=float, default=1.0, help="the period in seconds (default 1)")
-    p.add_argument(
-        "--burst",
-        type=int32,
-        default=0,
-        help="starts an idle scope may take at once (default: STARTS)",
-    )
-    p = add(rsub, "remove", "rate_limits_remove", "remove the rate limit of a scope")
-    p.add_argument("kind", choices=_LIMIT_KINDS, help="scope kind: " + ", ".join(_LIMIT_KINDS))
-    p.add_argument("value", help="the limit's value, as set ('*' for the wildcard limit)")
-
-    p = add(sub, "stats", "stats", "backlog, recent failures and retries, drain state")
-    p.add_argument("--tenant", default="", help="only this tenant's jobs")
-    p.add_argument(
-        "--category",
-        default=None,
-        help="only jobs of this category (continuation, activity_work, integration, "
-        "maintenance or custom)",
-    )
-    p.add_argument(
-        "--window",
-        type=parse_duration,
-        default=None,
-        help="how far back 'recent' reaches (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds); default 5m)",
-    )
-    add(sub, "workers", "workers", "connected workers across every coordinator")
-    p = add(sub, "dashboard", "dashboard", "serve the web dashboard (see docs/dashboard.md)")
-    from wfjobs_dashboard.command import add_arguments as dashboard_arguments
-
-    dashboard_arguments(p)
-
-    p = add(sub, "completion", "completion", "print a shell completion script")
-    p.add_argument(
-        "shell",
-        choices=SHELLS,
-        help="bash: source <(wfjobs completion bash); zsh: source <(wfjobs completion zsh)",
-    )
-
-    p = add(sub, "enqueue", "enqueue", "enqueue a job")
-    p.add_argument("job_type", help="the job type a worker serves")
-    p.add_argument("payload", nargs="?", default=None, help="JSON payload (default: null)")
-    p.add_argument("--tenant", default="default", help="owning tenant (default: default)")
-    p.add_argument("--definition", default="", help="workflow definition id")
-    p.add_argument("--instance", default="", help="workflow instance id")
-    p.add_argument("--correlation", default="", help="correlation id")
-    p.add_argument(
-        "--priority", type=int32, default=0, help="higher runs first within the tenant (default 0)"
-    )
-    p.add_argument(
-        "--delay",
-        type=parse_duration,
-        default=None,
-        help="run after this long (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
-    )
-    p.add_argument(
-        "--max-attempts",
-        type=int32,
-        default=None,
-        help="attempts before the job is faulted (default: the job type's, else 3)",
-    )
-    p.add_argument(
-        "--execution-timeout",
-        type=parse_duration,
-        default=None,
-        help="longest one attempt may run (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
-    )
-    p.add_argument(
-        "--heartbeat-timeout",
-        type=parse_duration,
-        default=None,
-        help="longest a running attempt may go without a heartbeat (a duration: 90s, 5m, 2h, 1d, 250ms (a bare number is seconds))",
-    )
-    p.add_argument(
-        "--idempotency-key",
-        default=None,
-        help="enqueueing the same key again (same tenant) returns the same job",
-    )
-    p.add_argument(
-        "--category",
-        default=None,
-        help="continuation, activity_work, integration, maintenance or custom",
-    )
-    p.add_argument(
-        "--ordering-key",
-        default=None,
-        help="jobs of the same tenant and ordering key run one at a time, in enqueue order",
-    )
-    p.add_argument(
-        "--unique-key",
-        default=None,
-        help="uniqueness key (same tenant): with --unique-while (the default), "
-        "--unique-for or --debounce; see docs/uniqueness.md",
-    )
-    rule = p.add_mutually_exclusive_group()
-    rule.add_argument(
-        "--unique-while",
-        default=None,
-        metavar="STATUSES",
-        help="the key's job blocks another while in one of these comma-separated "
-        "statuses (default: pending,running)",
-    )
-    rule.add_argument(
-        "--unique-for",
-        type=parse_duration,
-        default=None,
-        metavar="PERIOD",
-        help="the key admits one job per period, whatever its state (a duration: 90s, 10m, 1h)",
-    )
-    rule.add_argument(
-        "--debounce",
-        type=parse_duration,
-        default=None,
-        metavar="DELAY",
-        help="the key's pending job takes this payload and runs DELAY after the latest enqueue "
-        "(a duration: 30s, 5m)",
-    )
-    p.add_argument(
-        "--max-wait",
-        type=parse_duration,
-        default=None,
-        help="with --debounce: never later than this long after the first enqueue (a duration: 90s, 5m)",
-    )
-    p.add_argument(
-        "--group",
-        default=None,
-        metavar="GROUP_ID",
-        help="join this open job group as a member (wfjobs groups create)",
-    )
-    p.add_argument(
-        "--schedule-id",
-        default=None,
-        help="enqueue one tick of this schedule: exactly one job per --tick-time, whichever "
-        "nodes send it (docs/scheduler-ticks.md)",
-    )
-    p.add_argument(
-        "--tick-time",
-        type=_utc_time,
-        default=None,
-        help="with --schedule-id: the time the tick was due (ISO 8601, UTC unless it says)",
-    )
-    p.add_argument(
-        "--misfire",
-        choices=("fire-once-late", "skip"),
-        default=None,
-        help="with --schedule-id: what a tick later than --misfire-grace does (default "
-        "fire-once-late)",
-    )
-    p.add_argument(
-        "--misfire-grace",
-        type=parse_duration,
-        default=None,
-        help="with --schedule-id: how late a tick may be (a duration: 90s, 5m; default 60s)",
-    )
-    p.add_argument(
-        "--wait",
-        type=parse_duration,
-        nargs="?",
-        const=timedelta(0),
-        default=None,
-        help="wait for the outcome (optionally at most this long: 30s, 5m, ...); prints the "
-        "job id first, then the result, or the error and traceback and exits 8 when the job "
-        "faults or is cancelled; exits 10 when the wait ends first (the job stays enqueued)",
-    )
-    return parser

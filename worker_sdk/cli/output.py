@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from worker_sdk import JobView
-from worker_sdk._admin import category_name, pause_scope_text
+from worker_sdk._admin_types import category_name, pause_scope_text
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 __all__ = [

@@ -51,6 +51,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from workflowjobs.contract import LONGEST_SPAN_DAYS, LONGEST_SPAN_S, MAX_STRING_LENGTH
+
 from .._codec import BYTES_CONTENT_TYPE, JSON_CONTENT_TYPE
 from .._convert import JobCategory, JobRequest, JobStatus, Uniqueness, WorkflowRef
 
@@ -62,15 +64,15 @@ __all__ = [
     "parse_message",
 ]
 
-# Keys longer than this are replaced by a hash: the coordinator limits strings to 512 characters.
+# Keys longer than this are replaced by a hash, well inside the coordinator's string limit.
 _MAX_KEY_LENGTH = 200
 # The coordinator's string limit (``max_string_length``) unless its settings lower it.
-_MAX_STRING_LENGTH = 512
+_MAX_STRING_LENGTH = MAX_STRING_LENGTH
 # A uniqueness period, debounce delay or max wait: the coordinator keeps whole
-# milliseconds (a shorter span would be 0 there, and refused) up to 366 days,
+# milliseconds (a shorter span would be 0 there, and refused) up to the contract's
 # its longest duration (also the bound of the execution and heartbeat timeouts).
 _MIN_SPAN_SECONDS = 0.001
-_MAX_SPAN_SECONDS = 366 * 86_400
+_MAX_SPAN_SECONDS = LONGEST_SPAN_S
 
 _WORKFLOW_FIELDS = {f.name: f.type for f in dataclasses.fields(WorkflowRef)}
 _ENVELOPE_FIELDS = frozenset(
@@ -442,7 +444,7 @@ def _span_seconds(value: Any, name: str, hint: str = "") -> float:
         shown = f"a boolean ({value})" if isinstance(value, bool) else repr(value)
         raise MalformedMessageError(
             f"'uniqueness.{name}' must be a number of seconds from {_MIN_SPAN_SECONDS} to "
-            f"{_MAX_SPAN_SECONDS} (366 days), not {shown}{hint}"
+            f"{_MAX_SPAN_SECONDS} ({LONGEST_SPAN_DAYS} days), not {shown}{hint}"
         )
     return seconds
 

@@ -327,6 +327,56 @@ class CancelJobResponse(_message.Message):
     job: _job_pb2.Job
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
 
+class RunJobNowRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RunJobNowResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class PurgeJobsRequest(_message.Message):
+    __slots__ = ("filter", "dry_run")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    dry_run: bool
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class PurgeJobsResponse(_message.Message):
+    __slots__ = ("matched", "deleted", "kept")
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    matched: int
+    deleted: int
+    kept: int
+    def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., kept: _Optional[int] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("tenant_id", "statuses", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    statuses: _containers.RepeatedScalarFieldContainer[_job_pb2.JobGroupStatus]
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_job_pb2.JobGroupStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups", "next_page_token")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobGroup]
+    next_page_token: str
+    def __init__(self, groups: _Optional[_Iterable[_Union[_job_pb2.JobGroup, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class AdminServiceGetGroupRequest(_message.Message):
     __slots__ = ("group_id",)
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]

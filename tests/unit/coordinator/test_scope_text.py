@@ -8,7 +8,7 @@ import pytest
 
 from coordinator.engine.pauses import pause_scope_text
 from coordinator.model import LimitKind, PauseKind, PauseScope, scope_text
-from worker_sdk import _admin
+from worker_sdk import _admin_types
 from worker_sdk.cli.output import scope_text as cli_scope_text
 from workflowjobs.v1 import admin_service_pb2 as apb
 
@@ -23,7 +23,9 @@ def test_coordinator_and_client_word_every_pause_scope_alike(name: str, tenant: 
     kind = PauseKind(number)
     value = VALUES.get(kind.name, "v-1")
     server = pause_scope_text(PauseScope(kind, tenant, value))
-    client = _admin.pause_scope_text(apb.PauseScope(kind=number, tenant_id=tenant, value=value))
+    client = _admin_types.pause_scope_text(
+        apb.PauseScope(kind=number, tenant_id=tenant, value=value)
+    )
     assert server == client
 
 
@@ -43,8 +45,8 @@ def test_the_client_styles() -> None:
     scope = apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_JOB_TYPE, tenant_id="acme", value="x")
     assert cli_scope_text(scope) == "job-type x (tenant acme)"
     asked = {"in_tenant": " in tenant {}", "every_tenant": " in every tenant"}
-    assert _admin.pause_scope_text(scope, **asked) == "job type x in tenant acme"
+    assert _admin_types.pause_scope_text(scope, **asked) == "job type x in tenant acme"
     scope.tenant_id = ""
-    assert _admin.pause_scope_text(scope, **asked) == "job type x in every tenant"
+    assert _admin_types.pause_scope_text(scope, **asked) == "job type x in every tenant"
     tenant = apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_TENANT, tenant_id="acme")
-    assert cli_scope_text(tenant) == _admin.pause_scope_text(tenant, **asked) == "tenant acme"
+    assert cli_scope_text(tenant) == _admin_types.pause_scope_text(tenant, **asked) == "tenant acme"

@@ -132,7 +132,8 @@ def test_the_dashboard_uses_the_sdk_s_public_names_and_nothing_of_the_coordinato
 def test_the_sdk_reaches_the_dashboard_only_from_its_cli_subcommand() -> None:
     for module, names in imported("worker_sdk").items():
         if any(_top(n) == "wfjobs_dashboard" for n in names):
-            assert module == "worker_sdk.cli.commands", module
+            # The subcommand's options (its parser) and running it (its command).
+            assert module in ("worker_sdk.cli.parsers.tools", "worker_sdk.cli.commands"), module
         assert not any(_top(n) == "coordinator" for n in names), module
 
 

@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 
 from worker_sdk import JobRequest, Uniqueness
-from worker_sdk.cli.commands import build_parser, parse_duration
+from worker_sdk.cli import build_parser
+from worker_sdk.cli.arguments import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from wfj_testing import REPO
-from worker_sdk.cli.commands import build_parser
+from worker_sdk.cli import build_parser
 
 PAGE = REPO / "docs" / "troubleshooting.md"
 PLACEHOLDERS = {"JOB_ID": "01a23411-81a9-7000-9bd5-1493db2d675b", "TYPE": "noop"}

@@ -27,6 +27,9 @@ import {
   jobCategoryFromJSON,
   jobCategoryToJSON,
   JobGroup,
+  JobGroupStatus,
+  jobGroupStatusFromJSON,
+  jobGroupStatusToJSON,
   JobStatus,
   jobStatusFromJSON,
   jobStatusToJSON,
@@ -619,6 +622,55 @@ export interface CancelJobRequest {
 
 export interface CancelJobResponse {
   job: Job | undefined;
+}
+
+export interface RunJobNowRequest {
+  jobId: string;
+}
+
+export interface RunJobNowResponse {
+  job: Job | undefined;
+}
+
+export interface PurgeJobsRequest {
+  /**
+   * statuses: some of COMPLETED, FAULTED, CANCELLED (empty: all three); any
+   * other status is INVALID_ARGUMENT. A credential scoped to tenants purges
+   * only the tenant it names in tenant_id.
+   */
+  filter: JobFilter | undefined;
+  dryRun: boolean;
+}
+
+export interface PurgeJobsResponse {
+  /** The finished jobs the filter matches that a purge deletes. */
+  matched: bigint;
+  /** Those this call deleted (0 on a dry run). */
+  deleted: bigint;
+  /**
+   * Finished jobs the filter matches that are kept: FAULTED jobs holding their
+   * ordering key (cancel one to set it aside) and members of groups that have
+   * not completed.
+   */
+  kept: bigint;
+}
+
+export interface ListGroupsRequest {
+  /** Only this tenant's groups (empty: every tenant the caller may see). */
+  tenantId: string;
+  /** Only groups in these statuses (empty: every status). */
+  statuses: JobGroupStatus[];
+  /** 1..1000, default 100. */
+  pageSize: number;
+  /** From a previous ListGroupsResponse.next_page_token (same request otherwise). */
+  pageToken: string;
+}
+
+export interface ListGroupsResponse {
+  /** Newest first (by creation). */
+  groups: JobGroup[];
+  /** The page after this one; empty on the last page. */
+  nextPageToken: string;
 }
 
 export interface AdminServiceGetGroupRequest {
@@ -3484,6 +3536,581 @@ export const CancelJobResponse: MessageFns<CancelJobResponse> = {
   fromPartial<I extends Exact<DeepPartial<CancelJobResponse>, I>>(object: I): CancelJobResponse {
     const message = createBaseCancelJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseRunJobNowRequest(): RunJobNowRequest {
+  return { jobId: "" };
+}
+
+export const RunJobNowRequest: MessageFns<RunJobNowRequest> = {
+  encode(message: RunJobNowRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunJobNowRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunJobNowRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunJobNowRequest {
+    return {
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RunJobNowRequest): unknown {
+    const obj: any = {};
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunJobNowRequest>, I>>(base?: I): RunJobNowRequest {
+    return RunJobNowRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunJobNowRequest>, I>>(object: I): RunJobNowRequest {
+    const message = createBaseRunJobNowRequest();
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
+};
+
+function createBaseRunJobNowResponse(): RunJobNowResponse {
+  return { job: undefined };
+}
+
+export const RunJobNowResponse: MessageFns<RunJobNowResponse> = {
+  encode(message: RunJobNowResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunJobNowResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunJobNowResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = Job.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunJobNowResponse {
+    return { job: isSet(object.job) ? Job.fromJSON(object.job) : undefined };
+  },
+
+  toJSON(message: RunJobNowResponse): unknown {
+    const obj: any = {};
+    if (message.job !== undefined) {
+      obj.job = Job.toJSON(message.job);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunJobNowResponse>, I>>(base?: I): RunJobNowResponse {
+    return RunJobNowResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunJobNowResponse>, I>>(object: I): RunJobNowResponse {
+    const message = createBaseRunJobNowResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBasePurgeJobsRequest(): PurgeJobsRequest {
+  return { filter: undefined, dryRun: false };
+}
+
+export const PurgeJobsRequest: MessageFns<PurgeJobsRequest> = {
+  encode(message: PurgeJobsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      JobFilter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(16).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeJobsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeJobsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = JobFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeJobsRequest {
+    return {
+      filter: isSet(object.filter) ? JobFilter.fromJSON(object.filter) : undefined,
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: PurgeJobsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = JobFilter.toJSON(message.filter);
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeJobsRequest>, I>>(base?: I): PurgeJobsRequest {
+    return PurgeJobsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeJobsRequest>, I>>(object: I): PurgeJobsRequest {
+    const message = createBasePurgeJobsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? JobFilter.fromPartial(object.filter)
+      : undefined;
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
+function createBasePurgeJobsResponse(): PurgeJobsResponse {
+  return { matched: 0n, deleted: 0n, kept: 0n };
+}
+
+export const PurgeJobsResponse: MessageFns<PurgeJobsResponse> = {
+  encode(message: PurgeJobsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.matched !== 0n) {
+      if (BigInt.asIntN(64, message.matched) !== message.matched) {
+        throw new globalThis.Error("value provided for field message.matched of type int64 too large");
+      }
+      writer.uint32(8).int64(message.matched);
+    }
+    if (message.deleted !== 0n) {
+      if (BigInt.asIntN(64, message.deleted) !== message.deleted) {
+        throw new globalThis.Error("value provided for field message.deleted of type int64 too large");
+      }
+      writer.uint32(16).int64(message.deleted);
+    }
+    if (message.kept !== 0n) {
+      if (BigInt.asIntN(64, message.kept) !== message.kept) {
+        throw new globalThis.Error("value provided for field message.kept of type int64 too large");
+      }
+      writer.uint32(24).int64(message.kept);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeJobsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeJobsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.matched = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.deleted = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.kept = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeJobsResponse {
+    return {
+      matched: isSet(object.matched) ? BigInt(object.matched) : 0n,
+      deleted: isSet(object.deleted) ? BigInt(object.deleted) : 0n,
+      kept: isSet(object.kept) ? BigInt(object.kept) : 0n,
+    };
+  },
+
+  toJSON(message: PurgeJobsResponse): unknown {
+    const obj: any = {};
+    if (message.matched !== 0n) {
+      obj.matched = message.matched.toString();
+    }
+    if (message.deleted !== 0n) {
+      obj.deleted = message.deleted.toString();
+    }
+    if (message.kept !== 0n) {
+      obj.kept = message.kept.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeJobsResponse>, I>>(base?: I): PurgeJobsResponse {
+    return PurgeJobsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeJobsResponse>, I>>(object: I): PurgeJobsResponse {
+    const message = createBasePurgeJobsResponse();
+    message.matched = (object.matched !== undefined && object.matched !== null) ? BigInt(object.matched) : 0n;
+    message.deleted = (object.deleted !== undefined && object.deleted !== null) ? BigInt(object.deleted) : 0n;
+    message.kept = (object.kept !== undefined && object.kept !== null) ? BigInt(object.kept) : 0n;
+    return message;
+  },
+};
+
+function createBaseListGroupsRequest(): ListGroupsRequest {
+  return { tenantId: "", statuses: [], pageSize: 0, pageToken: "" };
+}
+
+export const ListGroupsRequest: MessageFns<ListGroupsRequest> = {
+  encode(message: ListGroupsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.statuses.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.statuses) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.statuses.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.statuses.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      statuses: globalThis.Array.isArray(object?.statuses)
+        ? object.statuses.map((e: any) => jobGroupStatusFromJSON(e))
+        : [],
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListGroupsRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.statuses?.length) {
+      obj.statuses = message.statuses.map((e) => jobGroupStatusToJSON(e));
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(base?: I): ListGroupsRequest {
+    return ListGroupsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(object: I): ListGroupsRequest {
+    const message = createBaseListGroupsRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.statuses = object.statuses?.map((e) => e) || [];
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListGroupsResponse(): ListGroupsResponse {
+  return { groups: [], nextPageToken: "" };
+}
+
+export const ListGroupsResponse: MessageFns<ListGroupsResponse> = {
+  encode(message: ListGroupsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.groups) {
+      JobGroup.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groups.push(JobGroup.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsResponse {
+    return {
+      groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => JobGroup.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListGroupsResponse): unknown {
+    const obj: any = {};
+    if (message.groups?.length) {
+      obj.groups = message.groups.map((e) => JobGroup.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(base?: I): ListGroupsResponse {
+    return ListGroupsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(object: I): ListGroupsResponse {
+    const message = createBaseListGroupsResponse();
+    message.groups = object.groups?.map((e) => JobGroup.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -8622,7 +9249,9 @@ export const AdminServiceService = {
   },
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob: {
     path: "/workflowjobs.v1.AdminService/CancelJob" as const,
@@ -8632,6 +9261,35 @@ export const AdminServiceService = {
     requestDeserialize: (value: Buffer): CancelJobRequest => CancelJobRequest.decode(value),
     responseSerialize: (value: CancelJobResponse): Buffer => Buffer.from(CancelJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
+  },
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow: {
+    path: "/workflowjobs.v1.AdminService/RunJobNow" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RunJobNowRequest): Buffer => Buffer.from(RunJobNowRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RunJobNowRequest => RunJobNowRequest.decode(value),
+    responseSerialize: (value: RunJobNowResponse): Buffer => Buffer.from(RunJobNowResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RunJobNowResponse => RunJobNowResponse.decode(value),
+  },
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs: {
+    path: "/workflowjobs.v1.AdminService/PurgeJobs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeJobsRequest): Buffer => Buffer.from(PurgeJobsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeJobsRequest => PurgeJobsRequest.decode(value),
+    responseSerialize: (value: PurgeJobsResponse): Buffer => Buffer.from(PurgeJobsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeJobsResponse => PurgeJobsResponse.decode(value),
   },
   /**
    * Close a job group and cancel its PENDING members; running members run on
@@ -8662,6 +9320,19 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): AdminServiceGetGroupResponse => AdminServiceGetGroupResponse.decode(value),
   },
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups: {
+    path: "/workflowjobs.v1.AdminService/ListGroups" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListGroupsRequest): Buffer => Buffer.from(ListGroupsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListGroupsRequest => ListGroupsRequest.decode(value),
+    responseSerialize: (value: ListGroupsResponse): Buffer => Buffer.from(ListGroupsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
+  },
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8674,7 +9345,11 @@ export const AdminServiceService = {
     responseSerialize: (value: UnlockJobResponse): Buffer => Buffer.from(UnlockJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnlockJobResponse => UnlockJobResponse.decode(value),
   },
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: {
     path: "/workflowjobs.v1.AdminService/ReplayJob" as const,
     requestStream: false as const,
@@ -8979,9 +9654,24 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   retryJob: handleUnaryCall<RetryJobRequest, RetryJobResponse>;
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow: handleUnaryCall<RunJobNowRequest, RunJobNowResponse>;
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs: handleUnaryCall<PurgeJobsRequest, PurgeJobsResponse>;
   /**
    * Close a job group and cancel its PENDING members; running members run on
    * and the completion job follows once they end (docs/groups.md).
@@ -8993,11 +9683,20 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    */
   getGroup: handleUnaryCall<AdminServiceGetGroupRequest, AdminServiceGetGroupResponse>;
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
   unlockJob: handleUnaryCall<UnlockJobRequest, UnlockJobResponse>;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: handleUnaryCall<ReplayJobRequest, ReplayJobResponse>;
   /** Retry or cancel every job matching a filter (dry run counts only). */
   bulkRetryJobs: handleUnaryCall<BulkRetryJobsRequest, BulkRetryJobsResponse>;
@@ -9170,7 +9869,9 @@ export interface AdminServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob(
     request: CancelJobRequest,
@@ -9186,6 +9887,47 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow(
+    request: RunJobNowRequest,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  runJobNow(
+    request: RunJobNowRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  runJobNow(
+    request: RunJobNowRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs(
+    request: PurgeJobsRequest,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeJobs(
+    request: PurgeJobsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeJobs(
+    request: PurgeJobsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
   ): ClientUnaryCall;
   /**
    * Close a job group and cancel its PENDING members; running members run on
@@ -9226,6 +9968,25 @@ export interface AdminServiceClient extends Client {
     callback: (error: ServiceError | null, response: AdminServiceGetGroupResponse) => void,
   ): ClientUnaryCall;
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups(
+    request: ListGroupsRequest,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -9244,7 +10005,11 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnlockJobResponse) => void,
   ): ClientUnaryCall;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob(
     request: ReplayJobRequest,
     callback: (error: ServiceError | null, response: ReplayJobResponse) => void,
