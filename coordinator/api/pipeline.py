@@ -38,6 +38,7 @@ from coordinator.api.handlers import (
     Continuation,
     Handler,
     ServerInterceptor,
+    rewrap,
 )
 from coordinator.api.request_limits import LimitsInterceptor
 
@@ -89,11 +90,8 @@ class CallPipeline(ServerInterceptor):
         kept = self._unary.get(method)
         if kept is not None and kept[0] is handler:
             return kept[1]
-        built = grpc.unary_unary_rpc_method_handler(
-            self._unary_behaviour(handler, method),
-            request_deserializer=None,  # decoded by the behaviour itself
-            response_serializer=handler.response_serializer,
-        )
+        behaviour = self._unary_behaviour(handler, method)
+        built = rewrap(handler, unary_unary=lambda _: behaviour, decodes=True)
         self._unary[method] = (handler, built)
         return built
 
