@@ -966,8 +966,9 @@ class JobQueries(EventQueries):
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
         """A new PENDING job with the original's payload, context and policy.
 
-        It gets a fresh id, no idempotency key (the original holds it) and
-        ``replay_of`` naming the original. None when the original is unknown.
+        It gets a fresh id, no idempotency key (the original holds it), no
+        group (it is no member of the original's) and ``replay_of`` naming the
+        original. None when the original is unknown.
         """
         copied = [
             c.name
@@ -996,6 +997,9 @@ class JobQueries(EventQueries):
                 "ordering_held",
                 # A new job of the key: numbered as it is stored (the column's default).
                 "ordering_seq",
+                # Outside the original's group: a group's members are the jobs
+                # that joined it (while it was open), and its count holds.
+                "group_id",
             }
         ]
         source = sa.select(

@@ -314,6 +314,8 @@ class AdminServiceServicer:
 
     def ReplayJob(self, request, context):
         """Enqueue a new job with the same payload and workflow context as this one.
+        The new job joins no group: a replay of a group's member is not a member
+        (the group's count and completion are left as they are).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

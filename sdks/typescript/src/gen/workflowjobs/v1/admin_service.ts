@@ -9346,7 +9346,11 @@ export const AdminServiceService = {
     responseSerialize: (value: UnlockJobResponse): Buffer => Buffer.from(UnlockJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnlockJobResponse => UnlockJobResponse.decode(value),
   },
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: {
     path: "/workflowjobs.v1.AdminService/ReplayJob" as const,
     requestStream: false as const,
@@ -9690,7 +9694,11 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * worker that hung); the job's retry policy decides what follows.
    */
   unlockJob: handleUnaryCall<UnlockJobRequest, UnlockJobResponse>;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: handleUnaryCall<ReplayJobRequest, ReplayJobResponse>;
   /** Retry or cancel every job matching a filter (dry run counts only). */
   bulkRetryJobs: handleUnaryCall<BulkRetryJobsRequest, BulkRetryJobsResponse>;
@@ -10000,7 +10008,11 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnlockJobResponse) => void,
   ): ClientUnaryCall;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob(
     request: ReplayJobRequest,
     callback: (error: ServiceError | null, response: ReplayJobResponse) => void,
