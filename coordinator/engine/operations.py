@@ -694,4 +694,16 @@ def _row_view(r: WorkerRow) -> WorkerView:
     )
 
 
-__all__ = ["Operations", "OperationsConfig", "Stats", "StatusCount", "WorkerView"]
+def registered_worker(r: WorkerRow) -> WorkerView:
+    """A worker as the registry every replica writes shows it (no live state)."""
+    return _row_view(r)
+
+
+__all__ = [
+    "Operations",
+    "OperationsConfig",
+    "Stats",
+    "StatusCount",
+    "WorkerView",
+    "registered_worker",
+]
