@@ -198,6 +198,8 @@ def _server_options(settings: Settings) -> dict[str, Any]:
             max_watches_total=settings.max_watches_total,
             max_waits_per_connection=settings.max_waits_per_connection,
             max_waits_total=settings.max_waits_total,
+            max_scaler_streams_per_connection=settings.max_scaler_streams_per_connection,
+            max_scaler_streams_total=settings.max_scaler_streams_total,
             rate_per_credential=settings.rate_per_credential,
             rate_burst=settings.rate_burst,
         )
@@ -258,11 +260,9 @@ def _check_security(settings: Settings) -> None:
 
 def _check_dashboard(settings: Settings) -> None:
     """Refuse a dashboard that would be open beyond loopback or cannot reach this coordinator."""
-    import importlib.util
+    from wfjobs_dashboard import check_allowed_hosts, extra_missing, parse_allowed_hosts
 
-    from wfjobs_dashboard import check_allowed_hosts, parse_allowed_hosts
-
-    if importlib.util.find_spec("aiohttp") is None:
+    if extra_missing():
         raise ValueError(
             "--dashboard-listen needs the 'dashboard' extra: pip install "
             "'workflow-jobs[dashboard]' (or leave WFJOBS_DASHBOARD_LISTEN empty)"

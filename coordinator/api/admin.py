@@ -5,6 +5,8 @@ RPCs not overridden here answer UNIMPLEMENTED (the generated base class).
 
 from __future__ import annotations
 
+import functools
+
 import grpc
 
 from coordinator import tenancy
@@ -12,8 +14,9 @@ from coordinator.api import convert
 from coordinator.api.auth import ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain, last_failure, unique_key
+from coordinator.engine.scaling import summed
 from coordinator.errors import InvalidArgument
-from coordinator.model import JobStatus
+from coordinator.model import JobStatus, ScalingFigures
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 
@@ -94,6 +97,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         windows = [convert.duration_ms(w, "windows") * 1000 for w in request.windows]
         s = await self._engine.ops.stats(request.tenant_id, window, category)
         counted = await self._engine.ops.window_counts(request.tenant_id, windows, category)
+        backlog = await self._engine.scaling.backlog((), request.tenant_id, category)
         totals = s.totals
         age_us = s.oldest_pending_age_us
         return apb.GetStatsResponse(
@@ -130,6 +134,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             dead_letter=totals[JobStatus.FAULTED],
             draining=s.draining,
             connected_workers=s.connected_workers,
+            backlog=convert.backlog_to_proto(functools.reduce(summed, backlog, ScalingFigures(""))),
+            backlog_by_type=[convert.backlog_to_proto(b) for b in backlog],
         )
 
     async def Pause(

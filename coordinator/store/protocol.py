@@ -2,10 +2,12 @@
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
 ``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``,
-``scope_settings.py``, ``workers.py``, ``stats.py``, ``events.py``, with
-connection handling in ``base.py``; rows answered as stored are typed by the
-protocols of ``rows.py``. PostgreSQL and SQLite implement every
+``leases.py``, ``groups.py``, ``ordering.py``, ``uniqueness.py``,
+``pauses.py``, ``scope_settings.py``, ``workers.py``, ``stats.py``,
+``scaling.py``, ``events.py``, with connection handling in ``base.py`` (and
+``liveness.py``, ``pooler.py``, ``urls.py``, ``notify.py``); what follows a
+job's end, whichever query ended it, is ``job_end.py``; rows answered as
+stored are typed by the protocols of ``rows.py``. PostgreSQL and SQLite implement every
 query under the same name with the same meaning (one class, ``SqlStore``;
 the dialect differences stay inside each query); what only one dialect can do
 is said by ``capabilities``, never by asking which dialect it is. Time is a
@@ -30,6 +32,7 @@ from coordinator.model import (
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptRow,
+    BacklogGroup,
     BulkCount,
     Candidate,
     Claim,
@@ -50,7 +53,6 @@ from coordinator.model import (
     PurgeCount,
     RetryGrantRule,
     RunningDeadline,
-    ScalingFigures,
     StateChange,
     UniqueKeyRow,
     Uniqueness,
@@ -175,10 +177,15 @@ class Store(Protocol):
     ) -> list[GroupRow]: ...
     # Called whenever a group's completion job is stored (SQLite: the engine wakes).
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
-    # Autoscaling figures per job type: ready, scheduled, paused, running (store/scaling.py).
-    def job_scaling_figures(
-        self, now: int, job_types: Sequence[str] = (), tenant_id: str = "", category: int = 0
-    ) -> list[ScalingFigures]: ...
+    # PENDING and RUNNING jobs counted by backlog state and scope (store/scaling.py).
+    def job_backlog_groups(
+        self,
+        now: int,
+        job_types: Sequence[str] = (),
+        tenant_id: str = "",
+        category: int = 0,
+        kinds: Collection[int] = (),
+    ) -> list[BacklogGroup]: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).

@@ -420,6 +420,46 @@ export interface GetStatsResponse {
   scheduled: bigint;
   /** One per GetStatsRequest.windows, in its order. */
   windows: WindowCounts[];
+  /**
+   * The pending jobs split by what they wait for, each counted once: ready,
+   * scheduled or held for one reason (docs/autoscaling.md). The same
+   * computation as the KEDA scaler's, whose metric is ready + held_no_worker
+   * + held_drained + running.
+   */
+  backlog:
+    | Backlog
+    | undefined;
+  /** The same per tenant and job type, in (tenant, job type) order. */
+  backlogByType: Backlog[];
+}
+
+/** Pending jobs by what they wait for (GetStatsResponse.backlog). */
+export interface Backlog {
+  /** Empty in GetStatsResponse.backlog (every tenant and job type asked for). */
+  tenantId: string;
+  jobType: string;
+  /**
+   * Runnable now: due, not paused, not held behind an ordering key, within the
+   * free slots of its concurrency limits and the starts its rate limits admit
+   * now, and a connected worker (not drained) serves it.
+   */
+  ready: bigint;
+  /** Not due yet (a delay, a retry's backoff, a debounce); paused ones are held_paused. */
+  scheduled: bigint;
+  /** Held by a pause (a tenant disabled; a definition, instance, job type or category paused). */
+  heldPaused: bigint;
+  /** Held by a concurrency limit: beyond the free slots of its scope. */
+  heldLimit: bigint;
+  /** Held by a rate limit: beyond the starts it admits now. */
+  heldRate: bigint;
+  /** Held behind an earlier job of its ordering key. */
+  heldOrdering: bigint;
+  /** Could start, but no connected worker serves its job type for its tenant. */
+  heldNoWorker: bigint;
+  /** Could start, but every worker serving it is drained, or this coordinator is. */
+  heldDrained: bigint;
+  /** RUNNING jobs. */
+  running: bigint;
 }
 
 /** One reason a pending job is not running right now. */
@@ -2294,6 +2334,8 @@ function createBaseGetStatsResponse(): GetStatsResponse {
     held: 0n,
     scheduled: 0n,
     windows: [],
+    backlog: undefined,
+    backlogByType: [],
   };
 }
 
@@ -2379,6 +2421,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     }
     for (const v of message.windows) {
       WindowCounts.encode(v!, writer.uint32(130).fork()).join();
+    }
+    if (message.backlog !== undefined) {
+      Backlog.encode(message.backlog, writer.uint32(138).fork()).join();
+    }
+    for (const v of message.backlogByType) {
+      Backlog.encode(v!, writer.uint32(146).fork()).join();
     }
     return writer;
   },
@@ -2524,6 +2572,22 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
             message.windows.push(WindowCounts.decode(reader, reader.uint32()));
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.backlog = Backlog.decode(reader, reader.uint32());
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.backlogByType.push(Backlog.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2580,6 +2644,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
       windows: globalThis.Array.isArray(object?.windows)
         ? object.windows.map((e: any) => WindowCounts.fromJSON(e))
         : [],
+      backlog: isSet(object.backlog) ? Backlog.fromJSON(object.backlog) : undefined,
+      backlogByType: globalThis.Array.isArray(object?.backlogByType)
+        ? object.backlogByType.map((e: any) => Backlog.fromJSON(e))
+        : globalThis.Array.isArray(object?.backlog_by_type)
+        ? object.backlog_by_type.map((e: any) => Backlog.fromJSON(e))
+        : [],
     };
   },
 
@@ -2633,6 +2703,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     if (message.windows?.length) {
       obj.windows = message.windows.map((e) => WindowCounts.toJSON(e));
     }
+    if (message.backlog !== undefined) {
+      obj.backlog = Backlog.toJSON(message.backlog);
+    }
+    if (message.backlogByType?.length) {
+      obj.backlogByType = message.backlogByType.map((e) => Backlog.toJSON(e));
+    }
     return obj;
   },
 
@@ -2667,6 +2743,318 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     message.held = (object.held !== undefined && object.held !== null) ? BigInt(object.held) : 0n;
     message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
     message.windows = object.windows?.map((e) => WindowCounts.fromPartial(e)) || [];
+    message.backlog = (object.backlog !== undefined && object.backlog !== null)
+      ? Backlog.fromPartial(object.backlog)
+      : undefined;
+    message.backlogByType = object.backlogByType?.map((e) => Backlog.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBacklog(): Backlog {
+  return {
+    tenantId: "",
+    jobType: "",
+    ready: 0n,
+    scheduled: 0n,
+    heldPaused: 0n,
+    heldLimit: 0n,
+    heldRate: 0n,
+    heldOrdering: 0n,
+    heldNoWorker: 0n,
+    heldDrained: 0n,
+    running: 0n,
+  };
+}
+
+export const Backlog: MessageFns<Backlog> = {
+  encode(message: Backlog, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.jobType !== "") {
+      writer.uint32(18).string(message.jobType);
+    }
+    if (message.ready !== 0n) {
+      if (BigInt.asIntN(64, message.ready) !== message.ready) {
+        throw new globalThis.Error("value provided for field message.ready of type int64 too large");
+      }
+      writer.uint32(24).int64(message.ready);
+    }
+    if (message.scheduled !== 0n) {
+      if (BigInt.asIntN(64, message.scheduled) !== message.scheduled) {
+        throw new globalThis.Error("value provided for field message.scheduled of type int64 too large");
+      }
+      writer.uint32(32).int64(message.scheduled);
+    }
+    if (message.heldPaused !== 0n) {
+      if (BigInt.asIntN(64, message.heldPaused) !== message.heldPaused) {
+        throw new globalThis.Error("value provided for field message.heldPaused of type int64 too large");
+      }
+      writer.uint32(40).int64(message.heldPaused);
+    }
+    if (message.heldLimit !== 0n) {
+      if (BigInt.asIntN(64, message.heldLimit) !== message.heldLimit) {
+        throw new globalThis.Error("value provided for field message.heldLimit of type int64 too large");
+      }
+      writer.uint32(48).int64(message.heldLimit);
+    }
+    if (message.heldRate !== 0n) {
+      if (BigInt.asIntN(64, message.heldRate) !== message.heldRate) {
+        throw new globalThis.Error("value provided for field message.heldRate of type int64 too large");
+      }
+      writer.uint32(56).int64(message.heldRate);
+    }
+    if (message.heldOrdering !== 0n) {
+      if (BigInt.asIntN(64, message.heldOrdering) !== message.heldOrdering) {
+        throw new globalThis.Error("value provided for field message.heldOrdering of type int64 too large");
+      }
+      writer.uint32(64).int64(message.heldOrdering);
+    }
+    if (message.heldNoWorker !== 0n) {
+      if (BigInt.asIntN(64, message.heldNoWorker) !== message.heldNoWorker) {
+        throw new globalThis.Error("value provided for field message.heldNoWorker of type int64 too large");
+      }
+      writer.uint32(72).int64(message.heldNoWorker);
+    }
+    if (message.heldDrained !== 0n) {
+      if (BigInt.asIntN(64, message.heldDrained) !== message.heldDrained) {
+        throw new globalThis.Error("value provided for field message.heldDrained of type int64 too large");
+      }
+      writer.uint32(80).int64(message.heldDrained);
+    }
+    if (message.running !== 0n) {
+      if (BigInt.asIntN(64, message.running) !== message.running) {
+        throw new globalThis.Error("value provided for field message.running of type int64 too large");
+      }
+      writer.uint32(88).int64(message.running);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Backlog {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBacklog();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ready = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.scheduled = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.heldPaused = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.heldLimit = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.heldRate = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.heldOrdering = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.heldNoWorker = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.heldDrained = reader.int64() as bigint;
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.running = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Backlog {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      jobType: isSet(object.jobType)
+        ? globalThis.String(object.jobType)
+        : isSet(object.job_type)
+        ? globalThis.String(object.job_type)
+        : "",
+      ready: isSet(object.ready) ? BigInt(object.ready) : 0n,
+      scheduled: isSet(object.scheduled) ? BigInt(object.scheduled) : 0n,
+      heldPaused: isSet(object.heldPaused)
+        ? BigInt(object.heldPaused)
+        : isSet(object.held_paused)
+        ? BigInt(object.held_paused)
+        : 0n,
+      heldLimit: isSet(object.heldLimit)
+        ? BigInt(object.heldLimit)
+        : isSet(object.held_limit)
+        ? BigInt(object.held_limit)
+        : 0n,
+      heldRate: isSet(object.heldRate)
+        ? BigInt(object.heldRate)
+        : isSet(object.held_rate)
+        ? BigInt(object.held_rate)
+        : 0n,
+      heldOrdering: isSet(object.heldOrdering)
+        ? BigInt(object.heldOrdering)
+        : isSet(object.held_ordering)
+        ? BigInt(object.held_ordering)
+        : 0n,
+      heldNoWorker: isSet(object.heldNoWorker)
+        ? BigInt(object.heldNoWorker)
+        : isSet(object.held_no_worker)
+        ? BigInt(object.held_no_worker)
+        : 0n,
+      heldDrained: isSet(object.heldDrained)
+        ? BigInt(object.heldDrained)
+        : isSet(object.held_drained)
+        ? BigInt(object.held_drained)
+        : 0n,
+      running: isSet(object.running) ? BigInt(object.running) : 0n,
+    };
+  },
+
+  toJSON(message: Backlog): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.jobType !== "") {
+      obj.jobType = message.jobType;
+    }
+    if (message.ready !== 0n) {
+      obj.ready = message.ready.toString();
+    }
+    if (message.scheduled !== 0n) {
+      obj.scheduled = message.scheduled.toString();
+    }
+    if (message.heldPaused !== 0n) {
+      obj.heldPaused = message.heldPaused.toString();
+    }
+    if (message.heldLimit !== 0n) {
+      obj.heldLimit = message.heldLimit.toString();
+    }
+    if (message.heldRate !== 0n) {
+      obj.heldRate = message.heldRate.toString();
+    }
+    if (message.heldOrdering !== 0n) {
+      obj.heldOrdering = message.heldOrdering.toString();
+    }
+    if (message.heldNoWorker !== 0n) {
+      obj.heldNoWorker = message.heldNoWorker.toString();
+    }
+    if (message.heldDrained !== 0n) {
+      obj.heldDrained = message.heldDrained.toString();
+    }
+    if (message.running !== 0n) {
+      obj.running = message.running.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Backlog>, I>>(base?: I): Backlog {
+    return Backlog.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Backlog>, I>>(object: I): Backlog {
+    const message = createBaseBacklog();
+    message.tenantId = object.tenantId ?? "";
+    message.jobType = object.jobType ?? "";
+    message.ready = (object.ready !== undefined && object.ready !== null) ? BigInt(object.ready) : 0n;
+    message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
+    message.heldPaused = (object.heldPaused !== undefined && object.heldPaused !== null)
+      ? BigInt(object.heldPaused)
+      : 0n;
+    message.heldLimit = (object.heldLimit !== undefined && object.heldLimit !== null) ? BigInt(object.heldLimit) : 0n;
+    message.heldRate = (object.heldRate !== undefined && object.heldRate !== null) ? BigInt(object.heldRate) : 0n;
+    message.heldOrdering = (object.heldOrdering !== undefined && object.heldOrdering !== null)
+      ? BigInt(object.heldOrdering)
+      : 0n;
+    message.heldNoWorker = (object.heldNoWorker !== undefined && object.heldNoWorker !== null)
+      ? BigInt(object.heldNoWorker)
+      : 0n;
+    message.heldDrained = (object.heldDrained !== undefined && object.heldDrained !== null)
+      ? BigInt(object.heldDrained)
+      : 0n;
+    message.running = (object.running !== undefined && object.running !== null) ? BigInt(object.running) : 0n;
     return message;
   },
 };
@@ -9280,7 +9668,8 @@ export const AdminServiceService = {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs: {
     path: "/workflowjobs.v1.AdminService/PurgeJobs" as const,
@@ -9669,7 +10058,8 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs: handleUnaryCall<PurgeJobsRequest, PurgeJobsResponse>;
   /**
@@ -9912,7 +10302,8 @@ export interface AdminServiceClient extends Client {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs(
     request: PurgeJobsRequest,
