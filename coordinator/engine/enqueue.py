@@ -230,10 +230,11 @@ class Enqueue:
                 raise InvalidArgument(f"jobs[{index}]: {e}" if len(jobs) > 1 else str(e)) from None
         stored = await self.run_store(self.store.job_insert_unique, prepared, uniqueness, now)
         results = [(job_id, UniqueOutcome(outcome), status) for job_id, outcome, status in stored]
+        # A debounce moved its key's job to the due time it left in the job.
         self.dispatcher.wake_at(
             j.due_at
             for j, (_, outcome, _) in zip(prepared, results, strict=True)
-            if outcome == UniqueOutcome.CREATED
+            if outcome != UniqueOutcome.EXISTING
         )
         self.telemetry.enqueued(
             prepared, [(i, o != UniqueOutcome.CREATED, s) for i, o, s in results]

@@ -46,6 +46,7 @@ from coordinator.model import (
     NewJob,
 )
 from coordinator.store.events import EventEntry
+from coordinator.store.job_end import Ended, jobs_ended
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
@@ -140,7 +141,7 @@ class GroupQueries(JobQueries):
                 self._insert_members(conn, members, lambda i: f"members[{i}]: ") if members else []
             )
             if close:
-                self._groups_after_end(conn, {group_id}, now)
+                jobs_ended(self, conn, Ended(groups={group_id}), now)
         return GroupCreated(group_id, result, False)
 
     def _group_by_key(
@@ -251,7 +252,7 @@ class GroupQueries(JobQueries):
                     .where(groups.c.id == group_id)
                     .values(status=int(GroupStatus.CLOSED), closed_at=now)
                 )
-                self._groups_after_end(conn, {group_id}, now)
+                jobs_ended(self, conn, Ended(groups={group_id}), now)
             return self._group_read(conn, group_id)
 
     def group_cancel(
@@ -293,13 +294,18 @@ class GroupQueries(JobQueries):
                 ).scalars()
             )
             if cancelled:
-                self._record_events(
+                # A group's members have no ordering key (engine/groups.py).
+                jobs_ended(
+                    self,
                     conn,
-                    [EventEntry(i, JobEventKind.CANCELLED, reason, "Cancelled") for i in cancelled],
+                    Ended(groups={group_id}),
                     now,
+                    events=[
+                        EventEntry(i, JobEventKind.CANCELLED, reason, "Cancelled")
+                        for i in cancelled
+                    ],
                     bump=True,
                 )
-                self._groups_after_end(conn, {group_id}, now)
             group = self._group_read(conn, group_id)
             assert group is not None
             return group, sorted(cancelled)
@@ -361,7 +367,8 @@ class GroupQueries(JobQueries):
     ) -> list[str]:
         """Members of ``group_ids`` ended (or the groups closed) in this
         transaction: store the completion of each closed group none of whose
-        members is left. Returns the completion jobs stored."""
+        members is left. Returns the completion jobs stored. Called by
+        ``job_end.jobs_ended`` alone."""
         stored: list[str] = []
         for group_id in sorted(group_ids):
             row = conn.execute(

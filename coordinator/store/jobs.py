@@ -52,7 +52,8 @@ from coordinator.store.events import (
     EventQueries,
     event_ctes,
 )
-from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
+from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
@@ -308,7 +309,8 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
 class JobQueries(EventQueries):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
-    # Members of these groups ended in this transaction (store/groups.py).
+    # Members of these groups ended in this transaction (store/groups.py;
+    # called by job_end.jobs_ended).
     _groups_after_end: Callable[..., list[str]]
     # Admit a claim under the limits in force, and charge its rate buckets
     # (store/scope_settings.py).
@@ -454,9 +456,7 @@ class JobQueries(EventQueries):
             if keyed:
                 # A job held behind one of the batch that was deduplicated (not
                 # stored) may have nothing live ahead of it.
-                due = release_next(conn, self.is_postgres, keys)
-                if due:
-                    self._notify_wake(conn, due)
+                jobs_ended(self, conn, Ended(keys=keys), None, keys_locked=True)
         return result
 
     def job_insert_leased(
@@ -809,7 +809,8 @@ class JobQueries(EventQueries):
             ).first()
             if found is not None and found.status == JobStatus.FAULTED:
                 return self._set_aside_faulted(conn, job_id, found, reason, note, now)
-            keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
+            ended = Ended.of([found] if found and found.status == JobStatus.PENDING else [])
+            keys = ended.keys
             lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
                 jobs.update()
@@ -823,12 +824,8 @@ class JobQueries(EventQueries):
                 )
             ).rowcount
             if pending:
-                self._record_events(
-                    conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
-                )
-                self._release(conn, keys)
-                if found is not None and found.group_id is not None:
-                    self._groups_after_end(conn, {found.group_id}, now)
+                events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
+                jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
                 return self._request_cancel(conn, job_id, reason)
@@ -842,8 +839,8 @@ class JobQueries(EventQueries):
         """A FAULTED job → CANCELLED without an attempt: it never runs again
         (unless retried). Its ordering key, which it held under the blocking
         policy, releases its next job; its group counted it as ended already."""
-        keys = _keys_of([found])
-        lock_keys(conn, self.is_postgres, keys)
+        ended = Ended(keys=_keys_of([found]))
+        lock_keys(conn, self.is_postgres, ended.keys)
         changed = conn.execute(
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.FAULTED))
@@ -857,10 +854,8 @@ class JobQueries(EventQueries):
             )
         ).rowcount
         if changed:
-            self._record_events(
-                conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
-            )
-            self._release(conn, keys)
+            events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
+            jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
         return StateChange(self._read_job(conn, job_id), bool(changed))
 
     def _request_cancel(self, conn: sa.Connection, job_id: str, reason: str) -> StateChange:
@@ -921,23 +916,21 @@ class JobQueries(EventQueries):
                     error_kind="Unlocked",
                 )
             )
-            self._record_events(
+            events = [
+                EventEntry(job_id, kind, error, "Unlocked")
+                if kind != JobEventKind.RETRY_SCHEDULED
+                else EventEntry(job_id, kind)
+                for kind in events_of_ended_attempt(outcome, new_status)
+            ]
+            jobs_ended(
+                self,
                 conn,
-                [
-                    EventEntry(job_id, kind, error, "Unlocked")
-                    if kind != JobEventKind.RETRY_SCHEDULED
-                    else EventEntry(job_id, kind)
-                    for kind in events_of_ended_attempt(outcome, new_status)
-                ],
+                Ended.of([row]) if new_status != JobStatus.PENDING else Ended(),
                 now,
+                events=events,
                 bump=True,
+                wake=[now] if new_status == JobStatus.PENDING or wake else [],
             )
-            if new_status == JobStatus.PENDING or wake:
-                self._notify_wake(conn, now)
-            if new_status != JobStatus.PENDING:
-                keys = _keys_of([row])
-                lock_keys(conn, self.is_postgres, keys)
-                self._release(conn, keys)
             return StateChange(self._read_job(conn, job_id), True)
 
     def job_run_now(self, job_id: str, now: int) -> StateChange:
@@ -1122,7 +1115,13 @@ class JobQueries(EventQueries):
         after = ""
         while True:
             with self.tx() as conn:
-                columns = (jobs.c.id, jobs.c.status, jobs.c.tenant_id, jobs.c.ordering_key)
+                columns = (
+                    jobs.c.id,
+                    jobs.c.status,
+                    jobs.c.tenant_id,
+                    jobs.c.ordering_key,
+                    jobs.c.group_id,
+                )
                 found = self._lock_chunk(conn, flt, wanted, after, columns, lock=False)
                 if not found:
                     break
@@ -1151,22 +1150,20 @@ class JobQueries(EventQueries):
                                 cancel_reason=reason or None,
                                 ordering_held=False,
                             )
-                            .returning(jobs.c.id, jobs.c.group_id)
-                        )
+                            .returning(jobs.c.id)
+                        ).scalars()
                     )
-                    ended_groups = {g for _, g in cancelled if g is not None}
-                    cancelled_ids = [j for j, _ in cancelled]
-                    changed += len(cancelled_ids)
-                    self._record_events(
+                    changed += len(cancelled)
+                    done = set(cancelled)
+                    jobs_ended(
+                        self,
                         conn,
-                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled_ids],
+                        Ended.of(r for r in rows if r.id in done),
                         now,
+                        events=[EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled],
                         bump=True,
+                        keys_locked=True,
                     )
-                    done = set(cancelled_ids)
-                    self._release(conn, _keys_of(r for r in rows if r.id in done))
-                    if ended_groups:
-                        self._groups_after_end(conn, ended_groups, now)
             if was.get(int(JobStatus.RUNNING)):
                 with self.tx() as conn:
                     running = self._lock_rows(
@@ -1201,12 +1198,6 @@ class JobQueries(EventQueries):
         if self.is_postgres:
             query = query.with_for_update()
         return list(conn.execute(query))
-
-    def _release(self, conn: sa.Connection, keys: set[Key]) -> None:
-        """A job of each of ``keys`` (locked) ended here: release each key's next job."""
-        due = release_next(conn, self.is_postgres, keys)
-        if due:
-            self._notify_wake(conn, due)
 
     def _lock_chunk(
         self,
@@ -1306,8 +1297,7 @@ class JobQueries(EventQueries):
                 for r in found
                 if r.id in gone and r.status == JobStatus.FAULTED and not r.ordering_skip_failed
             )
-            lock_keys(conn, self.is_postgres, holding)
-            self._release(conn, holding)
+            jobs_ended(self, conn, Ended(keys=holding), None)
             return len(gone)
 
     def job_purge_matching(

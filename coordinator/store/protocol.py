@@ -2,10 +2,12 @@
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
 ``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``,
-``scope_settings.py``, ``workers.py``, ``stats.py``, ``events.py``, with
-connection handling in ``base.py``; rows answered as stored are typed by the
-protocols of ``rows.py``. PostgreSQL and SQLite implement every
+``leases.py``, ``groups.py``, ``ordering.py``, ``uniqueness.py``,
+``pauses.py``, ``scope_settings.py``, ``workers.py``, ``stats.py``,
+``scaling.py``, ``events.py``, with connection handling in ``base.py`` (and
+``liveness.py``, ``pooler.py``, ``urls.py``, ``notify.py``); what follows a
+job's end, whichever query ended it, is ``job_end.py``; rows answered as
+stored are typed by the protocols of ``rows.py``. PostgreSQL and SQLite implement every
 query under the same name with the same meaning (one class, ``SqlStore``;
 the dialect differences stay inside each query); what only one dialect can do
 is said by ``capabilities``, never by asking which dialect it is. Time is a
