@@ -23,6 +23,7 @@ from typing import Any, cast
 from workflowjobs.v1 import admin_service_pb2, job_pb2
 
 from ._convert import (
+    GroupView,
     JobAttemptView,
     JobCategory,
     JobStatus,
@@ -41,6 +42,7 @@ __all__ = [
     "ConcurrencyLimit",
     "Identity",
     "JobExplanation",
+    "GroupPage",
     "JobFilter",
     "JobPage",
     "JobStats",
@@ -51,6 +53,7 @@ __all__ = [
     "PauseKind",
     "PauseRecord",
     "PauseScope",
+    "PurgeResult",
     "RateLimit",
     "StatusCount",
     "TenantWeight",
@@ -979,6 +982,36 @@ class BulkResult:
 
     matched: int
     changed: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PurgeResult:
+    """Outcome of :meth:`AdminClient.purge_jobs`.
+
+    Attributes:
+        matched: Finished jobs the filter matched that a purge deletes.
+        deleted: Those deleted (0 on a dry run).
+        kept: Finished jobs the filter matched that are kept: FAULTED jobs
+            holding their ordering key (cancel one to set it aside) and
+            members of groups that have not completed.
+    """
+
+    matched: int
+    deleted: int
+    kept: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupPage:
+    """One page of :meth:`AdminClient.list_groups`, newest first.
+
+    Attributes:
+        groups: The groups, each with its members counted by status.
+        next_page_token: Pass to the next call for the page after; empty on the last page.
+    """
+
+    groups: list[GroupView]
+    next_page_token: str
 
 
 def pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:

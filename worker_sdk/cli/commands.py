@@ -107,6 +107,13 @@ def _filter(args: argparse.Namespace) -> JobFilter:
     )
 
 
+def _group_json(group: GroupView) -> dict[str, Any]:
+    data = {f.name: getattr(group, f.name) for f in dataclasses.fields(group)}
+    for key in ("create_time", "close_time", "complete_time"):
+        data[key] = data[key].isoformat() if data[key] else None
+    return data
+
+
 def _job_types(values: Sequence[str] | None) -> list[str]:
     return [t for value in values or () for t in (p.strip() for p in value.split(",")) if t]
 
@@ -369,7 +376,87 @@ class Commands:
             return EXIT_NOT_CONFIRMED
         return self._bulk(run(a.dry_run), "cancel")
 
+    def jobs_run_now(self) -> int:
+        return self._each(self.args.job_ids, self.admin.run_job_now, "made due now")
+
+    def jobs_purge(self) -> int:
+        a = self.args
+        self._need_filter("purge")
+
+        def run(dry_run: bool) -> Any:
+            return self.admin.purge_jobs(_filter(a), dry_run=dry_run)
+
+        if not self._confirmed(run, "purge"):
+            return EXIT_NOT_CONFIRMED
+        result = run(a.dry_run)
+        if self.out.as_json:
+            self.out.json({**dataclasses.asdict(result), "dry_run": a.dry_run})
+            return EXIT_OK
+        kept = (
+            f"; {result.kept} kept (FAULTED jobs holding their ordering key: cancel one to set "
+            "it aside; members of groups not completed)"
+            if result.kept
+            else ""
+        )
+        if a.dry_run:
+            self.out.line(
+                f"would purge {result.matched} finished job(s) (dry run; nothing deleted){kept}"
+            )
+        else:
+            self.out.line(f"purged {result.deleted} of {result.matched} matching job(s){kept}")
+        return EXIT_OK
+
     # groups ----------------------------------------------------------------------------------
+
+    def groups_list(self) -> int:
+        a = self.args
+        statuses = [s.strip() for v in a.status or () for s in v.split(",") if s.strip()]
+        groups: list[GroupView] = []
+        token = a.page_token
+        while True:
+            try:
+                page = self.admin.list_groups(
+                    tenant_id=a.tenant, statuses=statuses, page_size=a.limit, page_token=token
+                )
+            except ValueError as e:
+                raise UsageError(f"--status: {e}") from None
+            groups.extend(page.groups)
+            token = page.next_page_token
+            if not a.all or not token:
+                break
+        if self.out.as_json:
+            self.out.json({"groups": [_group_json(g) for g in groups], "next_page_token": token})
+            return EXIT_OK
+        self.out.table(
+            [
+                "ID",
+                "TENANT",
+                "STATUS",
+                "DONE",
+                "PENDING",
+                "RUNNING",
+                "FAULTED",
+                "CREATED",
+                "COMPLETION JOB",
+            ],
+            [
+                (
+                    g.id,
+                    g.tenant_id,
+                    g.status.lower(),
+                    f"{g.completed + g.faulted + g.cancelled}/{g.total}",
+                    g.pending,
+                    g.running,
+                    g.faulted,
+                    g.create_time,
+                    g.completion_job_id or "-",
+                )
+                for g in groups
+            ],
+        )
+        if token:
+            self.out.line(f"(more: --page-token {token}, or --all)")
+        return EXIT_OK
 
     def groups_create(self) -> int:
         a = self.args
@@ -398,10 +485,7 @@ class Commands:
 
     def _group_out(self, group: GroupView, more: dict[str, Any] | None = None) -> int:
         if self.out.as_json:
-            data = {f.name: getattr(group, f.name) for f in dataclasses.fields(group)}
-            for key in ("create_time", "close_time", "complete_time"):
-                data[key] = data[key].isoformat() if data[key] else None
-            self.out.json({**data, **(more or {})})
+            self.out.json({**_group_json(group), **(more or {})})
             return EXIT_OK
         fields = [
             ("id", group.id),
