@@ -28,6 +28,7 @@ from ._admin import AdminClient
 from ._admin_types import (
     LIMIT_SCOPE_KINDS,
     PAUSE_SCOPE_KINDS,
+    Backlog,
     BulkResult,
     CategoryWeight,
     CategoryWeights,
@@ -123,6 +124,7 @@ __all__ = [
     "AlreadyExistsError",
     "AsyncEventWatch",
     "AsyncSchedulerClient",
+    "Backlog",
     "BulkResult",
     "CancelReason",
     "CancelSignal",

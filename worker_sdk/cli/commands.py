@@ -26,6 +26,7 @@ from worker_sdk import (
     JobEventFilter,
     JobFilter,
     JobRequest,
+    JobStats,
     JobStatus,
     JobView,
     PermissionDeniedError,
@@ -899,22 +900,63 @@ class Commands:
             f"pending {s.pending}  running {s.running}  completed {s.completed}  "
             f"faulted {s.faulted} (dead letter)  cancelled {s.cancelled}"
         )
+        b = s.backlog
         self.out.line(
-            f"of the pending, {s.pending - s.scheduled} due (ready to run) and {s.scheduled} "
-            "scheduled (not due yet)"
+            f"of the pending, {b.ready} ready (runnable now), {b.held} held and "
+            f"{b.scheduled} scheduled (not due yet)"
         )
-        if s.held:
-            self.out.line(
-                f"of the pending, {s.held} held behind an earlier job of their ordering key"
+        held = [
+            (n, what)
+            for n, what in (
+                (b.paused, "paused"),
+                (b.limit, "over a concurrency limit"),
+                (b.rate, "rate limited"),
+                (b.ordering, "behind an earlier job of their ordering key"),
+                (b.no_worker, "with no worker serving them"),
+                (b.drained, "whose workers are all drained"),
             )
+            if n
+        ]
+        if held:
+            self.out.line("held: " + ", ".join(f"{n} {what}" for n, what in held))
         self.out.line(f"oldest pending job waits {age:.1f}s")
         self.out.line(
             f"last {window:g}s: {s.completions_in_window} completed, "
             f"{s.failures_in_window} attempts failed, {s.retries_in_window} of them retried"
         )
-        self.out.line(
-            f"workers connected {s.connected_workers}  draining {'yes' if s.draining else 'no'}"
-        )
+        self.out.line(f"workers connected {s.connected_workers}  draining {_draining(s)}")
+        waiting = [t for t in s.backlog_by_type if t.held or t.ready or t.scheduled]
+        if waiting:
+            self.out.line()
+            self.out.table(
+                [
+                    "TENANT",
+                    "TYPE",
+                    "READY",
+                    "SCHEDULED",
+                    "PAUSED",
+                    "LIMIT",
+                    "RATE",
+                    "ORDERING",
+                    "NO WORKER",
+                    "DRAINED",
+                ],
+                [
+                    (
+                        t.tenant_id,
+                        t.job_type,
+                        t.ready,
+                        t.scheduled,
+                        t.paused,
+                        t.limit,
+                        t.rate,
+                        t.ordering,
+                        t.no_worker,
+                        t.drained,
+                    )
+                    for t in waiting
+                ],
+            )
         if s.counts:
             self.out.line()
             self.out.table(
@@ -1104,6 +1146,21 @@ class Commands:
             )
             self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
+
+
+def _draining(s: JobStats) -> str:
+    """The drain line's answer: the coordinator's drain, else the job types
+    whose every worker is drained while their jobs wait."""
+    if s.draining:
+        return "yes (this coordinator hands out no jobs)"
+    drained = sorted({t.job_type for t in s.backlog_by_type if t.drained})
+    if drained:
+        jobs = s.backlog.drained
+        return (
+            f"no, but every worker of job type(s) {', '.join(drained)} is drained "
+            f"({jobs} job(s) wait for them; `wfjobs workers`, `wfjobs undrain --worker ID`)"
+        )
+    return "no"
 
 
 def _json_payload(text: str | None) -> Any:
