@@ -3,11 +3,12 @@ its members, newest first, with Cancel group (docs/groups.md)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from aiohttp import web
 
 from worker_sdk import AdminClient, JobFilter
 
-from . import render
 from .site import Site
 
 # Members shown on the page; the link under them lists every member.
@@ -25,7 +26,14 @@ async def group_detail(request: web.Request) -> web.Response:
         page_size=MEMBERS_SHOWN,
         newest_first=True,
     )
-    return site.page(request, f"Group {group_id}", render.group_body(group, members.jobs, session))
+    return site.page(
+        request,
+        "group.html",
+        f"Group {group_id}",
+        group=group,
+        members=members.jobs,
+        now=datetime.now(UTC),
+    )
 
 
 ROUTES = [web.get("/groups/{group_id}", group_detail)]
