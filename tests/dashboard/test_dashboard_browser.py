@@ -8,6 +8,7 @@ so cookies and sessions do not leak between tests.
 from __future__ import annotations
 
 import http.client
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -175,6 +176,21 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     other.reload()
     history = other.locator("table").last
     expect()(history.locator("tr", has_text="billing-flow")).to_contain_text("by ops")
+
+
+def test_the_pause_history_says_a_pause_expired_not_that_it_is_active(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    admin = cluster["admin"]
+    admin.pause("job_type", "lapse-type", expire_time=datetime.now(UTC) + timedelta(seconds=1))
+    deadline = datetime.now(UTC) + timedelta(seconds=30)
+    while any(p.scope.value == "lapse-type" for p in admin.list_pauses()):
+        assert datetime.now(UTC) < deadline, "the pause never expired"
+        time.sleep(0.2)
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/pauses")
+    row = page.locator("table").last.locator("tr", has_text="lapse-type")
+    expect()(row.locator("td").last).to_contain_text(" UTC by expiry")
 
 
 def read_events(stream: Any, until: str) -> list[str]:
