@@ -221,6 +221,53 @@ def bulk_action(
     return Action(verb, describe, run)
 
 
+# The statuses a purge deletes (the coordinator refuses any other).
+PURGEABLE = frozenset({"COMPLETED", "FAULTED", "CANCELLED"})
+
+
+def _purge_filter(session: Session, form: dict[str, str]) -> tuple[Any, str]:
+    """The jobs list's filter and its words; a search or a live status is refused
+    (a purge deletes by filter alone, and finished jobs only)."""
+    values = filters.read_form(form, session)
+    if values.search:
+        raise ValueError(
+            "a purge deletes what the filter matches: clear the search (job id or payload "
+            "text) first, so the list shows what it deletes"
+        )
+    live = [s for s in values.statuses if s not in PURGEABLE]
+    if live:
+        raise ValueError(
+            f"a purge deletes finished jobs only; the filter has {', '.join(live).lower()}"
+        )
+    return filters.job_filter(values), filters.describe(values)
+
+
+async def describe_purge(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
+    job_filter, words = _purge_filter(session, form)
+    dry, listed = await asyncio.gather(
+        site.call(session, AdminClient.purge_jobs, job_filter, dry_run=True),
+        site.call(session, AdminClient.list_jobs, job_filter, page_size=1, include_total=True),
+    )
+    kept = (
+        f"; {dry.kept} finished job(s) are kept (FAULTED jobs holding their ordering key: set "
+        "one aside first; members of groups not completed)"
+        if dry.kept
+        else ""
+    )
+    return (
+        f"Purge {dry.matched} finished job(s) of the {listed.total_count} the list holds "
+        f"({words}{kept})? They are deleted with their attempt history; live jobs are never "
+        "touched. This dry run deleted nothing.",
+        True,
+    )
+
+
+async def run_purge(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
+    job_filter, _ = _purge_filter(session, form)
+    result = await site.act(session, AdminClient.purge_jobs, job_filter)
+    return f"purged {result.deleted} of {result.matched} matching finished job(s)", ""
+
+
 def _job_ids(form: dict[str, str]) -> list[str]:
     return [j for j in (part.strip() for part in form.get("job_ids", "").split(",")) if j]
 
@@ -507,6 +554,7 @@ ACTIONS: dict[str, Action] = {
     "retry": job_action("retry", AdminClient.retry_job, False),
     "cancel": job_action("cancel", AdminClient.cancel_job, True),
     "cancel_group": Action("cancel group", describe_cancel_group, run_cancel_group),
+    "run_now": job_action("run now", AdminClient.run_job_now, False),
     "unlock": job_action("unlock", AdminClient.unlock_job, True),
     "replay": job_action("replay", AdminClient.replay_job, False),
     "bulk_retry": bulk_action(
@@ -515,6 +563,7 @@ ACTIONS: dict[str, Action] = {
     "bulk_cancel": bulk_action(
         "bulk cancel", AdminClient.bulk_cancel_jobs, AdminClient.cancel_job, views.CANCELLABLE
     ),
+    "purge": Action("purge", describe_purge, run_purge),
     "pause": Action("pause", describe_pause, run_pause),
     "unpause": Action("unpause", describe_unpause, run_unpause),
     "weight": Action("set weight", describe_weight, run_weight),

@@ -41,6 +41,7 @@ LIMIT_KINDS = tuple((k, k.replace("_", " ")) for k in LIMIT_SCOPE_KINDS)
 NAV = (
     ("/", "Overview"),
     ("/jobs", "Jobs"),
+    ("/groups", "Groups"),
     ("/pauses", "Pauses"),
     ("/tenants", "Tenants"),
     ("/limits", "Limits"),
