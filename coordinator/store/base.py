@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
+from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import event, exc
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -91,6 +92,70 @@ def driver_sql(sql: str) -> str:
         binary = _ARRAY_PARAM.sub(r"CAST(%(\1)b AS \2[])", sql)
         out = _DRIVER_SQL[sql] = _PARAM.sub(r"%(\1)s", binary)
     return out
+
+
+# psycopg's placeholders in ``driver_sql`` text: ``%(name)s``, ``%(name)b``, ``%%``.
+_DRIVER_PARAM = re.compile(r"%(?:\((\w+)\)([sb])|%)")
+
+
+@dataclass(frozen=True)
+class Positional:
+    """A ``driver_sql`` statement as PostgreSQL's own text, ``$n`` placeholders.
+
+    Attributes:
+        text: The statement with ``$1``, ``$2``, … (a name used twice is one number).
+        names: The parameter of each number, in order.
+        binary: The numbers (0-based) psycopg sends in binary (``%(name)b``).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    binary: frozenset[int]
+
+    def values(self, params: dict[str, Any]) -> list[Any]:
+        """The values of ``params`` in ``$n`` order; arrays sent in binary are marked so."""
+        return [
+            BinaryList(params[name]) if i in self.binary else params[name]
+            for i, name in enumerate(self.names)
+        ]
+
+
+class BinaryList(list[Any]):
+    """A list psycopg sends as a binary array (the event loop's connection
+    dumps it with ``ListBinaryDumper``): what ``%(name)b`` asks for."""
+
+
+_POSITIONAL: dict[str, Positional] = {}
+
+
+def positional(sql: str) -> Positional:
+    """``sql`` (``driver_sql`` text) with ``$n`` placeholders, converted once per text.
+
+    Sent through a raw cursor, the text goes to the server as it is: psycopg
+    does not parse it again on each execution (it does so for any statement
+    longer than its 4,096-byte cache, the group-commit insert among them).
+    """
+    found = _POSITIONAL.get(sql)
+    if found is not None:
+        return found
+    names: list[str] = []
+    binary: set[int] = set()
+
+    def number(match: re.Match[str]) -> str:
+        name, kind = match.group(1), match.group(2)
+        if name is None:
+            return "%"
+        if name not in names:
+            names.append(name)
+        index = names.index(name)
+        if kind == "b":
+            binary.add(index)
+        return f"${index + 1}"
+
+    found = _POSITIONAL[sql] = Positional(
+        _DRIVER_PARAM.sub(number, sql), tuple(names), frozenset(binary)
+    )
+    return found
 
 
 PLAN_CACHE_MODES = ("force_generic_plan", "auto", "force_custom_plan")
@@ -472,6 +537,7 @@ class StoreBase:
                 # A pooler that refuses startup options (see _without_options_if_refused).
                 self._loop_params = params = {k: v for k, v in params.items() if k != "options"}
                 conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            conn.adapters.register_dumper(BinaryList, ListBinaryDumper)
             self._loop_conn = conn
             return conn
 
@@ -479,15 +545,19 @@ class StoreBase:
         """One self-contained statement (``driver_sql`` text) on the event loop's
         own autocommit connection; its rows.
 
-        No thread hop and no SQLAlchemy on the way: the loop sends the
-        statement and is free until the answer comes. Database errors become
+        No thread hop, no SQLAlchemy and no parsing of the text on the way:
+        the statement goes as PostgreSQL's own text (``positional``) through a
+        raw cursor, prepared once per session like every statement of the
+        store, and the loop is free until the answer comes. Database errors become
         domain errors exactly as on the store's threads (``domain_errors``);
         a connection that broke is dropped, and the next statement connects
         again.
         """
         try:
             conn = await self._loop_connection()
-            cursor = await conn.execute(sql, params)
+            statement = positional(sql)
+            cursor = psycopg.AsyncRawCursor(conn)
+            await cursor.execute(statement.text, statement.values(params))
             return await cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as e:
             if self._loop_conn is not None and self._loop_conn.broken:
