@@ -428,7 +428,7 @@ def test_events_are_in_the_same_transaction_as_the_change(store_url: str) -> Non
         job_id = await h.enqueue()
         store = h.engine.store
         with pytest.raises(RuntimeError), store.tx() as conn:
-            store._record_events(conn, [EventEntry(job_id, K.FAULTED)], T0, bump=True)
+            store._events.record_events(conn, [EventEntry(job_id, K.FAULTED)], T0, bump=True)
             raise RuntimeError("roll back")
         assert _kinds(h, job_id) == [K.ENQUEUED]
         with store.tx() as conn:
