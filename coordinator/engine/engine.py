@@ -350,7 +350,7 @@ class Engine:
 
     def close_session(self, session: WorkerSession) -> None:
         """The stream ended: forget the session, and hand back at once the jobs
-        it never sent (queued, or in a message not completely written), which
+        it never sent (queued, or in a message not yet handed to gRPC), which
         would otherwise wait out their lease. Jobs already sent stay leased:
         the worker may be running them and reports through unary calls."""
         self.dispatcher.remove_session(session)

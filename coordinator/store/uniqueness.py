@@ -65,7 +65,9 @@ class UniqueQueries(Family):
         Returns ``(job_id, UniqueOutcome, status)`` in input order; a job
         without a rule is CREATED (or EXISTING when its idempotency key names
         a stored job). The caller has set each debounced job's due time to
-        ``now + delay`` (its first due time if the key admits it).
+        ``now + delay`` (its first due time if the key admits it); a job that
+        DEBOUNCED the key's job leaves with ``due_at`` the time that job moved
+        to, at which the caller wakes its dispatcher.
         """
         answers: dict[int, tuple[str, int, int]] = {}
         to_store: dict[int, NewJob] = {
@@ -106,6 +108,7 @@ class UniqueQueries(Family):
                 elif decision == UniqueOutcome.DEBOUNCED:
                     assert current is not None
                     due = _debounced_due(rule, key_row, new_jobs, in_batch, ident, now)
+                    job.due_at = due  # the caller wakes at the due time the key's job moved to
                     if ident in in_batch:
                         first = new_jobs[in_batch[ident]]
                         first.payload, first.content_type = job.payload, job.content_type
@@ -215,12 +218,14 @@ class UniqueQueries(Family):
         due: int,
         now: int,
     ) -> None:
-        """Give the key's pending job ``job``'s payload and the due time ``due``."""
+        """Give the key's pending job ``job``'s payload and the due time ``due``
+        (every replica is told the job becomes eligible then)."""
         conn.execute(
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.PENDING))
             .values(payload=job.payload, content_type=job.content_type, due_at=due)
         )
+        self._notify_wake(conn, due)
         conn.execute(
             unique_keys.update()
             .where(unique_keys.c.tenant_id == ident[0], unique_keys.c.unique_key == ident[1])
