@@ -198,6 +198,8 @@ def _server_options(settings: Settings) -> dict[str, Any]:
             max_watches_total=settings.max_watches_total,
             max_waits_per_connection=settings.max_waits_per_connection,
             max_waits_total=settings.max_waits_total,
+            max_scaler_streams_per_connection=settings.max_scaler_streams_per_connection,
+            max_scaler_streams_total=settings.max_scaler_streams_total,
             rate_per_credential=settings.rate_per_credential,
             rate_burst=settings.rate_burst,
         )

@@ -54,6 +54,8 @@ class JobEventKind(enum.IntEnum):
     FAULTED = 6
     CANCELLED = 7
     RELEASED = 8
+    # An operator made a PENDING job that was not due yet due now (RunJobNow).
+    RESCHEDULED = 9
 
 
 # Attempt outcomes that are failures of the attempt itself (ATTEMPT_FAILED).
@@ -553,21 +555,81 @@ class GroupRow:
         return sum(self.counts.values())
 
 
+class BacklogState(enum.IntEnum):
+    """Where a PENDING or RUNNING job stands for the backlog figures
+    (store/scaling.py), the first that applies in this order."""
+
+    # Due, not paused, not held behind its ordering key: limits and workers decide.
+    STARTABLE = 0
+    # Covered by a pause (a tenant disabled, a definition, instance, job type or category paused).
+    PAUSED = 1
+    # Not due yet (a delay, a retry's backoff, a debounce).
+    SCHEDULED = 2
+    # Held behind an earlier job of its ordering key.
+    ORDERING = 3
+    # In flight on a worker.
+    RUNNING = 4
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogGroup:
+    """PENDING or RUNNING jobs in one ``BacklogState`` sharing a tenant, job
+    type, category and (when a limit is set on those kinds) a definition and a
+    concurrency key: one row of ``job_backlog_groups``."""
+
+    tenant_id: str
+    job_type: str
+    category: int
+    # "" / None when no limit of that kind is set (the rows are not told apart by it).
+    definition_id: str
+    concurrency_key: str | None
+    state: BacklogState
+    n: int
+    # Due time of the oldest of them.
+    oldest_due_at: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class ScalingFigures:
-    """What an autoscaler reads of one job type's work (store/scaling.py)."""
+    """The backlog of one tenant's job type (or one job type across tenants:
+    ``tenant_id`` empty), as KEDA, GetStats and the gauges read it
+    (engine/scaling.py). Every PENDING job is counted once: in ``ready``, in
+    ``scheduled`` or in exactly one of the held kinds."""
 
     job_type: str
-    # PENDING, due, not held behind an ordering key, not paused: a worker could start it.
-    ready: int
-    # PENDING and not due yet (not paused).
-    scheduled: int
-    # PENDING and covered by a pause.
-    pause_held: int
+    # A connected worker that is not drained could start it now: due, not
+    # paused, not held behind its ordering key, within the free slots of its
+    # concurrency limits and the starts its rate limits admit now.
+    ready: int = 0
+    # Not due yet (not paused).
+    scheduled: int = 0
     # RUNNING: in flight on a worker.
-    running: int
+    running: int = 0
     # Due time of the oldest ready job (None: none is ready).
-    oldest_ready_due_at: int | None
+    oldest_ready_due_at: int | None = None
+    # Held by a pause (due or not).
+    paused: int = 0
+    # Held by a full concurrency limit: beyond its free slots.
+    limit: int = 0
+    # Held by a rate limit: beyond the starts it admits now.
+    rate: int = 0
+    # Held behind an earlier job of its ordering key.
+    ordering: int = 0
+    # Startable, but no connected worker serves its job type for its tenant.
+    no_worker: int = 0
+    # Startable, but every worker serving it is drained (or the coordinator is).
+    drained: int = 0
+    tenant_id: str = ""
+
+    @property
+    def held(self) -> int:
+        return self.paused + self.limit + self.rate + self.ordering + self.no_worker + self.drained
+
+    @property
+    def demand(self) -> int:
+        """What KEDA scales by: the jobs a worker could start now if there were
+        one (ready, or waiting only for a worker) plus those in flight."""
+        return self.ready + self.no_worker + self.drained + self.running
 
 
 @dataclass(frozen=True, slots=True)
@@ -998,6 +1060,19 @@ class StateChange:
 class BulkCount:
     matched: int
     changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeCount:
+    """What a purge of finished jobs by filter found and did (``PurgeJobs``)."""
+
+    # Finished jobs matching the filter that a purge deletes.
+    matched: int
+    # Those deleted (0 on a dry run).
+    deleted: int
+    # Finished jobs matching the filter that are kept: FAULTED jobs holding
+    # their ordering key, members of groups that have not completed.
+    kept: int
 
 
 @dataclass(frozen=True, slots=True)

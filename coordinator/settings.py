@@ -85,6 +85,9 @@ class Settings:
     max_watches_total: int = 10_000
     max_waits_per_connection: int = 1_000
     max_waits_total: int = 10_000
+    # Open StreamIsActive streams of KEDA's scaler (docs/limits.md).
+    max_scaler_streams_per_connection: int = 100
+    max_scaler_streams_total: int = 1_000
     # Requests per second per credential (0 = unlimited) and the burst above it.
     rate_per_credential: float = 1_000.0
     rate_burst: int = 2_000
@@ -153,6 +156,10 @@ class Settings:
             max_watches_total=int(env.get("WFJOBS_MAX_WATCHES_TOTAL", 10_000)),
             max_waits_per_connection=int(env.get("WFJOBS_MAX_WAITS_PER_CONNECTION", 1_000)),
             max_waits_total=int(env.get("WFJOBS_MAX_WAITS_TOTAL", 10_000)),
+            max_scaler_streams_per_connection=int(
+                env.get("WFJOBS_MAX_SCALER_STREAMS_PER_CONNECTION", 100)
+            ),
+            max_scaler_streams_total=int(env.get("WFJOBS_MAX_SCALER_STREAMS_TOTAL", 1_000)),
             rate_per_credential=float(env.get("WFJOBS_RATE_PER_CREDENTIAL", 1_000)),
             rate_burst=int(env.get("WFJOBS_RATE_BURST", 2_000)),
         )

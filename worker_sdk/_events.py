@@ -40,6 +40,7 @@ class JobEventKind(enum.StrEnum):
     FAULTED = "FAULTED"
     CANCELLED = "CANCELLED"
     RELEASED = "RELEASED"
+    RESCHEDULED = "RESCHEDULED"
 
     @classmethod
     def from_proto(cls, value: int) -> JobEventKind:
@@ -105,7 +106,8 @@ class JobEvent:
         workflow: The job's workflow references.
         status: The job's status as the change left it.
         attempt: The attempt the event concerns (started, failed, ...).
-        due_time: When the job is due (``ENQUEUED``, ``RETRY_SCHEDULED``, ``RELEASED``).
+        due_time: When the job is due (``ENQUEUED``, ``RETRY_SCHEDULED``, ``RELEASED``,
+            ``RESCHEDULED``).
         error: Why (``ATTEMPT_FAILED``, ``FAULTED``, ``CANCELLED``, ``RELEASED``).
         error_kind: The error's kind.
         result: The job's result bytes (``COMPLETED``); None otherwise.

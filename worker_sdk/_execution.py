@@ -15,7 +15,8 @@ Design note
    context variables copied in; the deadline also sets the cancel signal;
 4. turn what happened into an outcome: ``Completion`` (the result encoded),
    ``Failure`` (error kind, non-retryable flag, the handler's retry policy
-   applied) or ``Release`` (cancelled by shutdown, lease loss or a budget);
+   applied) or ``Release`` (cancelled by shutdown, lease loss or a budget; a
+   handler that raises once the shutdown set its cancel signal is handed back);
 5. end the span, record the handler metrics, and log one line for a failed
    attempt (job id, type, attempt, error; a completed one only at DEBUG). An
    attempt whose cancel was requested is recorded as ``cancelled`` (the
@@ -205,6 +206,11 @@ async def run_attempt(
     attempt.span = _tracing.start_execution(ctx)
     try:
         outcome = await _invoke(attempt, executor, worker_id)
+        if attempt.cancel_reason == CancelReason.WORKER_SHUTDOWN and isinstance(
+            outcome, worker_service_pb2.Failure
+        ):
+            # Stopped by the shutdown (its cancel signal): handed back, not failed.
+            outcome = release(CancelReason.WORKER_SHUTDOWN)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:

@@ -45,11 +45,20 @@ Shutdown order (``shutdown()``, SIGTERM/SIGINT under ``run()``):
 1. stop acquiring: no more credit, close the request side of the stream; set
    every running handler's ``ctx.stopping`` signal (``ctx.is_stopping()``);
 2. wait for running handlers, up to ``shutdown_grace`` seconds (heartbeats go on);
-3. cancel handlers still running and report a ``Release`` for each, handing the
-   job back unfinished (jobs pushed after step 1 are released at once too);
-4. flush queued outcomes;
-5. stop the heartbeater and the stream, close the channel;
-6. re-raise the first fatal error, if any.
+3. set the cancel signal of handlers still running and cancel the tasks of async
+   ones; each that stops within a second reports a ``Release`` (one that returns
+   a value reports it: the work was done). Jobs pushed after step 1 are released
+   at once;
+4. a handler still running then (a blocking one in its thread, an async one
+   that ignores cancellation) can still touch the outside world, so its lease is
+   kept and heartbeated: under :meth:`Worker.run`, which owns the process, the
+   jobs are handed back and the process exits right after the ``Release`` is
+   flushed (``os._exit``: nothing of the handler runs on); under
+   :meth:`Worker.arun` the worker waits, heartbeating, until each returns and
+   reports what it returned;
+5. flush queued outcomes;
+6. stop the heartbeater and the stream, close the channel;
+7. re-raise the first fatal error, if any.
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -128,10 +138,11 @@ class Worker:
         heartbeat_interval: Seconds between lease heartbeats; defaults to the
             coordinator's recommendation, else a third of the shortest lease.
         shutdown_grace: Seconds running handlers get to finish on shutdown
-            before they are cancelled and their jobs handed back. A blocking
-            handler cannot be interrupted: its job is handed back all the same
-            and its result ignored, but the interpreter exits only once its
-            thread returns.
+            before they are cancelled and their jobs handed back. A handler
+            that cannot be stopped (a blocking one, or an async one ignoring
+            cancellation) keeps its job leased while it runs: :meth:`run`
+            then hands the job back and exits the process at once;
+            :meth:`arun` waits for it (see the module's shutdown order).
         credentials: TLS/mTLS channel credentials; None: from ``WFJOBS_CA``
             (``WFJOBS_TLS``, ``WFJOBS_CERT``/``WFJOBS_KEY``) or the profile, else plaintext.
         token: Bearer token for the coordinator; None: ``WFJOBS_TOKEN``,
@@ -236,6 +247,10 @@ class Worker:
         self._executor: ThreadPoolExecutor | None = None
         self._background: list[asyncio.Task[None]] = []
         self._stream_call: Any = None
+        # Set by run(): this worker owns the process and may end it (shutdown step 4).
+        self._owns_process = False
+        # Handlers that ignored cancellation were handed back: the process must exit.
+        self._exit_now = False
 
     # -- registration -------------------------------------------------------------------------
 
@@ -323,6 +338,7 @@ class Worker:
         Raises:
             WorkflowJobsError: A fatal error, such as a rejected credential.
         """
+        self._owns_process = True
         asyncio.run(self._run_with_signals())
 
     async def _run_with_signals(self) -> None:
@@ -339,6 +355,14 @@ class Worker:
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            if self._exit_now:
+                # Handlers still run (in threads, or deaf to cancellation) after
+                # their jobs were handed back: nothing of theirs may run on.
+                logging.shutdown()
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(1 if self._fatal_error is not None else 0)
 
     def _on_signal(self, sig: signal.Signals) -> None:
         if self._stop_requested.is_set():
@@ -498,15 +522,32 @@ class Worker:
         for running in still_running:
             running.cancel_reason = CancelReason.WORKER_SHUTDOWN
             running.ctx._cancel(CancelReason.WORKER_SHUTDOWN)
-            if running.task is not None:
+            # A blocking handler's thread cannot be stopped: its task ends only
+            # when the handler returns, and is left to do so.
+            if running.task is not None and (running.handler is None or running.handler.is_async):
                 running.task.cancel()
         tasks = [r.task for r in still_running if r.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=1.0)
-        for running in still_running:
-            if running.key in self._running:
-                # The handler ignored cancellation; hand the job back regardless.
+        stuck = [r for r in still_running if r.key in self._running]
+        if not stuck:
+            return
+        if self._owns_process:
+            logger.warning(
+                "%d handler(s) did not stop (a blocking handler, or one ignoring "
+                "cancellation): handing their jobs back and exiting the process",
+                len(stuck),
+            )
+            for running in stuck:
                 self._release(running, "worker shutting down; handler did not stop")
+            self._exit_now = True
+            return
+        logger.warning(
+            "waiting for %d handler(s) that did not stop (a blocking handler, or one "
+            "ignoring cancellation); their jobs stay leased, heartbeated, until they return",
+            len(stuck),
+        )
+        await asyncio.wait([r.task for r in stuck if r.task is not None])
 
     # -- the stream ---------------------------------------------------------------------------
 

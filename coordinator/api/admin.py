@@ -5,6 +5,8 @@ RPCs not overridden here answer UNIMPLEMENTED (the generated base class).
 
 from __future__ import annotations
 
+import functools
+
 import grpc
 
 from coordinator import tenancy
@@ -12,8 +14,9 @@ from coordinator.api import convert
 from coordinator.api.auth import ROLES, current_principal, tenant_scope
 from coordinator.engine import Engine
 from coordinator.engine.explain import explain, last_failure, unique_key
+from coordinator.engine.scaling import summed
 from coordinator.errors import InvalidArgument
-from coordinator.model import JobStatus
+from coordinator.model import JobStatus, ScalingFigures
 from workflowjobs.v1 import admin_service_pb2 as apb
 from workflowjobs.v1 import admin_service_pb2_grpc as apb_grpc
 
@@ -94,6 +97,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         windows = [convert.duration_ms(w, "windows") * 1000 for w in request.windows]
         s = await self._engine.ops.stats(request.tenant_id, window, category)
         counted = await self._engine.ops.window_counts(request.tenant_id, windows, category)
+        backlog = await self._engine.scaling.backlog((), request.tenant_id, category)
         totals = s.totals
         age_us = s.oldest_pending_age_us
         return apb.GetStatsResponse(
@@ -130,6 +134,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             dead_letter=totals[JobStatus.FAULTED],
             draining=s.draining,
             connected_workers=s.connected_workers,
+            backlog=convert.backlog_to_proto(functools.reduce(summed, backlog, ScalingFigures(""))),
+            backlog_by_type=[convert.backlog_to_proto(b) for b in backlog],
         )
 
     async def Pause(
@@ -311,6 +317,38 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.CancelJobResponse:
         row = await self._engine.ops.cancel_job(request.job_id, request.reason)
         return apb.CancelJobResponse(job=convert.job_to_proto(row))
+
+    async def RunJobNow(
+        self,
+        request: apb.RunJobNowRequest,
+        context: grpc.aio.ServicerContext[apb.RunJobNowRequest, apb.RunJobNowResponse],
+    ) -> apb.RunJobNowResponse:
+        row = await self._engine.ops.run_job_now(request.job_id)
+        return apb.RunJobNowResponse(job=convert.job_to_proto(row))
+
+    async def PurgeJobs(
+        self,
+        request: apb.PurgeJobsRequest,
+        context: grpc.aio.ServicerContext[apb.PurgeJobsRequest, apb.PurgeJobsResponse],
+    ) -> apb.PurgeJobsResponse:
+        result = await self._engine.ops.purge(
+            convert.filter_from_proto(request.filter), request.dry_run
+        )
+        return apb.PurgeJobsResponse(
+            matched=result.matched, deleted=result.deleted, kept=result.kept
+        )
+
+    async def ListGroups(
+        self,
+        request: apb.ListGroupsRequest,
+        context: grpc.aio.ServicerContext[apb.ListGroupsRequest, apb.ListGroupsResponse],
+    ) -> apb.ListGroupsResponse:
+        rows, next_token = await self._engine.groups.list(
+            request.tenant_id, list(request.statuses), request.page_size, request.page_token
+        )
+        return apb.ListGroupsResponse(
+            groups=[convert.group_to_proto(g) for g in rows], next_page_token=next_token
+        )
 
     async def GetGroup(
         self,

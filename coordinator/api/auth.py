@@ -347,6 +347,8 @@ def _policies() -> dict[str, Policy]:
         a + "ListJobs": _filter_tenant,
         a + "BulkRetryJobs": _filter_tenant,
         a + "BulkCancelJobs": _filter_tenant,
+        a + "PurgeJobs": _filter_tenant,
+        a + "ListGroups": _tenant_field,
         a + "GetStats": _tenant_field,
         a + "ListPauses": _tenant_field,
         a + "SetTenantWeight": _tenant_field,
@@ -358,7 +360,15 @@ def _policies() -> dict[str, Policy]:
         a + "Unpause": _pause_scope,
         a + "WhoAmI": _servicer_decides,
     }
-    for name in ("GetJob", "ExplainJob", "RetryJob", "CancelJob", "UnlockJob", "ReplayJob"):
+    for name in (
+        "GetJob",
+        "ExplainJob",
+        "RetryJob",
+        "CancelJob",
+        "RunJobNow",
+        "UnlockJob",
+        "ReplayJob",
+    ):
         table[a + name] = _job_id
     for name in (
         "SetConcurrencyLimit",

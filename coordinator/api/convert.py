@@ -49,6 +49,7 @@ from coordinator.model import (
     RateLimit,
     Release,
     RetryPolicy,
+    ScalingFigures,
     ScheduleTick,
     UniqueKeyRow,
     Uniqueness,
@@ -68,6 +69,23 @@ from workflowjobs.v1 import worker_service_pb2 as wpb
 
 _CATEGORIES = set(jpb.JobCategory.values())
 _STATUSES = frozenset(int(s) for s in JobStatus)
+
+
+def backlog_to_proto(b: ScalingFigures) -> apb.Backlog:
+    """A tenant's job type's backlog (or the sum of several) as GetStats answers it."""
+    return apb.Backlog(
+        tenant_id=b.tenant_id,
+        job_type=b.job_type,
+        ready=b.ready,
+        scheduled=b.scheduled,
+        held_paused=b.paused,
+        held_limit=b.limit,
+        held_rate=b.rate,
+        held_ordering=b.ordering,
+        held_no_worker=b.no_worker,
+        held_drained=b.drained,
+        running=b.running,
+    )
 
 
 def ts_to_us(ts: timestamp_pb2.Timestamp, field: str) -> int:
@@ -745,4 +763,11 @@ def add_event(events: Any, e: JobEvent) -> None:
         out.group_id = e.group_id
 
 
-_DUE_KINDS = frozenset((JobEventKind.ENQUEUED, JobEventKind.RETRY_SCHEDULED, JobEventKind.RELEASED))
+_DUE_KINDS = frozenset(
+    (
+        JobEventKind.ENQUEUED,
+        JobEventKind.RETRY_SCHEDULED,
+        JobEventKind.RELEASED,
+        JobEventKind.RESCHEDULED,
+    )
+)

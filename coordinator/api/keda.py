@@ -1,8 +1,11 @@
 """KEDA's external scaler service (``externalscaler.ExternalScaler``).
 
 Each call is proto -> ``ScalerQuery`` -> the engine's figures -> proto; the
-rules are in ``engine/scaling.py``. StreamIsActive answers at once and then
-whenever the answer changes, checking every ``stream_interval_s``.
+rules are in ``engine/scaling.py``, which serves every caller of one query
+shape from one cached figure (refreshed at most once a second). StreamIsActive
+answers at once and then whenever the answer changes, checking every
+``stream_interval_s``; the streams open at once, and token-less calls per
+peer, are bounded by the limits interceptor (request_limits.py).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from coordinator.engine import Engine
-from coordinator.engine.scaling import METRIC_NAME, ScalerQuery, demand, figures
+from coordinator.engine.scaling import METRIC_NAME, ScalerQuery, demand
 from workflowjobs.externalscaler import externalscaler_pb2 as kpb
 from workflowjobs.externalscaler import externalscaler_pb2_grpc as kpb_grpc
 
@@ -29,7 +32,9 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
         context: grpc.aio.ServicerContext[kpb.ScaledObjectRef, kpb.IsActiveResponse],
     ) -> kpb.IsActiveResponse:
         query = ScalerQuery.from_metadata(request.scalerMetadata)
-        return kpb.IsActiveResponse(result=demand(await figures(self._engine, query)) > 0)
+        return kpb.IsActiveResponse(
+            result=demand(await self._engine.scaling.scaler_figures(query)) > 0
+        )
 
     async def StreamIsActive(
         self,
@@ -39,7 +44,7 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
         query = ScalerQuery.from_metadata(request.scalerMetadata)
         last: bool | None = None
         while True:
-            active = demand(await figures(self._engine, query)) > 0
+            active = demand(await self._engine.scaling.scaler_figures(query)) > 0
             if active != last:
                 yield kpb.IsActiveResponse(result=active)
                 last = active
@@ -66,7 +71,7 @@ class ExternalScalerServicer(kpb_grpc.ExternalScalerServicer):
         context: grpc.aio.ServicerContext[kpb.GetMetricsRequest, kpb.GetMetricsResponse],
     ) -> kpb.GetMetricsResponse:
         query = ScalerQuery.from_metadata(request.scaledObjectRef.scalerMetadata)
-        value = demand(await figures(self._engine, query))
+        value = demand(await self._engine.scaling.scaler_figures(query))
         return kpb.GetMetricsResponse(
             metricValues=[
                 kpb.MetricValue(

@@ -18,6 +18,12 @@ are open:
   total, and ``WaitForJob`` calls in progress per connection and in total:
   each holds a watcher or a waiter on this coordinator for as long as it
   lasts; one more than allowed fails with RESOURCE_EXHAUSTED before it starts.
+* open ``StreamIsActive`` streams (KEDA's scaler, api/keda.py) per connection
+  and in total, bounded the same way.
+* calls without a credential to the scaler service (open to token-less callers
+  by design, docs/autoscaling.md) take a token from a bucket per peer address
+  (its host, whatever port), at the credential rate: a flood from one host is
+  refused with RESOURCE_EXHAUSTED, whichever connections it opens.
 
 Install it inside the authentication interceptor (later in the list) so the
 caller is known, and inside the error-mapping interceptor so its errors get
@@ -47,6 +53,17 @@ from coordinator.errors import ResourceExhausted
 ACQUIRE_JOBS = "/workflowjobs.v1.WorkerService/AcquireJobs"
 WATCH_JOB_EVENTS = "/workflowjobs.v1.JobSchedulerService/WatchJobEvents"
 WAIT_FOR_JOB = "/workflowjobs.v1.JobSchedulerService/WaitForJob"
+SCALER_PREFIX = "/externalscaler.ExternalScaler/"
+SCALER_STREAM = SCALER_PREFIX + "StreamIsActive"
+
+
+def peer_host(peer: str) -> str:
+    """The host of a gRPC peer ("ipv4:10.0.0.7:51234" -> "ipv4:10.0.0.7",
+    "ipv6:[::1]:51234" -> "ipv6:[::1]"); other forms as they are."""
+    kind, _, address = peer.partition(":")
+    if kind in ("ipv4", "ipv6") and ":" in address:
+        return f"{kind}:{address.rsplit(':', 1)[0]}"
+    return peer
 
 
 @dataclass
@@ -67,6 +84,10 @@ class ApiLimits:
     # Most WaitForJob calls waiting at once: on one connection, on this coordinator.
     max_waits_per_connection: int = 1_000
     max_waits_total: int = 10_000
+    # Most StreamIsActive streams (KEDA's scaler) open at once: on one
+    # connection, on this coordinator.
+    max_scaler_streams_per_connection: int = 100
+    max_scaler_streams_total: int = 1_000
     # Sustained requests per second per credential (0 = unlimited).
     rate_per_credential: float = 1_000.0
     # Requests a credential may make in a burst above the sustained rate.
@@ -95,25 +116,38 @@ class TokenBucket:
 class RateLimiter:
     """One bucket per credential name."""
 
+    # Buckets kept before the full ones (those idle long enough) are dropped.
+    MAX_BUCKETS = 10_000
+
     def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
         self.rate = rate
         self.burst = max(1, burst)
         self._clock = clock
         self._buckets: dict[str, TokenBucket] = {}
 
-    def check(self, credential: str) -> None:
+    def check(self, credential: str, who: str = "") -> None:
+        """Take a token of ``credential``'s bucket (``who`` names it in the refusal)."""
         if self.rate <= 0:
             return
         now = self._clock()
         bucket = self._buckets.get(credential)
         if bucket is None:
+            if len(self._buckets) >= self.MAX_BUCKETS:
+                self._drop_full(now)
             bucket = self._buckets[credential] = TokenBucket(self.rate, self.burst, self.burst, now)
         wait = bucket.take(now)
         if wait:
             raise ResourceExhausted(
-                f"credential {credential!r} exceeded its rate limit of {self.rate:g} requests/s "
-                f"(burst {self.burst}); retry in {max(wait, 0.001) * 1000:.0f} ms"
+                f"{who or f'credential {credential!r}'} exceeded its rate limit of "
+                f"{self.rate:g} requests/s (burst {self.burst}); "
+                f"retry in {max(wait, 0.001) * 1000:.0f} ms"
             )
+
+    def _drop_full(self, now: float) -> None:
+        """Forget the buckets that have refilled (a new one starts full anyway)."""
+        for name, b in list(self._buckets.items()):
+            if b.tokens + (now - b.updated) * self.rate >= self.burst:
+                del self._buckets[name]
 
 
 class StreamCounter:
@@ -190,18 +224,29 @@ class LimitsInterceptor(ServerInterceptor):
             what="WaitForJob calls waiting",
             hint="watch job events (WatchJobEvents) to follow many jobs",
         )
+        self.scaler_streams = StreamCounter(
+            limits.max_scaler_streams_per_connection,
+            limits.max_scaler_streams_total,
+            what="StreamIsActive streams",
+            hint="one stream per ScaledObject is enough",
+        )
 
-    def _charge(self) -> str | None:
-        """Charge the caller's bucket; the caller's credential name (None: auth off)."""
+    def _charge(self, method: str = "", context: CallContext | None = None) -> str | None:
+        """Charge the caller's bucket; the caller's credential name (None: none).
+
+        A scaler call without a credential is charged to its peer's host."""
         principal = current_principal()
         if principal is None:
+            if method.startswith(SCALER_PREFIX) and context is not None:
+                host = peer_host(context.peer() or "unknown")
+                self.rate.check(f"peer:{host}", f"peer {host} (no token)")
             return None
         self.rate.check(principal.name)
         return principal.name
 
     def _unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
         async def unary_unary(request: Any, context: CallContext) -> Any:
-            self._charge()
+            self._charge(method, context)
             if method != WAIT_FOR_JOB:
                 return await inner(request, context)
             peer = context.peer() or "unknown"
@@ -232,16 +277,18 @@ class LimitsInterceptor(ServerInterceptor):
 
         return stream_stream
 
-    def _watch_stream(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+    def _watch_stream(
+        self, inner: Callable[..., Any], method: str, counter: StreamCounter
+    ) -> Callable[..., Any]:
         async def unary_stream(request: Any, context: CallContext) -> Any:
             peer = context.peer() or "unknown"
-            credential = self._charge()
-            self.watches.open(peer, credential)
+            credential = self._charge(method, context)
+            counter.open(peer, credential)
             try:
                 async for item in inner(request, context):
                     yield item
             finally:
-                self.watches.close(peer, credential)
+                counter.close(peer, credential)
 
         return unary_stream
 
@@ -261,9 +308,20 @@ class LimitsInterceptor(ServerInterceptor):
                 self._acquire_stream(inner) if method == ACQUIRE_JOBS else None
             ),
             unary_stream=lambda inner: (
-                self._watch_stream(inner) if method == WATCH_JOB_EVENTS else None
+                self._watch_stream(inner, method, self.watches)
+                if method == WATCH_JOB_EVENTS
+                else self._watch_stream(inner, method, self.scaler_streams)
+                if method == SCALER_STREAM
+                else None
             ),
         )
 
 
-__all__ = ["ApiLimits", "LimitsInterceptor", "RateLimiter", "StreamCounter", "TokenBucket"]
+__all__ = [
+    "ApiLimits",
+    "LimitsInterceptor",
+    "RateLimiter",
+    "StreamCounter",
+    "TokenBucket",
+    "peer_host",
+]

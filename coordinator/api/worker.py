@@ -204,15 +204,18 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     yield wpb.AcquireJobsResponse(drain=wpb.DrainRequested(reason=item.reason))
                     continue
                 # Each message fits what the worker accepts. ``writing`` holds the
-                # jobs not yet confirmed written, which are handed back at once
-                # if the stream ends (grpc resumes this generator only after a
-                # write completed).
+                # jobs of the messages not yet handed to gRPC, which are handed
+                # back at once if the stream ends. A message handed to gRPC may
+                # reach the worker however the call ends (its completion can come
+                # after the worker received it and cancelled): its jobs stay leased.
                 session.writing[:] = [(row.id, item.lease_token) for row in item.jobs]
                 for message, count in _batch_messages(item, session.max_message_bytes):
+                    if session.closed:
+                        break  # the stream ended: the rest go back with the session
                     if stages.ENABLED:
                         stages.mark("stream_write", (j.job.id for j in message.jobs.jobs))
-                    yield message
                     del session.writing[:count]
+                    yield message
         finally:
             reader.cancel()
             self._streams.pop(session, None)

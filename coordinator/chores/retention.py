@@ -2,7 +2,9 @@
 
 Each finished status (COMPLETED, FAULTED, CANCELLED) has its own keep time;
 the default keeps every finished job for 7 days. A job whose ``finished_at``
-is older than its status's keep time is deleted with its attempt history.
+is older than its status's keep time is deleted with its attempt history;
+a member of a job group that has not completed is kept, and a completed
+group is deleted with its completion job (docs/groups.md).
 Each run deletes at most ``batch_size`` jobs in one transaction; a full batch
 runs again at once, so a large backlog is purged in bounded steps and never
 in one long transaction. On PostgreSQL one replica at a time purges (the

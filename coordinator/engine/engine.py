@@ -13,7 +13,8 @@ the clock, the dispatcher, the objects of other concepts):
 - ``Attempts`` (attempts.py), the one path of an ended attempt;
 - ``Enqueue`` (enqueue.py), ``Outcomes`` (outcomes.py), ``Reads`` (reads.py),
   ``Operations`` (operations.py: operator actions, drain, stats),
-  ``JobGroups`` (groups.py) and ``JobExplainer`` (explain.py).
+  ``JobGroups`` (groups.py), ``JobExplainer`` (explain.py) and ``Scaling``
+  (scaling.py: the backlog KEDA, GetStats and the gauges read).
 
 The API layer calls the engine's operations (each one a concept's method,
 named on the engine below) with domain values; they validate, decide and call
@@ -50,6 +51,7 @@ from coordinator.engine.pauses import Pauses
 from coordinator.engine.rate_limits import RateBook
 from coordinator.engine.reads import ListPage, Reads
 from coordinator.engine.runner import StoreRunner
+from coordinator.engine.scaling import Scaling
 from coordinator.engine.sessions import WorkerSession
 from coordinator.engine.set_aside import SetAsideBook
 from coordinator.engine.weights import Weights
@@ -191,6 +193,14 @@ class Engine:
             dispatcher=self.dispatcher,
             enqueue=self.enqueues,
             telemetry=telemetry,
+        )
+        # The backlog KEDA, GetStats and the gauges read (scaling.py).
+        self.scaling = Scaling(
+            store=store,
+            run_store=run_store,
+            clock=clock,
+            settings=self.limit_settings,
+            operations=self.ops,
         )
         self.explainer = JobExplainer(
             store=store,
@@ -340,7 +350,7 @@ class Engine:
 
     def close_session(self, session: WorkerSession) -> None:
         """The stream ended: forget the session, and hand back at once the jobs
-        it never sent (queued, or in a message not completely written), which
+        it never sent (queued, or in a message not yet handed to gRPC), which
         would otherwise wait out their lease. Jobs already sent stay leased:
         the worker may be running them and reports through unary calls."""
         self.dispatcher.remove_session(session)

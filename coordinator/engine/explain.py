@@ -163,13 +163,13 @@ class JobExplainer:
                 how = {
                     JobStatus.RUNNING: "it is running",
                     JobStatus.PENDING: "it has not run yet",
-                    # A FAULTED job cannot be cancelled: it lets the key go once
-                    # retried and completed, or retried and then cancelled.
+                    # Cancelling the FAULTED head sets it aside without running
+                    # it (a retry would run it again, with a worker connected).
                     JobStatus.FAULTED: (
-                        "it FAULTED and holds the key until it is retried and completes "
-                        f"(`wfjobs jobs retry {blocker.id}`), or is retried and then cancelled, "
-                        f"which lets the next job run (`wfjobs jobs retry {blocker.id}`, then "
-                        f"`wfjobs jobs cancel {blocker.id}`)"
+                        "it FAULTED and holds the key until it is cancelled, which sets it "
+                        f"aside without running it and lets the next job run (`wfjobs jobs "
+                        f"cancel {blocker.id}`), or retried and completes (`wfjobs jobs retry "
+                        f"{blocker.id}`, which runs it again)"
                     ),
                 }.get(state, state.name)
                 reasons.append(

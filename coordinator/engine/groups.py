@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from coordinator.clock import Clock
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.enqueue import Enqueue
+from coordinator.engine.reads import decode_page_token, encode_page_token
 from coordinator.engine.runner import StoreRunner
 from coordinator.errors import InvalidArgument, NotFound
 from coordinator.ids import is_valid_id, new_id
-from coordinator.model import GroupRow, JobStatus, NewJob
+from coordinator.model import GroupRow, GroupStatus, JobStatus, NewJob
 from coordinator.store import Store
 from coordinator.telemetry.hooks import EngineTelemetry
 
@@ -161,6 +162,32 @@ class JobGroups:
             raise NotFound(f"job group {group_id} not found")
         self._dispatcher.wake()
         return done
+
+    async def list(
+        self, tenant_id: str, statuses: Sequence[int], page_size: int, page_token: str
+    ) -> tuple[list[GroupRow], str]:
+        """One page of groups, newest first, and the token of the next ("" on the last).
+
+        Raises:
+            InvalidArgument: ``page_size`` is outside 0..1000 (0: 100), a status
+                is not a group status, or ``page_token`` is not one this server issued.
+        """
+        if not 0 <= page_size <= 1000:
+            raise InvalidArgument("page_size must be between 1 and 1000 (0 means 100)")
+        known = {int(s) for s in GroupStatus}
+        wrong = [s for s in statuses if s not in known]
+        if wrong:
+            raise InvalidArgument(
+                f"statuses has {', '.join(map(str, wrong))}; group statuses are "
+                + ", ".join(s.name for s in GroupStatus)
+            )
+        size = page_size or 100
+        before = decode_page_token(page_token, newest_first=True)[1] if page_token else None
+        rows = await self._run(self._store.group_list, tenant_id, statuses, before, size + 1)
+        if len(rows) <= size:
+            return rows, ""
+        rows = rows[:size]
+        return rows, encode_page_token(rows[-1].id, newest_first=True, backward=False)
 
     async def tenant_of(self, group_id: str) -> str | None:
         """The group's tenant (None: no such group), for tenant-scope checks."""

@@ -49,6 +49,7 @@ from coordinator.engine.validation import check_id
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
 from coordinator.ids import new_id
 from coordinator.model import (
+    FINISHED_STATUSES,
     LIVE_STATUSES,
     RETRYABLE_STATUSES,
     AttemptEnd,
@@ -57,6 +58,7 @@ from coordinator.model import (
     JobFilter,
     JobRow,
     JobStatus,
+    PurgeCount,
     StateChange,
     WorkerRecord,
     operator_retry_grant,
@@ -218,11 +220,14 @@ class Operations:
     async def cancel_job(self, job_id: str, reason: str) -> JobRow:
         check_id(job_id)
         change = await self._call(self._store.job_cancel, job_id, reason, self._now())
-        row = _applied(change, job_id, "cancelled", LIVE_STATUSES)
+        row = _applied(change, job_id, "cancelled", _CANCEL_ONE)
         if row.status == JobStatus.CANCELLED:
             # A PENDING job finished without an attempt ending; a RUNNING one
-            # ends when its attempt does (outcome, expiry or unlock).
+            # ends when its attempt does (outcome, expiry or unlock). A FAULTED
+            # one set aside may have let its ordering key's next job go.
             self._attempts.ended({}, self._now(), finished=[job_id])
+            if row.ordering_key is not None:
+                self._dispatcher.wake()
         return row
 
     async def unlock_job(self, job_id: str) -> JobRow:
@@ -246,6 +251,15 @@ class Operations:
             error=row.last_error,
         )
         attempts.ended({job_id: end}, now, forget=[(job_id, token)] if token is not None else [])
+        return row
+
+    async def run_job_now(self, job_id: str) -> JobRow:
+        """Make a PENDING job that is not due yet due now, and wake acquisition."""
+        check_id(job_id)
+        change = await self._call(self._store.job_run_now, job_id, self._now())
+        row = _applied(change, job_id, "run now", (JobStatus.PENDING,))
+        # Other replicas are told by the store's wake notice.
+        self._dispatcher.wake()
         return row
 
     async def replay_job(self, job_id: str) -> JobRow:
@@ -282,6 +296,11 @@ class Operations:
             # A cancelled head of an ordering key lets the key's next job run.
             self._dispatcher.wake()
         return result
+
+    async def purge(self, flt: JobFilter, dry_run: bool) -> PurgeCount:
+        """Delete the finished jobs matching ``flt`` (``job_purge_matching``)."""
+        statuses = _bulk_statuses(flt, FINISHED_STATUSES, "purged")
+        return await self._call(self._store.job_purge_matching, flt, statuses, dry_run)
 
     # -- drain ---------------------------------------------------------------------
 
@@ -577,6 +596,11 @@ class Operations:
         self._hooks.workers_changed()
 
 
+# CancelJob also sets a FAULTED job aside (CANCELLED, never run again); bulk
+# cancel keeps to the live statuses, so it never empties the dead-letter set.
+_CANCEL_ONE = (*LIVE_STATUSES, JobStatus.FAULTED)
+
+
 def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:
     if change.row is None:
         raise NotFound(f"job {job_id} not found")
@@ -655,4 +679,16 @@ def _row_view(r: WorkerRow) -> WorkerView:
     )
 
 
-__all__ = ["Operations", "OperationsConfig", "Stats", "StatusCount", "WorkerView"]
+def registered_worker(r: WorkerRow) -> WorkerView:
+    """A worker as the registry every replica writes shows it (no live state)."""
+    return _row_view(r)
+
+
+__all__ = [
+    "Operations",
+    "OperationsConfig",
+    "Stats",
+    "StatusCount",
+    "WorkerView",
+    "registered_worker",
+]

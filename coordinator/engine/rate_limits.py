@@ -85,6 +85,14 @@ def next_start_at(limit: RateLimit, bucket: RateBucket, now: int) -> int:
     return max(now, bucket.tat - _tolerance(limit, interval))
 
 
+def starts_admitted(limit: RateLimit, bucket: RateBucket, now: int) -> int:
+    """How many starts in a row the limit admits at ``now`` (0: it is throttled);
+    an idle scope admits ``burst``."""
+    interval = interval_us(limit, level_at(limit, bucket, now))
+    room = now + _tolerance(limit, interval) - max(bucket.tat, now)
+    return 0 if room < 0 else room // interval + 1
+
+
 def take(limit: RateLimit, bucket: RateBucket, now: int) -> bool:
     """Admit one start at ``now`` if the limit allows it (updating ``bucket``)."""
     if next_start_at(limit, bucket, now) > now:

@@ -120,7 +120,7 @@ class Reads:
         size = page_size or 100
         backward, after = False, None
         if page_token:
-            backward, after = _decode_page_token(page_token, newest_first)
+            backward, after = decode_page_token(page_token, newest_first)
         elif last_page:
             backward = True
         rows = await self._run(
@@ -136,8 +136,8 @@ class Reads:
         total = await self._run(self._store.job_count, flt) if include_total else 0
         return ListPage(
             rows,
-            _encode_page_token(rows[-1].id, newest_first, False) if beyond else "",
-            _encode_page_token(rows[0].id, newest_first, True) if before else "",
+            encode_page_token(rows[-1].id, newest_first, False) if beyond else "",
+            encode_page_token(rows[0].id, newest_first, True) if before else "",
             total,
         )
 
@@ -161,13 +161,13 @@ class Reads:
                 self._waiters.done_with(job_id, event)
 
 
-def _encode_page_token(job_id: str, newest_first: bool, backward: bool) -> str:
+def encode_page_token(job_id: str, newest_first: bool, backward: bool) -> str:
     """``v2:<order>:<direction>:<job id>``: o(ldest)/n(ewest) first, a(fter)/b(efore)."""
     text = f"v2:{'n' if newest_first else 'o'}:{'b' if backward else 'a'}:{job_id}"
     return base64.urlsafe_b64encode(text.encode()).decode()
 
 
-def _decode_page_token(token: str, newest_first: bool) -> tuple[bool, str]:
+def decode_page_token(token: str, newest_first: bool) -> tuple[bool, str]:
     """(backward, job id) of a token of a list in this order (v1: oldest first, after)."""
     try:
         text = base64.urlsafe_b64decode(token.encode()).decode()
@@ -188,4 +188,4 @@ def _decode_page_token(token: str, newest_first: bool) -> tuple[bool, str]:
     return direction == "b", job_id
 
 
-__all__ = ["ListPage", "Reads"]
+__all__ = ["ListPage", "Reads", "decode_page_token", "encode_page_token"]

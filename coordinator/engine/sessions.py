@@ -86,8 +86,8 @@ class WorkerSession:
     in_flight: dict[str, str] = field(default_factory=dict)
     # How many of them the last in-flight audit left (coordinator/engine/in_flight.py).
     in_flight_audited: int = 0
-    # Jobs of the batch being written to the stream, not yet confirmed written
-    # (the API layer keeps it): (job id, lease token).
+    # Jobs of the batch being written to the stream whose message is not yet
+    # handed to gRPC (the API layer keeps it): (job id, lease token).
     writing: list[tuple[str, str]] = field(default_factory=list)
     outbox: asyncio.Queue[OutboxItem] = field(default_factory=asyncio.Queue)
     # Set when the coordinator ends the stream with an error (e.g. a revoked
@@ -106,8 +106,8 @@ class WorkerSession:
 
     def take_unsent(self) -> list[tuple[str, str]]:
         """(job id, lease token) of every job the worker cannot have received:
-        still queued on the outbox, or in a message whose write had not
-        completed. Call once the session is closed; empties both (answers to
+        still queued on the outbox, or in a message of a batch not yet
+        handed to gRPC. Call once the session is closed; empties both (answers to
         outcomes stay queued: they still go out)."""
         refs = list(self.writing)
         self.writing.clear()

@@ -173,6 +173,16 @@ def create_sa_engine(
         # fails its statement, is invalidated by the pool and reported as
         # StoreUnavailable; callers retry.
         pool_recycle=1800,
+        # Every transaction of the store begins READ COMMITTED (psycopg sends
+        # BEGIN ISOLATION LEVEL READ COMMITTED, so it holds through a
+        # transaction pooler too), whatever the database's default: a rule
+        # that locks a row and then, in a new statement, reads what the
+        # lock's previous holders committed (a group's completion,
+        # store/groups.py; an ordering key's next job, store/ordering.py)
+        # needs each statement's own snapshot. Under REPEATABLE READ the
+        # second of two replicas ending a group's last two members would not
+        # see the first's end, and the group would never complete.
+        isolation_level="READ COMMITTED",
     )
     if prepare:
         _without_options_if_refused(engine)

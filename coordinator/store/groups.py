@@ -46,6 +46,7 @@ from coordinator.model import (
     NewJob,
 )
 from coordinator.store.events import EventEntry
+from coordinator.store.job_end import Ended, jobs_ended
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
@@ -140,7 +141,7 @@ class GroupQueries(JobQueries):
                 self._insert_members(conn, members, lambda i: f"members[{i}]: ") if members else []
             )
             if close:
-                self._groups_after_end(conn, {group_id}, now)
+                jobs_ended(self, conn, Ended(groups={group_id}), now)
         return GroupCreated(group_id, result, False)
 
     def _group_by_key(
@@ -251,7 +252,7 @@ class GroupQueries(JobQueries):
                     .where(groups.c.id == group_id)
                     .values(status=int(GroupStatus.CLOSED), closed_at=now)
                 )
-                self._groups_after_end(conn, {group_id}, now)
+                jobs_ended(self, conn, Ended(groups={group_id}), now)
             return self._group_read(conn, group_id)
 
     def group_cancel(
@@ -293,13 +294,18 @@ class GroupQueries(JobQueries):
                 ).scalars()
             )
             if cancelled:
-                self._record_events(
+                # A group's members have no ordering key (engine/groups.py).
+                jobs_ended(
+                    self,
                     conn,
-                    [EventEntry(i, JobEventKind.CANCELLED, reason, "Cancelled") for i in cancelled],
+                    Ended(groups={group_id}),
                     now,
+                    events=[
+                        EventEntry(i, JobEventKind.CANCELLED, reason, "Cancelled")
+                        for i in cancelled
+                    ],
                     bump=True,
                 )
-                self._groups_after_end(conn, {group_id}, now)
             group = self._group_read(conn, group_id)
             assert group is not None
             return group, sorted(cancelled)
@@ -308,28 +314,50 @@ class GroupQueries(JobQueries):
         with self.statement() as conn:
             return self._group_read(conn, group_id)
 
+    def group_list(
+        self, tenant_id: str, statuses: Collection[int], before_id: str | None, limit: int
+    ) -> list[GroupRow]:
+        """Groups newest first (ids are in creation order), before ``before_id``,
+        of one tenant (empty: every tenant) and in ``statuses`` (empty: any),
+        each with its members counted by status (one grouped read per page)."""
+        query = sa.select(groups).order_by(groups.c.id.desc()).limit(limit)
+        if tenant_id:
+            query = query.where(groups.c.tenant_id == tenant_id)
+        if statuses:
+            query = query.where(groups.c.status.in_([int(s) for s in statuses]))
+        if before_id:
+            query = query.where(groups.c.id < before_id)
+        with self.statement() as conn:
+            rows = list(conn.execute(query))
+            return self._groups_counted(conn, rows)
+
     def _group_read(self, conn: sa.Connection, group_id: str) -> GroupRow | None:
         row = conn.execute(sa.select(groups).where(groups.c.id == group_id)).first()
-        if row is None:
-            return None
-        counts = {
-            int(status): int(n)
-            for status, n in conn.execute(
-                sa.select(jobs.c.status, sa.func.count())
-                .where(jobs.c.group_id == group_id)
-                .group_by(jobs.c.status)
+        return self._groups_counted(conn, [row])[0] if row is not None else None
+
+    def _groups_counted(self, conn: sa.Connection, rows: Sequence[Any]) -> list[GroupRow]:
+        """The group rows as ``GroupRow``, their members counted by status."""
+        counts: dict[str, dict[int, int]] = {r.id: {} for r in rows}
+        if rows:
+            for group_id, status, n in conn.execute(
+                sa.select(jobs.c.group_id, jobs.c.status, sa.func.count())
+                .where(jobs.c.group_id.in_(list(counts)))
+                .group_by(jobs.c.group_id, jobs.c.status)
+            ):
+                counts[group_id][int(status)] = int(n)
+        return [
+            GroupRow(
+                row.id,
+                row.tenant_id,
+                GroupStatus(row.status),
+                row.completion_job_id,
+                row.created_at,
+                row.closed_at,
+                row.completed_at,
+                counts[row.id],
             )
-        }
-        return GroupRow(
-            row.id,
-            row.tenant_id,
-            GroupStatus(row.status),
-            row.completion_job_id,
-            row.created_at,
-            row.closed_at,
-            row.completed_at,
-            counts,
-        )
+            for row in rows
+        ]
 
     def _groups_after_end(
         self,
@@ -339,7 +367,8 @@ class GroupQueries(JobQueries):
     ) -> list[str]:
         """Members of ``group_ids`` ended (or the groups closed) in this
         transaction: store the completion of each closed group none of whose
-        members is left. Returns the completion jobs stored."""
+        members is left. Returns the completion jobs stored. Called by
+        ``job_end.jobs_ended`` alone."""
         stored: list[str] = []
         for group_id in sorted(group_ids):
             row = conn.execute(

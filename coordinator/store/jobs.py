@@ -30,12 +30,14 @@ from coordinator.model import (
     BulkCount,
     Claim,
     DirectLeases,
+    GroupStatus,
     JobEventKind,
     JobFilter,
     JobRecord,
     JobRow,
     JobStatus,
     NewJob,
+    PurgeCount,
     RetryGrant,
     RetryGrantRule,
     StateChange,
@@ -50,11 +52,13 @@ from coordinator.store.events import (
     EventQueries,
     event_ctes,
 )
-from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys, release_next
+from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
     FINISHED_JOB,
     first_attempt_completed,
+    groups,
     job_attempts,
     jobs,
     lanes,
@@ -210,6 +214,24 @@ class _RolledBack(Exception):
 # on a whole tenant's backlog at once.
 BULK_CHUNK = 1000
 
+# Finished jobs a purge by filter keeps: a FAULTED job that holds its ordering
+# key (store/ordering.py: the key's next job waits until it is cancelled or
+# completes), and a member of a group that has not completed (deleting it
+# would change the count its completion job is given).
+# A member of a group that has not completed (its completion will count it).
+# EXISTS, never NULL (a job without a group is not kept for it).
+_IN_UNCOMPLETED_GROUP = sa.exists().where(
+    groups.c.id == jobs.c.group_id, groups.c.status != int(GroupStatus.COMPLETED)
+)
+_PURGE_KEEPS = sa.or_(
+    sa.and_(
+        jobs.c.status == int(JobStatus.FAULTED),
+        jobs.c.ordering_key.isnot(None),
+        sa.not_(jobs.c.ordering_skip_failed),
+    ),
+    _IN_UNCOMPLETED_GROUP,
+)
+
 
 def retry_values(grant: RetryGrant, now: int) -> dict[str, Any]:
     """Column values that make a FAULTED or CANCELLED job PENDING again under ``grant``."""
@@ -287,7 +309,8 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
 class JobQueries(EventQueries):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
-    # Members of these groups ended in this transaction (store/groups.py).
+    # Members of these groups ended in this transaction (store/groups.py;
+    # called by job_end.jobs_ended).
     _groups_after_end: Callable[..., list[str]]
     # Admit a claim under the limits in force, and charge its rate buckets
     # (store/scope_settings.py).
@@ -433,9 +456,7 @@ class JobQueries(EventQueries):
             if keyed:
                 # A job held behind one of the batch that was deduplicated (not
                 # stored) may have nothing live ahead of it.
-                due = release_next(conn, self.is_postgres, keys)
-                if due:
-                    self._notify_wake(conn, due)
+                jobs_ended(self, conn, Ended(keys=keys), None, keys_locked=True)
         return result
 
     def job_insert_leased(
@@ -768,23 +789,28 @@ class JobQueries(EventQueries):
             return StateChange(self._read_job(conn, job_id), True)
 
     def job_cancel(self, job_id: str, reason: str, now: int) -> StateChange:
-        """PENDING → CANCELLED at once; RUNNING → cancel requested.
+        """PENDING → CANCELLED at once; RUNNING → cancel requested; FAULTED →
+        CANCELLED (set aside without running again).
 
         A running job's worker learns of the request from its next heartbeat
         answer; the attempt then ends CANCELLED however it stops (failure,
         release or lease expiry). Requesting again is a no-op that applies.
+        A FAULTED job that held its ordering key lets the key's next job run.
         """
         note = f"cancelled: {reason}" if reason else "cancelled"
         with self.tx() as conn:
-            # A PENDING job's key is locked before its row; a transaction
-            # holding a key never waits for a RUNNING job's row (see
-            # store/ordering.py), so a RUNNING job is handled without it.
+            # A PENDING (or FAULTED) job's key is locked before its row; a
+            # transaction holding a key never waits for a RUNNING job's row
+            # (see store/ordering.py), so a RUNNING job is handled without it.
             found = conn.execute(
                 sa.select(
                     jobs.c.tenant_id, jobs.c.ordering_key, jobs.c.status, jobs.c.group_id
                 ).where(jobs.c.id == job_id)
             ).first()
-            keys = _keys_of([found] if found and found.status == JobStatus.PENDING else [])
+            if found is not None and found.status == JobStatus.FAULTED:
+                return self._set_aside_faulted(conn, job_id, found, reason, note, now)
+            ended = Ended.of([found] if found and found.status == JobStatus.PENDING else [])
+            keys = ended.keys
             lock_keys(conn, self.is_postgres, keys)
             pending = conn.execute(
                 jobs.update()
@@ -798,18 +824,39 @@ class JobQueries(EventQueries):
                 )
             ).rowcount
             if pending:
-                self._record_events(
-                    conn, [EventEntry(job_id, JobEventKind.CANCELLED, note)], now, bump=True
-                )
-                self._release(conn, keys)
-                if found is not None and found.group_id is not None:
-                    self._groups_after_end(conn, {found.group_id}, now)
+                events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
+                jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
                 return self._request_cancel(conn, job_id, reason)
         # It was leased since it was read: request the cancel without the key's lock.
         with self.tx() as conn:
             return self._request_cancel(conn, job_id, reason)
+
+    def _set_aside_faulted(
+        self, conn: sa.Connection, job_id: str, found: Any, reason: str, note: str, now: int
+    ) -> StateChange:
+        """A FAULTED job → CANCELLED without an attempt: it never runs again
+        (unless retried). Its ordering key, which it held under the blocking
+        policy, releases its next job; its group counted it as ended already."""
+        ended = Ended(keys=_keys_of([found]))
+        lock_keys(conn, self.is_postgres, ended.keys)
+        changed = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.FAULTED))
+            .values(
+                status=int(JobStatus.CANCELLED),
+                finished_at=now,
+                last_error=note,
+                # The fault's error stays in its attempt's history.
+                last_error_kind=None,
+                cancel_reason=reason or None,
+            )
+        ).rowcount
+        if changed:
+            events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
+            jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
+        return StateChange(self._read_job(conn, job_id), bool(changed))
 
     def _request_cancel(self, conn: sa.Connection, job_id: str, reason: str) -> StateChange:
         running = conn.execute(
@@ -869,30 +916,54 @@ class JobQueries(EventQueries):
                     error_kind="Unlocked",
                 )
             )
-            self._record_events(
+            events = [
+                EventEntry(job_id, kind, error, "Unlocked")
+                if kind != JobEventKind.RETRY_SCHEDULED
+                else EventEntry(job_id, kind)
+                for kind in events_of_ended_attempt(outcome, new_status)
+            ]
+            jobs_ended(
+                self,
                 conn,
-                [
-                    EventEntry(job_id, kind, error, "Unlocked")
-                    if kind != JobEventKind.RETRY_SCHEDULED
-                    else EventEntry(job_id, kind)
-                    for kind in events_of_ended_attempt(outcome, new_status)
-                ],
+                Ended.of([row]) if new_status != JobStatus.PENDING else Ended(),
                 now,
+                events=events,
                 bump=True,
+                wake=[now] if new_status == JobStatus.PENDING or wake else [],
             )
-            if new_status == JobStatus.PENDING or wake:
-                self._notify_wake(conn, now)
-            if new_status != JobStatus.PENDING:
-                keys = _keys_of([row])
-                lock_keys(conn, self.is_postgres, keys)
-                self._release(conn, keys)
             return StateChange(self._read_job(conn, job_id), True)
+
+    def job_run_now(self, job_id: str, now: int) -> StateChange:
+        """A PENDING job not due yet → due ``now`` (guarded), event RESCHEDULED.
+
+        A PENDING job already due is answered unchanged (applied, no event);
+        a job in another status is not changed. Its ordering hold, priority
+        and uniqueness key are left as they are.
+        """
+        with self.tx() as conn:
+            moved = conn.execute(
+                jobs.update()
+                .where(
+                    jobs.c.id == job_id,
+                    jobs.c.status == int(JobStatus.PENDING),
+                    jobs.c.due_at > now,
+                )
+                .values(due_at=now)
+            ).rowcount
+            if moved:
+                self._record_events(
+                    conn, [EventEntry(job_id, JobEventKind.RESCHEDULED)], now, bump=True
+                )
+                self._notify_wake(conn, now)
+            row = self._read_job(conn, job_id)
+            return StateChange(row, row is not None and row.status == JobStatus.PENDING)
 
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None:
         """A new PENDING job with the original's payload, context and policy.
 
-        It gets a fresh id, no idempotency key (the original holds it) and
-        ``replay_of`` naming the original. None when the original is unknown.
+        It gets a fresh id, no idempotency key (the original holds it), no
+        group (it is no member of the original's) and ``replay_of`` naming the
+        original. None when the original is unknown.
         """
         copied = [
             c.name
@@ -921,6 +992,9 @@ class JobQueries(EventQueries):
                 "ordering_held",
                 # A new job of the key: numbered as it is stored (the column's default).
                 "ordering_seq",
+                # Outside the original's group: a group's members are the jobs
+                # that joined it (while it was open), and its count holds.
+                "group_id",
             }
         ]
         source = sa.select(
@@ -1041,7 +1115,13 @@ class JobQueries(EventQueries):
         after = ""
         while True:
             with self.tx() as conn:
-                columns = (jobs.c.id, jobs.c.status, jobs.c.tenant_id, jobs.c.ordering_key)
+                columns = (
+                    jobs.c.id,
+                    jobs.c.status,
+                    jobs.c.tenant_id,
+                    jobs.c.ordering_key,
+                    jobs.c.group_id,
+                )
                 found = self._lock_chunk(conn, flt, wanted, after, columns, lock=False)
                 if not found:
                     break
@@ -1070,22 +1150,20 @@ class JobQueries(EventQueries):
                                 cancel_reason=reason or None,
                                 ordering_held=False,
                             )
-                            .returning(jobs.c.id, jobs.c.group_id)
-                        )
+                            .returning(jobs.c.id)
+                        ).scalars()
                     )
-                    ended_groups = {g for _, g in cancelled if g is not None}
-                    cancelled_ids = [j for j, _ in cancelled]
-                    changed += len(cancelled_ids)
-                    self._record_events(
+                    changed += len(cancelled)
+                    done = set(cancelled)
+                    jobs_ended(
+                        self,
                         conn,
-                        [EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled_ids],
+                        Ended.of(r for r in rows if r.id in done),
                         now,
+                        events=[EventEntry(j, JobEventKind.CANCELLED, note) for j in cancelled],
                         bump=True,
+                        keys_locked=True,
                     )
-                    done = set(cancelled_ids)
-                    self._release(conn, _keys_of(r for r in rows if r.id in done))
-                    if ended_groups:
-                        self._groups_after_end(conn, ended_groups, now)
             if was.get(int(JobStatus.RUNNING)):
                 with self.tx() as conn:
                     running = self._lock_rows(
@@ -1120,12 +1198,6 @@ class JobQueries(EventQueries):
         if self.is_postgres:
             query = query.with_for_update()
         return list(conn.execute(query))
-
-    def _release(self, conn: sa.Connection, keys: set[Key]) -> None:
-        """A job of each of ``keys`` (locked) ended here: release each key's next job."""
-        due = release_next(conn, self.is_postgres, keys)
-        if due:
-            self._notify_wake(conn, due)
 
     def _lock_chunk(
         self,
@@ -1166,6 +1238,10 @@ class JobQueries(EventQueries):
         retry waited for no lock of ours, or we waited for its row lock) is
         PENDING when the DELETE reaches it and is kept, with its attempts,
         which are deleted only for the jobs the DELETE removed.
+
+        A member of a group that has not completed is kept (the group's
+        completion counts it); a completed group is deleted with its
+        completion job.
         """
         finished = {int(s) for s in FINISHED_STATUSES}
         clauses = [
@@ -1191,7 +1267,7 @@ class JobQueries(EventQueries):
                         jobs.c.status,
                         jobs.c.ordering_skip_failed,
                     )
-                    .where(sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .where(sa.text(FINISHED_JOB), sa.or_(*clauses), sa.not_(_IN_UNCOMPLETED_GROUP))
                     .limit(limit)
                 )
             )
@@ -1201,7 +1277,12 @@ class JobQueries(EventQueries):
             gone = set(
                 conn.execute(
                     jobs.delete()
-                    .where(jobs.c.id.in_(ids), sa.text(FINISHED_JOB), sa.or_(*clauses))
+                    .where(
+                        jobs.c.id.in_(ids),
+                        sa.text(FINISHED_JOB),
+                        sa.or_(*clauses),
+                        sa.not_(_IN_UNCOMPLETED_GROUP),
+                    )
                     .returning(jobs.c.id)
                 ).scalars()
             )
@@ -1209,15 +1290,81 @@ class JobQueries(EventQueries):
                 return 0
             conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(list(gone))))
             self._unique_keys_forget(conn, list(gone))
+            self._groups_forget(conn, list(gone))
             # A FAULTED job that held its key is gone: the key's next job may run.
             holding = _keys_of(
                 r
                 for r in found
                 if r.id in gone and r.status == JobStatus.FAULTED and not r.ordering_skip_failed
             )
-            lock_keys(conn, self.is_postgres, holding)
-            self._release(conn, holding)
+            jobs_ended(self, conn, Ended(keys=holding), None)
             return len(gone)
+
+    def job_purge_matching(
+        self, flt: JobFilter, statuses: Sequence[int], dry_run: bool
+    ) -> PurgeCount:
+        """Delete the finished jobs matching ``flt`` in ``statuses`` (some of
+        COMPLETED, FAULTED, CANCELLED), with their attempts and uniqueness keys.
+
+        Kept (counted in ``kept``): FAULTED jobs holding their ordering key
+        (blocking policy: the key's next job waits for them) and members of
+        groups that have not completed (their completion job would count them).
+        Works through the matches in id order, ``BULK_CHUNK`` rows per
+        transaction; the DELETE checks the status and the rules again, so a job
+        retried since the read is kept. Writes no event: the jobs' earlier
+        events stay in the log until event retention.
+        """
+        wanted = [int(s) for s in statuses if s in FINISHED_STATUSES]
+        matching = [*_filter_clauses(flt), jobs.c.status.in_(wanted)]
+        purgeable = sa.not_(_PURGE_KEEPS)
+        with self.statement() as conn:
+            kept = int(
+                conn.execute(
+                    sa.select(sa.func.count()).select_from(jobs).where(*matching, _PURGE_KEEPS)
+                ).scalar()
+                or 0
+            )
+            if dry_run:
+                matched = conn.execute(
+                    sa.select(sa.func.count()).select_from(jobs).where(*matching, purgeable)
+                ).scalar()
+                return PurgeCount(int(matched or 0), 0, kept)
+        matched = deleted = 0
+        after = ""
+        while True:
+            with self.tx() as conn:
+                ids = list(
+                    conn.execute(
+                        sa.select(jobs.c.id)
+                        .where(*matching, purgeable, jobs.c.id > after)
+                        .order_by(jobs.c.id)
+                        .limit(BULK_CHUNK)
+                    ).scalars()
+                )
+                if not ids:
+                    break
+                after = ids[-1]
+                matched += len(ids)
+                gone = list(
+                    conn.execute(
+                        jobs.delete()
+                        .where(jobs.c.id.in_(ids), jobs.c.status.in_(wanted), purgeable)
+                        .returning(jobs.c.id)
+                    ).scalars()
+                )
+                if gone:
+                    conn.execute(job_attempts.delete().where(job_attempts.c.job_id.in_(gone)))
+                    self._unique_keys_forget(conn, gone)
+                    self._groups_forget(conn, gone)
+                deleted += len(gone)
+            if len(ids) < BULK_CHUNK:
+                break
+        return PurgeCount(matched, deleted, kept)
+
+    def _groups_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
+        """Delete the (completed) groups whose completion jobs were purged: a group
+        is kept as long as the job it completed with (``ix_wfj_groups_completion``)."""
+        conn.execute(groups.delete().where(groups.c.completion_job_id.in_(job_ids)))
 
     def _unique_keys_forget(self, conn: sa.Connection, job_ids: Sequence[str]) -> None:
         """Delete the uniqueness keys naming purged jobs (store/uniqueness.py).

@@ -47,13 +47,8 @@ from coordinator.store.events import (
     event_returning,
     event_tx_bump,
 )
-from coordinator.store.ordering import (
-    Key,
-    key_locks_sql,
-    lock_keys,
-    ordering_allows,
-    release_next,
-)
+from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.ordering import key_locks_sql, ordering_allows
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
     first_attempt_completed,
@@ -213,7 +208,8 @@ def _completion_event(row: Any) -> EventEntry:
 class LeaseQueries(EventQueries):
     """Queries that lease jobs, end attempts and keep leases alive."""
 
-    # Members of these groups ended in this transaction (store/groups.py).
+    # Members of these groups ended in this transaction (store/groups.py;
+    # called by job_end.jobs_ended).
     _groups_after_end: Callable[..., list[str]]
     # Admit a claim under the limits in force, and charge its rate buckets
     # (store/scope_settings.py).
@@ -506,8 +502,8 @@ class LeaseQueries(EventQueries):
             if wake or not self.is_postgres:
                 return self._complete_in_tx(completions, now, wake)
             with self.statement() as conn:
-                # Jobs with an ordering key are left to a transaction that
-                # releases their key's next job (``ordering.release_next``).
+                # Jobs with an ordering key or a group are left to a
+                # transaction whose job end follows (``job_end.jobs_ended``).
                 out = self._complete_refusable(conn, completions, now, ordered=False)
             rest = [c for c in completions if c.job_id not in out]
             if rest:
@@ -523,24 +519,16 @@ class LeaseQueries(EventQueries):
             for c in completions:
                 try:
                     with conn.begin_nested():
-                        applied.update(self._complete_in(conn, [c], now, ordered=True))
+                        applied.update(self._complete_in(conn, [c], now, ordered=True, wake=wake))
                 except ROW_WRITE_ERRORS as e:
                     (set_aside or _log_set_aside)(c.job_id, e)
-            if applied and wake:
-                self._notify_wake(conn, now)
         return applied
 
     def _complete_in_tx(
         self, completions: Sequence[Completion], now: int, wake: bool
     ) -> dict[str, JobStatus]:
         with self.tx() as conn:
-            released: list[int] = []
-            out = self._complete_refusable(conn, completions, now, ordered=True, released=released)
-            if out and wake:
-                released.append(now)
-            if released:
-                self._notify_wake(conn, released)
-            return out
+            return self._complete_refusable(conn, completions, now, ordered=True, wake=wake)
 
     def _complete_refusable(
         self,
@@ -549,35 +537,13 @@ class LeaseQueries(EventQueries):
         now: int,
         *,
         ordered: bool,
-        released: list[int] | None = None,
+        wake: bool = False,
     ) -> dict[str, JobStatus]:
         """``_complete_in``; a value the database refuses ends the transaction."""
         try:
-            return self._complete_in(conn, completions, now, ordered=ordered, released=released)
+            return self._complete_in(conn, completions, now, ordered=ordered, wake=wake)
         except ROW_WRITE_ERRORS as e:
             raise _BatchRefused(e) from e
-
-    def _release_after_end(
-        self,
-        conn: sa.Connection,
-        keys: set[Key],
-        *,
-        locked: bool = False,
-        released: list[int] | None = None,
-    ) -> None:
-        """The jobs of ``keys`` ended in this transaction: release each key's next
-        job (the keys' locks taken here unless ``locked``). The released jobs' due
-        times go to ``released`` when given (the caller wakes acquisition), else
-        are notified here."""
-        if not keys:
-            return
-        if not locked:
-            lock_keys(conn, self.is_postgres, keys)
-        due = release_next(conn, self.is_postgres, keys)
-        if released is not None:
-            released.extend(due)
-        elif due:
-            self._notify_wake(conn, due)
 
     def _complete_in(
         self,
@@ -586,12 +552,13 @@ class LeaseQueries(EventQueries):
         now: int,
         *,
         ordered: bool,
-        released: list[int] | None = None,
+        wake: bool = False,
     ) -> dict[str, JobStatus]:
         """Write the completions; with ``ordered`` false (an autocommit statement),
-        jobs with an ordering key are skipped (not in the answer). With
+        jobs with an ordering key or a group are skipped (not in the answer). With
         ``ordered``, the completed jobs' keys are locked by the same statement
-        (after their rows) and each key's next job is released."""
+        (after their rows), then the job end follows (``job_end.jobs_ended``).
+        ``wake`` tells every replica that running slots were freed."""
         status_sql = (
             f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
             f"ELSE {int(JobStatus.COMPLETED)} END"
@@ -636,21 +603,16 @@ class LeaseQueries(EventQueries):
                 "cancel_note": CANCELLED_AFTER_COMPLETION,
             }
             out: dict[str, JobStatus] = {}
-            keys: set[Key] = set()
-            ended_groups: set[str] = set()
+            ended = Ended()
             for job_id, status, tenant_id, ordering_key, group_id, *_ in conn.exec_driver_sql(
                 driver_sql(sql), params
             ):
                 out[job_id] = JobStatus(status)
-                if ordering_key is not None:
-                    keys.add((tenant_id, ordering_key))
-                if group_id is not None:
-                    ended_groups.add(group_id)
+                ended.add(tenant_id, ordering_key, group_id)
             if out:
+                # The statement wrote the events (``_COMPLETION_EVENTS_SQL``).
                 self._events_written(conn)
-            self._release_after_end(conn, keys, locked=True, released=released)
-            if ended_groups:
-                self._groups_after_end(conn, ended_groups, now)
+            jobs_ended(self, conn, ended, now, keys_locked=True, wake=[now] if out and wake else [])
             return out
         update = sa.text(
             f"""
@@ -664,8 +626,7 @@ class LeaseQueries(EventQueries):
         )
         applied: dict[str, JobStatus] = {}
         events: list[EventEntry] = []
-        ended_keys: set[Key] = set()
-        ended_groups = set()
+        ended = Ended()
         for c in completions:
             row = conn.execute(
                 update,
@@ -682,10 +643,7 @@ class LeaseQueries(EventQueries):
                 continue
             applied[row.id] = JobStatus(row.status)
             events.append(_completion_event(row))
-            if row.ordering_key is not None:
-                ended_keys.add((row.tenant_id, row.ordering_key))
-            if row.group_id is not None:
-                ended_groups.add(row.group_id)
+            ended.add(row.tenant_id, row.ordering_key, row.group_id)
             if row.status == JobStatus.COMPLETED and row.attempt == 1:
                 continue
             conn.execute(
@@ -700,10 +658,7 @@ class LeaseQueries(EventQueries):
                     "reported_token": c.lease_token,
                 },
             )
-        self._record_events(conn, events, now, bump=False)
-        self._release_after_end(conn, ended_keys, released=released)
-        if ended_groups:
-            self._groups_after_end(conn, ended_groups, now)
+        jobs_ended(self, conn, ended, now, events=events, wake=[now] if applied and wake else [])
         return applied
 
     def job_end_attempts(
@@ -939,33 +894,17 @@ class LeaseQueries(EventQueries):
             updates,
         )
         conn.execute(job_attempts.insert(), attempts)
-        self._record_events(conn, events, now, bump=False)
-        released: list[int] = []
-        self._release_after_end(
-            conn,
-            {
-                (by_id[e.job_id].tenant_id, key)
-                for e in ends
-                if e.new_status != JobStatus.PENDING
-                and (key := by_id[e.job_id].ordering_key) is not None
-            },
-            released=released,
-        )
-        ended_groups = {
-            group
-            for e in ends
-            if e.new_status != JobStatus.PENDING and (group := by_id[e.job_id].group_id) is not None
-        }
-        if ended_groups:
-            self._groups_after_end(conn, ended_groups, now)
         # Every retry's due time, and "now" when the freed slots may admit
         # a waiting job.
         due = [e.due_at or now for e in ends if e.new_status == JobStatus.PENDING]
         if wake:
             due.append(now)
-        due.extend(released)
-        if due:
-            self._notify_wake(conn, due)
+        ended = Ended()
+        for e in ends:
+            if e.new_status != JobStatus.PENDING:
+                row = by_id[e.job_id]
+                ended.add(row.tenant_id, row.ordering_key, row.group_id)
+        jobs_ended(self, conn, ended, now, events=events, wake=due)
 
     def attempt_reported_many(self, refs: Sequence[tuple[str, str]]) -> dict[str, int]:
         """Of (job id, lease token) pairs, the outcome of each job's attempt that a

@@ -107,11 +107,15 @@ def tcp_connect_args(bounds: ConnectionBounds) -> dict[str, Any]:
 
 def server_options(bounds: ConnectionBounds, existing: str | None = None) -> str:
     """The startup ``options`` of a pool connection: JIT off (every statement
-    here is short; compiling one costs more than running it), and the
-    statement and idle-transaction limits. ``existing`` (the URL's own
+    here is short; compiling one costs more than running it), READ COMMITTED,
+    and the statement and idle-transaction limits. ``existing`` (the URL's own
     ``options``) comes first; ours are appended."""
     parts = [existing.strip()] if existing and existing.strip() else []
     parts.append("-c jit=off")
+    # The isolation the store's rules rely on (store/base.py), for the
+    # statements run outside a transaction too (the event loop's autocommit
+    # connection), whatever the database's or role's default.
+    parts.append(r"-c default_transaction_isolation=read\ committed")
     parts.append(f"-c statement_timeout={int(bounds.statement_timeout_s * 1000)}")
     parts.append(
         f"-c idle_in_transaction_session_timeout={int(bounds.idle_in_transaction_timeout_s * 1000)}"

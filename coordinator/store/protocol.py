@@ -2,10 +2,12 @@
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
 ``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``ordering.py``, ``uniqueness.py``, ``pauses.py``,
-``scope_settings.py``, ``workers.py``, ``stats.py``, ``events.py``, with
-connection handling in ``base.py``; rows answered as stored are typed by the
-protocols of ``rows.py``. PostgreSQL and SQLite implement every
+``leases.py``, ``groups.py``, ``ordering.py``, ``uniqueness.py``,
+``pauses.py``, ``scope_settings.py``, ``workers.py``, ``stats.py``,
+``scaling.py``, ``events.py``, with connection handling in ``base.py`` (and
+``liveness.py``, ``pooler.py``, ``urls.py``, ``notify.py``); what follows a
+job's end, whichever query ended it, is ``job_end.py``; rows answered as
+stored are typed by the protocols of ``rows.py``. PostgreSQL and SQLite implement every
 query under the same name with the same meaning (one class, ``SqlStore``;
 the dialect differences stay inside each query); what only one dialect can do
 is said by ``capabilities``, never by asking which dialect it is. Time is a
@@ -30,6 +32,7 @@ from coordinator.model import (
     RETRYABLE_STATUSES,
     AttemptEnd,
     AttemptRow,
+    BacklogGroup,
     BulkCount,
     Candidate,
     Claim,
@@ -47,9 +50,9 @@ from coordinator.model import (
     NewJob,
     PauseRecord,
     PauseScope,
+    PurgeCount,
     RetryGrantRule,
     RunningDeadline,
-    ScalingFigures,
     StateChange,
     UniqueKeyRow,
     Uniqueness,
@@ -168,12 +171,21 @@ class Store(Protocol):
         self, group_id: str, reason: str, now: int
     ) -> tuple[GroupRow, list[str]] | None: ...
     def group_get(self, group_id: str) -> GroupRow | None: ...
+    # Groups newest first before ``before_id``, of a tenant and in statuses (empty: any).
+    def group_list(
+        self, tenant_id: str, statuses: Collection[int], before_id: str | None, limit: int
+    ) -> list[GroupRow]: ...
     # Called whenever a group's completion job is stored (SQLite: the engine wakes).
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None: ...
-    # Autoscaling figures per job type: ready, scheduled, paused, running (store/scaling.py).
-    def job_scaling_figures(
-        self, now: int, job_types: Sequence[str] = (), tenant_id: str = "", category: int = 0
-    ) -> list[ScalingFigures]: ...
+    # PENDING and RUNNING jobs counted by backlog state and scope (store/scaling.py).
+    def job_backlog_groups(
+        self,
+        now: int,
+        job_types: Sequence[str] = (),
+        tenant_id: str = "",
+        category: int = 0,
+        kinds: Collection[int] = (),
+    ) -> list[BacklogGroup]: ...
     # The job with this id, or None.
     def job_get(self, job_id: str) -> JobRow | None: ...
     # The jobs with these ids (unknown ids are left out).
@@ -201,6 +213,8 @@ class Store(Protocol):
     # RUNNING -> PENDING (or CANCELLED if requested), the attempt recorded UNLOCKED.
     def job_unlock(self, job_id: str, now: int, wake: bool = False) -> StateChange: ...
     # A new PENDING copy of a job (fresh id, ``replay_of`` set), or None.
+    # A PENDING job not due yet -> due now (guarded); one already due is unchanged.
+    def job_run_now(self, job_id: str, now: int) -> StateChange: ...
     def job_replay(self, job_id: str, new_job_id: str, now: int) -> JobRow | None: ...
     # How many jobs match ``flt`` with one of ``statuses``.
     def job_count_matching(self, flt: JobFilter, statuses: Sequence[int]) -> int: ...
@@ -220,6 +234,10 @@ class Store(Protocol):
     ) -> BulkCount: ...
     # Delete up to ``limit`` finished jobs older than their status's cutoff.
     def job_purge_finished(self, cutoffs: Mapping[int, int], limit: int) -> int: ...
+    # Delete finished matches in ``statuses`` chunk by chunk (or count them: dry run).
+    def job_purge_matching(
+        self, flt: JobFilter, statuses: Sequence[int], dry_run: bool
+    ) -> PurgeCount: ...
 
     # -- leases: acquisition, outcomes, heartbeats, expiry (leases.py) -------------------
 

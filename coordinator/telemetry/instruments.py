@@ -18,6 +18,7 @@ coordinator exports nothing.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,6 +28,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
+from coordinator.engine.operations import registered_worker
+from coordinator.engine.scaling import by_job_type, summed
 from coordinator.model import (
     AttemptEnd,
     AttemptOutcome,
@@ -329,12 +332,20 @@ class OtelEngineTelemetry(EngineTelemetry):
             yield Observation(age, _attributes(_backlog_lane(row)))
 
     def _scaling_rows(self) -> list[ScalingFigures]:
-        """The autoscaling figures per job type, refreshed as the backlog is."""
+        """The backlog figures per job type (engine/scaling.py: the numbers KEDA
+        and GetStats read), refreshed as the backlog is."""
         with self._backlog_lock:
             if time.monotonic() - self._scaling_at >= self._backlog_refresh_s:
                 try:
-                    now = self._engine.clock.now_us()
-                    self._scaling = bounded_by_type(self._engine.store.job_scaling_figures(now))
+                    engine = self._engine
+                    now = engine.clock.now_us()
+                    ops = engine.ops
+                    # The scrape thread reads the worker registry every replica writes.
+                    workers = [
+                        registered_worker(r) for r in engine.store.worker_list(now - ops.stale_us())
+                    ]
+                    figures = engine.scaling.compute(now, (), "", 0, workers, ops.draining)
+                    self._scaling = bounded_by_type(by_job_type(figures))
                 except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old figures
                     log.warning("cannot refresh the scaling figures for metrics: %s", exc)
                 self._scaling_at = time.monotonic()
@@ -344,12 +355,17 @@ class OtelEngineTelemetry(EngineTelemetry):
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             now = self._engine.clock.now_us()
             for row in self._scaling_rows():
+                labels = _scaling_labels(row)
+                if figure == "held":
+                    for reason in HELD_REASONS:
+                        yield Observation(getattr(row, reason), {**labels, "reason": reason})
+                    continue
                 if figure == "oldest_ready_age":
                     due = row.oldest_ready_due_at
                     value: float = max(0, now - due) / 1_000_000 if due is not None else 0.0
                 else:
                     value = getattr(row, figure)
-                yield Observation(value, {"job_type": row.job_type})
+                yield Observation(value, labels)
 
         return observe
 
@@ -371,39 +387,53 @@ class OtelEngineTelemetry(EngineTelemetry):
 
 # The autoscaling gauges (docs/autoscaling.md): one series per job type.
 _SCALING_GAUGES = (
-    ("wfjobs.scaling.ready", "ready", "PENDING jobs a worker could start now (due, not paused)."),
+    (
+        "wfjobs.scaling.ready",
+        "ready",
+        "PENDING jobs a connected worker could start now (due, not paused, not held).",
+    ),
     ("wfjobs.scaling.scheduled", "scheduled", "PENDING jobs not due yet (not paused)."),
-    ("wfjobs.scaling.paused", "pause_held", "PENDING jobs a pause holds."),
+    ("wfjobs.scaling.paused", "paused", "PENDING jobs a pause holds."),
+    (
+        "wfjobs.scaling.held",
+        "held",
+        "PENDING jobs held, by reason (paused, limit, rate, ordering, no_worker, drained).",
+    ),
     ("wfjobs.scaling.in_flight", "running", "RUNNING jobs."),
+    (
+        "wfjobs.scaling.demand",
+        "demand",
+        "What the KEDA scaler serves: ready, waiting only for a worker, and in flight.",
+    ),
     (
         "wfjobs.scaling.oldest_ready_age",
         "oldest_ready_age",
         "Age of the oldest ready job, from its due time (0: none).",
     ),
 )
-# Job types with their own series; the rest are summed under OTHER_JOB_TYPES,
+HELD_REASONS = ("paused", "limit", "rate", "ordering", "no_worker", "drained")
+# Job types with their own series; the rest are summed into one series labelled
+# overflow="true" and no job type (no job type is named "": enqueue refuses it),
 # so a deployment with unbounded job type names keeps a bounded series count.
 MAX_SCALING_TYPES = 100
-OTHER_JOB_TYPES = "other"
+OTHER_JOB_TYPES = ""
+
+
+def _scaling_labels(row: ScalingFigures) -> dict[str, str]:
+    if row.job_type == OTHER_JOB_TYPES:
+        return {"overflow": "true"}
+    return {"job_type": row.job_type}
 
 
 def bounded_by_type(rows: Sequence[ScalingFigures]) -> list[ScalingFigures]:
-    """``rows`` with at most ``MAX_SCALING_TYPES`` job types: the busiest keep
-    their own, the rest are summed into one row named ``OTHER_JOB_TYPES``."""
+    """``rows`` (one per job type) with at most ``MAX_SCALING_TYPES``: the
+    busiest keep their own, the rest are summed into one row named
+    ``OTHER_JOB_TYPES``."""
     if len(rows) <= MAX_SCALING_TYPES:
         return list(rows)
-    ranked = sorted(rows, key=lambda r: (-(r.ready + r.running), r.job_type))
+    ranked = sorted(rows, key=lambda r: (-r.demand, r.job_type))
     kept, rest = ranked[: MAX_SCALING_TYPES - 1], ranked[MAX_SCALING_TYPES - 1 :]
-    dues = [r.oldest_ready_due_at for r in rest if r.oldest_ready_due_at is not None]
-    other = ScalingFigures(
-        OTHER_JOB_TYPES,
-        sum(r.ready for r in rest),
-        sum(r.scheduled for r in rest),
-        sum(r.pause_held for r in rest),
-        sum(r.running for r in rest),
-        min(dues) if dues else None,
-    )
-    return [*kept, other]
+    return [*kept, functools.reduce(lambda a, b: summed(a, b, OTHER_JOB_TYPES), rest)]
 
 
 def _attributes(lane: Lane) -> dict[str, str]:

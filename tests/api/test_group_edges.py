@@ -121,3 +121,22 @@ def _health(target: str) -> int:
     with grpc.insecure_channel(target) as channel:
         request = health_pb2.HealthCheckRequest()
         return health_pb2_grpc.HealthStub(channel).Check(request, timeout=30).status
+
+
+def test_a_replay_of_a_member_joins_no_group(target: str) -> None:
+    with SchedulerClient(target) as client, AdminClient(target) as admin:
+        group, [member] = client.create_group(
+            JobRequest("fan-in"), [JobRequest("later")], close=True
+        )
+        admin.cancel_job(member.job_id, reason="enough")
+        completed = client.get_group(group.id)
+        assert (completed.status, completed.total) == ("COMPLETED", 1)
+        replay = admin.replay_job(member.job_id)
+        assert replay.group_id == "" and replay.status.name == "PENDING"
+        after = client.get_group(group.id)
+        assert (after.status, after.total, after.cancelled) == ("COMPLETED", 1, 1)
+        assert admin.list_jobs(JobFilter(group_id=group.id), include_total=True).total_count == 1
+        # A member of a group still open is replayed outside it as well.
+        open_group, [waiting] = client.create_group(JobRequest("fan-in"), [JobRequest("later")])
+        assert admin.replay_job(waiting.job_id).group_id == ""
+        assert client.get_group(open_group.id).total == 1

@@ -75,6 +75,19 @@ async def sleeper(payload: dict[str, Any], ctx: JobContext) -> dict[str, int]:
     return {"slept_ms": ms}
 
 
+@worker.handler("blocking")
+def blocking(payload: dict[str, Any], ctx: JobContext) -> dict[str, int]:
+    """A blocking handler (run in a thread): nothing can stop it."""
+    record("start", ctx)
+    ms = payload.get("first_attempt_ms", payload["ms"]) if ctx.attempt == 1 else payload["ms"]
+    deadline = time.monotonic() + ms / 1000
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        record("tick", ctx)
+    record("end", ctx)
+    return {"ran_ms": ms}
+
+
 @worker.handler("long")
 async def long_running(payload: dict[str, Any], ctx: JobContext) -> dict[str, int]:
     record("start", ctx)

@@ -349,6 +349,44 @@ def test_sigterm_drains_within_the_grace(
     assert lines(log, f"worker {worker.worker_id} stopped")
 
 
+def test_a_handler_that_cannot_stop_keeps_its_job_until_the_worker_exits(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    """SIGTERM with a handler that nothing stops: its job is handed back only as
+    the worker's process ends, so the waiting worker starts it only after the
+    first handler's last sign of life."""
+    first = start_worker(sdk, coordinator.target, tmp_path, "stubborn", shutdown_grace=2.0)
+    second: WorkerUnderTest | None = None
+    try:
+        job_id = api.enqueue("blocking", {"ms": 200, "first_attempt_ms": 14_000})
+        wait_until(lambda: first.records(), 30, "the blocking handler to start")
+        second = start_worker(sdk, coordinator.target, tmp_path, "waiting")
+        first.proc.send_signal(signal.SIGTERM)
+        first.proc.wait(60)
+        job = api.wait(job_id)
+    finally:
+        first.stop()  # closes its log
+        if second is not None:
+            second.stop()
+    assert first.proc.returncode == 0, first.log()[-3000:]
+    assert job.status == COMPLETED
+    assert outcomes(job) == ["RELEASED", "COMPLETED"], outcomes(job)
+    assert [a.worker_id for a in job.attempts] == [first.worker_id, second.worker_id]
+    ran_first = first.records()
+    assert [e for e, *_ in ran_first if e != "tick"] == ["start"], (
+        "the first handler ran on after its job was handed back"
+    )
+    last_sign_of_life = max(at for *_, at in ran_first)
+    [second_start] = [at for event, _, _, at in second.records() if event == "start"]
+    assert second_start >= last_sign_of_life, (
+        f"the second worker started the job {last_sign_of_life - second_start} ms "
+        "before the first handler stopped"
+    )
+    log = first.log()
+    assert lines(log, "handing back 1 job(s) still running after the shutdown grace")
+    assert lines(log, "1 handler(s) did not stop")
+
+
 def test_a_drained_worker_grants_nothing_until_undrained(
     sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
 ) -> None:

@@ -150,7 +150,7 @@ def test_kustomization_lists_every_manifest_and_nothing_missing(
     kustomization: dict[str, Any],
 ) -> None:
     listed = set(kustomization["resources"])
-    # Overlays (keda/) list their own files.
+    # Overlays (deploy/keda, deploy/keda-mtls) list their own files.
     on_disk = {p.name for p in K8S.glob("*.y*ml")} - {"kustomization.yaml"}
     assert listed == on_disk, (
         f"not in kustomization: {sorted(on_disk - listed)}; missing on disk: "
@@ -760,16 +760,17 @@ def test_healthcheck_fails_when_nothing_listens(healthcheck) -> None:
     assert healthcheck.main(["--target", unused, "--timeout", "0.5"]) == 1
 
 
-# --- the KEDA overlay (deploy/kubernetes/keda) -------------------------------------
+# --- the KEDA overlays (deploy/keda, deploy/keda-mtls) ------------------------------
 
-KEDA = K8S / "keda"
+KEDA = DEPLOY / "keda"
+KEDA_MTLS = DEPLOY / "keda-mtls"
 
 
 def test_the_keda_overlay_scales_the_workers_on_the_coordinators_scaler(
     resources: list[dict[str, Any]],
 ) -> None:
     overlay = load_yaml_documents(KEDA / "kustomization.yaml")[0]
-    assert set(overlay["resources"]) == {"..", "worker-scaledobject.yaml"}
+    assert set(overlay["resources"]) == {"../kubernetes", "worker-scaledobject.yaml"}
     # KEDA makes its own HPA for the Deployment: the base's CPU one is deleted.
     [patch] = overlay["patches"]
     assert patch["target"] == {"kind": "HorizontalPodAutoscaler", "name": WORKER}
@@ -795,3 +796,54 @@ def test_the_keda_overlay_scales_the_workers_on_the_coordinators_scaler(
     assert float(meta["targetPerReplica"]) > 0
     # Scaling to zero is safe: running jobs count (docs/autoscaling.md).
     assert scaled["spec"]["minReplicaCount"] == 0 < scaled["spec"]["maxReplicaCount"]
+
+
+def test_the_mtls_overlay_makes_keda_present_a_client_certificate() -> None:
+    overlay = load_yaml_documents(KEDA_MTLS / "kustomization.yaml")[0]
+    assert set(overlay["resources"]) == {"../keda", "scaler-trigger-authentication.yaml"}
+    [auth] = load_yaml_documents(KEDA_MTLS / "scaler-trigger-authentication.yaml")
+    assert (auth["apiVersion"], auth["kind"]) == ("keda.sh/v1alpha1", "TriggerAuthentication")
+    [scaled] = load_yaml_documents(KEDA / "worker-scaledobject.yaml")
+    assert auth["metadata"]["namespace"] == scaled["metadata"]["namespace"]
+    # KEDA's external scalers take exactly these three TLS parameters, here
+    # from one Secret's keys (the layout of a kubernetes.io/tls Secret plus ca.crt).
+    refs = auth["spec"]["secretTargetRef"]
+    assert {r["parameter"]: r["key"] for r in refs} == {
+        "caCert": "ca.crt",
+        "tlsClientCert": "tls.crt",
+        "tlsClientKey": "tls.key",
+    }
+    assert len({r["name"] for r in refs}) == 1
+    # The ScaledObject's trigger names the TriggerAuthentication.
+    [patch] = overlay["patches"]
+    assert patch["target"]["kind"] == "ScaledObject"
+    assert patch["target"]["name"] == scaled["metadata"]["name"]
+    [op] = yaml.safe_load(patch["patch"])
+    assert (op["op"], op["path"]) == ("add", "/spec/triggers/0/authenticationRef")
+    assert op["value"] == {"name": auth["metadata"]["name"]}
+
+
+@pytest.mark.parametrize("overlay", [KEDA, KEDA_MTLS], ids=lambda p: p.name)
+def test_kustomize_builds_the_keda_overlays(overlay: Path, resources: list[dict[str, Any]]) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        missing_tool("kubectl is not installed")
+    built = subprocess.run(
+        [kubectl, "kustomize", str(overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    docs = [d for d in yaml.safe_load_all(built.stdout) if d]
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert ("HorizontalPodAutoscaler", WORKER) not in kinds
+    assert ("ScaledObject", WORKER) in kinds
+    [scaled] = [d for d in docs if d["kind"] == "ScaledObject"]
+    [trigger] = scaled["spec"]["triggers"]
+    if overlay == KEDA_MTLS:
+        assert trigger["authenticationRef"] == {"name": "wfjobs-scaler-mtls"}
+        assert ("TriggerAuthentication", "wfjobs-scaler-mtls") in kinds
+    else:
+        assert "authenticationRef" not in trigger

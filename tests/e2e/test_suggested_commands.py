@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wfj_testing import REPO, wait_until
+from wfj_testing import REPO, read_records, wait_until
 from worker_sdk import AdminClient, JobStatus, SchedulerClient
 
 BIN = Path(sys.executable).parent
@@ -82,8 +82,8 @@ def test_explain_s_suggestions_work(
 
         head, behind = faulted_head("key-1")
         message = wait_until(lambda: reason(admin, behind, "KIND_ORDERING"), 30, "ORDERING")
-        retry, retry_again, cancel = suggested(message)
-        assert retry == retry_again == f"wfjobs jobs retry {head}", message
+        cancel, retry = suggested(message)
+        assert retry == f"wfjobs jobs retry {head}", message
         assert cancel == f"wfjobs jobs cancel {head}", message
         run_ok(target, retry)
         for job_id in (head, behind):
@@ -93,17 +93,25 @@ def test_explain_s_suggestions_work(
                 "the retried head, then the job behind it, to complete",
             )
 
-        # Suggestion 2: retry, then cancel: the key lets the next job run. The
-        # worker is drained meanwhile, so the retried head cannot start first.
+        # Suggestion 2: cancel sets the FAULTED head aside without running it, with
+        # the worker connected: it ends CANCELLED and the job behind it runs.
         head, behind = faulted_head("key-2")
         message = wait_until(lambda: reason(admin, behind, "KIND_ORDERING"), 30, "ORDERING")
-        run_ok(target, "wfjobs drain --worker w-suggest")
-        _, retry, cancel = suggested(message)
-        run_ok(target, retry)
+        cancel, _ = suggested(message)
         run_ok(target, cancel)
         assert status(scheduler, head) == JobStatus.CANCELLED
+        wait_until(
+            lambda: status(scheduler, behind) == JobStatus.COMPLETED or None,
+            30,
+            "the job behind the cancelled head to run",
+        )
+        starts = [r for r in read_records(worker.record) if r[0] == "start" and r[1] == head]
+        assert len(starts) == 1, starts  # its one faulted attempt: never run again
+        assert status(scheduler, head) == JobStatus.CANCELLED
 
-        # While its only worker is drained, the next job names the undrain command.
+        # While its only worker is drained, a job names the undrain command.
+        run_ok(target, "wfjobs drain --worker w-suggest")
+        behind = scheduler.enqueue("noop", {}, ordering_key="key-3").id
         message = wait_until(lambda: reason(admin, behind, "KIND_DRAINING"), 30, "DRAINING")
         [undrain] = suggested(message) or re.findall(r"\((wfjobs undrain [^;)]+)\)", message)
         assert undrain == "wfjobs undrain --worker w-suggest", message
@@ -111,7 +119,7 @@ def test_explain_s_suggestions_work(
         wait_until(
             lambda: status(scheduler, behind) == JobStatus.COMPLETED or None,
             30,
-            "the job behind the cancelled head to run once undrained",
+            "the job to run once undrained",
         )
 
         # Fair share: the weight command, with the weight filled in.

@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+import sqlalchemy as sa
 
 from coordinator.api import convert
 from coordinator.engine.events import event_matches
@@ -257,3 +258,44 @@ def test_members_events_carry_the_group_id_and_a_filter_by_group_reads_only_thei
 
 def _event_of(events: list, job_id: str):
     return next(e for e in events if e.job_id == job_id)
+
+
+def test_retention_deletes_a_completed_group_with_its_completion_job(store_url: str) -> None:
+    day = 86_400 * 1_000_000
+
+    async def scenario(h: Harness) -> None:
+        group, results, _ = await h.engine.groups.create(
+            _completion(), [make_job(), make_job()], close=True
+        )
+        leased = await _leased(h)
+        await h.engine.report([Completion(job_id, leased[job_id]) for job_id, _, _ in results])
+        [done] = await _completions(h, group.id)
+        [(row, token)] = await h.lease(types=("fan-in",))
+        await h.engine.report([Completion(row.id, token)])
+        # An open group's finished member is kept while the group may complete.
+        waiting, [(ended, _, _)], _ = await h.engine.groups.create(
+            _completion(), [make_job(job_type="later")], close=False
+        )
+        await h.engine.ops.cancel_job(ended, "not needed")
+        retention = h.chores.retention
+        later = h.clock.now_us() + 8 * day
+        while (await retention.run_once(later)).purged:
+            pass
+        with pytest.raises(NotFound, match=f"job group {group.id} not found"):
+            await h.engine.groups.get(group.id)
+        with pytest.raises(NotFound):
+            await h.job(done.id)
+        kept = await h.engine.groups.get(waiting.id)
+        assert (kept.status, kept.counts) == (GroupStatus.OPEN, {int(JobStatus.CANCELLED): 1})
+        # Once it completes, it goes with its completion job at that job's time.
+        closed = await h.engine.groups.close(waiting.id)
+        assert closed.status == GroupStatus.COMPLETED and closed.total == 1
+        await h.engine.ops.cancel_job(closed.completion_job_id, "not needed")
+        while (await retention.run_once(h.clock.now_us() + 8 * day)).purged:
+            pass
+        with pytest.raises(NotFound):
+            await h.engine.groups.get(waiting.id)
+        with h.engine.store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM wfj_groups")).scalar_one() == 0
+
+    run(store_url, scenario)

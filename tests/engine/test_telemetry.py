@@ -4,6 +4,7 @@ OpenTelemetry SDK's in-memory reader; the clock is manual."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,9 +23,9 @@ from coordinator.model import (
     RetryPolicy,
 )
 from coordinator.telemetry import install
-from coordinator.telemetry.instruments import OtelEngineTelemetry
+from coordinator.telemetry.instruments import MAX_SCALING_TYPES, OtelEngineTelemetry
 from wfj_engine import Harness, run
-from wfj_testing import SECOND, T0
+from wfj_testing import SECOND, T0, make_job
 
 NO_JITTER = RetryPolicy(initial_backoff_ms=10_000, backoff_multiplier=2.0, jitter=0.0).to_json()
 
@@ -48,24 +49,28 @@ class Observed:
             ),
         )
 
-    def points(self, name: str) -> dict[tuple[str, str], Any]:
-        """Data points of metric ``name`` by (tenant, job type); histograms give their count."""
-        out: dict[tuple[str, str], Any] = {}
+    def data_points(self, name: str) -> Iterator[Any]:
+        """Data points of metric ``name``."""
         data = self.reader.get_metrics_data()
         for resource in data.resource_metrics if data else ():
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
-                    if metric.name != name:
-                        continue
-                    for point in metric.data.data_points:
-                        key = (
-                            point.attributes.get("tenant", ""),
-                            point.attributes.get("job_type", ""),
-                        )
-                        out[key] = getattr(point, "value", None)
-                        if out[key] is None:
-                            out[key] = point.count
+                    if metric.name == name:
+                        yield from metric.data.data_points
+
+    def points(self, name: str) -> dict[tuple[str, str], Any]:
+        """Data points of metric ``name`` by (tenant, job type); histograms give their count."""
+        out: dict[tuple[str, str], Any] = {}
+        for point in self.data_points(name):
+            key = (point.attributes.get("tenant", ""), point.attributes.get("job_type", ""))
+            out[key] = getattr(point, "value", None)
+            if out[key] is None:
+                out[key] = point.count
         return out
+
+    def labelled(self, name: str) -> dict[tuple[tuple[str, str], ...], Any]:
+        """Data points of gauge ``name`` by their sorted attributes."""
+        return {tuple(sorted(p.attributes.items())): p.value for p in self.data_points(name)}
 
     def close(self) -> None:
         self.meters.shutdown()
@@ -332,14 +337,43 @@ def test_scaling_gauges_count_ready_scheduled_paused_and_in_flight_per_job_type(
             leased = await h.lease(1, types=("noop",))
             assert len(leased) == 1
             h.clock.advance(2)
-            assert seen.points("wfjobs.scaling.ready") == {("", "noop"): 2, ("", "other"): 0}
+            # No worker is connected: the two that could start wait for one.
+            assert seen.points("wfjobs.scaling.ready") == {("", "noop"): 0, ("", "other"): 0}
             assert seen.points("wfjobs.scaling.scheduled") == {("", "noop"): 1, ("", "other"): 0}
             assert seen.points("wfjobs.scaling.paused") == {("", "noop"): 0, ("", "other"): 1}
             assert seen.points("wfjobs.scaling.in_flight") == {("", "noop"): 1, ("", "other"): 0}
+            assert seen.points("wfjobs.scaling.demand") == {("", "noop"): 3, ("", "other"): 0}
+            held = seen.labelled("wfjobs.scaling.held")
+            assert held[(("job_type", "noop"), ("reason", "no_worker"))] == 2
+            assert held[(("job_type", "other"), ("reason", "paused"))] == 1
+            assert sum(held.values()) == 3
             assert seen.points("wfjobs.scaling.oldest_ready_age") == {
-                ("", "noop"): 2.0,
+                ("", "noop"): 0.0,
                 ("", "other"): 0.0,
             }
+        finally:
+            seen.close()
+
+    run(store_url, scenario)
+
+
+def test_a_job_type_named_other_keeps_its_own_series_beside_the_overflow(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        seen = Observed(h)
+        try:
+            await h.engine.enqueue(
+                [make_job(job_type="other", due_at=T0) for _ in range(500)]
+                + [make_job(job_type=f"type-{i:03d}", due_at=T0) for i in range(150)]
+            )
+            h.clock.advance(1)
+            demand = seen.labelled("wfjobs.scaling.demand")
+            assert len(demand) == MAX_SCALING_TYPES
+            # The busiest type keeps its series; the overflow is labelled apart.
+            assert demand[(("job_type", "other"),)] == 500
+            assert demand[(("overflow", "true"),)] == 150 - (MAX_SCALING_TYPES - 2)
+            assert sum(demand.values()) == 650
         finally:
             seen.close()
 

@@ -1,10 +1,15 @@
 """The last members of a job group ending at once, forced into a known
 interleaving on both dialects (``wfj_races.Gate``): the gate holds the group's
 row (PostgreSQL; SQLite: the write lock) while both racers end their member,
-then lets them go together. Exactly one completion job is stored."""
+then lets them go together. Exactly one completion job is stored, also on a
+PostgreSQL database whose default isolation is REPEATABLE READ."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import psycopg
+import pytest
 import sqlalchemy as sa
 
 from coordinator.ids import new_id
@@ -17,8 +22,9 @@ from coordinator.model import (
     JobStatus,
     LeasedForFailure,
 )
-from coordinator.store import Store
+from coordinator.store import Store, open_store
 from coordinator.store.groups import completion_key
+from coordinator.store.migrate import upgrade
 from wfj_races import Gate, outcome_of
 from wfj_testing import T0, make_job
 
@@ -100,3 +106,48 @@ def test_a_completion_and_a_fault_of_the_last_members_at_once_store_one_completi
     group = store.group_get(group_id)
     assert group is not None
     assert group.counts == {int(JobStatus.COMPLETED): 1, int(JobStatus.FAULTED): 1}
+
+
+@pytest.fixture
+def repeatable_read_url(pg_database: str) -> Iterator[str]:
+    """A PostgreSQL database of its own whose sessions default to REPEATABLE READ."""
+    from conftest import PG_ADMIN_URL, new_pg_database
+
+    url, drop = new_pg_database("wfj_rr")
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(
+            f"ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'repeatable read'"
+        )
+    store = open_store(url)
+    upgrade(store)
+    store.dispose()
+    try:
+        yield url
+    finally:
+        drop()  # type: ignore[operator]
+
+
+def test_under_a_repeatable_read_default_the_last_two_members_store_one_completion(
+    repeatable_read_url: str,
+) -> None:
+    store = open_store(repeatable_read_url)
+    try:
+        with psycopg.connect(repeatable_read_url.replace("+psycopg", "")) as plain:
+            [default] = plain.execute("SHOW transaction_isolation").fetchone() or [""]
+        assert default == "repeatable read"  # what any other session of it gets
+        with store.tx() as conn:
+            own = conn.execute(sa.text("SHOW transaction_isolation")).scalar_one()
+        assert own == "read committed"
+        # Statements outside a transaction (autocommit) run READ COMMITTED too.
+        with store.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as conn:
+            alone = conn.execute(sa.text("SHOW transaction_isolation")).scalar_one()
+        assert alone == "read committed"
+        test_the_last_two_members_completing_at_once_store_one_completion(
+            repeatable_read_url, store
+        )
+        test_a_completion_and_a_fault_of_the_last_members_at_once_store_one_completion(
+            repeatable_read_url, store
+        )
+    finally:
+        store.dispose()

@@ -182,7 +182,7 @@ class StatusCount(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled", "windows")
+    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled", "windows", "backlog", "backlog_by_type")
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -199,6 +199,8 @@ class GetStatsResponse(_message.Message):
     HELD_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    BACKLOG_FIELD_NUMBER: _ClassVar[int]
+    BACKLOG_BY_TYPE_FIELD_NUMBER: _ClassVar[int]
     counts: _containers.RepeatedCompositeFieldContainer[StatusCount]
     pending: int
     running: int
@@ -215,7 +217,35 @@ class GetStatsResponse(_message.Message):
     held: int
     scheduled: int
     windows: _containers.RepeatedCompositeFieldContainer[WindowCounts]
-    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowCounts, _Mapping]]] = ...) -> None: ...
+    backlog: Backlog
+    backlog_by_type: _containers.RepeatedCompositeFieldContainer[Backlog]
+    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowCounts, _Mapping]]] = ..., backlog: _Optional[_Union[Backlog, _Mapping]] = ..., backlog_by_type: _Optional[_Iterable[_Union[Backlog, _Mapping]]] = ...) -> None: ...
+
+class Backlog(_message.Message):
+    __slots__ = ("tenant_id", "job_type", "ready", "scheduled", "held_paused", "held_limit", "held_rate", "held_ordering", "held_no_worker", "held_drained", "running")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    HELD_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    HELD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    HELD_RATE_FIELD_NUMBER: _ClassVar[int]
+    HELD_ORDERING_FIELD_NUMBER: _ClassVar[int]
+    HELD_NO_WORKER_FIELD_NUMBER: _ClassVar[int]
+    HELD_DRAINED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    job_type: str
+    ready: int
+    scheduled: int
+    held_paused: int
+    held_limit: int
+    held_rate: int
+    held_ordering: int
+    held_no_worker: int
+    held_drained: int
+    running: int
+    def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., ready: _Optional[int] = ..., scheduled: _Optional[int] = ..., held_paused: _Optional[int] = ..., held_limit: _Optional[int] = ..., held_rate: _Optional[int] = ..., held_ordering: _Optional[int] = ..., held_no_worker: _Optional[int] = ..., held_drained: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
 
 class WaitReason(_message.Message):
     __slots__ = ("kind", "message", "until", "pause_id", "count", "limit")
@@ -326,6 +356,56 @@ class CancelJobResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class RunJobNowRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RunJobNowResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class PurgeJobsRequest(_message.Message):
+    __slots__ = ("filter", "dry_run")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    dry_run: bool
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class PurgeJobsResponse(_message.Message):
+    __slots__ = ("matched", "deleted", "kept")
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    matched: int
+    deleted: int
+    kept: int
+    def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., kept: _Optional[int] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("tenant_id", "statuses", "page_size", "page_token")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    statuses: _containers.RepeatedScalarFieldContainer[_job_pb2.JobGroupStatus]
+    page_size: int
+    page_token: str
+    def __init__(self, tenant_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_job_pb2.JobGroupStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups", "next_page_token")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobGroup]
+    next_page_token: str
+    def __init__(self, groups: _Optional[_Iterable[_Union[_job_pb2.JobGroup, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class AdminServiceGetGroupRequest(_message.Message):
     __slots__ = ("group_id",)

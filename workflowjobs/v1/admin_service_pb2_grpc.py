@@ -65,6 +65,16 @@ class AdminServiceStub:
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobResponse.FromString,
                 _registered_method=True)
+        self.RunJobNow = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/RunJobNow',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowResponse.FromString,
+                _registered_method=True)
+        self.PurgeJobs = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/PurgeJobs',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsResponse.FromString,
+                _registered_method=True)
         self.CancelGroup = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/CancelGroup',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.SerializeToString,
@@ -74,6 +84,11 @@ class AdminServiceStub:
                 '/workflowjobs.v1.AdminService/GetGroup',
                 request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.SerializeToString,
                 response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/workflowjobs.v1.AdminService/ListGroups',
+                request_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsResponse.FromString,
                 _registered_method=True)
         self.UnlockJob = channel.unary_unary(
                 '/workflowjobs.v1.AdminService/UnlockJob',
@@ -237,7 +252,28 @@ class AdminServiceServicer:
 
     def CancelJob(self, request, context):
         """Cancel a pending or running job (a running job's handler is told at its
-        next heartbeat); FAILED_PRECONDITION for a finished job.
+        next heartbeat), or set a FAULTED job aside without running it again: it
+        ends CANCELLED and, when it held its ordering key, the key's next job
+        runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunJobNow(self, request, context):
+        """Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+        now and wake acquisition (event RESCHEDULED); a job already due is
+        answered unchanged. FAILED_PRECONDITION for a job in any other status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PurgeJobs(self, request, context):
+        """Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+        with their attempt history, in bounded batches (dry run counts only).
+        Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+        a member of a group that has not completed (docs/operations.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -259,6 +295,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListGroups(self, request, context):
+        """Job groups matching a filter, newest first, a page at a time, each with
+        its members counted by status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def UnlockJob(self, request, context):
         """End a running job's attempt now, as failed, and take its lease back (a
         worker that hung); the job's retry policy decides what follows.
@@ -269,6 +313,8 @@ class AdminServiceServicer:
 
     def ReplayJob(self, request, context):
         """Enqueue a new job with the same payload and workflow context as this one.
+        The new job joins no group: a replay of a group's member is not a member
+        (the group's count and completion are left as they are).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -468,6 +514,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelJobResponse.SerializeToString,
             ),
+            'RunJobNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunJobNow,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowResponse.SerializeToString,
+            ),
+            'PurgeJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeJobs,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsResponse.SerializeToString,
+            ),
             'CancelGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelGroup,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.CancelGroupRequest.FromString,
@@ -477,6 +533,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetGroup,
                     request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.FromString,
                     response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsRequest.FromString,
+                    response_serializer=workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsResponse.SerializeToString,
             ),
             'UnlockJob': grpc.unary_unary_rpc_method_handler(
                     servicer.UnlockJob,
@@ -768,6 +829,60 @@ class AdminService:
             _registered_method=True)
 
     @staticmethod
+    def RunJobNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/RunJobNow',
+            workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.RunJobNowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/PurgeJobs',
+            workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.PurgeJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CancelGroup(request,
             target,
             options=(),
@@ -811,6 +926,33 @@ class AdminService:
             '/workflowjobs.v1.AdminService/GetGroup',
             workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupRequest.SerializeToString,
             workflowjobs_dot_v1_dot_admin__service__pb2.AdminServiceGetGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workflowjobs.v1.AdminService/ListGroups',
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsRequest.SerializeToString,
+            workflowjobs_dot_v1_dot_admin__service__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,6 +22,7 @@ class JobEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_EVENT_KIND_FAULTED: _ClassVar[JobEventKind]
     JOB_EVENT_KIND_CANCELLED: _ClassVar[JobEventKind]
     JOB_EVENT_KIND_RELEASED: _ClassVar[JobEventKind]
+    JOB_EVENT_KIND_RESCHEDULED: _ClassVar[JobEventKind]
 JOB_EVENT_KIND_UNSPECIFIED: JobEventKind
 JOB_EVENT_KIND_ENQUEUED: JobEventKind
 JOB_EVENT_KIND_STARTED: JobEventKind
@@ -31,6 +32,7 @@ JOB_EVENT_KIND_COMPLETED: JobEventKind
 JOB_EVENT_KIND_FAULTED: JobEventKind
 JOB_EVENT_KIND_CANCELLED: JobEventKind
 JOB_EVENT_KIND_RELEASED: JobEventKind
+JOB_EVENT_KIND_RESCHEDULED: JobEventKind
 
 class CreateGroupRequest(_message.Message):
     __slots__ = ("tenant_id", "completion", "members", "close", "idempotency_key")

@@ -68,6 +68,19 @@ worker.handler<{ ms: number; first_attempt_ms?: number }>("sleep", async (payloa
   return { slept_ms: ms };
 });
 
+worker.handler<{ ms: number; first_attempt_ms?: number }>("blocking", async (payload, ctx) => {
+  // Deaf to ctx.signal and ctx.stopping: nothing stops it but the process's exit.
+  record("start", ctx);
+  const ms = ctx.attempt === 1 ? payload.first_attempt_ms ?? payload.ms : payload.ms;
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    record("tick", ctx);
+  }
+  record("end", ctx);
+  return { ran_ms: ms };
+});
+
 worker.handler<{ ms: number; heartbeat_ms: number }>("long", async (payload, ctx) => {
   record("start", ctx);
   const deadline = Date.now() + payload.ms;
@@ -113,10 +126,8 @@ worker.handler("trace", async (_payload, ctx) => {
   };
 });
 
-worker.run().then(
-  () => process.exit(0),
-  (error: Error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+// Once stopped, the process ends by itself (nothing else keeps it alive).
+worker.run().catch((error: Error) => {
+  console.error(error);
+  process.exit(1);
+});

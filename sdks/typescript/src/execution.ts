@@ -6,8 +6,9 @@
  * and log one line per failed attempt (a completed one at DEBUG).
  *
  * The handler's promise races the attempt's interruption: the worker settles
- * an attempt itself when its cancel grace or execution timeout passes, or at
- * the end of the shutdown grace; whatever the handler does later is ignored.
+ * an attempt itself when its cancel grace or execution timeout passes, or when
+ * the process is about to exit with the handler still running (shutdown);
+ * whatever the handler does later is ignored.
  */
 import type { Span } from "@opentelemetry/api";
 import { context as otelContext, trace } from "@opentelemetry/api";
@@ -51,6 +52,10 @@ export interface Attempt {
   done?: Promise<Outcome>;
   /** Settles the attempt now with `outcome` (the handler's later result is ignored). */
   interrupt: (outcome: Outcome) => void;
+  /** Resolves once the handler's own code has returned or thrown (interrupted or not). */
+  handlerSettled?: Promise<void>;
+  /** The shutdown aborted ctx.signal: a handler that then throws hands the job back. */
+  stoppedByShutdown?: boolean;
   cancelRequested: boolean;
   handedBack: boolean;
   timers: NodeJS.Timeout[];
@@ -160,7 +165,13 @@ export async function runAttempt(attempt: Attempt, workerId: string, span: Span)
   let interrupt!: (o: Outcome) => void;
   const interrupted = new Promise<Outcome>((resolve) => (interrupt = resolve));
   attempt.interrupt = interrupt;
-  const outcome = await Promise.race([invoke(attempt, workerId, span), interrupted]);
+  const own = invoke(attempt, workerId, span);
+  attempt.handlerSettled = own.then(() => undefined);
+  let outcome = await Promise.race([own, interrupted]);
+  if (attempt.stoppedByShutdown && outcome.$case === "failed") {
+    // Stopped by the shutdown (its ctx.signal): handed back, not failed.
+    outcome = release(CancelReason.WORKER_SHUTDOWN);
+  }
   for (const timer of attempt.timers) clearTimeout(timer);
   const seconds = (performance.now() - started) / 1000;
   const cancelled = attempt.cancelRequested;

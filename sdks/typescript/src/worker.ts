@@ -19,9 +19,15 @@
  *
  * Shutdown (shutdown(), SIGTERM/SIGINT under run()): stop acquiring (close the
  * request side) and abort every ctx.stopping; wait for handlers up to
- * `shutdownGraceMs` (heartbeats go on); hand back (Release) what still runs,
- * aborting its ctx.signal; flush outcomes; stop heartbeats, close the channel.
- * A second signal skips the rest of the grace.
+ * `shutdownGraceMs` (heartbeats go on); abort the ctx.signal of what still
+ * runs and give it a second to return (one that throws then is handed back
+ * with a Release; one that returns reports its result). A handler still
+ * running after that can still touch the outside world, so its lease is kept
+ * and heartbeated: under run() with its signal handlers (the worker owns the
+ * process) its job is handed back and the process exits right after the
+ * Release is flushed; otherwise the worker waits, heartbeating, until it
+ * returns and reports what it returned. Then flush outcomes; stop heartbeats,
+ * close the channel. A second signal skips the rest of the grace.
  */
 import * as os from "node:os";
 import * as crypto from "node:crypto";
@@ -137,6 +143,10 @@ export class Worker {
   private heartbeater!: Heartbeater;
   private streamLoop: Promise<void> | undefined;
   private reconnectTimer: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  /** Set by run() with its signal handlers: the worker may end the process (see shutdown). */
+  private ownsProcess = false;
+  /** Handlers that did not stop were handed back: the process exits once stopped. */
+  private exitNow = false;
 
   constructor(options: WorkerOptions = {}) {
     const concurrency = options.concurrency ?? 100;
@@ -208,6 +218,7 @@ export class Worker {
     if (handleSignals) {
       process.on("SIGTERM", onSignal);
       process.on("SIGINT", onSignal);
+      this.ownsProcess = true;
     }
     try {
       await this.start();
@@ -218,6 +229,11 @@ export class Worker {
         process.off("SIGTERM", onSignal);
         process.off("SIGINT", onSignal);
       }
+    }
+    if (this.exitNow) {
+      // Handlers still run (deaf to ctx.signal) after their jobs were handed back:
+      // nothing of theirs may run on.
+      process.exit(this.fatal !== undefined ? 1 : 0);
     }
     if (this.fatal !== undefined) throw this.fatal;
   }
@@ -308,16 +324,8 @@ export class Worker {
       ]);
       clearTimeout(timer);
     }
-    // 3. Hand back what still runs.
-    const still = [...this.running.values()];
-    if (still.length > 0) {
-      this.log.warning(`handing back ${still.length} job(s) still running after the shutdown grace`);
-      for (const attempt of still) {
-        attempt.ctx.abort(CancelReason.WORKER_SHUTDOWN);
-        attempt.interrupt(release(CancelReason.WORKER_SHUTDOWN));
-      }
-      await Promise.all(still.map((a) => a.done));
-    }
+    // 3. Hand back what still runs, once its handler can no longer act.
+    await this.handBackRunning();
     // 4. Flush outcomes.
     await this.reporter.flush(this.outcomeFlushTimeoutMs);
     // 5. Stop background work and close the channel.
@@ -329,6 +337,37 @@ export class Worker {
     this.state = "stopped";
     this.log.info(`worker ${this.workerId} stopped`);
     this.markStopped();
+  }
+
+  private async handBackRunning(): Promise<void> {
+    const still = [...this.running.values()];
+    if (still.length === 0) return;
+    this.log.warning(`handing back ${still.length} job(s) still running after the shutdown grace`);
+    for (const attempt of still) {
+      attempt.stoppedByShutdown = true;
+      attempt.ctx.abort(CancelReason.WORKER_SHUTDOWN);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(still.map((a) => a.handlerSettled)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000))),
+    ]);
+    clearTimeout(timer);
+    const stuck = still.filter((a) => this.running.has(a.key));
+    if (stuck.length === 0) return;
+    if (this.ownsProcess) {
+      this.log.warning(
+        `${stuck.length} handler(s) did not stop (ignoring ctx.signal): handing their jobs back and exiting the process`,
+      );
+      for (const attempt of stuck) attempt.interrupt(release(`${CancelReason.WORKER_SHUTDOWN}; handler did not stop`));
+      this.exitNow = true;
+    } else {
+      this.log.warning(
+        `waiting for ${stuck.length} handler(s) that did not stop (ignoring ctx.signal); ` +
+          "their jobs stay leased, heartbeated, until they return",
+      );
+    }
+    await Promise.all(stuck.map((a) => a.done));
   }
 
   // -- the stream --------------------------------------------------------------------------

@@ -27,3 +27,19 @@ def test_a_value_over_the_string_limit_is_refused_with_a_short_message(key: str)
         ScalerQuery.from_metadata(metadata)
     assert "the limit is 512" in str(refused.value)
     assert len(str(refused.value)) < 300
+
+
+@pytest.mark.parametrize("key", ["jobTypes", "tenant", "unknown"])
+def test_a_long_value_is_refused_naming_its_key(key: str) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        ScalerQuery.from_metadata({"jobTypes": "noop", key: "x" * 513})
+    assert str(refused.value).startswith(
+        f"scalerMetadata key {key!r}: value is 513 characters long; the limit is 512"
+    )
+
+
+def test_a_long_key_is_refused_as_a_key() -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        ScalerQuery.from_metadata({"jobTypes": "noop", "k" * 513: "1"})
+    assert "scalerMetadata key 'kkk" in str(refused.value)
+    assert "key 'kkk" in str(refused.value) and "is 513 characters long" in str(refused.value)

@@ -189,3 +189,39 @@ def test_interceptors_rebuild_handlers_through_rewrap_alone() -> None:
         if found:
             elsewhere[rel] = found
     assert elsewhere == {}, f"use rewrap ({HANDLERS_HOME}): {elsewhere}"
+
+
+# -- what follows a job's end (the ordering key's next job, the group's completion):
+# coordinator/store/job_end.py ------------------------------------------------------
+
+JOB_END_HOME = "coordinator/store/job_end.py"
+# Releasing a key's next held job, and completing the groups whose members ended.
+JOB_END_STEPS = {"release_next", "_groups_after_end"}
+
+
+def job_end_steps(source: str) -> list[str]:
+    """Calls in ``source`` of a step that only follows a job's end."""
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and _name(node.func) in JOB_END_STEPS
+    ]
+
+
+def test_the_job_end_check_finds_both_steps() -> None:
+    assert job_end_steps("due = release_next(conn, self.is_postgres, keys)")
+    assert job_end_steps("self._groups_after_end(conn, {group_id}, now)")
+    assert job_end_steps("jobs_ended(self, conn, Ended.of(rows), now, bump=True)") == []
+
+
+def test_a_keys_next_job_and_a_groups_completion_follow_only_the_job_end() -> None:
+    assert (REPO / JOB_END_HOME).exists()
+    elsewhere = {}
+    for path in sorted((REPO / "coordinator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == JOB_END_HOME:
+            continue
+        found = job_end_steps(path.read_text())
+        if found:
+            elsewhere[rel] = found
+    assert elsewhere == {}, f"call job_end.jobs_ended ({JOB_END_HOME}) instead: {elsewhere}"

@@ -371,6 +371,10 @@ def test_failures_become_typed_failure_outcomes() -> None:
 
 
 def test_shutdown_releases_jobs_still_running_after_grace() -> None:
+    """An async handler is cancelled at the end of the grace and its job handed
+    back; a blocking one cannot be stopped, so under ``arun`` its job stays
+    leased and heartbeated until it returns, and what it returned is reported."""
+
     async def main() -> None:
         coordinator = ScriptedCoordinator()
         server, port = await start_server(coordinator)
@@ -388,27 +392,74 @@ def test_shutdown_releases_jobs_still_running_after_grace() -> None:
                 seen_reasons.append(ctx.cancel_reason)
 
         @worker.handler("stuck_sync")
-        def stuck_sync() -> None:
+        def stuck_sync(ctx: JobContext) -> str:
             blocker.wait(WAIT)
+            return f"returned after {ctx.cancel_reason}"
 
         try:
             task = asyncio.create_task(worker.arun())
             await coordinator.wait_for(lambda: bool(coordinator.connections))
-            ids = coordinator.push(leased("stuck_async"), leased("stuck_sync"))
+            async_id, sync_id = coordinator.push(leased("stuck_async"), leased("stuck_sync"))
             await asyncio.wait_for(started.wait(), WAIT)
             await coordinator.wait_for(lambda: worker.in_flight == 2)
-            await asyncio.wait_for(asyncio.gather(worker.shutdown(), worker.shutdown()), WAIT)
+            stopping = asyncio.gather(worker.shutdown(), worker.shutdown())
+            await coordinator.wait_for(lambda: async_id in coordinator.outcomes)
+            # The blocking handler still runs: its lease goes on being heartbeated.
+            beats = len(coordinator.heartbeats)
+            await coordinator.wait_for(
+                lambda: any(
+                    lease.job_id == sync_id
+                    for beat in coordinator.heartbeats[beats:]
+                    for lease in beat.leases
+                )
+            )
+            assert sync_id not in coordinator.outcomes
+            assert not stopping.done()
+            blocker.set()
+            await asyncio.wait_for(stopping, WAIT)
             await asyncio.wait_for(task, WAIT)
             await worker.shutdown()
         finally:
             blocker.set()
             await server.stop(None)
 
-        for job_id in ids:
-            assert coordinator.outcomes[job_id].WhichOneof("outcome") == "released"
-            assert coordinator.outcomes[job_id].released.reason
+        released = coordinator.outcomes[async_id]
+        assert released.WhichOneof("outcome") == "released"
+        assert released.released.reason == CancelReason.WORKER_SHUTDOWN
         assert seen_reasons == [CancelReason.WORKER_SHUTDOWN]
+        completed = coordinator.outcomes[sync_id]
+        assert completed.WhichOneof("outcome") == "completed"
+        assert completed.completed.result.data == b'"returned after worker shutting down"'
         assert coordinator.connections[0].closed.is_set()
+
+    asyncio.run(main())
+
+
+def test_a_blocking_handler_that_raises_once_stopped_hands_its_job_back() -> None:
+    async def main() -> None:
+        coordinator = ScriptedCoordinator()
+        server, port = await start_server(coordinator)
+        worker = make_worker(port, concurrency=1, shutdown_grace=0.1)
+        started = threading.Event()
+
+        @worker.handler("polite_sync")
+        def polite_sync(ctx: JobContext) -> None:
+            started.set()
+            ctx.cancelled.wait_blocking(WAIT)
+            raise RuntimeError(f"stopped: {ctx.cancel_reason}")
+
+        try:
+            task = asyncio.create_task(worker.arun())
+            await coordinator.wait_for(lambda: bool(coordinator.connections))
+            (job_id,) = coordinator.push(leased("polite_sync"))
+            await asyncio.get_running_loop().run_in_executor(None, started.wait, WAIT)
+            await asyncio.wait_for(worker.shutdown(), WAIT)
+            await asyncio.wait_for(task, WAIT)
+        finally:
+            await server.stop(None)
+
+        outcome = coordinator.outcomes[job_id]
+        assert outcome.WhichOneof("outcome") == "released", outcome
 
     asyncio.run(main())
 

@@ -27,6 +27,9 @@ import {
   jobCategoryFromJSON,
   jobCategoryToJSON,
   JobGroup,
+  JobGroupStatus,
+  jobGroupStatusFromJSON,
+  jobGroupStatusToJSON,
   JobStatus,
   jobStatusFromJSON,
   jobStatusToJSON,
@@ -417,6 +420,46 @@ export interface GetStatsResponse {
   scheduled: bigint;
   /** One per GetStatsRequest.windows, in its order. */
   windows: WindowCounts[];
+  /**
+   * The pending jobs split by what they wait for, each counted once: ready,
+   * scheduled or held for one reason (docs/autoscaling.md). The same
+   * computation as the KEDA scaler's, whose metric is ready + held_no_worker
+   * + held_drained + running.
+   */
+  backlog:
+    | Backlog
+    | undefined;
+  /** The same per tenant and job type, in (tenant, job type) order. */
+  backlogByType: Backlog[];
+}
+
+/** Pending jobs by what they wait for (GetStatsResponse.backlog). */
+export interface Backlog {
+  /** Empty in GetStatsResponse.backlog (every tenant and job type asked for). */
+  tenantId: string;
+  jobType: string;
+  /**
+   * Runnable now: due, not paused, not held behind an ordering key, within the
+   * free slots of its concurrency limits and the starts its rate limits admit
+   * now, and a connected worker (not drained) serves it.
+   */
+  ready: bigint;
+  /** Not due yet (a delay, a retry's backoff, a debounce); paused ones are held_paused. */
+  scheduled: bigint;
+  /** Held by a pause (a tenant disabled; a definition, instance, job type or category paused). */
+  heldPaused: bigint;
+  /** Held by a concurrency limit: beyond the free slots of its scope. */
+  heldLimit: bigint;
+  /** Held by a rate limit: beyond the starts it admits now. */
+  heldRate: bigint;
+  /** Held behind an earlier job of its ordering key. */
+  heldOrdering: bigint;
+  /** Could start, but no connected worker serves its job type for its tenant. */
+  heldNoWorker: bigint;
+  /** Could start, but every worker serving it is drained, or this coordinator is. */
+  heldDrained: bigint;
+  /** RUNNING jobs. */
+  running: bigint;
 }
 
 /** One reason a pending job is not running right now. */
@@ -619,6 +662,55 @@ export interface CancelJobRequest {
 
 export interface CancelJobResponse {
   job: Job | undefined;
+}
+
+export interface RunJobNowRequest {
+  jobId: string;
+}
+
+export interface RunJobNowResponse {
+  job: Job | undefined;
+}
+
+export interface PurgeJobsRequest {
+  /**
+   * statuses: some of COMPLETED, FAULTED, CANCELLED (empty: all three); any
+   * other status is INVALID_ARGUMENT. A credential scoped to tenants purges
+   * only the tenant it names in tenant_id.
+   */
+  filter: JobFilter | undefined;
+  dryRun: boolean;
+}
+
+export interface PurgeJobsResponse {
+  /** The finished jobs the filter matches that a purge deletes. */
+  matched: bigint;
+  /** Those this call deleted (0 on a dry run). */
+  deleted: bigint;
+  /**
+   * Finished jobs the filter matches that are kept: FAULTED jobs holding their
+   * ordering key (cancel one to set it aside) and members of groups that have
+   * not completed.
+   */
+  kept: bigint;
+}
+
+export interface ListGroupsRequest {
+  /** Only this tenant's groups (empty: every tenant the caller may see). */
+  tenantId: string;
+  /** Only groups in these statuses (empty: every status). */
+  statuses: JobGroupStatus[];
+  /** 1..1000, default 100. */
+  pageSize: number;
+  /** From a previous ListGroupsResponse.next_page_token (same request otherwise). */
+  pageToken: string;
+}
+
+export interface ListGroupsResponse {
+  /** Newest first (by creation). */
+  groups: JobGroup[];
+  /** The page after this one; empty on the last page. */
+  nextPageToken: string;
 }
 
 export interface AdminServiceGetGroupRequest {
@@ -2242,6 +2334,8 @@ function createBaseGetStatsResponse(): GetStatsResponse {
     held: 0n,
     scheduled: 0n,
     windows: [],
+    backlog: undefined,
+    backlogByType: [],
   };
 }
 
@@ -2327,6 +2421,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     }
     for (const v of message.windows) {
       WindowCounts.encode(v!, writer.uint32(130).fork()).join();
+    }
+    if (message.backlog !== undefined) {
+      Backlog.encode(message.backlog, writer.uint32(138).fork()).join();
+    }
+    for (const v of message.backlogByType) {
+      Backlog.encode(v!, writer.uint32(146).fork()).join();
     }
     return writer;
   },
@@ -2472,6 +2572,22 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
             message.windows.push(WindowCounts.decode(reader, reader.uint32()));
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.backlog = Backlog.decode(reader, reader.uint32());
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.backlogByType.push(Backlog.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2528,6 +2644,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
       windows: globalThis.Array.isArray(object?.windows)
         ? object.windows.map((e: any) => WindowCounts.fromJSON(e))
         : [],
+      backlog: isSet(object.backlog) ? Backlog.fromJSON(object.backlog) : undefined,
+      backlogByType: globalThis.Array.isArray(object?.backlogByType)
+        ? object.backlogByType.map((e: any) => Backlog.fromJSON(e))
+        : globalThis.Array.isArray(object?.backlog_by_type)
+        ? object.backlog_by_type.map((e: any) => Backlog.fromJSON(e))
+        : [],
     };
   },
 
@@ -2581,6 +2703,12 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     if (message.windows?.length) {
       obj.windows = message.windows.map((e) => WindowCounts.toJSON(e));
     }
+    if (message.backlog !== undefined) {
+      obj.backlog = Backlog.toJSON(message.backlog);
+    }
+    if (message.backlogByType?.length) {
+      obj.backlogByType = message.backlogByType.map((e) => Backlog.toJSON(e));
+    }
     return obj;
   },
 
@@ -2615,6 +2743,318 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     message.held = (object.held !== undefined && object.held !== null) ? BigInt(object.held) : 0n;
     message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
     message.windows = object.windows?.map((e) => WindowCounts.fromPartial(e)) || [];
+    message.backlog = (object.backlog !== undefined && object.backlog !== null)
+      ? Backlog.fromPartial(object.backlog)
+      : undefined;
+    message.backlogByType = object.backlogByType?.map((e) => Backlog.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBacklog(): Backlog {
+  return {
+    tenantId: "",
+    jobType: "",
+    ready: 0n,
+    scheduled: 0n,
+    heldPaused: 0n,
+    heldLimit: 0n,
+    heldRate: 0n,
+    heldOrdering: 0n,
+    heldNoWorker: 0n,
+    heldDrained: 0n,
+    running: 0n,
+  };
+}
+
+export const Backlog: MessageFns<Backlog> = {
+  encode(message: Backlog, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.jobType !== "") {
+      writer.uint32(18).string(message.jobType);
+    }
+    if (message.ready !== 0n) {
+      if (BigInt.asIntN(64, message.ready) !== message.ready) {
+        throw new globalThis.Error("value provided for field message.ready of type int64 too large");
+      }
+      writer.uint32(24).int64(message.ready);
+    }
+    if (message.scheduled !== 0n) {
+      if (BigInt.asIntN(64, message.scheduled) !== message.scheduled) {
+        throw new globalThis.Error("value provided for field message.scheduled of type int64 too large");
+      }
+      writer.uint32(32).int64(message.scheduled);
+    }
+    if (message.heldPaused !== 0n) {
+      if (BigInt.asIntN(64, message.heldPaused) !== message.heldPaused) {
+        throw new globalThis.Error("value provided for field message.heldPaused of type int64 too large");
+      }
+      writer.uint32(40).int64(message.heldPaused);
+    }
+    if (message.heldLimit !== 0n) {
+      if (BigInt.asIntN(64, message.heldLimit) !== message.heldLimit) {
+        throw new globalThis.Error("value provided for field message.heldLimit of type int64 too large");
+      }
+      writer.uint32(48).int64(message.heldLimit);
+    }
+    if (message.heldRate !== 0n) {
+      if (BigInt.asIntN(64, message.heldRate) !== message.heldRate) {
+        throw new globalThis.Error("value provided for field message.heldRate of type int64 too large");
+      }
+      writer.uint32(56).int64(message.heldRate);
+    }
+    if (message.heldOrdering !== 0n) {
+      if (BigInt.asIntN(64, message.heldOrdering) !== message.heldOrdering) {
+        throw new globalThis.Error("value provided for field message.heldOrdering of type int64 too large");
+      }
+      writer.uint32(64).int64(message.heldOrdering);
+    }
+    if (message.heldNoWorker !== 0n) {
+      if (BigInt.asIntN(64, message.heldNoWorker) !== message.heldNoWorker) {
+        throw new globalThis.Error("value provided for field message.heldNoWorker of type int64 too large");
+      }
+      writer.uint32(72).int64(message.heldNoWorker);
+    }
+    if (message.heldDrained !== 0n) {
+      if (BigInt.asIntN(64, message.heldDrained) !== message.heldDrained) {
+        throw new globalThis.Error("value provided for field message.heldDrained of type int64 too large");
+      }
+      writer.uint32(80).int64(message.heldDrained);
+    }
+    if (message.running !== 0n) {
+      if (BigInt.asIntN(64, message.running) !== message.running) {
+        throw new globalThis.Error("value provided for field message.running of type int64 too large");
+      }
+      writer.uint32(88).int64(message.running);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Backlog {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBacklog();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ready = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.scheduled = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.heldPaused = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.heldLimit = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.heldRate = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.heldOrdering = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.heldNoWorker = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.heldDrained = reader.int64() as bigint;
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.running = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Backlog {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      jobType: isSet(object.jobType)
+        ? globalThis.String(object.jobType)
+        : isSet(object.job_type)
+        ? globalThis.String(object.job_type)
+        : "",
+      ready: isSet(object.ready) ? BigInt(object.ready) : 0n,
+      scheduled: isSet(object.scheduled) ? BigInt(object.scheduled) : 0n,
+      heldPaused: isSet(object.heldPaused)
+        ? BigInt(object.heldPaused)
+        : isSet(object.held_paused)
+        ? BigInt(object.held_paused)
+        : 0n,
+      heldLimit: isSet(object.heldLimit)
+        ? BigInt(object.heldLimit)
+        : isSet(object.held_limit)
+        ? BigInt(object.held_limit)
+        : 0n,
+      heldRate: isSet(object.heldRate)
+        ? BigInt(object.heldRate)
+        : isSet(object.held_rate)
+        ? BigInt(object.held_rate)
+        : 0n,
+      heldOrdering: isSet(object.heldOrdering)
+        ? BigInt(object.heldOrdering)
+        : isSet(object.held_ordering)
+        ? BigInt(object.held_ordering)
+        : 0n,
+      heldNoWorker: isSet(object.heldNoWorker)
+        ? BigInt(object.heldNoWorker)
+        : isSet(object.held_no_worker)
+        ? BigInt(object.held_no_worker)
+        : 0n,
+      heldDrained: isSet(object.heldDrained)
+        ? BigInt(object.heldDrained)
+        : isSet(object.held_drained)
+        ? BigInt(object.held_drained)
+        : 0n,
+      running: isSet(object.running) ? BigInt(object.running) : 0n,
+    };
+  },
+
+  toJSON(message: Backlog): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.jobType !== "") {
+      obj.jobType = message.jobType;
+    }
+    if (message.ready !== 0n) {
+      obj.ready = message.ready.toString();
+    }
+    if (message.scheduled !== 0n) {
+      obj.scheduled = message.scheduled.toString();
+    }
+    if (message.heldPaused !== 0n) {
+      obj.heldPaused = message.heldPaused.toString();
+    }
+    if (message.heldLimit !== 0n) {
+      obj.heldLimit = message.heldLimit.toString();
+    }
+    if (message.heldRate !== 0n) {
+      obj.heldRate = message.heldRate.toString();
+    }
+    if (message.heldOrdering !== 0n) {
+      obj.heldOrdering = message.heldOrdering.toString();
+    }
+    if (message.heldNoWorker !== 0n) {
+      obj.heldNoWorker = message.heldNoWorker.toString();
+    }
+    if (message.heldDrained !== 0n) {
+      obj.heldDrained = message.heldDrained.toString();
+    }
+    if (message.running !== 0n) {
+      obj.running = message.running.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Backlog>, I>>(base?: I): Backlog {
+    return Backlog.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Backlog>, I>>(object: I): Backlog {
+    const message = createBaseBacklog();
+    message.tenantId = object.tenantId ?? "";
+    message.jobType = object.jobType ?? "";
+    message.ready = (object.ready !== undefined && object.ready !== null) ? BigInt(object.ready) : 0n;
+    message.scheduled = (object.scheduled !== undefined && object.scheduled !== null) ? BigInt(object.scheduled) : 0n;
+    message.heldPaused = (object.heldPaused !== undefined && object.heldPaused !== null)
+      ? BigInt(object.heldPaused)
+      : 0n;
+    message.heldLimit = (object.heldLimit !== undefined && object.heldLimit !== null) ? BigInt(object.heldLimit) : 0n;
+    message.heldRate = (object.heldRate !== undefined && object.heldRate !== null) ? BigInt(object.heldRate) : 0n;
+    message.heldOrdering = (object.heldOrdering !== undefined && object.heldOrdering !== null)
+      ? BigInt(object.heldOrdering)
+      : 0n;
+    message.heldNoWorker = (object.heldNoWorker !== undefined && object.heldNoWorker !== null)
+      ? BigInt(object.heldNoWorker)
+      : 0n;
+    message.heldDrained = (object.heldDrained !== undefined && object.heldDrained !== null)
+      ? BigInt(object.heldDrained)
+      : 0n;
+    message.running = (object.running !== undefined && object.running !== null) ? BigInt(object.running) : 0n;
     return message;
   },
 };
@@ -3484,6 +3924,581 @@ export const CancelJobResponse: MessageFns<CancelJobResponse> = {
   fromPartial<I extends Exact<DeepPartial<CancelJobResponse>, I>>(object: I): CancelJobResponse {
     const message = createBaseCancelJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseRunJobNowRequest(): RunJobNowRequest {
+  return { jobId: "" };
+}
+
+export const RunJobNowRequest: MessageFns<RunJobNowRequest> = {
+  encode(message: RunJobNowRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunJobNowRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunJobNowRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunJobNowRequest {
+    return {
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RunJobNowRequest): unknown {
+    const obj: any = {};
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunJobNowRequest>, I>>(base?: I): RunJobNowRequest {
+    return RunJobNowRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunJobNowRequest>, I>>(object: I): RunJobNowRequest {
+    const message = createBaseRunJobNowRequest();
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
+};
+
+function createBaseRunJobNowResponse(): RunJobNowResponse {
+  return { job: undefined };
+}
+
+export const RunJobNowResponse: MessageFns<RunJobNowResponse> = {
+  encode(message: RunJobNowResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunJobNowResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunJobNowResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = Job.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunJobNowResponse {
+    return { job: isSet(object.job) ? Job.fromJSON(object.job) : undefined };
+  },
+
+  toJSON(message: RunJobNowResponse): unknown {
+    const obj: any = {};
+    if (message.job !== undefined) {
+      obj.job = Job.toJSON(message.job);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunJobNowResponse>, I>>(base?: I): RunJobNowResponse {
+    return RunJobNowResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunJobNowResponse>, I>>(object: I): RunJobNowResponse {
+    const message = createBaseRunJobNowResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBasePurgeJobsRequest(): PurgeJobsRequest {
+  return { filter: undefined, dryRun: false };
+}
+
+export const PurgeJobsRequest: MessageFns<PurgeJobsRequest> = {
+  encode(message: PurgeJobsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      JobFilter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(16).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeJobsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeJobsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = JobFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeJobsRequest {
+    return {
+      filter: isSet(object.filter) ? JobFilter.fromJSON(object.filter) : undefined,
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: PurgeJobsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = JobFilter.toJSON(message.filter);
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeJobsRequest>, I>>(base?: I): PurgeJobsRequest {
+    return PurgeJobsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeJobsRequest>, I>>(object: I): PurgeJobsRequest {
+    const message = createBasePurgeJobsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? JobFilter.fromPartial(object.filter)
+      : undefined;
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
+function createBasePurgeJobsResponse(): PurgeJobsResponse {
+  return { matched: 0n, deleted: 0n, kept: 0n };
+}
+
+export const PurgeJobsResponse: MessageFns<PurgeJobsResponse> = {
+  encode(message: PurgeJobsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.matched !== 0n) {
+      if (BigInt.asIntN(64, message.matched) !== message.matched) {
+        throw new globalThis.Error("value provided for field message.matched of type int64 too large");
+      }
+      writer.uint32(8).int64(message.matched);
+    }
+    if (message.deleted !== 0n) {
+      if (BigInt.asIntN(64, message.deleted) !== message.deleted) {
+        throw new globalThis.Error("value provided for field message.deleted of type int64 too large");
+      }
+      writer.uint32(16).int64(message.deleted);
+    }
+    if (message.kept !== 0n) {
+      if (BigInt.asIntN(64, message.kept) !== message.kept) {
+        throw new globalThis.Error("value provided for field message.kept of type int64 too large");
+      }
+      writer.uint32(24).int64(message.kept);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeJobsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeJobsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.matched = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.deleted = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.kept = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeJobsResponse {
+    return {
+      matched: isSet(object.matched) ? BigInt(object.matched) : 0n,
+      deleted: isSet(object.deleted) ? BigInt(object.deleted) : 0n,
+      kept: isSet(object.kept) ? BigInt(object.kept) : 0n,
+    };
+  },
+
+  toJSON(message: PurgeJobsResponse): unknown {
+    const obj: any = {};
+    if (message.matched !== 0n) {
+      obj.matched = message.matched.toString();
+    }
+    if (message.deleted !== 0n) {
+      obj.deleted = message.deleted.toString();
+    }
+    if (message.kept !== 0n) {
+      obj.kept = message.kept.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PurgeJobsResponse>, I>>(base?: I): PurgeJobsResponse {
+    return PurgeJobsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeJobsResponse>, I>>(object: I): PurgeJobsResponse {
+    const message = createBasePurgeJobsResponse();
+    message.matched = (object.matched !== undefined && object.matched !== null) ? BigInt(object.matched) : 0n;
+    message.deleted = (object.deleted !== undefined && object.deleted !== null) ? BigInt(object.deleted) : 0n;
+    message.kept = (object.kept !== undefined && object.kept !== null) ? BigInt(object.kept) : 0n;
+    return message;
+  },
+};
+
+function createBaseListGroupsRequest(): ListGroupsRequest {
+  return { tenantId: "", statuses: [], pageSize: 0, pageToken: "" };
+}
+
+export const ListGroupsRequest: MessageFns<ListGroupsRequest> = {
+  encode(message: ListGroupsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.statuses.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.statuses) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.statuses.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.statuses.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      statuses: globalThis.Array.isArray(object?.statuses)
+        ? object.statuses.map((e: any) => jobGroupStatusFromJSON(e))
+        : [],
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListGroupsRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.statuses?.length) {
+      obj.statuses = message.statuses.map((e) => jobGroupStatusToJSON(e));
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(base?: I): ListGroupsRequest {
+    return ListGroupsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsRequest>, I>>(object: I): ListGroupsRequest {
+    const message = createBaseListGroupsRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.statuses = object.statuses?.map((e) => e) || [];
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListGroupsResponse(): ListGroupsResponse {
+  return { groups: [], nextPageToken: "" };
+}
+
+export const ListGroupsResponse: MessageFns<ListGroupsResponse> = {
+  encode(message: ListGroupsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.groups) {
+      JobGroup.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGroupsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListGroupsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groups.push(JobGroup.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListGroupsResponse {
+    return {
+      groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => JobGroup.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListGroupsResponse): unknown {
+    const obj: any = {};
+    if (message.groups?.length) {
+      obj.groups = message.groups.map((e) => JobGroup.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(base?: I): ListGroupsResponse {
+    return ListGroupsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGroupsResponse>, I>>(object: I): ListGroupsResponse {
+    const message = createBaseListGroupsResponse();
+    message.groups = object.groups?.map((e) => JobGroup.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -8622,7 +9637,9 @@ export const AdminServiceService = {
   },
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob: {
     path: "/workflowjobs.v1.AdminService/CancelJob" as const,
@@ -8632,6 +9649,35 @@ export const AdminServiceService = {
     requestDeserialize: (value: Buffer): CancelJobRequest => CancelJobRequest.decode(value),
     responseSerialize: (value: CancelJobResponse): Buffer => Buffer.from(CancelJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
+  },
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow: {
+    path: "/workflowjobs.v1.AdminService/RunJobNow" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RunJobNowRequest): Buffer => Buffer.from(RunJobNowRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RunJobNowRequest => RunJobNowRequest.decode(value),
+    responseSerialize: (value: RunJobNowResponse): Buffer => Buffer.from(RunJobNowResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RunJobNowResponse => RunJobNowResponse.decode(value),
+  },
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs: {
+    path: "/workflowjobs.v1.AdminService/PurgeJobs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeJobsRequest): Buffer => Buffer.from(PurgeJobsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeJobsRequest => PurgeJobsRequest.decode(value),
+    responseSerialize: (value: PurgeJobsResponse): Buffer => Buffer.from(PurgeJobsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeJobsResponse => PurgeJobsResponse.decode(value),
   },
   /**
    * Close a job group and cancel its PENDING members; running members run on
@@ -8662,6 +9708,19 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): AdminServiceGetGroupResponse => AdminServiceGetGroupResponse.decode(value),
   },
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups: {
+    path: "/workflowjobs.v1.AdminService/ListGroups" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListGroupsRequest): Buffer => Buffer.from(ListGroupsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListGroupsRequest => ListGroupsRequest.decode(value),
+    responseSerialize: (value: ListGroupsResponse): Buffer => Buffer.from(ListGroupsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
+  },
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -8674,7 +9733,11 @@ export const AdminServiceService = {
     responseSerialize: (value: UnlockJobResponse): Buffer => Buffer.from(UnlockJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnlockJobResponse => UnlockJobResponse.decode(value),
   },
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: {
     path: "/workflowjobs.v1.AdminService/ReplayJob" as const,
     requestStream: false as const,
@@ -8979,9 +10042,24 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   retryJob: handleUnaryCall<RetryJobRequest, RetryJobResponse>;
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow: handleUnaryCall<RunJobNowRequest, RunJobNowResponse>;
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs: handleUnaryCall<PurgeJobsRequest, PurgeJobsResponse>;
   /**
    * Close a job group and cancel its PENDING members; running members run on
    * and the completion job follows once they end (docs/groups.md).
@@ -8993,11 +10071,20 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    */
   getGroup: handleUnaryCall<AdminServiceGetGroupRequest, AdminServiceGetGroupResponse>;
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
   unlockJob: handleUnaryCall<UnlockJobRequest, UnlockJobResponse>;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob: handleUnaryCall<ReplayJobRequest, ReplayJobResponse>;
   /** Retry or cancel every job matching a filter (dry run counts only). */
   bulkRetryJobs: handleUnaryCall<BulkRetryJobsRequest, BulkRetryJobsResponse>;
@@ -9170,7 +10257,9 @@ export interface AdminServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Cancel a pending or running job (a running job's handler is told at its
-   * next heartbeat); FAILED_PRECONDITION for a finished job.
+   * next heartbeat), or set a FAULTED job aside without running it again: it
+   * ends CANCELLED and, when it held its ordering key, the key's next job
+   * runs. FAILED_PRECONDITION for a COMPLETED or CANCELLED job.
    */
   cancelJob(
     request: CancelJobRequest,
@@ -9186,6 +10275,47 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Make a PENDING job that is not due yet (a delay, or a retry's backoff) due
+   * now and wake acquisition (event RESCHEDULED); a job already due is
+   * answered unchanged. FAILED_PRECONDITION for a job in any other status.
+   */
+  runJobNow(
+    request: RunJobNowRequest,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  runJobNow(
+    request: RunJobNowRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  runJobNow(
+    request: RunJobNowRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RunJobNowResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
+   * with their attempt history, in bounded batches (dry run counts only).
+   * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
+   * a member of a group that has not completed (docs/operations.md).
+   */
+  purgeJobs(
+    request: PurgeJobsRequest,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeJobs(
+    request: PurgeJobsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeJobs(
+    request: PurgeJobsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeJobsResponse) => void,
   ): ClientUnaryCall;
   /**
    * Close a job group and cancel its PENDING members; running members run on
@@ -9226,6 +10356,25 @@ export interface AdminServiceClient extends Client {
     callback: (error: ServiceError | null, response: AdminServiceGetGroupResponse) => void,
   ): ClientUnaryCall;
   /**
+   * Job groups matching a filter, newest first, a page at a time, each with
+   * its members counted by status.
+   */
+  listGroups(
+    request: ListGroupsRequest,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  listGroups(
+    request: ListGroupsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
+  ): ClientUnaryCall;
+  /**
    * End a running job's attempt now, as failed, and take its lease back (a
    * worker that hung); the job's retry policy decides what follows.
    */
@@ -9244,7 +10393,11 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnlockJobResponse) => void,
   ): ClientUnaryCall;
-  /** Enqueue a new job with the same payload and workflow context as this one. */
+  /**
+   * Enqueue a new job with the same payload and workflow context as this one.
+   * The new job joins no group: a replay of a group's member is not a member
+   * (the group's count and completion are left as they are).
+   */
   replayJob(
     request: ReplayJobRequest,
     callback: (error: ServiceError | null, response: ReplayJobResponse) => void,

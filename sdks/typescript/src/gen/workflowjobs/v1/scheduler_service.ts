@@ -56,6 +56,11 @@ export enum JobEventKind {
    * attempt back unrun; the job is PENDING again, the attempt not counted.
    */
   JOB_EVENT_KIND_RELEASED = 8,
+  /**
+   * JOB_EVENT_KIND_RESCHEDULED - An operator made a PENDING job that was not due yet due now
+   * (AdminService.RunJobNow); `due_time` is its new due time.
+   */
+  JOB_EVENT_KIND_RESCHEDULED = 9,
   UNRECOGNIZED = -1,
 }
 
@@ -88,6 +93,9 @@ export function jobEventKindFromJSON(object: any): JobEventKind {
     case 8:
     case "JOB_EVENT_KIND_RELEASED":
       return JobEventKind.JOB_EVENT_KIND_RELEASED;
+    case 9:
+    case "JOB_EVENT_KIND_RESCHEDULED":
+      return JobEventKind.JOB_EVENT_KIND_RESCHEDULED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -115,6 +123,8 @@ export function jobEventKindToJSON(object: JobEventKind): string {
       return "JOB_EVENT_KIND_CANCELLED";
     case JobEventKind.JOB_EVENT_KIND_RELEASED:
       return "JOB_EVENT_KIND_RELEASED";
+    case JobEventKind.JOB_EVENT_KIND_RESCHEDULED:
+      return "JOB_EVENT_KIND_RESCHEDULED";
     case JobEventKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
