@@ -260,11 +260,9 @@ def _check_security(settings: Settings) -> None:
 
 def _check_dashboard(settings: Settings) -> None:
     """Refuse a dashboard that would be open beyond loopback or cannot reach this coordinator."""
-    import importlib.util
+    from wfjobs_dashboard import check_allowed_hosts, extra_missing, parse_allowed_hosts
 
-    from wfjobs_dashboard import check_allowed_hosts, parse_allowed_hosts
-
-    if importlib.util.find_spec("aiohttp") is None:
+    if extra_missing():
         raise ValueError(
             "--dashboard-listen needs the 'dashboard' extra: pip install "
             "'workflow-jobs[dashboard]' (or leave WFJOBS_DASHBOARD_LISTEN empty)"
@@ -415,6 +413,13 @@ async def serve(settings: Settings) -> None:
     if dashboard is not None:
         await dashboard.stop()
     await shutdown(settings.drain_timeout_s)
+    dispatcher = engine.dispatcher
+    log.info(
+        "dispatch: %d job(s) leased at insert (direct dispatch), %d by %d pass(es)",
+        dispatcher.leased_at_insert,
+        dispatcher.leased_by_pass,
+        dispatcher.passes,
+    )
     telemetry.shutdown()
     if file_lock is not None:
         file_lock.release()

@@ -7,7 +7,7 @@ against any cluster (``wfjobs dashboard --target HOST:PORT --listen
 ``AdminService`` through the SDK's public :class:`~worker_sdk.AdminClient`,
 and follows ``WatchJobEvents`` (the SDK's ``watch_events``) to update open
 pages as jobs change, so it needs the worker install plus the ``dashboard``
-extra (aiohttp). It imports nothing of ``coordinator``; the coordinator
+extra (aiohttp, Jinja2). It imports nothing of ``coordinator``; the coordinator
 reaches it through this module only.
 
 Modules: :mod:`.app` (the middleware and routes), one per page
@@ -15,8 +15,11 @@ Modules: :mod:`.app` (the middleware and routes), one per page
 :mod:`.limits`, :mod:`.workers`), :mod:`.actions` (the one table of
 actions), :mod:`.login` and :mod:`.session`, :mod:`.site` (what handlers
 share), :mod:`.events` (live updates), :mod:`.guard` (host names, login
-throttling), :mod:`.backend` (the coordinator, through the SDK), :mod:`.render`
-(HTML), :mod:`.command` (``wfjobs dashboard``).
+throttling), :mod:`.backend` (the coordinator, through the SDK), :mod:`.filters`
+(the jobs list's filter fields, spelled once), :mod:`.views` (what pages show,
+as values), :mod:`.templating` and ``templates/`` (the HTML: one Jinja2
+template per page over a shared layout, autoescaped), :mod:`.command`
+(``wfjobs dashboard``).
 
 Login: on a loopback address the dashboard needs none and calls with its own
 token (``--token``, if the coordinator wants one). Anywhere else it requires a
@@ -46,11 +49,23 @@ if TYPE_CHECKING:
 
 from .guard import check_allowed_hosts, parse_allowed_hosts
 
+# What the 'dashboard' extra installs (pyproject.toml).
+EXTRA_MODULES = ("aiohttp", "jinja2")
+
+
+def extra_missing() -> list[str]:
+    """The modules of the 'dashboard' extra that are not installed."""
+    import importlib.util
+
+    return [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
+
+
 __all__ = [
     "Dashboard",
     "DashboardConfig",
     "DashboardError",
     "check_allowed_hosts",
+    "extra_missing",
     "is_loopback",
     "parse_allowed_hosts",
     "run_dashboard",

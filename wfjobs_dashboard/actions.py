@@ -9,6 +9,7 @@ message on the page the form came from.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import math
@@ -21,11 +22,11 @@ from urllib.parse import urlsplit
 import grpc
 from aiohttp import web
 
-from worker_sdk import AdminClient, JobFilter, WorkflowJobsError, pause_scope, pause_scope_text
+from worker_sdk import AdminClient, WorkflowJobsError, pause_scope, pause_scope_text
 from workflowjobs.contract import INT32_MAX, LONGEST_SPAN_S
 
-from . import render
-from .jobs import filter_text, job_filter_of
+from . import filters, views
+from .jobs import listing_of
 from .session import Session, need_all_tenants, tenant_for
 from .site import Site, error_text
 
@@ -62,8 +63,12 @@ async def action(request: web.Request) -> web.StreamResponse:
         fields["back"] = back
         return site.page(
             request,
+            "confirm.html",
             "Confirm",
-            render.confirm_body(render.e(summary), fields, session.csrf, danger=danger, back=back),
+            summary=summary,
+            fields=fields,
+            danger=danger,
+            back_to=back,
         )
     try:
         message, where = await spec.run(site, session, form)
@@ -156,34 +161,46 @@ async def run_cancel_group(site: Site, session: Session, form: dict[str, str]) -
     )
 
 
-def bulk_filter(session: Session, form: dict[str, str]) -> JobFilter:
-    values: dict[str, Any] = {
-        k: form.get(k, "")
-        for k in (
-            "job_type",
-            "definition_id",
-            "instance_id",
-            "correlation_id",
-            "parent_job_id",
-            "group_id",
-            "category",
-            *render.TIME_FILTERS,
-        )
-    }
-    values["tenant_id"] = tenant_for(session, form.get("tenant_id", ""))
-    values["statuses"] = [s for s in form.get("statuses", "").split(",") if s]
-    return job_filter_of(values)
+def bulk_action(
+    verb: str, method: Callable[..., Any], one: Callable[..., Any], statuses: frozenset[str]
+) -> Action:
+    """A bulk action on exactly the jobs a jobs list holds (its form repeats the
+    list's fields, :func:`.filters.form_fields`).
 
+    A list of its filter alone is acted on by the filter (``method``, after a
+    dry run that counts). A list a search narrows (a job id or payload text
+    the filter cannot say) is acted on job by job (``one``): its
+    confirmation carries the ids of the listed jobs in ``statuses`` that it
+    counted, and those are the jobs changed. Either way the confirmation
+    says how many jobs the list holds and how many of them the action
+    applies to.
+    """
+    gerund = "retried" if method is AdminClient.bulk_retry_jobs else "cancelled"
 
-def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
-    async def describe(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
-        job_filter = bulk_filter(session, form)
-        result = await site.call(session, method, job_filter, dry_run=True)
+    def summary(matched: int, listed: int, values: filters.FilterValues) -> str:
+        others = f"; the other {listed - matched} cannot be {gerund}" if listed > matched else ""
         return (
-            f"{verb.capitalize()} {result.matched} matching job(s) "
-            f"({filter_text(job_filter)})? This dry run changed nothing.",
-            True,
+            f"{verb.capitalize()} {matched} matching job(s) of the {listed} the list holds "
+            f"({filters.describe(values)}{others})? This dry run changed nothing."
         )
+
+    async def describe(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
+        values = filters.read_form(form, session)
+        if values.search:
+            if form.get("confirmed") == "1":
+                ids = _job_ids(form)
+                return summary(len(ids), len(ids), values), True
+            listing = await listing_of(site, session, values)
+            wanted = [j.id for j in listing.jobs if j.status.value in statuses]
+            # The confirmation posts these back: the run changes these jobs only.
+            form["job_ids"] = ",".join(wanted)
+            return summary(len(wanted), listing.total, values), True
+        job_filter = filters.job_filter(values)
+        dry, listed = await asyncio.gather(
+            site.call(session, method, job_filter, dry_run=True),
+            site.call(session, AdminClient.list_jobs, job_filter, page_size=1, include_total=True),
+        )
+        return summary(dry.matched, listed.total_count, values), True
 
     async def run(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
         kwargs: dict[str, Any] = {}
@@ -191,15 +208,87 @@ def bulk_action(verb: str, method: Callable[..., Any]) -> Action:
             kwargs["keep_attempts"] = form.get("keep_attempts") == "1"
         else:
             kwargs["reason"] = form.get("reason", "") or f"cancelled by {session.name}"
-        result = await site.act(session, method, bulk_filter(session, form), **kwargs)
+        values = filters.read_form(form, session)
+        if values.search:
+            ids = _job_ids(form)
+            done = await asyncio.gather(
+                *(_changed(site, session, one, job_id, **kwargs) for job_id in ids)
+            )
+            return f"{verb}: {sum(done)} of {len(ids)} matching job(s) changed", ""
+        result = await site.act(session, method, filters.job_filter(values), **kwargs)
         return f"{verb}: {result.changed} of {result.matched} matching job(s) changed", ""
 
     return Action(verb, describe, run)
 
 
+# The statuses a purge deletes (the coordinator refuses any other).
+PURGEABLE = frozenset({"COMPLETED", "FAULTED", "CANCELLED"})
+
+
+def _purge_filter(session: Session, form: dict[str, str]) -> tuple[Any, str]:
+    """The jobs list's filter and its words; a search or a live status is refused
+    (a purge deletes by filter alone, and finished jobs only)."""
+    values = filters.read_form(form, session)
+    if values.search:
+        raise ValueError(
+            "a purge deletes what the filter matches: clear the search (job id or payload "
+            "text) first, so the list shows what it deletes"
+        )
+    live = [s for s in values.statuses if s not in PURGEABLE]
+    if live:
+        raise ValueError(
+            f"a purge deletes finished jobs only; the filter has {', '.join(live).lower()}"
+        )
+    return filters.job_filter(values), filters.describe(values)
+
+
+async def describe_purge(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
+    job_filter, words = _purge_filter(session, form)
+    dry, listed = await asyncio.gather(
+        site.call(session, AdminClient.purge_jobs, job_filter, dry_run=True),
+        site.call(session, AdminClient.list_jobs, job_filter, page_size=1, include_total=True),
+    )
+    kept = (
+        f"; {dry.kept} finished job(s) are kept (FAULTED jobs holding their ordering key: set "
+        "one aside first; members of groups not completed)"
+        if dry.kept
+        else ""
+    )
+    return (
+        f"Purge {dry.matched} finished job(s) of the {listed.total_count} the list holds "
+        f"({words}{kept})? They are deleted with their attempt history; live jobs are never "
+        "touched. This dry run deleted nothing.",
+        True,
+    )
+
+
+async def run_purge(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
+    job_filter, _ = _purge_filter(session, form)
+    result = await site.act(session, AdminClient.purge_jobs, job_filter)
+    return f"purged {result.deleted} of {result.matched} matching finished job(s)", ""
+
+
+def _job_ids(form: dict[str, str]) -> list[str]:
+    return [j for j in (part.strip() for part in form.get("job_ids", "").split(",")) if j]
+
+
+async def _changed(
+    site: Site, session: Session, method: Callable[..., Any], job_id: str, **kwargs: Any
+) -> bool:
+    """Whether ``method`` changed the job; False for one that moved on since it
+    was listed (now in a status the action does not apply to)."""
+    try:
+        await site.act(session, method, job_id, **kwargs)
+    except WorkflowJobsError as exc:
+        if exc.code not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+            raise
+        return False
+    return True
+
+
 async def describe_pause(site: Site, session: Session, form: dict[str, str]) -> tuple[str, bool]:
     kind, value, tenant = _scope(session, form)
-    expiry = render.duration_minutes(form.get("expire_minutes", ""))
+    expiry = views.duration_minutes(form.get("expire_minutes", ""))
     what = _scope_text(kind, value, tenant)
     until = f", lifting by itself in {form['expire_minutes']} min" if expiry else ""
     verb = "Disable" if kind == "tenant" else "Pause"
@@ -208,7 +297,7 @@ async def describe_pause(site: Site, session: Session, form: dict[str, str]) -> 
 
 async def run_pause(site: Site, session: Session, form: dict[str, str]) -> tuple[str, str]:
     kind, value, tenant = _scope(session, form)
-    expiry = render.duration_minutes(form.get("expire_minutes", ""))
+    expiry = views.duration_minutes(form.get("expire_minutes", ""))
     record = await site.act(
         session,
         AdminClient.pause,
@@ -238,7 +327,7 @@ async def run_unpause(site: Site, session: Session, form: dict[str, str]) -> tup
 
 def _scope(session: Session, form: dict[str, str]) -> tuple[str, str, str]:
     kind = form.get("kind", "")
-    if kind not in dict(render.PAUSE_KINDS):
+    if kind not in dict(views.PAUSE_KINDS):
         raise ValueError(f"unknown pause scope {kind!r}")
     value = form.get("value", "").strip()
     tenant = tenant_for(session, form.get("tenant_id", "").strip())
@@ -308,7 +397,7 @@ def _category_weight(
     if not tenant:
         raise ValueError("name the tenant")
     category = form.get("category", "").strip().lower()
-    known = ("UNSPECIFIED", *render.CATEGORIES)
+    known = ("UNSPECIFIED", *filters.CATEGORIES)
     if category.upper() not in known:
         names = ", ".join(c.lower() for c in known)
         raise ValueError(f"unknown category {category!r}; choose one of {names}")
@@ -336,7 +425,7 @@ async def run_limit(site: Site, session: Session, form: dict[str, str]) -> tuple
 
 def _limit(form: dict[str, str]) -> tuple[str, str, int]:
     kind = form.get("kind", "")
-    if kind not in dict(render.LIMIT_KINDS):
+    if kind not in dict(views.LIMIT_KINDS):
         raise ValueError(f"unknown limit scope {kind!r}")
     value = form.get("value", "").strip()
     if not value:
@@ -367,7 +456,7 @@ async def run_rate_limit(site: Site, session: Session, form: dict[str, str]) -> 
 
 def _rate_limit(form: dict[str, str]) -> tuple[str, str, int, float, int]:
     kind = form.get("kind", "")
-    if kind not in dict(render.LIMIT_KINDS):
+    if kind not in dict(views.LIMIT_KINDS):
         raise ValueError(f"unknown limit scope {kind!r}")
     value = form.get("value", "").strip()
     if not value:
@@ -398,7 +487,7 @@ async def run_rate_limit_remove(
 ) -> tuple[str, str]:
     need_all_tenants(session)
     kind, value = form.get("kind", ""), form.get("value", "")
-    if kind not in dict(render.LIMIT_KINDS) or not value:
+    if kind not in dict(views.LIMIT_KINDS) or not value:
         raise ValueError("name the rate limit to remove")
     removed = await site.act(session, AdminClient.remove_rate_limit, kind, value)
     what = f"{kind.replace('_', ' ')} {value}"
@@ -465,10 +554,16 @@ ACTIONS: dict[str, Action] = {
     "retry": job_action("retry", AdminClient.retry_job, False),
     "cancel": job_action("cancel", AdminClient.cancel_job, True),
     "cancel_group": Action("cancel group", describe_cancel_group, run_cancel_group),
+    "run_now": job_action("run now", AdminClient.run_job_now, False),
     "unlock": job_action("unlock", AdminClient.unlock_job, True),
     "replay": job_action("replay", AdminClient.replay_job, False),
-    "bulk_retry": bulk_action("bulk retry", AdminClient.bulk_retry_jobs),
-    "bulk_cancel": bulk_action("bulk cancel", AdminClient.bulk_cancel_jobs),
+    "bulk_retry": bulk_action(
+        "bulk retry", AdminClient.bulk_retry_jobs, AdminClient.retry_job, views.RETRYABLE
+    ),
+    "bulk_cancel": bulk_action(
+        "bulk cancel", AdminClient.bulk_cancel_jobs, AdminClient.cancel_job, views.CANCELLABLE
+    ),
+    "purge": Action("purge", describe_purge, run_purge),
     "pause": Action("pause", describe_pause, run_pause),
     "unpause": Action("unpause", describe_unpause, run_unpause),
     "weight": Action("set weight", describe_weight, run_weight),

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from worker_sdk import WorkflowJobsError
 
-from . import actions, groups, jobs, limits, login, overview, pauses, render, tenants, workers
+from . import actions, groups, jobs, limits, login, overview, pauses, templating, tenants, workers
 from .backend import Backend
 from .events import end_streams
 from .guard import HostCheck, LoginThrottle
@@ -74,7 +74,7 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         origin = request.headers.get("Origin")
         if origin is not None and not site.hosts.allows_origin(origin):
             return refused(403, "refused: a cross-site request")
-    render.PAGE.set(page_path(request))
+    templating.PAGE.set(page_path(request))
     session = site.sessions.get(request.cookies.get(COOKIE))
     fresh = None
     if session is None:

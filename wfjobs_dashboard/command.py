@@ -8,13 +8,12 @@ dashboard's own and runs it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import os
 import sys
 from typing import Any
 
-from . import DEFAULT_LISTEN, DashboardConfig, DashboardError, run_dashboard
+from . import DEFAULT_LISTEN, DashboardConfig, DashboardError, extra_missing, run_dashboard
 from .guard import parse_allowed_hosts
 
 LISTEN_ENV = "WFJOBS_DASHBOARD_LISTEN"
@@ -58,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, connection: Any) -> int:
     """Serve until interrupted; returns the exit code (2 when it cannot start)."""
-    if importlib.util.find_spec("aiohttp") is None:
+    if extra_missing():
         sys.stderr.write(
             "wfjobs: the dashboard needs the 'dashboard' extra: "
             "pip install 'workflow-jobs[dashboard]'\n"

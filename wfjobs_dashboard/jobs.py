@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import grpc
 from aiohttp import web
+from google.protobuf.json_format import MessageToDict
 
-from worker_sdk import AdminClient, JobEventFilter, JobFilter, WorkflowJobsError
-from workflowjobs.contract import LATEST_YEAR
+from worker_sdk import AdminClient, JobEventFilter, JobFilter, JobView, WorkflowJobsError
 
-from . import render
+from . import filters, templating, views
 from .events import event_stream
-from .session import Session, tenant_for
+from .filters import FilterValues
+from .session import Session
 from .site import Site
 
 # A payload search reads at most this many jobs of the filter, this many a call.
@@ -21,98 +23,90 @@ PAYLOAD_SCAN_JOBS = 2000
 PAYLOAD_SCAN_PAGE = 500
 
 
-def filter_values(request: web.Request, session: Session) -> dict[str, Any]:
-    q = request.query
-    statuses = [s.upper() for s in q.getall("status", []) if s.upper() in render.STATUSES]
-    values: dict[str, Any] = {
-        "statuses": statuses,
-        "tenant_id": tenant_for(session, q.get("tenant_id", "").strip()),
-        # One field, comma-separated; repeated job_type parameters add to it.
-        "job_type": ", ".join(t for v in q.getall("job_type", []) for t in _job_types(v)),
-    }
-    for key in (
-        "definition_id",
-        "instance_id",
-        "correlation_id",
-        "parent_job_id",
-        "group_id",
-        *render.TIME_FILTERS,
-    ):
-        values[key] = q.get(key, "").strip()
-    category = q.get("category", "").upper()
-    values["category"] = category if category in render.CATEGORIES else ""
-    try:
-        values["page_size"] = min(1000, max(1, int(q.get("page_size", "50"))))
-    except ValueError:
-        values["page_size"] = 50
-    values["order"] = "oldest" if q.get("order") == "oldest" else "newest"
-    values["q"] = q.get("q", "").strip()
-    values["q_in"] = q.get("q_in", "") if q.get("q_in", "") in render.SEARCH_IN else "id"
-    if values["q"] and values["q_in"] == "correlation":
-        values["correlation_id"] = values["q"]
-    return values
-
-
 async def jobs(request: web.Request) -> web.Response:
     site, session = Site.of(request)
-    values = filter_values(request, session)
-    job_filter = job_filter_of(values)
-    query = {
-        k: v
-        for k, v in request.query.items()
-        if k not in ("status", "job_type", "page_token", "page") and v
-    }
-    query["status"] = values["statuses"]
-    if values["job_type"]:
-        query["job_type"] = values["job_type"]
-    searched = ""
-    if values["q"] and values["q_in"] == "id":
-        # A job id goes straight to its page.
+    values = filters.read_query(request, session)
+    listing = await listing_of(
+        site,
+        session,
+        values,
+        page_token=request.query.get("page_token", ""),
+        last_page=request.query.get("page") == "last",
+    )
+    query = filters.query(values)
+
+    def page_href(**extra: str) -> str:
+        return views.jobs_href(**{**query, **extra})
+
+    return site.page(
+        request,
+        "jobs.html",
+        "Jobs",
+        values=values,
+        listing=listing,
+        now=datetime.now(UTC),
+        other_order="oldest" if values.order == "newest" else "newest",
+        page_href=page_href,
+        bulk_fields=filters.form_fields(values),
+    )
+
+
+async def listing_of(
+    site: Site,
+    session: Session,
+    values: FilterValues,
+    *,
+    page_token: str = "",
+    last_page: bool = False,
+) -> views.JobListing:
+    """The jobs a list shows: a page of its filter, or what its search found
+    (the bulk actions act on the same, :mod:`.actions`).
+
+    A job id search that finds the job goes to its page (303); one that does
+    not lists nothing.
+    """
+    job_filter = filters.job_filter(values)
+    if values.search == "id":
         try:
-            job = await site.call(session, AdminClient.get_job, values["q"])
+            job = await site.call(session, AdminClient.get_job, values.q)
         except WorkflowJobsError as exc:
             if exc.code not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
                 raise
-            searched = f"no job has the id {values['q']!r}"
-        else:
-            raise web.HTTPSeeOther(f"/jobs/{job.id}")
-    if values["q"] and values["q_in"] == "payload":
+            return views.JobListing([], total=0, note=f"no job has the id {values.q!r}")
+        raise web.HTTPSeeOther(f"/jobs/{job.id}")
+    if values.search == "payload":
         found, scanned = await payload_search(site, session, job_filter, values)
-        searched = (
-            f"{len(found)} of the {scanned} {values['order']} job(s) matching the other "
-            f"filters have {values['q']!r} in their payload (at most "
-            f"{PAYLOAD_SCAN_JOBS} are searched, {values['page_size']} shown)"
+        note = (
+            f"{len(found)} of the {scanned} {values.order} job(s) matching the other "
+            f"filters have {values.q!r} in their payload (at most "
+            f"{PAYLOAD_SCAN_JOBS} are searched, {values.page_size} shown)"
         )
-        listing = render.JobListing(found, total=len(found), note=searched)
-    else:
-        result = await site.call(
-            session,
-            AdminClient.list_jobs,
-            job_filter,
-            page_size=values["page_size"],
-            page_token=request.query.get("page_token", ""),
-            newest_first=values["order"] == "newest",
-            include_total=True,
-            last_page=request.query.get("page") == "last",
-        )
-        listing = render.JobListing(
-            result.jobs,
-            total=result.total_count,
-            next_token=result.next_page_token,
-            prev_token=result.prev_page_token,
-            note=searched,
-        )
-    body = render.jobs_page_body(listing, values, query, session)
-    return site.page(request, "Jobs", body)
+        return views.JobListing(found, total=len(found), note=note)
+    result = await site.call(
+        session,
+        AdminClient.list_jobs,
+        job_filter,
+        page_size=values.page_size,
+        page_token=page_token,
+        newest_first=values.order == "newest",
+        include_total=True,
+        last_page=last_page,
+    )
+    return views.JobListing(
+        result.jobs,
+        total=result.total_count,
+        next_token=result.next_page_token,
+        prev_token=result.prev_page_token,
+    )
 
 
 async def payload_search(
-    site: Site, session: Session, job_filter: JobFilter, values: dict[str, Any]
-) -> tuple[list[Any], int]:
+    site: Site, session: Session, job_filter: JobFilter, values: FilterValues
+) -> tuple[list[JobView], int]:
     """The jobs among the first :data:`PAYLOAD_SCAN_JOBS` of the filter whose
     payload holds the text (as UTF-8 bytes), at most a page of them."""
-    needle, wanted = values["q"].encode(), values["page_size"]
-    found: list[Any] = []
+    wanted = values.page_size
+    found: list[JobView] = []
     scanned, token = 0, ""
     while scanned < PAYLOAD_SCAN_JOBS and len(found) < wanted:
         chunk = await site.call(
@@ -121,48 +115,62 @@ async def payload_search(
             job_filter,
             page_size=min(PAYLOAD_SCAN_PAGE, PAYLOAD_SCAN_JOBS - scanned),
             page_token=token,
-            newest_first=values["order"] == "newest",
+            newest_first=values.order == "newest",
         )
         scanned += len(chunk.jobs)
-        found.extend(j for j in chunk.jobs if needle in j.payload)
+        found.extend(j for j in chunk.jobs if values.q.encode() in j.payload)
         token = chunk.next_page_token
         if not token:
             break
     return found[:wanted], scanned
 
 
+def live_values(view: views.JobPage) -> dict[str, Any]:
+    """What the job page's live part shows (``job_live.html``)."""
+    wf = view.job.workflow
+    definition_paused = any(
+        views.pause_kind(p.scope) == "definition"
+        and wf is not None
+        and p.scope.value == wf.definition_id
+        for p in view.pauses
+    )
+    return {"view": view, "now": datetime.now(UTC), "definition_paused": definition_paused}
+
+
 async def job_detail(request: web.Request) -> web.Response:
     site, session = Site.of(request)
     job_id = request.match_info["job_id"]
     view = await _job_view(site, session, job_id, with_key=True)
-    live = render.job_live(view, session)
-    body = f'<div id="live">{live}</div>{render.job_static(view.job, view.unique_key)}'
+    raw = view.job.raw
+    policy = MessageToDict(raw.retry_policy) if raw.HasField("retry_policy") else {}
     return site.page(
         request,
+        "job.html",
         f"Job {view.job.job_type}",
-        body,
         live=f"/live/jobs/{job_id}",
         events=f"/events/jobs/{job_id}",
+        retry_policy=json.dumps(policy, indent=2) if policy else "",
+        **live_values(view),
     )
 
 
 async def job_live(request: web.Request) -> web.Response:
     site, session = Site.of(request)
     view = await _job_view(site, session, request.match_info["job_id"])
-    return site.html(render.job_live(view, session))
+    return site.html(templating.render("job_live.html", session, **live_values(view)))
 
 
 async def _job_view(
     site: Site, session: Session, job_id: str, *, with_key: bool = False
-) -> render.JobPage:
+) -> views.JobPage:
     """The job, and for a pending one why it waits; ``with_key``: also the
     uniqueness key that names it, whatever its state (the full page shows it)."""
     job = await site.call(session, AdminClient.get_job, job_id)
     if job.status.value != "PENDING":
         if not with_key:
-            return render.JobPage(job)
+            return views.JobPage(job)
         explanation = await site.call(session, AdminClient.explain_job, job_id)
-        return render.JobPage(job, unique_key=explanation.unique_key)
+        return views.JobPage(job, unique_key=explanation.unique_key)
     explanation = await site.call(session, AdminClient.explain_job, job_id)
     reasons = explanation.reasons
     held_by = {r.pause_id for r in reasons if r.pause_id}
@@ -171,71 +179,13 @@ async def _job_view(
         # The pauses that hold it, so the page offers to lift each.
         active = await site.call(session, AdminClient.list_pauses, tenant_id=job.tenant_id)
         holding = [p for p in active if p.id in held_by]
-    return render.JobPage(job, reasons, explanation.last_failure, holding, explanation.unique_key)
+    return views.JobPage(job, reasons, explanation.last_failure, holding, explanation.unique_key)
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:
     site, session = Site.of(request)
     job_id = request.match_info["job_id"]
     return await event_stream(request, JobEventFilter(job_id=job_id, tenant_id=session.tenant_id))
-
-
-def _local_time(text: str, what: str) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise web.HTTPBadRequest(
-            text=f"{what} must be a date and time from year 1 to {LATEST_YEAR} in UTC, not {text[:60]!r}"
-        ) from None
-
-
-def job_filter_of(values: dict[str, Any]) -> JobFilter:
-    return JobFilter(
-        statuses=values.get("statuses", ()),
-        tenant_id=values.get("tenant_id", ""),
-        job_types=_job_types(values.get("job_type", "")),
-        definition_id=values.get("definition_id", ""),
-        instance_id=values.get("instance_id", ""),
-        correlation_id=values.get("correlation_id", ""),
-        parent_job_id=values.get("parent_job_id", ""),
-        group_id=values.get("group_id", ""),
-        category=values.get("category") or None,
-        created_after=_local_time(values.get("created_after", ""), "created after"),
-        created_before=_local_time(values.get("created_before", ""), "created before"),
-        due_after=_local_time(values.get("due_after", ""), "due after"),
-        due_before=_local_time(values.get("due_before", ""), "due before"),
-    )
-
-
-def _job_types(text: str) -> list[str]:
-    """The job types of the filter's field: comma-separated, a job of any of them matches."""
-    return [t for t in (part.strip() for part in text.split(",")) if t]
-
-
-def filter_text(f: JobFilter) -> str:
-    parts = []
-    if f.statuses:
-        parts.append("status " + "/".join(str(s).lower() for s in f.statuses))
-    for label, value in (
-        ("tenant", f.tenant_id),
-        ("type", "/".join(f.job_types)),
-        ("definition", f.definition_id),
-        ("instance", f.instance_id),
-        ("correlation", f.correlation_id),
-        ("parent job", f.parent_job_id),
-        ("group", f.group_id),
-        ("category", f.category),
-        ("created after", f.created_after),
-        ("created before", f.created_before),
-        ("due after", f.due_after),
-        ("due before", f.due_before),
-    ):
-        if value:
-            parts.append(f"{label} {value}")
-    return ", ".join(parts) or "every job"
 
 
 ROUTES = [

@@ -6,7 +6,6 @@ from aiohttp import web
 
 from worker_sdk import AdminClient
 
-from . import render
 from .session import need_all_tenants
 from .site import Site
 
@@ -16,8 +15,7 @@ async def limits(request: web.Request) -> web.Response:
     need_all_tenants(session)
     items = await site.call(session, AdminClient.list_concurrency_limits)
     rates = await site.call(session, AdminClient.list_rate_limits)
-    body = render.limits_body(items, session) + render.rate_limits_body(rates, session)
-    return site.page(request, "Limits", body)
+    return site.page(request, "limits.html", "Limits", limits=items, rates=rates)
 
 
 ROUTES = [web.get("/limits", limits)]

@@ -18,9 +18,8 @@ from aiohttp import web
 
 from worker_sdk import AdminClient, WorkflowJobsError
 
-from . import render
 from .session import COOKIE, LOGIN_COOKIE, same_csrf
-from .site import SITE, Site, error_text
+from .site import SITE, Site, error_text, page_html
 
 log = logging.getLogger("wfjobs_dashboard")
 
@@ -43,11 +42,14 @@ def login_page(
     site: Site, csrf: str, error: str = "", choices: list[str] | None = None
 ) -> web.Response:
     return site.html(
-        render.page(
+        page_html(
+            "login.html",
             "Log in",
-            render.login_body(csrf, error, choices or []),
+            None,
             path="/login",
-            session=None,
+            login_csrf=csrf,
+            error=error,
+            tenants=choices or [],
         ),
         status=401 if error else 200,
     )

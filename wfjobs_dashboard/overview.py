@@ -2,15 +2,55 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from worker_sdk import JobEventFilter
 
-from . import render
+from . import templating, views
+from .backend import Overview
 from .events import event_stream
+from .session import Session
 from .site import Site
+
+
+def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, Any]:
+    """What the overview's live part shows (``overview_live.html``, given the
+    outage too); ``sort``: the backlog's column (``-`` before it: descending)."""
+    s = view.stats
+    oldest = s.oldest_pending_age.total_seconds() if s.oldest_pending_age else None
+    now_text = view.read_at.strftime("%Y-%m-%dT%H:%M:%S")
+    due = views.jobs_href(status="PENDING", due_before=now_text, order="oldest")
+    later = views.jobs_href(status="PENDING", due_after=now_text, order="oldest")
+    cards = [
+        ("pending", s.pending, "/jobs?status=PENDING"),
+        ("of them due (ready to run)", s.pending - s.scheduled, due),
+        ("of them scheduled (not due yet)", s.scheduled, later),
+        ("of them held behind their ordering key", s.held, ""),
+        ("running", s.running, "/jobs?status=RUNNING"),
+        ("oldest due pending", views.age(oldest) if s.pending - s.scheduled else "–", due),
+        ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),
+        ("retries, last 5 min", s.retries_in_window, ""),
+        ("failures, last 5 min", s.failures_in_window, "/jobs?status=FAULTED"),
+        ("completed, last 5 min", s.completions_in_window, "/jobs?status=COMPLETED"),
+        ("connected workers", s.connected_workers, "" if session.tenant_id else "/workers"),
+    ]
+    headers, rows = views.backlog(s.counts, sort, now_text)
+    return {
+        "view": view,
+        "cards": cards,
+        "throughput": views.bar_chart(
+            "Throughput",
+            view.history,
+            (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
+            "completed",
+        ),
+        "latency": views.line_chart("Latency", view.history),
+        "backlog_headers": headers,
+        "backlog_rows": rows,
+    }
 
 
 async def overview(request: web.Request) -> web.Response:
@@ -19,10 +59,11 @@ async def overview(request: web.Request) -> web.Response:
     sort = request.query.get("sort", "")
     return site.page(
         request,
+        "overview.html",
         "Overview",
-        f'<div id="live">{render.overview_live(view, session, sort, site.backend.outage)}</div>',
         live="/live/overview" + (f"?{urlencode({'sort': sort})}" if sort else ""),
         events="/events/overview",
+        **live_values(view, session, sort),
     )
 
 
@@ -30,7 +71,14 @@ async def overview_live(request: web.Request) -> web.Response:
     site, session = Site.of(request)
     view = await site.backend.overview(session.token, session.tenant_id)
     sort = request.query.get("sort", "")
-    return site.html(render.overview_live(view, session, sort, site.backend.outage))
+    return site.html(
+        templating.render(
+            "overview_live.html",
+            session,
+            outage=site.backend.outage,
+            **live_values(view, session, sort),
+        )
+    )
 
 
 async def overview_events(request: web.Request) -> web.StreamResponse:

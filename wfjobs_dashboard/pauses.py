@@ -8,7 +8,6 @@ from aiohttp import web
 
 from worker_sdk import AdminClient
 
-from . import render
 from .site import Site
 
 
@@ -22,7 +21,15 @@ async def pauses(request: web.Request) -> web.Response:
         history, key=lambda p: p.create_time or datetime.min.replace(tzinfo=UTC), reverse=True
     )
     prefill = {k: request.query.get(k, "") for k in ("kind", "value", "tenant_id")}
-    return site.page(request, "Pauses", render.pauses_body(active, history, session, prefill))
+    return site.page(
+        request,
+        "pauses.html",
+        "Pauses",
+        active=active,
+        history=history,
+        prefill=prefill,
+        now=datetime.now(UTC),
+    )
 
 
 ROUTES = [web.get("/pauses", pauses)]

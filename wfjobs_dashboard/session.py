@@ -44,7 +44,7 @@ class Session:
     last_seen: float = dataclasses.field(default_factory=time.monotonic)
     flash: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
-    # Every session is a signed-in one (render.page asks).
+    # Every session is a signed-in one (the page layout asks).
     logged_in = True
 
 

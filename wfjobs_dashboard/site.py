@@ -4,7 +4,7 @@ The application holds one :class:`Site` (``request.app[SITE]``); a handler
 takes it and the request's session with :meth:`Site.of`, calls the
 coordinator for that session (:meth:`Site.call` for a page's reads, with a
 short deadline; :meth:`Site.act` for what changes something) and answers
-with :meth:`Site.page`.
+with :meth:`Site.page` (its page's template, :mod:`.templating`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from aiohttp import web
 
 from worker_sdk import WorkflowJobsError
 
-from . import render
+from . import templating, views
 from .backend import Backend
 from .guard import HostCheck, LoginThrottle
 from .session import COOKIE, Session, Sessions
@@ -80,40 +80,43 @@ class Site:
         return web.Response(text=text, content_type="text/html", status=status)
 
     def page(
-        self, request: web.Request, title: str, body: str, *, live: str = "", events: str = ""
+        self,
+        request: web.Request,
+        template: str,
+        title: str,
+        *,
+        live: str = "",
+        events: str = "",
+        status: int = 200,
+        **values: Any,
     ) -> web.Response:
         """A whole page for the request's session, with its flash messages (now shown).
 
-        ``live``: where its live part is fetched again; ``events``: the event
-        stream that says when (used only when the backend follows events).
+        ``template``: the page's template, given ``values``; ``live``: where
+        its live part is fetched again; ``events``: the event stream that
+        says when (used only when the backend follows events).
         """
-        session: Session = request["session"]
-        flash, session.flash = session.flash, []
+        session: Session | None = request.get("session")
+        flash: list[tuple[str, str]] = []
+        if session is not None:
+            flash, session.flash = session.flash, []
         return self.html(
-            render.page(
+            page_html(
+                template,
                 title,
-                body,
+                session,
                 path=request.path,
-                session=session,
                 flash=flash,
                 live=live,
                 events=events if self.backend.watches_events else "",
                 outage=self.backend.outage,
-            )
-        )
-
-    def error_page(self, request: web.Request, text: str, status: int) -> web.Response:
-        return self.html(
-            render.page(
-                "Error",
-                f'<p class="flash error" id="error">{render.e(text)}</p>'
-                '<p><a href="/">back to the overview</a></p>',
-                path=request.path,
-                session=request.get("session"),
-                outage=self.backend.outage,
+                **values,
             ),
             status=status,
         )
+
+    def error_page(self, request: web.Request, text: str, status: int) -> web.Response:
+        return self.page(request, "error.html", "Error", status=status, text=text)
 
     def set_session_cookie(self, response: web.StreamResponse, session: Session) -> None:
         response.set_cookie(
@@ -127,3 +130,38 @@ class Site:
 
 
 SITE: web.AppKey[Site] = web.AppKey("site", Site)
+
+
+def page_html(
+    template: str,
+    title: str,
+    session: Session | None,
+    *,
+    path: str,
+    flash: list[tuple[str, str]] | None = None,
+    live: str = "",
+    events: str = "",
+    outage: Any = None,
+    **values: Any,
+) -> str:
+    """A page's HTML: ``template`` (over ``layout.html``) with the navigation
+    the session may use and who it is."""
+    signed_in = session is not None and session.logged_in
+    nav = [
+        (href, name)
+        for href, name in (views.NAV if signed_in else ())
+        if not (session is not None and session.tenant_id and href in views.ALL_TENANT_PAGES)
+    ]
+    return templating.render(
+        template,
+        session,
+        title=title,
+        path=path,
+        nav=nav,
+        signed_in=signed_in,
+        flash=flash or [],
+        live=live,
+        events=events,
+        outage=outage,
+        **values,
+    )

@@ -15,12 +15,13 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Unpack, cast
 
-from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc
+from workflowjobs.v1 import admin_service_pb2, admin_service_pb2_grpc, job_pb2
 
 from ._admin_types import (
     BulkResult,
     CategoryWeights,
     ConcurrencyLimit,
+    GroupPage,
     Identity,
     JobExplanation,
     JobFilter,
@@ -28,6 +29,7 @@ from ._admin_types import (
     JobStats,
     JobTypeDefaults,
     PauseRecord,
+    PurgeResult,
     RateLimit,
     TenantWeights,
     UniqueKey,
@@ -57,6 +59,11 @@ def _filter(value: JobFilter | admin_service_pb2.JobFilter | None) -> admin_serv
     if isinstance(value, JobFilter):
         return value.to_proto()
     return value
+
+
+def _group_status(value: str | int) -> job_pb2.JobGroupStatus:
+    status = _enum_value(job_pb2.JobGroupStatus, "JOB_GROUP_STATUS_", value, "group status")
+    return cast(job_pb2.JobGroupStatus, status)
 
 
 class AdminClient(BlockingClient):
@@ -188,9 +195,65 @@ class AdminClient(BlockingClient):
         return JobView.from_proto(self._call(self._stub.RetryJob, request).job)
 
     def cancel_job(self, job_id: str, *, reason: str = "") -> JobView:
-        """Cancel a job; a running job's handler is signalled."""
+        """Cancel a job; a running job's handler is signalled. A FAULTED job is
+        set aside (CANCELLED, never run again; its ordering key's next job runs)."""
         request = admin_service_pb2.CancelJobRequest(job_id=job_id, reason=reason)
         return JobView.from_proto(self._call(self._stub.CancelJob, request).job)
+
+    def run_job_now(self, job_id: str) -> JobView:
+        """Make a pending job that is not due yet (a delay, or a retry's backoff)
+        due now; a job already due is returned unchanged.
+
+        Raises:
+            FailedPreconditionError: The job is not PENDING (the message names its status).
+        """
+        request = admin_service_pb2.RunJobNowRequest(job_id=job_id)
+        return JobView.from_proto(self._call(self._stub.RunJobNow, request).job)
+
+    def purge_jobs(
+        self,
+        filter: JobFilter | admin_service_pb2.JobFilter | None,
+        *,
+        dry_run: bool = False,
+    ) -> PurgeResult:
+        """Delete the finished jobs (COMPLETED, FAULTED, CANCELLED) matching
+        ``filter``, with their attempt history (``dry_run`` only counts).
+
+        FAULTED jobs holding their ordering key and members of groups that have
+        not completed are kept (``PurgeResult.kept``); live jobs never match.
+        """
+        request = admin_service_pb2.PurgeJobsRequest(filter=_filter(filter), dry_run=dry_run)
+        response = self._call(self._stub.PurgeJobs, request)
+        return PurgeResult(matched=response.matched, deleted=response.deleted, kept=response.kept)
+
+    def list_groups(
+        self,
+        *,
+        tenant_id: str = "",
+        statuses: Sequence[str | int] = (),
+        page_size: int = 100,
+        page_token: str = "",
+    ) -> GroupPage:
+        """Job groups newest first, one page at a time, with their members counted.
+
+        Args:
+            tenant_id: Only this tenant's groups (empty: every tenant the token may see).
+            statuses: Only groups in these statuses (``"open"``, ``"closed"``,
+                ``"completed"``, or ``JOB_GROUP_STATUS_...``).
+            page_size: 1..1000.
+            page_token: ``next_page_token`` of the page before.
+        """
+        request = admin_service_pb2.ListGroupsRequest(
+            tenant_id=tenant_id,
+            statuses=[_group_status(s) for s in statuses],
+            page_size=page_size,
+            page_token=page_token,
+        )
+        response = self._call(self._stub.ListGroups, request)
+        return GroupPage(
+            groups=[GroupView.from_proto(g) for g in response.groups],
+            next_page_token=response.next_page_token,
+        )
 
     def get_group(self, group_id: str) -> GroupView:
         """A job group's state and its members counted by status (members:

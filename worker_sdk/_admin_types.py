@@ -23,6 +23,7 @@ from typing import Any, cast
 from workflowjobs.v1 import admin_service_pb2, job_pb2
 
 from ._convert import (
+    GroupView,
     JobAttemptView,
     JobCategory,
     JobStatus,
@@ -41,6 +42,7 @@ __all__ = [
     "ConcurrencyLimit",
     "Identity",
     "JobExplanation",
+    "GroupPage",
     "JobFilter",
     "JobPage",
     "JobStats",
@@ -51,6 +53,7 @@ __all__ = [
     "PauseKind",
     "PauseRecord",
     "PauseScope",
+    "PurgeResult",
     "RateLimit",
     "StatusCount",
     "TenantWeight",
@@ -787,6 +790,62 @@ class WindowCounts:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Backlog:
+    """Pending jobs by what they wait for, each counted once
+    (:attr:`JobStats.backlog`; docs/autoscaling.md): the numbers KEDA's scaler
+    serves, whose metric is ``ready + no_worker + drained + running``.
+
+    Attributes:
+        tenant_id: The tenant ("" in :attr:`JobStats.backlog`: all asked for).
+        job_type: The job type ("" in :attr:`JobStats.backlog`).
+        ready: Runnable now: due, not paused or held, within its limits' free
+            slots and admitted starts, and a connected worker (not drained) serves it.
+        scheduled: Not due yet (not paused).
+        paused: Held by a pause.
+        limit: Held by a concurrency limit (beyond its free slots).
+        rate: Held by a rate limit (beyond the starts it admits now).
+        ordering: Held behind an earlier job of its ordering key.
+        no_worker: Could start, but no connected worker serves it for its tenant.
+        drained: Could start, but every worker serving it is drained (or the coordinator is).
+        running: Running jobs.
+    """
+
+    tenant_id: str = ""
+    job_type: str = ""
+    ready: int = 0
+    scheduled: int = 0
+    paused: int = 0
+    limit: int = 0
+    rate: int = 0
+    ordering: int = 0
+    no_worker: int = 0
+    drained: int = 0
+    running: int = 0
+
+    @property
+    def held(self) -> int:
+        """Every held job, whatever holds it."""
+        return self.paused + self.limit + self.rate + self.ordering + self.no_worker + self.drained
+
+    @classmethod
+    def from_proto(cls, b: admin_service_pb2.Backlog) -> Backlog:
+        """Read a ``workflowjobs.v1.Backlog`` message."""
+        return cls(
+            b.tenant_id,
+            b.job_type,
+            b.ready,
+            b.scheduled,
+            b.held_paused,
+            b.held_limit,
+            b.held_rate,
+            b.held_ordering,
+            b.held_no_worker,
+            b.held_drained,
+            b.running,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobStats:
     """What :meth:`AdminClient.get_stats` answers: the backlog and recent attempts.
 
@@ -810,6 +869,9 @@ class JobStats:
         held: Pending jobs held behind an earlier job of their ordering key.
         scheduled: Pending jobs not due yet (a delay, or a retry's backoff).
         windows: One :class:`WindowCounts` per window asked for, in order.
+        backlog: The pending jobs split into ready, scheduled and held by
+            reason (:class:`Backlog`).
+        backlog_by_type: The same per tenant and job type.
         raw: The ``workflowjobs.v1.GetStatsResponse`` itself.
     """
 
@@ -829,6 +891,8 @@ class JobStats:
     held: int = 0
     scheduled: int = 0
     windows: list[WindowCounts] = dataclasses.field(default_factory=list)
+    backlog: Backlog = Backlog()
+    backlog_by_type: list[Backlog] = dataclasses.field(default_factory=list)
     raw: admin_service_pb2.GetStatsResponse | None = dataclasses.field(
         default=None, repr=False, compare=False
     )
@@ -865,6 +929,8 @@ class JobStats:
                 WindowCounts(w.window.ToTimedelta(), w.completions, w.failures, w.retries)
                 for w in response.windows
             ],
+            backlog=Backlog.from_proto(response.backlog),
+            backlog_by_type=[Backlog.from_proto(b) for b in response.backlog_by_type],
             raw=response,
         )
 
@@ -916,6 +982,36 @@ class BulkResult:
 
     matched: int
     changed: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PurgeResult:
+    """Outcome of :meth:`AdminClient.purge_jobs`.
+
+    Attributes:
+        matched: Finished jobs the filter matched that a purge deletes.
+        deleted: Those deleted (0 on a dry run).
+        kept: Finished jobs the filter matched that are kept: FAULTED jobs
+            holding their ordering key (cancel one to set it aside) and
+            members of groups that have not completed.
+    """
+
+    matched: int
+    deleted: int
+    kept: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupPage:
+    """One page of :meth:`AdminClient.list_groups`, newest first.
+
+    Attributes:
+        groups: The groups, each with its members counted by status.
+        next_page_token: Pass to the next call for the page after; empty on the last page.
+    """
+
+    groups: list[GroupView]
+    next_page_token: str
 
 
 def pause_scope(kind: str | int, value: str, tenant_id: str) -> admin_service_pb2.PauseScope:

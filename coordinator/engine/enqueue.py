@@ -230,10 +230,11 @@ class Enqueue:
                 raise InvalidArgument(f"jobs[{index}]: {e}" if len(jobs) > 1 else str(e)) from None
         stored = await self.run_store(self.store.job_insert_unique, prepared, uniqueness, now)
         results = [(job_id, UniqueOutcome(outcome), status) for job_id, outcome, status in stored]
+        # A debounce moved its key's job to the due time it left in the job.
         self.dispatcher.wake_at(
             j.due_at
             for j, (_, outcome, _) in zip(prepared, results, strict=True)
-            if outcome == UniqueOutcome.CREATED
+            if outcome != UniqueOutcome.EXISTING
         )
         self.telemetry.enqueued(
             prepared, [(i, o != UniqueOutcome.CREATED, s) for i, o, s in results]
@@ -473,6 +474,7 @@ class Enqueue:
         # Leased at insert is leased all the same: it counts against the
         # tenant's and the category's fair shares like a lease from a pass.
         self.acquisition.leased(records, direct.now)
+        self.dispatcher.leased_at_insert += len(records)
         return self.dispatcher.deliver(leased.items(), direct.lease_token)
 
     async def _hand_back_direct(self, orphans: list[tuple[str, str]]) -> None:

@@ -213,7 +213,10 @@ class Operations:
             keep_attempts,
             self._now(),
         )
-        row = _applied(change, job_id, "retried", RETRYABLE_STATUSES)
+        run_now = f"`wfjobs jobs run-now {job_id}` makes a pending job that is not due yet due now"
+        row = _applied(
+            change, job_id, "retried", RETRYABLE_STATUSES, hints={JobStatus.PENDING: run_now}
+        )
         self._dispatcher.wake()
         return row
 
@@ -601,13 +604,25 @@ class Operations:
 _CANCEL_ONE = (*LIVE_STATUSES, JobStatus.FAULTED)
 
 
-def _applied(change: StateChange, job_id: str, verb: str, allowed: Sequence[JobStatus]) -> JobRow:
+def _applied(
+    change: StateChange,
+    job_id: str,
+    verb: str,
+    allowed: Sequence[JobStatus],
+    hints: Mapping[JobStatus, str] | None = None,
+) -> JobRow:
+    """The job a guarded write changed; NotFound, or FailedPrecondition naming
+    its status (and the ``hints`` of that status: what to do instead)."""
     if change.row is None:
         raise NotFound(f"job {job_id} not found")
     if not change.changed:
-        state = JobStatus(change.row.status).name
+        state = JobStatus(change.row.status)
         names = " or ".join(s.name for s in allowed)
-        raise FailedPrecondition(f"job {job_id} is {state}; only {names} jobs can be {verb}")
+        hint = (hints or {}).get(state)
+        raise FailedPrecondition(
+            f"job {job_id} is {state.name}; only {names} jobs can be {verb}"
+            + (f" ({hint})" if hint else "")
+        )
     return change.row
 
 

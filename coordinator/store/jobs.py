@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from coordinator.errors import FailedPrecondition, StoreUnavailable
+from coordinator.errors import Aborted, FailedPrecondition
 from coordinator.model import (
     ATTEMPT_CEILING,
     FINISHED_STATUSES,
@@ -214,15 +214,14 @@ class _RolledBack(Exception):
 # on a whole tenant's backlog at once.
 BULK_CHUNK = 1000
 
-# Finished jobs a purge by filter keeps: a FAULTED job that holds its ordering
-# key (store/ordering.py: the key's next job waits until it is cancelled or
-# completes), and a member of a group that has not completed (deleting it
-# would change the count its completion job is given).
 # A member of a group that has not completed (its completion will count it).
 # EXISTS, never NULL (a job without a group is not kept for it).
 _IN_UNCOMPLETED_GROUP = sa.exists().where(
     groups.c.id == jobs.c.group_id, groups.c.status != int(GroupStatus.COMPLETED)
 )
+# Finished jobs a purge by filter keeps: a FAULTED job that holds its ordering
+# key (store/ordering.py: the key's next job waits until it is cancelled or
+# completes), and a member of a group that has not completed.
 _PURGE_KEEPS = sa.or_(
     sa.and_(
         jobs.c.status == int(JobStatus.FAULTED),
@@ -259,9 +258,9 @@ def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGran
     )
 
 
-def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
+def _key_vanished(new_jobs: Sequence[NewJob]) -> Aborted:
     keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
-    return StoreUnavailable(
+    return Aborted(
         f"the job stored under idempotency key {keys} was deleted while this enqueue "
         "was reading it; retry the enqueue"
     )

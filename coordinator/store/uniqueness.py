@@ -59,7 +59,9 @@ class UniqueQueries(JobQueries):
         Returns ``(job_id, UniqueOutcome, status)`` in input order; a job
         without a rule is CREATED (or EXISTING when its idempotency key names
         a stored job). The caller has set each debounced job's due time to
-        ``now + delay`` (its first due time if the key admits it).
+        ``now + delay`` (its first due time if the key admits it); a job that
+        DEBOUNCED the key's job leaves with ``due_at`` the time that job moved
+        to, at which the caller wakes its dispatcher.
         """
         answers: dict[int, tuple[str, int, int]] = {}
         to_store: dict[int, NewJob] = {
@@ -101,6 +103,7 @@ class UniqueQueries(JobQueries):
                 elif decision == UniqueOutcome.DEBOUNCED:
                     assert current is not None
                     due = _debounced_due(rule, key_row, new_jobs, in_batch, ident, now)
+                    job.due_at = due  # the caller wakes at the due time the key's job moved to
                     if ident in in_batch:
                         first = new_jobs[in_batch[ident]]
                         first.payload, first.content_type = job.payload, job.content_type
@@ -145,23 +148,32 @@ class UniqueQueries(JobQueries):
     def _unique_key_lock(
         self, conn: sa.Connection, job: NewJob, rule: Uniqueness, now: int
     ) -> UniqueKeyRow | None:
-        """Create the key's row naming ``job`` (None), or lock and return the stored one."""
-        created = conn.execute(
-            self._insert(unique_keys)
-            .values(_key_values(job, rule, now))
-            .on_conflict_do_nothing(
-                index_elements=[unique_keys.c.tenant_id, unique_keys.c.unique_key]
-            )
-            .returning(unique_keys.c.job_id)
-        ).first()
-        if created is not None:
-            return None
-        row = conn.execute(
-            sa.select(unique_keys)
-            .where(unique_keys.c.tenant_id == job.tenant_id, unique_keys.c.unique_key == rule.key)
-            .with_for_update()
-        ).one()
-        return UniqueKeyRow(*row)
+        """Create the key's row naming ``job`` (None), or lock and return the stored one.
+
+        A row that retention deletes between the two statements (the INSERT
+        saw it, the lock finds it gone) leaves the key free: the INSERT is
+        tried again, and creates the row unless another enqueue did first.
+        """
+        while True:
+            created = conn.execute(
+                self._insert(unique_keys)
+                .values(_key_values(job, rule, now))
+                .on_conflict_do_nothing(
+                    index_elements=[unique_keys.c.tenant_id, unique_keys.c.unique_key]
+                )
+                .returning(unique_keys.c.job_id)
+            ).first()
+            if created is not None:
+                return None
+            row = conn.execute(
+                sa.select(unique_keys)
+                .where(
+                    unique_keys.c.tenant_id == job.tenant_id, unique_keys.c.unique_key == rule.key
+                )
+                .with_for_update()
+            ).first()
+            if row is not None:
+                return UniqueKeyRow(*row)
 
     def _unique_keyed_job(self, conn: sa.Connection, job: NewJob) -> tuple[str, int] | None:
         """(id, status) of the job stored under ``job``'s idempotency key, if any."""
@@ -210,12 +222,14 @@ class UniqueQueries(JobQueries):
         due: int,
         now: int,
     ) -> None:
-        """Give the key's pending job ``job``'s payload and the due time ``due``."""
+        """Give the key's pending job ``job``'s payload and the due time ``due``
+        (every replica is told the job becomes eligible then)."""
         conn.execute(
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.PENDING))
             .values(payload=job.payload, content_type=job.content_type, due_at=due)
         )
+        self._notify_wake(conn, due)
         conn.execute(
             unique_keys.update()
             .where(unique_keys.c.tenant_id == ident[0], unique_keys.c.unique_key == ident[1])

@@ -107,7 +107,9 @@ def test_the_cli_lists_newest_first_unless_sorted_oldest_and_splits_stats(target
     assert listed("--sort", "oldest", "--limit", "3") == ids[:3]
     assert later not in ids
     stats = wfjobs(target, "stats", "--tenant", "cli-sort")
-    assert "of the pending, 4 due (ready to run) and 1 scheduled (not due yet)" in stats
+    # No worker is connected: the four that could start wait for one.
+    assert "of the pending, 0 ready (runnable now), 4 held and 1 scheduled (not due yet)" in stats
+    assert "held: 4 with no worker serving them" in stats
 
 
 def test_stats_answer_the_attempt_counts_of_several_windows_in_one_call(target: str) -> None:

@@ -27,6 +27,7 @@ from conformance.kit import (
     Coordinator,
     RecordingProxy,
     Sdk,
+    SilenceableProxy,
     WorkerUnderTest,
     max_overlap,
     outcomes,
@@ -449,6 +450,34 @@ def test_the_worker_reconnects_after_the_coordinator_restarts(
 
 
 # -- protocol.md "Outcomes" (idempotent resend) -----------------------------------------------
+
+
+def test_a_silent_path_is_found_by_keepalive_and_the_worker_reconnects(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    """The path goes silent without a reset: the worker's keepalive pings go
+    unanswered, it drops the dead connection, reconnects over a fresh one and
+    runs the next job through it."""
+    proxy = SilenceableProxy(coordinator.target)
+    worker = start_worker(sdk, proxy.target, tmp_path, "silent-path")
+    try:
+        before = api.wait(api.enqueue("echo", {"n": 1}))
+        assert proxy.silence() >= 1
+        wait_until(
+            lambda: lines(worker.log(), "reconnected to coordinator"),
+            60,  # keepalive: a ping every 10 s, 5 s to answer
+            "the worker to find the silent path and reconnect",
+        )
+        after = api.wait(api.enqueue("echo", {"n": 2}))
+        log = worker.log()
+    finally:
+        worker.stop()
+        proxy.close()
+    assert (before.status, after.status) == (COMPLETED, COMPLETED)
+    assert [a.worker_id for a in after.attempts] == [worker.worker_id]
+    assert outcomes(after) == ["COMPLETED"]
+    assert proxy.connections >= 2, "the job ran over a fresh connection"
+    assert lines(log, "lost the connection to the coordinator")
 
 
 def test_an_outcome_resent_after_a_dropped_answer_is_recorded_once(

@@ -562,6 +562,61 @@ def test_search_finds_a_job_by_id_correlation_id_and_payload_text(
         cluster["admin"].cancel_job(job.id)
 
 
+def _bulk_dry_run(page: Any, url: str, op: str) -> tuple[int, str]:
+    """Open ``url``, then its bulk ``op``'s confirmation: (the count the list
+    shows, what the confirmation says)."""
+    page.goto(url)
+    listed = int(page.inner_text(".pager .total").split()[0])
+    page.click(f'.bulk button[data-op="{op}"]')
+    return listed, page.inner_text("#confirm-summary")
+
+
+def test_bulk_actions_act_on_exactly_the_jobs_a_search_and_a_tenant_filter_list(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin, url = cluster["scheduler"], cluster["admin"], cluster["url"]
+    later = timedelta(hours=1)
+    a_hit = scheduler.enqueue("noop", {"user": "user42"}, tenant_id="sift-a", delay=later)
+    a_miss = [
+        scheduler.enqueue("noop", {"user": f"user{n}"}, tenant_id="sift-a", delay=later)
+        for n in (7, 8)
+    ]
+    b_hit = scheduler.enqueue("noop", {"user": "user42"}, tenant_id="sift-b", delay=later)
+    page = log_in(context, url, OPS)
+    search = "/jobs?q=user42&q_in=payload"
+    # A search alone, a tenant filter alone, both, and both matching nothing:
+    # the confirmation counts what the list shows.
+    for query, count in (
+        (search, 2),
+        ("/jobs?tenant_id=sift-a", 3),
+        (search + "&tenant_id=sift-a", 1),
+        ("/jobs?q=nobody&q_in=payload&tenant_id=sift-a", 0),
+        ("/jobs?q=no-such-job&q_in=id&tenant_id=sift-a", 0),
+    ):
+        listed, summary = _bulk_dry_run(page, url + query, "bulk_cancel")
+        assert listed == count, query
+        assert f"Bulk cancel {count} matching job(s) of the {count} the list holds" in summary
+    # Confirmed, the search and the tenant cancel the one job they list.
+    listed, summary = _bulk_dry_run(page, url + search + "&tenant_id=sift-a", "bulk_cancel")
+    assert "payload text search 'user42'" in summary and "tenant sift-a" in summary
+    page.click("#confirm")
+    expect()(page.locator(".flash.ok")).to_contain_text("1 of 1 matching job(s) changed")
+    assert admin.get_job(a_hit.id).status.value == "CANCELLED"
+    assert {admin.get_job(j.id).status.value for j in (*a_miss, b_hit)} == {"PENDING"}
+    # The search alone now lists a cancelled and a pending job: a retry applies to one.
+    listed, summary = _bulk_dry_run(page, url + search, "bulk_retry")
+    assert listed == 2
+    assert "Bulk retry 1 matching job(s) of the 2 the list holds" in summary
+    assert "the other 1 cannot be retried" in summary
+    page.click("#confirm")
+    expect()(page.locator(".flash.ok")).to_contain_text("1 of 1 matching job(s) changed")
+    # Retried (due now, so the worker may have run it already); the other untouched.
+    assert admin.get_job(a_hit.id).status.value != "CANCELLED"
+    assert admin.get_job(b_hit.id).status.value == "PENDING"
+    for job in (*a_miss, b_hit):
+        admin.cancel_job(job.id)
+
+
 def test_the_backlog_sorts_splits_due_from_scheduled_and_a_pause_links_to_its_jobs(
     cluster: dict[str, Any], context: Any
 ) -> None:

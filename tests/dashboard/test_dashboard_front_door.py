@@ -245,8 +245,8 @@ def test_filters_at_the_edge_of_the_date_range_are_answered_400(
             message,
         )
         for p, message in (
-            ("inf", "the period a number of seconds (not &#x27;inf&#x27;)"),
-            ("nan", "the period a number of seconds (not &#x27;nan&#x27;)"),
+            ("inf", "the period a number of seconds (not &#39;inf&#39;)"),
+            ("nan", "the period a number of seconds (not &#39;nan&#39;)"),
             ("1e300", "the period must be at most 366 days"),
         )
     ]

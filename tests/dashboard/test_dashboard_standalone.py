@@ -215,7 +215,7 @@ def test_category_weights_are_set_and_removed_from_the_tenants_page(
         assert "set category weight failed" in refused
         assert weights() == [("cw-set", "3", 4)]
         unknown = act(**{**form, "category": "nightly"}, weight="2", confirmed="1")
-        assert "unknown category &#x27;nightly&#x27;" in unknown
+        assert "unknown category &#39;nightly&#39;" in unknown
         removed = act(**{**form, "op": "category_weight_remove"}, confirmed="1")
         assert "category integration of tenant cw-set is back to weight 1" in removed
         assert weights() == []
@@ -234,7 +234,7 @@ def test_category_weights_are_set_and_removed_from_the_tenants_page(
         assert status == 303
         refused = fetch(url + answer["Location"], headers=cookie)[1]
         assert "set category weight failed" in refused
-        assert "may not act on tenant &#x27;cw-set&#x27;" in refused
+        assert "may not act on tenant &#39;cw-set&#39;" in refused
         assert weights() == []
 
 
@@ -272,4 +272,7 @@ def test_the_jobs_filter_takes_several_job_types(
     assert body.count('type="hidden" name="job_type" value="jt-a, jt-b"') == 2
     assert "job_type=jt-a%2C+jt-b" in paged.split('id="next-page"', 1)[1].split(">", 1)[0]
     assert status == 200
-    assert "Bulk cancel 2 matching job(s) (tenant jt-tenant, type jt-a/jt-b)?" in confirm
+    assert (
+        "Bulk cancel 2 matching job(s) of the 2 the list holds (tenant jt-tenant, job type jt-a, jt-b)?"
+        in confirm
+    )

@@ -136,6 +136,42 @@ def test_drained_worker_is_named_by_explain_and_undrained_by_id(
         assert again.returncode == 4 and "is not drained" in again.stderr
 
 
+def test_stats_count_ready_held_and_scheduled_apart_and_name_drained_workers(
+    e2e_database: str, processes: dict[str, Callable[..., Any]]
+) -> None:
+    coordinator = processes["coordinator"](e2e_database)
+    target = coordinator.target
+    processes["worker"](target)
+    with SchedulerClient(target) as scheduler, AdminClient(target) as admin:
+        wait_until(lambda: admin.list_workers(), 30, "the worker to connect")
+        [info] = admin.list_workers()
+        assert wfjobs(target, "drain", "--worker", info.worker_id).returncode == 0
+        wait_until(lambda: admin.list_workers()[0].draining, 30, "the worker to be drained")
+        admin.pause("job-type", "frozen")
+        admin.set_concurrency_limit("job-type", "limited", 1)
+        for job_type in ("noop", "noop", "nobody", "frozen", "limited", "limited", "limited"):
+            scheduler.enqueue(job_type, {}, tenant_id="s")
+        scheduler.enqueue("noop", {}, tenant_id="s", delay=3600)
+    out = wfjobs(target, "stats", "--tenant", "s")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "of the pending, 0 ready (runnable now), 7 held and 1 scheduled (not due yet)" in lines
+    assert (
+        "held: 1 paused, 2 over a concurrency limit, 2 with no worker serving them, "
+        "2 whose workers are all drained"
+    ) in lines
+    [drain] = [line for line in lines if line.startswith("workers connected")]
+    assert "draining no, but every worker of job type(s) noop is drained (2 job(s) wait" in drain
+    backlog = wfjobs_json(target, "stats", "--tenant", "s")["backlog"]
+    assert {k: int(v) for k, v in backlog.items()} == {
+        "scheduled": 1,
+        "held_paused": 1,
+        "held_limit": 2,
+        "held_no_worker": 2,
+        "held_drained": 2,
+    }
+
+
 def test_explain_says_a_killed_workers_lease_is_reclaimed(
     e2e_database: str, processes: dict[str, Callable[..., Any]], tmp_path: Path
 ) -> None:
@@ -303,7 +339,7 @@ def test_stats_say_how_many_pending_jobs_wait_behind_their_ordering_key(
     assert (answer["pending"], answer["held"]) == ("3", "2")
     out = wfjobs(target, "stats", "--tenant", "h")
     assert out.returncode == 0, out.stderr
-    assert "of the pending, 2 held behind an earlier job of their ordering key" in out.stdout
+    assert "held: 2 behind an earlier job of their ordering key" in out.stdout
 
 
 def test_grpcurl_against_a_live_coordinator(sqlite_coordinator: Any) -> None:

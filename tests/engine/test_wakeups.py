@@ -28,6 +28,9 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
     Release,
+    Uniqueness,
+    UniqueOutcome,
+    UniqueRule,
 )
 from coordinator.store import open_store
 from coordinator.telemetry.hooks import NO_TELEMETRY
@@ -296,5 +299,53 @@ def test_reaper_sees_a_lease_granted_while_it_runs() -> None:
             await asyncio.wait_for(reclaimed.wait(), PROMPT_S)
         finally:
             await reaper.stop()
+
+    asyncio.run(main())
+
+
+def _debounced(key: str) -> tuple[object, Uniqueness]:
+    return make_job(), Uniqueness(key, UniqueRule.DEBOUNCE, delay_us=US)
+
+
+def test_a_debounced_job_is_leased_at_its_moved_due_time(store_url: str) -> None:
+    async def scenario(engine: Engine) -> None:
+        session = _worker(engine, "w1", 1)
+        job, rule = _debounced("account-1")
+        [(job_id, created, _)] = await engine.enqueue_unique([job], [rule])
+        await asyncio.sleep(0.5)
+        again, rule = _debounced("account-1")
+        [(same, debounced, _)] = await engine.enqueue_unique([again], [rule])
+        assert (same, created, debounced) == (
+            job_id,
+            UniqueOutcome.CREATED,
+            UniqueOutcome.DEBOUNCED,
+        )
+        [(row, _)] = await _next_leased(session)  # due 1.5 s after the first enqueue
+        assert row.id == job_id and row.due_at == again.due_at
+
+    _run(store_url, scenario)
+
+
+def test_a_debounce_on_one_replica_wakes_the_other(pg_database: str, store_url: str) -> None:
+    if not store_url.startswith("postgres"):
+        pytest.skip("replicas share a PostgreSQL database")
+
+    async def main() -> None:
+        a, b = _engine(store_url), _engine(store_url)
+        await a.start()
+        await b.start()
+        try:
+            on_b = _worker(b, "wb", 1)
+            job, rule = _debounced("account-2")
+            [(job_id, _, _)] = await a.enqueue_unique([job], [rule])
+            await asyncio.sleep(0.5)
+            again, rule = _debounced("account-2")
+            [(same, outcome, _)] = await a.enqueue_unique([again], [rule])
+            assert (same, outcome) == (job_id, UniqueOutcome.DEBOUNCED)
+            [(row, _)] = await _next_leased(on_b)
+            assert row.id == job_id
+        finally:
+            await a.stop()
+            await b.stop()
 
     asyncio.run(main())

@@ -402,6 +402,45 @@ def test_tenant_scoped_admin(channel) -> None:
     assert {c.tenant_id for c in stats.counts} <= {"a"}
 
 
+def test_a_tenant_scoped_admin_purges_and_lists_groups_of_its_tenant_only(channel) -> None:
+    admin = apb_grpc.AdminServiceStub(channel)
+    jobs = {t: enqueue(channel, t, 2, job_type="purge-scope") for t in "ab"}
+    for job_id in jobs["a"] + jobs["b"]:
+        admin.CancelJob(
+            apb.CancelJobRequest(job_id=job_id), metadata=auth("root-secret"), timeout=10
+        )
+    flt = apb.JobFilter(job_types=["purge-scope"])
+    purged = admin.PurgeJobs(
+        apb.PurgeJobsRequest(filter=flt), metadata=auth("admin-a-secret"), timeout=10
+    )
+    assert (purged.matched, purged.deleted) == (2, 2)
+    left = admin.ListJobs(
+        apb.ListJobsRequest(filter=flt), metadata=auth("root-secret"), timeout=10
+    ).jobs
+    assert sorted(j.id for j in left) == sorted(jobs["b"])
+    code, _ = code_of(
+        admin.PurgeJobs,
+        apb.PurgeJobsRequest(filter=apb.JobFilter(tenant_id="b"), dry_run=True),
+        "admin-a-secret",
+    )
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    for tenant in "ab":
+        spb_grpc.JobSchedulerServiceStub(channel).CreateGroup(
+            spb.CreateGroupRequest(tenant_id=tenant, completion=spec(tenant)),
+            metadata=auth("root-secret"),
+            timeout=10,
+        )
+    groups = admin.ListGroups(
+        apb.ListGroupsRequest(), metadata=auth("admin-a-secret"), timeout=10
+    ).groups
+    assert groups and {g.tenant_id for g in groups} == {"a"}
+    code, _ = code_of(admin.ListGroups, apb.ListGroupsRequest(tenant_id="b"), "admin-a-secret")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    [b_job] = enqueue(channel, "b")
+    code, details = code_of(admin.RunJobNow, apb.RunJobNowRequest(job_id=b_job), "admin-a-secret")
+    assert (code, details) == (grpc.StatusCode.NOT_FOUND, f"job {b_job} not found")
+
+
 def test_a_tenant_scoped_explain_names_no_other_tenant(channel) -> None:
     """Jobs of tenants a and b compete for a job type: ExplainJob names b to an
     every-tenant admin and says nothing of it to an admin scoped to a."""

@@ -27,6 +27,7 @@ from worker_sdk import (
     JobEventFilter,
     JobFilter,
     JobRequest,
+    JobStats,
     JobStatus,
     JobView,
     PermissionDeniedError,
@@ -107,6 +108,13 @@ def _filter(args: argparse.Namespace) -> JobFilter:
         parent_job_id=args.parent,
         group_id=args.group,
     )
+
+
+def _group_json(group: GroupView) -> dict[str, Any]:
+    data = {f.name: getattr(group, f.name) for f in dataclasses.fields(group)}
+    for key in ("create_time", "close_time", "complete_time"):
+        data[key] = data[key].isoformat() if data[key] else None
+    return data
 
 
 def _job_types(values: Sequence[str] | None) -> list[str]:
@@ -394,7 +402,87 @@ class Commands:
             return EXIT_NOT_CONFIRMED
         return self._bulk(run(a.dry_run), "cancel")
 
+    def jobs_run_now(self) -> int:
+        return self._each(self.args.job_ids, self.admin.run_job_now, "made due now")
+
+    def jobs_purge(self) -> int:
+        a = self.args
+        self._need_filter("purge")
+
+        def run(dry_run: bool) -> Any:
+            return self.admin.purge_jobs(_filter(a), dry_run=dry_run)
+
+        if not self._confirmed(run, "purge"):
+            return EXIT_NOT_CONFIRMED
+        result = run(a.dry_run)
+        if self.out.as_json:
+            self.out.json({**dataclasses.asdict(result), "dry_run": a.dry_run})
+            return EXIT_OK
+        kept = (
+            f"; {result.kept} kept (FAULTED jobs holding their ordering key: cancel one to set "
+            "it aside; members of groups not completed)"
+            if result.kept
+            else ""
+        )
+        if a.dry_run:
+            self.out.line(
+                f"would purge {result.matched} finished job(s) (dry run; nothing deleted){kept}"
+            )
+        else:
+            self.out.line(f"purged {result.deleted} of {result.matched} matching job(s){kept}")
+        return EXIT_OK
+
     # groups ----------------------------------------------------------------------------------
+
+    def groups_list(self) -> int:
+        a = self.args
+        statuses = [s.strip() for v in a.status or () for s in v.split(",") if s.strip()]
+        groups: list[GroupView] = []
+        token = a.page_token
+        while True:
+            try:
+                page = self.admin.list_groups(
+                    tenant_id=a.tenant, statuses=statuses, page_size=a.limit, page_token=token
+                )
+            except ValueError as e:
+                raise UsageError(f"--status: {e}") from None
+            groups.extend(page.groups)
+            token = page.next_page_token
+            if not a.all or not token:
+                break
+        if self.out.as_json:
+            self.out.json({"groups": [_group_json(g) for g in groups], "next_page_token": token})
+            return EXIT_OK
+        self.out.table(
+            [
+                "ID",
+                "TENANT",
+                "STATUS",
+                "DONE",
+                "PENDING",
+                "RUNNING",
+                "FAULTED",
+                "CREATED",
+                "COMPLETION JOB",
+            ],
+            [
+                (
+                    g.id,
+                    g.tenant_id,
+                    g.status.lower(),
+                    f"{g.completed + g.faulted + g.cancelled}/{g.total}",
+                    g.pending,
+                    g.running,
+                    g.faulted,
+                    g.create_time,
+                    g.completion_job_id or "-",
+                )
+                for g in groups
+            ],
+        )
+        if token:
+            self.out.line(f"(more: --page-token {token}, or --all)")
+        return EXIT_OK
 
     def groups_create(self) -> int:
         a = self.args
@@ -423,10 +511,7 @@ class Commands:
 
     def _group_out(self, group: GroupView, more: dict[str, Any] | None = None) -> int:
         if self.out.as_json:
-            data = {f.name: getattr(group, f.name) for f in dataclasses.fields(group)}
-            for key in ("create_time", "close_time", "complete_time"):
-                data[key] = data[key].isoformat() if data[key] else None
-            self.out.json({**data, **(more or {})})
+            self.out.json({**_group_json(group), **(more or {})})
             return EXIT_OK
         fields = [
             ("id", group.id),
@@ -874,22 +959,63 @@ class Commands:
             f"pending {s.pending}  running {s.running}  completed {s.completed}  "
             f"faulted {s.faulted} (dead letter)  cancelled {s.cancelled}"
         )
+        b = s.backlog
         self.out.line(
-            f"of the pending, {s.pending - s.scheduled} due (ready to run) and {s.scheduled} "
-            "scheduled (not due yet)"
+            f"of the pending, {b.ready} ready (runnable now), {b.held} held and "
+            f"{b.scheduled} scheduled (not due yet)"
         )
-        if s.held:
-            self.out.line(
-                f"of the pending, {s.held} held behind an earlier job of their ordering key"
+        held = [
+            (n, what)
+            for n, what in (
+                (b.paused, "paused"),
+                (b.limit, "over a concurrency limit"),
+                (b.rate, "rate limited"),
+                (b.ordering, "behind an earlier job of their ordering key"),
+                (b.no_worker, "with no worker serving them"),
+                (b.drained, "whose workers are all drained"),
             )
+            if n
+        ]
+        if held:
+            self.out.line("held: " + ", ".join(f"{n} {what}" for n, what in held))
         self.out.line(f"oldest pending job waits {age:.1f}s")
         self.out.line(
             f"last {window:g}s: {s.completions_in_window} completed, "
             f"{s.failures_in_window} attempts failed, {s.retries_in_window} of them retried"
         )
-        self.out.line(
-            f"workers connected {s.connected_workers}  draining {'yes' if s.draining else 'no'}"
-        )
+        self.out.line(f"workers connected {s.connected_workers}  draining {_draining(s)}")
+        waiting = [t for t in s.backlog_by_type if t.held or t.ready or t.scheduled]
+        if waiting:
+            self.out.line()
+            self.out.table(
+                [
+                    "TENANT",
+                    "TYPE",
+                    "READY",
+                    "SCHEDULED",
+                    "PAUSED",
+                    "LIMIT",
+                    "RATE",
+                    "ORDERING",
+                    "NO WORKER",
+                    "DRAINED",
+                ],
+                [
+                    (
+                        t.tenant_id,
+                        t.job_type,
+                        t.ready,
+                        t.scheduled,
+                        t.paused,
+                        t.limit,
+                        t.rate,
+                        t.ordering,
+                        t.no_worker,
+                        t.drained,
+                    )
+                    for t in waiting
+                ],
+            )
         if s.counts:
             self.out.line()
             self.out.table(
@@ -1402,6 +1528,21 @@ def _line_spec(defaults: argparse.Namespace, text: str) -> job_pb2.JobSpec:
     if not options.job_type:
         raise UsageError("no job_type: give it on the line, or TYPE for every line")
     return JobRequest(options.job_type, options.payload, **_job_options(options)).to_proto()
+
+
+def _draining(s: JobStats) -> str:
+    """The drain line's answer: the coordinator's drain, else the job types
+    whose every worker is drained while their jobs wait."""
+    if s.draining:
+        return "yes (this coordinator hands out no jobs)"
+    drained = sorted({t.job_type for t in s.backlog_by_type if t.drained})
+    if drained:
+        jobs = s.backlog.drained
+        return (
+            f"no, but every worker of job type(s) {', '.join(drained)} is drained "
+            f"({jobs} job(s) wait for them; `wfjobs workers`, `wfjobs undrain --worker ID`)"
+        )
+    return "no"
 
 
 def _json_payload(text: str | None) -> Any:

@@ -273,7 +273,8 @@ class AdminServiceServicer:
         """Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
         with their attempt history, in bounded batches (dry run counts only).
         Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-        a member of a group that has not completed (docs/operations.md).
+        a member of a group that has not completed (docs/deployment.md,
+        "Purging on demand").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

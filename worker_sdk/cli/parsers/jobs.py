@@ -1,4 +1,4 @@
-"""``wfjobs jobs``: list, show, retry, cancel, unlock, replay and explain jobs."""
+"""``wfjobs jobs``: list, show, retry, cancel, run now, purge, unlock, replay and explain jobs."""
 
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ def add_commands(sub: Subcommands, parsers: CommandParsers) -> None:
             "make FAULTED or CANCELLED jobs PENDING again, due now: a delay or backoff "
             "they waited for is not kept (by id or filter)",
         ),
-        ("cancel", "jobs_cancel", "cancel PENDING jobs, signal RUNNING ones (by id or filter)"),
+        (
+            "cancel",
+            "jobs_cancel",
+            "cancel PENDING jobs, signal RUNNING ones, set FAULTED ones aside without running "
+            "them (by id; a filter cancels PENDING and RUNNING jobs)",
+        ),
     ):
         p = parsers.add(jsub, name, verb, text)
         p.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="jobs to act on (or a filter)")
@@ -57,6 +62,28 @@ def add_commands(sub: Subcommands, parsers: CommandParsers) -> None:
             )
         else:
             p.add_argument("--reason", default="", help="kept with the job")
+    p = parsers.add(
+        jsub,
+        "run-now",
+        "jobs_run_now",
+        "make PENDING jobs that are not due yet (a delay, a retry's backoff) due now",
+    )
+    p.add_argument("job_ids", nargs="+", metavar="JOB_ID", help="the jobs")
+    p = parsers.add(
+        jsub,
+        "purge",
+        "jobs_purge",
+        "delete finished (COMPLETED, FAULTED, CANCELLED) jobs matching a filter, with their "
+        "history; keeps FAULTED jobs holding their ordering key and members of unfinished groups",
+    )
+    add_filter_options(p)
+    p.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    p.add_argument("--all-jobs", action="store_true", help="purge with no filter")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="purge across every tenant (no --tenant): do it without asking",
+    )
     p = parsers.add(
         jsub, "unlock", "jobs_unlock", "put a RUNNING job whose worker is gone back to PENDING"
     )

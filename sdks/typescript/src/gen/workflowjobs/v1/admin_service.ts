@@ -9668,7 +9668,8 @@ export const AdminServiceService = {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs: {
     path: "/workflowjobs.v1.AdminService/PurgeJobs" as const,
@@ -10057,7 +10058,8 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs: handleUnaryCall<PurgeJobsRequest, PurgeJobsResponse>;
   /**
@@ -10300,7 +10302,8 @@ export interface AdminServiceClient extends Client {
    * Delete finished jobs (COMPLETED, FAULTED, CANCELLED) matching a filter,
    * with their attempt history, in bounded batches (dry run counts only).
    * Never a PENDING or RUNNING job, a FAULTED job holding its ordering key, or
-   * a member of a group that has not completed (docs/operations.md).
+   * a member of a group that has not completed (docs/deployment.md,
+   * "Purging on demand").
    */
   purgeJobs(
     request: PurgeJobsRequest,

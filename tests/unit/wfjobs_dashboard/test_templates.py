@@ -1,31 +1,62 @@
-"""The dashboard's HTML helpers: payload display, trace ids, escaping, charts, listen checks."""
+"""The dashboard's pages as templates: payload display, trace ids, escaping, charts,
+forms; and its listen checks."""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from wfjobs_dashboard import is_loopback, split_listen
 from wfjobs_dashboard.backend import Bucket, _percentile
-from wfjobs_dashboard.render import (
-    bar_chart,
-    limits_body,
-    line_chart,
-    pauses_body,
-    payload_html,
-    rate_limits_body,
-    trace_id,
-)
+from wfjobs_dashboard.site import page_html
+from wfjobs_dashboard.templating import ENV
+from wfjobs_dashboard.views import bar_chart, line_chart, trace_id
 from workflowjobs.v1 import admin_service_pb2 as apb
+
+SESSION = SimpleNamespace(
+    csrf="c", tenant_id="", name="op", logged_in=True, by_login=False, flash=[]
+)
+
+
+def macro(name: str) -> Any:
+    return getattr(ENV.get_template("macros.html").make_module({"csrf": "c", "back": "/"}), name)
+
+
+def payload_html(data: bytes, content_type: str) -> str:
+    return str(macro("payload_view")(data, content_type))
+
+
+def chart_svg(chart: Any) -> str:
+    return str(macro("chart")(chart))
+
+
+def page(template: str, **values: Any) -> str:
+    return page_html(template, "Title", SESSION, path="/", **values)  # type: ignore[arg-type]
+
+
+def pauses_body(active: list[Any], history: list[Any], prefill: dict[str, str]) -> str:
+    return page(
+        "pauses.html", active=active, history=history, prefill=prefill, now=datetime.now(UTC)
+    )
+
+
+def limits_body(limits: list[Any]) -> str:
+    return page("limits.html", limits=limits, rates=[])
+
+
+def rate_limits_body(rates: list[Any]) -> str:
+    html = page("limits.html", limits=[], rates=rates)
+    return html[html.index("<h2>Rate limits</h2>") :]
 
 
 def test_json_payloads_are_pretty_printed_and_escaped() -> None:
     html = payload_html(b'{"b": 1, "a": "<script>alert(1)</script>"}', "application/json")
     assert "application/json, 42 bytes" in html
-    assert "&quot;a&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;,\n  &quot;b" in html
+    assert "&#34;a&#34;: &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;,\n  &#34;b" in html
     assert "<script>" not in html
 
 
@@ -65,22 +96,26 @@ def _buckets(values: list[tuple[int, int, int, float | None]]) -> list[Bucket]:
 
 
 def test_throughput_chart_counts_completions_and_draws_a_bar_per_nonzero_value() -> None:
-    svg = bar_chart(
-        "Throughput",
-        _buckets([(3, 1, 0, None), (0, 0, 0, None), (2, 0, 2, None)]),
-        (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
-        "completed",
+    svg = chart_svg(
+        bar_chart(
+            "Throughput",
+            _buckets([(3, 1, 0, None), (0, 0, 0, None), (2, 0, 2, None)]),
+            (("completed", "ok"), ("failed", "bad"), ("retried", "warn")),
+            "completed",
+        )
     )
     assert "5 completed in the last hour" in svg
     assert svg.count("<rect") == 4
 
 
 def test_latency_chart_draws_p50_and_p95_where_there_are_samples() -> None:
-    svg = line_chart("Latency", _buckets([(1, 0, 0, 0.5), (0, 0, 0, None), (1, 0, 0, 1.5)]))
+    svg = chart_svg(
+        line_chart("Latency", _buckets([(1, 0, 0, 0.5), (0, 0, 0, None), (1, 0, 0, 1.5)]))
+    )
     assert svg.count('<polyline class="p50"') == 1
     assert svg.count("<circle") == 4
     assert "2 completed jobs sampled" in svg
-    assert "no completions" in line_chart("Latency", _buckets([(0, 0, 0, None)]))
+    assert "no completions" in chart_svg(line_chart("Latency", _buckets([(0, 0, 0, None)])))
 
 
 def test_percentiles() -> None:
@@ -131,8 +166,7 @@ def _options(html: str, form: str) -> list[tuple[str, str]]:
 
 
 def test_the_scope_kinds_offered_are_the_contract_s() -> None:
-    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
-    pauses = pauses_body([], [], session, {})
+    pauses = pauses_body([], [], {})
     assert _options(pauses, "pause-form") == [
         ("definition", "definition"),
         ("instance", "instance"),
@@ -143,7 +177,7 @@ def test_the_scope_kinds_offered_are_the_contract_s() -> None:
     assert sorted(k for k, _ in _options(pauses, "pause-form")) == sorted(
         n.removeprefix("PAUSE_SCOPE_KIND_").lower() for n in apb.PauseScopeKind.keys()[1:]
     )
-    for html in (limits_body([], session), rate_limits_body([], session)):
+    for html in (limits_body([]), rate_limits_body([])):
         assert _options(html, "") == [
             (
                 n.removeprefix("LIMIT_SCOPE_KIND_").lower(),
@@ -163,7 +197,6 @@ def test_the_scope_kinds_offered_are_the_contract_s() -> None:
 def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
     from worker_sdk import LimitKind, RateLimit
 
-    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
     html = rate_limits_body(
         [
             RateLimit(LimitKind.TENANT, "initech", 5, timedelta(seconds=2), 3),
@@ -176,8 +209,7 @@ def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
                 throttled_until=datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
                 slow_level=1,
             ),
-        ],
-        session,
+        ]
     )
     assert "5 per 2s, burst 3" in html and "admitting" in html
     assert "1 per 60s, burst 1" in html and "integration" in html
@@ -188,13 +220,111 @@ def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
 def test_concurrency_limits_show_running_of_max_and_a_category_by_name() -> None:
     from worker_sdk import ConcurrencyLimit, LimitKind
 
-    session = SimpleNamespace(csrf="c", tenant_id="", name="op")
     html = limits_body(
         [
             ConcurrencyLimit(LimitKind.JOB_TYPE, "noop", 7, 2),
             ConcurrencyLimit(LimitKind.CATEGORY, "3", 2),
-        ],
-        session,
+        ]
     )
     assert "2 / 7" in html and "noop" in html
     assert "0 / 2" in html and "integration" in html
+
+
+# Text an attacker controls (job types, ids, errors, reasons, payloads) as markup.
+HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>"
+
+
+def _hostile_job(status: int) -> Any:
+    from worker_sdk import JobView
+    from workflowjobs.v1 import job_pb2
+
+    message = job_pb2.Job(
+        id=HOSTILE,
+        job_type=HOSTILE,
+        tenant_id=HOSTILE,
+        workflow=job_pb2.WorkflowRef(
+            definition_id=HOSTILE,
+            instance_id=HOSTILE,
+            activity_id=HOSTILE,
+            correlation_id=HOSTILE,
+        ),
+        payload=job_pb2.Payload(content_type="application/json", data=b'{"x": "' + b"<b>" + b'"}'),
+        result=job_pb2.Payload(content_type=HOSTILE, data=HOSTILE.encode()),
+        status=status,
+        lease_owner=HOSTILE,
+        last_error=HOSTILE,
+        idempotency_key="schedule:" + HOSTILE + "@2026-01-01T00:00:00Z",
+        concurrency_key=HOSTILE,
+        replay_of=HOSTILE,
+        parent_job_id=HOSTILE,
+        cancel_reason=HOSTILE,
+        group_id=HOSTILE,
+        attempts=[
+            job_pb2.JobAttempt(number=1, worker_id=HOSTILE, error=HOSTILE, traceback=HOSTILE)
+        ],
+    )
+    return JobView.from_proto(message)
+
+
+def _no_markup_from_values(html: str) -> None:
+    assert "<script>" not in html and "<img" not in html and "<b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&#39;&gt;&lt;img" in html
+
+
+@pytest.mark.parametrize("status", [1, 2, 3, 4, 5])
+def test_a_job_page_escapes_every_value(status: int) -> None:
+    from wfjobs_dashboard.views import JobPage
+
+    job = _hostile_job(status)
+    reason = apb.WaitReason(kind=apb.WaitReason.KIND_PAUSED, message=HOSTILE)
+    html = page(
+        "job.html",
+        view=JobPage(job, reasons=[reason]),
+        now=datetime.now(UTC),
+        definition_paused=False,
+        retry_policy=HOSTILE,
+        live="/live/jobs/x",
+        events="",
+    )
+    _no_markup_from_values(html)
+
+
+def test_lists_pauses_and_confirmations_escape_every_value() -> None:
+    from wfjobs_dashboard.filters import FilterValues
+    from wfjobs_dashboard.views import JobListing
+    from worker_sdk import PauseRecord
+
+    job = _hostile_job(1)
+    values = FilterValues(tenant_id=HOSTILE, fields={"job_type": HOSTILE}, q=HOSTILE)
+    html = page(
+        "jobs.html",
+        values=values,
+        listing=JobListing([job], total=1, note=HOSTILE),
+        now=datetime.now(UTC),
+        other_order="oldest",
+        page_href=lambda **extra: "/jobs?" + HOSTILE,
+        bulk_fields={"tenant_id": HOSTILE},
+        flash=[("error", HOSTILE)],
+    )
+    _no_markup_from_values(html)
+    pause = PauseRecord.from_proto(
+        apb.PauseRecord(
+            id=HOSTILE,
+            scope=apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_JOB_TYPE, value=HOSTILE),
+            reason=HOSTILE,
+            actor=HOSTILE,
+            lifted_by=HOSTILE,
+        )
+    )
+    _no_markup_from_values(pauses_body([pause], [pause], {"value": HOSTILE}))
+    confirm = page(
+        "confirm.html", summary=HOSTILE, fields={"reason": HOSTILE}, danger=True, back_to=HOSTILE
+    )
+    _no_markup_from_values(confirm)
+
+
+def test_every_template_escapes_by_default() -> None:
+    names = ENV.list_templates()
+    assert "layout.html" in names and "macros.html" in names
+    assert ENV.autoescape is True  # for every template, whatever its name
+    assert ENV.from_string("{{ v }}").render(v=HOSTILE).startswith("&lt;script&gt;")

@@ -1,0 +1,200 @@
+"""The operator verbs in a real browser (Playwright driving Debian's chromium):
+Run now on a scheduled job, Set aside on a FAULTED ordering head, the /groups
+page, and Purge matching finished jobs on the jobs list.
+
+One coordinator (token authentication on, dashboard beside it) and one worker
+serve the module; each test opens its own browser context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wfj_dashboard import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TOKENS,
+    CoordinatorWithDashboard,
+    Worker,
+    need_chromium,
+)
+from wfj_testing import read_records, wait_until
+from worker_sdk import AdminClient, JobFilter, JobRequest, JobStatus, SchedulerClient
+
+pytestmark = pytest.mark.e2e
+
+OPS = TOKENS["ops"][0]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    need_chromium()
+    from wfj_dashboard import write_tokens
+
+    tmp = tmp_path_factory.mktemp("dashboard-verbs")
+    tokens = write_tokens(tmp / "tokens.jsonl")
+    coordinator = CoordinatorWithDashboard(
+        f"sqlite:///{tmp / 'jobs.db'}", tmp / "coordinator.log", "--tokens-file", str(tokens)
+    )
+    record = tmp / "record.txt"
+    worker = Worker(coordinator.target, record, tmp / "worker.log")
+    scheduler = SchedulerClient(coordinator.target, token=OPS)
+    admin = AdminClient(coordinator.target, token=OPS)
+    try:
+        yield {
+            "url": coordinator.url,
+            "scheduler": scheduler,
+            "admin": admin,
+            "record": record,
+        }
+    finally:
+        scheduler.close()
+        admin.close()
+        worker.stop()
+        coordinator.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(cluster: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, cluster: dict[str, Any]) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    ctx.set_default_timeout(15_000)
+    try:
+        page = ctx.new_page()
+        url = cluster["url"]
+        page.goto(url + "/")
+        page.fill("input[name=token]", OPS)
+        page.click("#login button[type=submit]")
+        page.wait_for_url(url + "/")
+        yield page
+    finally:
+        ctx.close()
+
+
+def expect() -> Callable[..., Any]:
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect
+
+
+def confirm(page: Any) -> str:
+    summary: str = page.inner_text("#confirm-summary")
+    page.click("#confirm")
+    page.wait_for_selector(".flash")
+    return summary
+
+
+def status_of(admin: AdminClient, job_id: str) -> JobStatus:
+    return admin.get_job(job_id).status
+
+
+def test_run_now_makes_a_scheduled_job_run(cluster: dict[str, Any], page: Any) -> None:
+    job = cluster["scheduler"].enqueue("noop", {}, tenant_id="verbs", delay=timedelta(hours=1))
+    page.goto(f"{cluster['url']}/jobs/{job.id}")
+    button = page.locator("#actions button[data-op=run_now]")
+    expect()(button).to_have_text("Run now")
+    button.click()
+    assert f"Run now job {job.id}" in confirm(page)
+    expect()(page.locator(".flash.ok")).to_contain_text(f"run now job {job.id}")
+    expect()(page.locator("#state .badge")).to_have_text("COMPLETED", timeout=20_000)
+    # A job that is due (or finished) offers no Run now.
+    expect()(page.locator("#actions button[data-op=run_now]")).to_have_count(0)
+
+
+def test_set_aside_a_faulted_ordering_head_without_running_it(
+    cluster: dict[str, Any], page: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    head = scheduler.enqueue(
+        "flaky", {"succeed_on": 2}, tenant_id="verbs", ordering_key="poison", max_attempts=1
+    ).id
+    behind = scheduler.enqueue("noop", {}, tenant_id="verbs", ordering_key="poison").id
+    wait_until(lambda: status_of(admin, head) == JobStatus.FAULTED or None, 30, "the head to fault")
+    page.goto(f"{cluster['url']}/jobs/{behind}")
+    expect()(page.locator("#explain")).to_contain_text(f"wfjobs jobs cancel {head}")
+    page.goto(f"{cluster['url']}/jobs/{head}")
+    expect()(page.locator("#actions")).to_contain_text("the next job of ordering key poison runs")
+    page.locator("#actions button", has_text="Set aside (cancel)").click()
+    assert f"Cancel job {head}" in confirm(page)
+    expect()(page.locator(".flash.ok")).to_contain_text("now CANCELLED")
+    wait_until(
+        lambda: status_of(admin, behind) == JobStatus.COMPLETED or None,
+        30,
+        "the job behind the set-aside head to run",
+    )
+    # The worker was connected all along: the head's one start is its faulted attempt.
+    starts = [r for r in read_records(Path(cluster["record"])) if r[:2] == ["start", head]]
+    assert len(starts) == 1, starts
+    assert status_of(admin, head) == JobStatus.CANCELLED
+
+
+def test_groups_page_shows_progress_and_links_the_completion_job(
+    cluster: dict[str, Any], page: Any
+) -> None:
+    scheduler = cluster["scheduler"]
+    done, _ = scheduler.create_group(
+        JobRequest("noop", {}, tenant_id="verbs-groups"),
+        members=[JobRequest("noop", {}, tenant_id="verbs-groups") for _ in range(2)],
+        tenant_id="verbs-groups",
+        close=True,
+    )
+    waiting, _ = scheduler.create_group(
+        JobRequest("noop", {}, tenant_id="verbs-groups"),
+        members=[JobRequest("nobody-serves", {}, tenant_id="verbs-groups")],
+        tenant_id="verbs-groups",
+    )
+    completed = wait_until(
+        lambda: (lambda g: g if g.completion_job_id else None)(scheduler.get_group(done.id)),
+        30,
+        "the closed group to complete",
+    )
+    response = page.goto(cluster["url"] + "/groups")
+    assert response.status == 200
+    row = page.locator(f"tr[data-group='{done.id}']")
+    expect()(row).to_contain_text("completed")
+    expect()(row.locator(".progress")).to_have_text("2/2")
+    open_row = page.locator(f"tr[data-group='{waiting.id}']")
+    expect()(open_row.locator(".progress")).to_have_text("0/1")
+    expect()(open_row).to_contain_text("not yet")
+    row.locator("a.completion").click()
+    page.wait_for_url(f"{cluster['url']}/jobs/{completed.completion_job_id}")
+    page.goto(cluster["url"] + "/groups?status=open")
+    expect()(page.locator(f"tr[data-group='{waiting.id}']")).to_have_count(1)
+    expect()(page.locator(f"tr[data-group='{done.id}']")).to_have_count(0)
+    page.locator("header nav a", has_text="Groups").click()
+    page.wait_for_url(cluster["url"] + "/groups")
+
+
+def test_purge_matching_finished_jobs_counts_first_and_refuses_a_search(
+    cluster: dict[str, Any], page: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    ids = [scheduler.enqueue("nobody-serves", {}, tenant_id="verbs-purge").id for _ in range(3)]
+    for job_id in ids[:2]:
+        admin.cancel_job(job_id)
+    page.goto(f"{cluster['url']}/jobs?tenant_id=verbs-purge&q=nothing&q_in=payload")
+    page.click("button[data-op=purge]")
+    expect()(page.locator(".flash.error")).to_contain_text("clear the search")
+    page.goto(f"{cluster['url']}/jobs?tenant_id=verbs-purge")
+    page.click("button[data-op=purge]")
+    asked = confirm(page)
+    assert "Purge 2 finished job(s) of the 3 the list holds (tenant verbs-purge)" in asked
+    expect()(page.locator(".flash.ok")).to_contain_text("purged 2 of 2 matching finished job(s)")
+    left = admin.list_jobs(JobFilter(tenant_id="verbs-purge")).jobs
+    assert [j.id for j in left] == [ids[2]]
