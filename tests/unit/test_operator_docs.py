@@ -59,5 +59,6 @@ def test_the_groups_page_s_commands_parse_and_create_is_among_them() -> None:
     commands = re.findall(r"`(wfjobs [^`]+)`", page)
     assert any(c.startswith("wfjobs groups create ") for c in commands)
     for command in commands:
-        # [OPTIONAL] parts are given; the placeholders stand for any value.
-        build_parser().parse_args(shlex.split(command.replace("[", "").replace("]", ""))[1:])
+        # [OPTIONAL] parts are given; the placeholders stand for any value (N for a number).
+        words = shlex.split(command.replace("[", "").replace("]", ""))[1:]
+        build_parser().parse_args(["10" if w == "N" else w for w in words])
