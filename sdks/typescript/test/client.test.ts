@@ -184,3 +184,40 @@ test("a lease lost after a cancel request is lost: ctx.leaseLost turns true and 
   assert.ok(messages.some((m) => m.endsWith("finished after its lease was lost; outcome not reported")), messages.join("\n"));
   assert.ok(!messages.some((m) => m.includes("lease lost") && m.includes("rejected")), "nothing was sent under the lost lease");
 });
+
+test("a handler's validate option refuses a payload for good before the handler runs, and hands on what it returns", async () => {
+  const client = new Client({ target });
+  const worker = new Worker({ target, concurrency: 2, workerId: "ts-validate", logSink: () => undefined });
+  const handled: unknown[] = [];
+  worker.handler<{ n: number }>(
+    "validated",
+    async (payload) => {
+      handled.push(payload);
+      return { doubled: payload.n * 2 };
+    },
+    {
+      validate: (payload) => {
+        const n = (payload as { n?: unknown } | null)?.n;
+        if (typeof n !== "number") throw new TypeError(`n must be a number, got ${JSON.stringify(n)}`);
+        return { n };
+      },
+    },
+  );
+  const running = worker.run({ handleSignals: false });
+  try {
+    const bad = await client.enqueue("validated", { n: "2" }, { tenantId: "t1", retryPolicy: { maxAttempts: 3 } });
+    const good = await client.enqueue("validated", { n: 2, extra: true }, { tenantId: "t1" });
+    const refused = await client.getJob((await client.waitForJob(bad.id, { timeoutMs: 30_000 })).id, { attempts: true });
+    assert.equal(statusOf(refused), "FAULTED");
+    assert.equal(refused.attempts.length, 1, "not retried");
+    assert.equal(refused.attempts[0].errorKind, "PayloadValidationError");
+    assert.equal(refused.attempts[0].error, 'PayloadValidationError: n must be a number, got "2"');
+    const done = await client.waitForJob(good.id, { timeoutMs: 30_000 });
+    assert.deepEqual(resultOf(done), { doubled: 4 });
+  } finally {
+    await worker.shutdown();
+    await running;
+    client.close();
+  }
+  assert.deepEqual(handled, [{ n: 2 }], "the handler got what validate returned, and only that");
+});
