@@ -141,6 +141,7 @@ class Api:
         tenant: str = TENANT,
         max_attempts: int = 3,
         lease_s: float | None = None,
+        execution_timeout_s: float | None = None,
         traceparent: str = "",
     ) -> str:
         spec = job_pb2.JobSpec(
@@ -159,6 +160,8 @@ class Api:
         )
         if lease_s is not None:
             spec.heartbeat_timeout.FromMilliseconds(int(lease_s * 1000))
+        if execution_timeout_s is not None:
+            spec.execution_timeout.FromMilliseconds(int(execution_timeout_s * 1000))
         response = self.retrying(
             lambda: self.scheduler.Enqueue(
                 scheduler_service_pb2.EnqueueRequest(job=spec), metadata=self.metadata, timeout=10

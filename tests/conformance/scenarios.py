@@ -297,6 +297,25 @@ def test_a_lost_lease_stops_the_handler_and_reports_nothing(
     assert lines(log, f"job {job_id} finished after its lease was lost; outcome not reported")
 
 
+def test_an_attempt_past_its_execution_timeout_fails_and_is_retried(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    """The worker's clock starts when the job arrives: an attempt that runs past
+    the job's execution timeout ends as a retryable TimeoutError failure (before
+    the coordinator's own deadline, 2 s later), and the next attempt runs."""
+    worker = start_worker(sdk, coordinator.target, tmp_path, "timeout")
+    try:
+        job_id = api.enqueue(
+            "sleep", {"ms": 50, "first_attempt_ms": 10_000}, max_attempts=2, execution_timeout_s=1.0
+        )
+        job = api.wait(job_id)
+    finally:
+        worker.stop()
+    assert (job.status, outcomes(job)) == (COMPLETED, ["FAILED", "COMPLETED"]), outcomes(job)
+    assert job.attempts[0].error_kind == "TimeoutError", job.attempts[0]
+    assert "execution timeout" in job.attempts[0].error
+
+
 # -- protocol.md "Stream end and lease expiry" ------------------------------------------------
 
 
