@@ -21,7 +21,7 @@ def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, A
     outage too); ``sort``: the backlog's column (``-`` before it: descending)."""
     s = view.stats
     oldest = s.oldest_pending_age.total_seconds() if s.oldest_pending_age else None
-    now_text = view.read_at.strftime("%Y-%m-%dT%H:%M:%S")
+    now_text = views.counted_at(s.read_time or view.read_at)
     due = views.jobs_href(status="PENDING", due_before=now_text, order="oldest")
     later = views.jobs_href(status="PENDING", due_after=now_text, order="oldest")
     b = s.backlog
@@ -42,7 +42,13 @@ def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, A
         ("of them ready (runnable now)", b.ready, ""),
         ("of them held", b.held, ""),
         *held,
-        ("of them scheduled (not due yet)", b.scheduled, later),
+        # Linked while it counts every job not due (the list cannot leave out
+        # the paused ones, which the backlog counts as held).
+        (
+            "of them scheduled (not due yet)",
+            b.scheduled,
+            later if b.scheduled == s.scheduled else "",
+        ),
         ("running", s.running, "/jobs?status=RUNNING"),
         ("oldest due pending", views.age(oldest) if s.pending - s.scheduled else "–", due),
         ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),

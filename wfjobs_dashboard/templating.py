@@ -36,6 +36,7 @@ ENV = jinja2.Environment(
 )
 ENV.filters.update(
     when=views.when,
+    form_time=views.form_time,
     age=views.age,
     ago=views.ago,
     actor=views.actor_text,

@@ -80,6 +80,22 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
+def counted_at(read_time: datetime) -> str:
+    """The due_before / due_after of the lists of the jobs counted at
+    ``read_time`` as due / scheduled (due after it): one microsecond past it,
+    as a UTC datetime-local value to the microsecond (a job due in the same
+    second, or millisecond, as the count is on the list its number links to)."""
+    after = read_time.astimezone(UTC) + timedelta(microseconds=1)
+    return after.replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def form_time(text: str) -> str:
+    """A time filter's value as a datetime-local input holds it: at most
+    milliseconds (a link may carry microseconds, which the input cannot)."""
+    whole, dot, fraction = text.partition(".")
+    return f"{whole}.{fraction[:3]}" if dot and fraction[:3].strip("0") else whole
+
+
 def ago(value: datetime | None, now: datetime | None = None) -> str:
     if value is None:
         return ""

@@ -885,6 +885,9 @@ class JobStats:
         backlog: The pending jobs split into ready, scheduled and held by
             reason (:class:`Backlog`).
         backlog_by_type: The same per tenant and job type.
+        read_time: The coordinator's time the counts were read at: pending
+            jobs due after it are ``scheduled``, the others due (None from a
+            coordinator that does not say).
         raw: The ``workflowjobs.v1.GetStatsResponse`` itself.
     """
 
@@ -906,6 +909,7 @@ class JobStats:
     windows: list[WindowCounts] = dataclasses.field(default_factory=list)
     backlog: Backlog = Backlog()
     backlog_by_type: list[Backlog] = dataclasses.field(default_factory=list)
+    read_time: datetime | None = None
     raw: admin_service_pb2.GetStatsResponse | None = dataclasses.field(
         default=None, repr=False, compare=False
     )
@@ -944,6 +948,7 @@ class JobStats:
             ],
             backlog=Backlog.from_proto(response.backlog),
             backlog_by_type=[Backlog.from_proto(b) for b in response.backlog_by_type],
+            read_time=_when(response, "read_time"),
             raw=response,
         )
 

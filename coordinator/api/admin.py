@@ -136,6 +136,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             connected_workers=s.connected_workers,
             backlog=convert.backlog_to_proto(functools.reduce(summed, backlog, ScalingFigures(""))),
             backlog_by_type=[convert.backlog_to_proto(b) for b in backlog],
+            read_time=convert.us_to_ts(s.read_time_us),
         )
 
     async def Pause(

@@ -147,6 +147,8 @@ class Stats:
     # The cluster's open worker streams; for one tenant, those whose credential
     # covers it (a tenant-scoped caller learns nothing of other tenants' workers).
     connected_workers: int
+    # The time the counts were read at (µs): PENDING jobs due after it are scheduled.
+    read_time_us: int = 0
 
 
 class Operations:
@@ -541,6 +543,7 @@ class Operations:
             retries=retried,
             draining=self.draining,
             connected_workers=len(workers),
+            read_time_us=now,
         )
 
     # -- the cluster registry (read and written by the cluster-sync chore) -------------

@@ -77,6 +77,14 @@ def test_stats_split_scheduled_from_due_pending_jobs(target: str) -> None:
         assert (stats.pending, stats.scheduled) == (6, 4)
         rows = {(c.job_type, c.status): (c.count, c.scheduled) for c in stats.counts}
         assert rows == {("noop", JobStatus.PENDING): (5, 3), ("other", JobStatus.PENDING): (1, 1)}
+        # The time they were counted at: a microsecond past it, due_before lists
+        # the due ones and due_after the scheduled ones, exactly.
+        assert stats.read_time is not None
+        past = stats.read_time + timedelta(microseconds=1)
+        pending = ["PENDING"]
+        due = admin.list_jobs(JobFilter(statuses=pending, tenant_id="sched", due_before=past))
+        later = admin.list_jobs(JobFilter(statuses=pending, tenant_id="sched", due_after=past))
+        assert (len(due.jobs), len(later.jobs)) == (2, 4)
 
 
 def wfjobs(target: str, *args: str) -> str:

@@ -178,6 +178,30 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     expect()(history.locator("tr", has_text="billing-flow")).to_contain_text("by ops")
 
 
+def test_every_backlog_number_lists_exactly_the_jobs_it_counts_even_just_enqueued(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    page = log_in(context, cluster["url"], OPS)
+    # No worker serves this type: the due jobs stay pending, due since this second.
+    due = [scheduler.enqueue("nobody-serves", {}, tenant_id="counted").id for _ in range(3)]
+    later = scheduler.enqueue("nobody-serves", {}, tenant_id="counted", delay=timedelta(hours=1)).id
+    page.goto(cluster["url"] + "/")  # at once: the counts are read within the second
+    row = page.locator("#live table tr", has_text="counted")
+    cells = row.locator("td a.num")
+    expect()(cells).to_have_count(2)
+    links = [(cells.nth(i).inner_text(), cells.nth(i).get_attribute("href")) for i in range(2)]
+    listed = []
+    for count, href in links:
+        page.goto(cluster["url"] + href)
+        ids = page.locator("tbody td a.mono").all_inner_texts()
+        assert page.inner_text(".pager .total") == f"{count} job(s) match"
+        listed.append(sorted(ids))
+    assert listed == [sorted(due), [later]]
+    for job_id in [*due, later]:
+        admin.cancel_job(job_id)
+
+
 def test_the_pause_history_says_a_pause_expired_not_that_it_is_active(
     cluster: dict[str, Any], context: Any
 ) -> None:

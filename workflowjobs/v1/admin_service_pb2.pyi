@@ -182,7 +182,7 @@ class StatusCount(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., count: _Optional[int] = ..., scheduled: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled", "windows", "backlog", "backlog_by_type")
+    __slots__ = ("counts", "pending", "running", "completed", "faulted", "cancelled", "oldest_pending_age", "retries_in_window", "failures_in_window", "completions_in_window", "dead_letter", "draining", "connected_workers", "held", "scheduled", "windows", "backlog", "backlog_by_type", "read_time")
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +201,7 @@ class GetStatsResponse(_message.Message):
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     BACKLOG_FIELD_NUMBER: _ClassVar[int]
     BACKLOG_BY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    READ_TIME_FIELD_NUMBER: _ClassVar[int]
     counts: _containers.RepeatedCompositeFieldContainer[StatusCount]
     pending: int
     running: int
@@ -219,7 +220,8 @@ class GetStatsResponse(_message.Message):
     windows: _containers.RepeatedCompositeFieldContainer[WindowCounts]
     backlog: Backlog
     backlog_by_type: _containers.RepeatedCompositeFieldContainer[Backlog]
-    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowCounts, _Mapping]]] = ..., backlog: _Optional[_Union[Backlog, _Mapping]] = ..., backlog_by_type: _Optional[_Iterable[_Union[Backlog, _Mapping]]] = ...) -> None: ...
+    read_time: _timestamp_pb2.Timestamp
+    def __init__(self, counts: _Optional[_Iterable[_Union[StatusCount, _Mapping]]] = ..., pending: _Optional[int] = ..., running: _Optional[int] = ..., completed: _Optional[int] = ..., faulted: _Optional[int] = ..., cancelled: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., retries_in_window: _Optional[int] = ..., failures_in_window: _Optional[int] = ..., completions_in_window: _Optional[int] = ..., dead_letter: _Optional[int] = ..., draining: _Optional[bool] = ..., connected_workers: _Optional[int] = ..., held: _Optional[int] = ..., scheduled: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowCounts, _Mapping]]] = ..., backlog: _Optional[_Union[Backlog, _Mapping]] = ..., backlog_by_type: _Optional[_Iterable[_Union[Backlog, _Mapping]]] = ..., read_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Backlog(_message.Message):
     __slots__ = ("tenant_id", "job_type", "ready", "scheduled", "held_paused", "held_limit", "held_rate", "held_ordering", "held_no_worker", "held_drained", "running")

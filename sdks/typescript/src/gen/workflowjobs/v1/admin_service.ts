@@ -431,6 +431,13 @@ export interface GetStatsResponse {
     | undefined;
   /** The same per tenant and job type, in (tenant, job type) order. */
   backlogByType: Backlog[];
+  /**
+   * The coordinator's time the counts were read at: of the pending jobs, those
+   * due after it are `scheduled` (StatusCount.scheduled), the others due, so a
+   * JobFilter with due_after (or due_before) one microsecond past it lists
+   * exactly the jobs counted as scheduled (or due).
+   */
+  readTime: Date | undefined;
 }
 
 /** Pending jobs by what they wait for (GetStatsResponse.backlog). */
@@ -2336,6 +2343,7 @@ function createBaseGetStatsResponse(): GetStatsResponse {
     windows: [],
     backlog: undefined,
     backlogByType: [],
+    readTime: undefined,
   };
 }
 
@@ -2427,6 +2435,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     }
     for (const v of message.backlogByType) {
       Backlog.encode(v!, writer.uint32(146).fork()).join();
+    }
+    if (message.readTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.readTime), writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -2588,6 +2599,14 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
             message.backlogByType.push(Backlog.decode(reader, reader.uint32()));
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.readTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2650,6 +2669,11 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
         : globalThis.Array.isArray(object?.backlog_by_type)
         ? object.backlog_by_type.map((e: any) => Backlog.fromJSON(e))
         : [],
+      readTime: isSet(object.readTime)
+        ? fromJsonTimestamp(object.readTime)
+        : isSet(object.read_time)
+        ? fromJsonTimestamp(object.read_time)
+        : undefined,
     };
   },
 
@@ -2709,6 +2733,9 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
     if (message.backlogByType?.length) {
       obj.backlogByType = message.backlogByType.map((e) => Backlog.toJSON(e));
     }
+    if (message.readTime !== undefined) {
+      obj.readTime = message.readTime.toISOString();
+    }
     return obj;
   },
 
@@ -2747,6 +2774,7 @@ export const GetStatsResponse: MessageFns<GetStatsResponse> = {
       ? Backlog.fromPartial(object.backlog)
       : undefined;
     message.backlogByType = object.backlogByType?.map((e) => Backlog.fromPartial(e)) || [];
+    message.readTime = object.readTime ?? undefined;
     return message;
   },
 };
