@@ -254,10 +254,15 @@ async def measure_ours(
             await channel.close()
         stop_all(workers)
         wfjobs.stop_coordinators(started)
+    direct = wfjobs.dispatch_counts(started)
     if clock is not None and anatomy_runs is not None:
         jobs = anatomy.merge(clock, anatomy.read_stage_files(stage_prefix), read_records(paths))
         anatomy_runs.append(anatomy.step_percentiles(jobs))
-    return latencies_ms(paths), _note(total, achieved, failed, seen), cpu
+    note = _note(total, achieved, failed, seen)
+    if direct is not None:
+        note += f"; {direct[0]:,} leased at insert, {direct[1]:,} by {direct[2]:,} passes"
+    print(f"  latency ours: {note}", flush=True)
+    return latencies_ms(paths), note, cpu
 
 
 async def measure_pgqueuer(

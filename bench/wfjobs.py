@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Sequence
 
@@ -261,6 +262,26 @@ def start_coordinators(
 def stop_coordinators(coordinators: Sequence[Coordinator]) -> None:
     for coordinator in coordinators:
         coordinator.stop()
+
+
+_DISPATCH_LINE = re.compile(
+    r"dispatch: (\d+) job\(s\) leased at insert \(direct dispatch\), (\d+) by (\d+) pass"
+)
+
+
+def dispatch_counts(coordinators: Sequence[Coordinator]) -> tuple[int, int, int] | None:
+    """Jobs leased at insert, jobs leased by passes and passes, summed over the
+    stopped coordinators (from the line each logs as it stops); None if a log lacks it."""
+    totals = [0, 0, 0]
+    for coordinator in coordinators:
+        if coordinator.process is None:
+            return None
+        match = _DISPATCH_LINE.search(coordinator.process.log_text())
+        if match is None:
+            return None
+        for i in range(3):
+            totals[i] += int(match.group(i + 1))
+    return totals[0], totals[1], totals[2]
 
 
 class WorkflowJobsSystem:

@@ -413,6 +413,13 @@ async def serve(settings: Settings) -> None:
     if dashboard is not None:
         await dashboard.stop()
     await shutdown(settings.drain_timeout_s)
+    dispatcher = engine.dispatcher
+    log.info(
+        "dispatch: %d job(s) leased at insert (direct dispatch), %d by %d pass(es)",
+        dispatcher.leased_at_insert,
+        dispatcher.leased_by_pass,
+        dispatcher.passes,
+    )
     telemetry.shutdown()
     if file_lock is not None:
         file_lock.release()

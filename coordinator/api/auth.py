@@ -436,6 +436,11 @@ class AuthConfig:
     open_scaler: bool = True
 
 
+def _service_of(method: str) -> str:
+    """The service of a full method name (``/package.Service/Method``)."""
+    return method.split("/")[1] if method.count("/") >= 2 else method
+
+
 def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
     for key, value in metadata or ():
         if key == "authorization":
@@ -467,9 +472,8 @@ class TokenGate(ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler:
         method = handler_call_details.method
-        service = method.split("/")[1] if method.count("/") >= 2 else method
         handler = await continuation(handler_call_details)
-        if handler is None or service in self._auth.open_services:
+        if handler is None or self._auth.is_open(method):
             return handler
         metadata = handler_call_details.invocation_metadata
         authorize = self._auth.authorize
@@ -553,6 +557,37 @@ class AuthInterceptor(ServerInterceptor):
         """Services callable without a token."""
         return self._open
 
+    def is_open(self, method: str) -> bool:
+        """``method`` belongs to a service callable without a token."""
+        return _service_of(method) in self._open
+
+    def policy_for(self, method: str) -> Policy:
+        """The tenant-scope check of ``method``'s requests."""
+        if _service_of(method) in _ANY_TOKEN_SERVICES:
+            return _servicer_decides
+        return _POLICIES.get(method, _cluster_wide)
+
+    def unary_admission(
+        self, method: str
+    ) -> Callable[[Principal, Any, Callable[[], Awaitable[Any]]], Awaitable[Any]]:
+        """What a unary call of ``method`` runs once its token and role passed:
+        the tenant-scope check of its decoded request, then ``run`` with the
+        caller as ``current_principal()``."""
+        policy = self.policy_for(method)
+        engine = self._engine
+
+        async def admit(
+            principal: Principal, request: Any, run: Callable[[], Awaitable[Any]]
+        ) -> Any:
+            await policy(request, principal, engine)
+            token = _principal.set(principal)
+            try:
+                return await run()
+            finally:
+                _principal.reset(token)
+
+        return admit
+
     def authorize(self, method: str, metadata: Any) -> Principal:
         """The caller of ``method`` from its metadata: token, then role.
 
@@ -572,7 +607,7 @@ class AuthInterceptor(ServerInterceptor):
         principal = self.book.authenticate(token)
         if principal is None:
             raise Unauthenticated("the bearer token is not known to this coordinator")
-        service = method.split("/")[1] if method.count("/") >= 2 else method
+        service = _service_of(method)
         if service in _ANY_TOKEN_SERVICES or method in _ANY_TOKEN_METHODS:
             return principal
         role = _ROLE_OF_SERVICE.get(service, "admin")
@@ -589,15 +624,11 @@ class AuthInterceptor(ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler:
         method = handler_call_details.method
-        service = method.split("/")[1] if method.count("/") >= 2 else method
         handler = await continuation(handler_call_details)
-        if handler is None or service in self._open:
+        if handler is None or self.is_open(method):
             return handler
         metadata = handler_call_details.invocation_metadata
-        if service in _ANY_TOKEN_SERVICES:
-            policy: Policy = _servicer_decides
-        else:
-            policy = _POLICIES.get(method, _cluster_wide)
+        policy = self.policy_for(method)
         engine = self._engine
 
         def checked_unary(inner: Callable[..., Any]) -> Callable[..., Any]:

@@ -33,6 +33,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.Aborted, grpc.StatusCode.ABORTED),
+    (errors.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.SchemaMismatch, grpc.StatusCode.FAILED_PRECONDITION),
@@ -72,7 +74,7 @@ class ErrorMappingInterceptor(ServerInterceptor):
         if isinstance(exc, errors.StoreUnavailable) and self._on_store_unavailable is not None:
             self._on_store_unavailable()
 
-    async def _end_with(self, error: Exception, context: CallContext, method: str) -> None:
+    async def end_with(self, error: Exception, context: CallContext, method: str) -> None:
         """End the call with the status ``error`` maps to; a call already ended
         (aborted, or misused) keeps its own."""
         if isinstance(error, grpc.aio.AbortError | grpc.aio.UsageError):
@@ -87,7 +89,7 @@ class ErrorMappingInterceptor(ServerInterceptor):
             try:
                 return await inner(request, context)
             except Exception as e:  # noqa: BLE001 - mapped (INTERNAL with a log if unexpected)
-                await self._end_with(e, context, method)
+                await self.end_with(e, context, method)
 
         return mapped
 
@@ -99,7 +101,7 @@ class ErrorMappingInterceptor(ServerInterceptor):
                 async for item in inner(request, context):
                     yield item
             except Exception as e:  # noqa: BLE001 - mapped (INTERNAL with a log if unexpected)
-                await self._end_with(e, context, method)
+                await self.end_with(e, context, method)
 
         return mapped
 

@@ -244,7 +244,9 @@ class LimitsInterceptor(ServerInterceptor):
         self.rate.check(principal.name)
         return principal.name
 
-    def _unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
+    def wrap_unary(self, inner: Callable[..., Any], method: str) -> Callable[..., Any]:
+        """``inner``, a unary behaviour of ``method``, behind the caller's limits."""
+
         async def unary_unary(request: Any, context: CallContext) -> Any:
             self._charge(method, context)
             if method != WAIT_FOR_JOB:
@@ -303,7 +305,7 @@ class LimitsInterceptor(ServerInterceptor):
         method = handler_call_details.method
         return rewrap(
             handler,
-            unary_unary=lambda inner: self._unary(inner, method),
+            unary_unary=lambda inner: self.wrap_unary(inner, method),
             stream_stream=lambda inner: (
                 self._acquire_stream(inner) if method == ACQUIRE_JOBS else None
             ),

@@ -1,11 +1,13 @@
 """Builds the gRPC server: services, health, reflection, error mapping,
 authentication, limits and TLS.
 
-Interceptor order (outermost first): error mapping, then the token gate (bearer
-token and role, from metadata only), then request decoding, then the rest of
-authentication (tenant scopes), then limits. So every error gets its status
-code, an unauthenticated caller is refused before its bytes are decoded,
-tenant checks see decoded requests and limits know the caller.
+Interceptor order (outermost first): tracing when it is on, then one
+interceptor (``CallPipeline``, api/pipeline.py) doing, in this order, error
+mapping, the token gate (bearer token and role, from metadata only), request
+decoding, the rest of authentication (tenant scopes) and limits. So every
+error gets its status code, an unauthenticated caller is refused before its
+bytes are decoded, tenant checks see decoded requests and limits know the
+caller.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from coordinator.api.errors import ErrorMappingInterceptor
 from coordinator.api.handlers import ServerInterceptor
 from coordinator.api.health import HealthWatchConfig, StoreHealthWatch
 from coordinator.api.keda import ExternalScalerServicer
+from coordinator.api.pipeline import CallPipeline
 from coordinator.api.request_limits import ApiLimits, LimitsInterceptor
 from coordinator.api.scheduler import JobSchedulerServicer
 from coordinator.api.tls import TlsConfig
@@ -75,25 +78,30 @@ class CoordinatorServer:
             ),
         )
         self._token_watch: asyncio.Task[None] | None = None
+        self.auth = AuthInterceptor(auth, engine) if auth is not None else None
         interceptors: list[ServerInterceptor] = [
             # Tracing (when on) is outermost, so RPC spans see every status code.
             *telemetry.server_interceptors(),
-            ErrorMappingInterceptor(on_store_unavailable=self.health_watch.report_unavailable),
+            CallPipeline(
+                errors=ErrorMappingInterceptor(
+                    on_store_unavailable=self.health_watch.report_unavailable
+                ),
+                # Decodes requests itself: undecodable bytes and NUL in strings
+                # are INVALID_ARGUMENT.
+                decoding=RequestDecodingInterceptor(engine.config.max_string_length),
+                auth=self.auth,
+                limits=LimitsInterceptor(self.limits),
+            ),
         ]
-        self.auth = AuthInterceptor(auth, engine) if auth is not None else None
-        if self.auth is not None:
-            # Token and role first: no bytes of an unauthenticated caller are decoded.
-            interceptors.append(self.auth.gate)
-        # Decodes requests itself: undecodable bytes and NUL in strings are INVALID_ARGUMENT.
-        interceptors.append(RequestDecodingInterceptor(engine.config.max_string_length))
-        if self.auth is not None:
-            interceptors.append(self.auth)
-        interceptors.append(LimitsInterceptor(self.limits))
         self.server = grpc.aio.server(
             interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # The coordinator pings each connection every 20 s (10 s to answer),
+                # and permits the clients' own pings down to one every 5 s with
+                # or without calls (both SDKs ping every 10 s): a silent path is
+                # found from either end.
                 ("grpc.keepalive_time_ms", 20_000),
                 ("grpc.keepalive_timeout_ms", 10_000),
                 ("grpc.http2.max_pings_without_data", 0),

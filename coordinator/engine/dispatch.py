@@ -109,6 +109,11 @@ class Dispatcher:
         # no pass leases, nor does direct dispatch at insert.
         self.leasing = True
         self.passes = 0
+        # Jobs leased by this coordinator's passes, and at insert (enqueue's
+        # direct dispatch, which counts them here): the share a single enqueue
+        # saves a claim, logged when the coordinator stops.
+        self.leased_by_pass = 0
+        self.leased_at_insert = 0
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -348,6 +353,7 @@ class Dispatcher:
                 owned.setdefault(session, []).append(row)
         for session, leased in owned.items():
             session.credits = max(0, session.credits - len(leased))
+        self.leased_by_pass += len(rows)
         orphans.extend(self.deliver(owned.items(), token))
         if orphans:
             # The worker left while we were leasing: hand the jobs straight back.

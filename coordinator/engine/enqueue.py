@@ -474,6 +474,7 @@ class Enqueue:
         # Leased at insert is leased all the same: it counts against the
         # tenant's and the category's fair shares like a lease from a pass.
         self.acquisition.leased(records, direct.now)
+        self.dispatcher.leased_at_insert += len(records)
         return self.dispatcher.deliver(leased.items(), direct.lease_token)
 
     async def _hand_back_direct(self, orphans: list[tuple[str, str]]) -> None:

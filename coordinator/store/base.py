@@ -18,10 +18,18 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
+from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import event, exc
 from sqlalchemy.dialects import postgresql, sqlite
 
-from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
+from coordinator.errors import (
+    Aborted,
+    AlreadyExists,
+    DeadlineExceeded,
+    InvalidArgument,
+    SchemaMismatch,
+    StoreUnavailable,
+)
 from coordinator.masking import display_url, mask_credentials
 from coordinator.store.liveness import (
     DEFAULT_BOUNDS,
@@ -91,6 +99,70 @@ def driver_sql(sql: str) -> str:
         binary = _ARRAY_PARAM.sub(r"CAST(%(\1)b AS \2[])", sql)
         out = _DRIVER_SQL[sql] = _PARAM.sub(r"%(\1)s", binary)
     return out
+
+
+# psycopg's placeholders in ``driver_sql`` text: ``%(name)s``, ``%(name)b``, ``%%``.
+_DRIVER_PARAM = re.compile(r"%(?:\((\w+)\)([sb])|%)")
+
+
+@dataclass(frozen=True)
+class Positional:
+    """A ``driver_sql`` statement as PostgreSQL's own text, ``$n`` placeholders.
+
+    Attributes:
+        text: The statement with ``$1``, ``$2``, … (a name used twice is one number).
+        names: The parameter of each number, in order.
+        binary: The numbers (0-based) psycopg sends in binary (``%(name)b``).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    binary: frozenset[int]
+
+    def values(self, params: dict[str, Any]) -> list[Any]:
+        """The values of ``params`` in ``$n`` order; arrays sent in binary are marked so."""
+        return [
+            BinaryList(params[name]) if i in self.binary else params[name]
+            for i, name in enumerate(self.names)
+        ]
+
+
+class BinaryList(list[Any]):
+    """A list psycopg sends as a binary array (the event loop's connection
+    dumps it with ``ListBinaryDumper``): what ``%(name)b`` asks for."""
+
+
+_POSITIONAL: dict[str, Positional] = {}
+
+
+def positional(sql: str) -> Positional:
+    """``sql`` (``driver_sql`` text) with ``$n`` placeholders, converted once per text.
+
+    Sent through a raw cursor, the text goes to the server as it is: psycopg
+    does not parse it again on each execution (it does so for any statement
+    longer than its 4,096-byte cache, the group-commit insert among them).
+    """
+    found = _POSITIONAL.get(sql)
+    if found is not None:
+        return found
+    names: list[str] = []
+    binary: set[int] = set()
+
+    def number(match: re.Match[str]) -> str:
+        name, kind = match.group(1), match.group(2)
+        if name is None:
+            return "%"
+        if name not in names:
+            names.append(name)
+        index = names.index(name)
+        if kind == "b":
+            binary.add(index)
+        return f"${index + 1}"
+
+    found = _POSITIONAL[sql] = Positional(
+        _DRIVER_PARAM.sub(number, sql), tuple(names), frozenset(binary)
+    )
+    return found
 
 
 PLAN_CACHE_MODES = ("force_generic_plan", "auto", "force_custom_plan")
@@ -283,7 +355,9 @@ def domain_errors() -> Iterator[None]:
     A value the database refuses (out of range, NUL in text, a constraint) came
     from a caller: it is ``InvalidArgument`` (``AlreadyExists`` for a unique
     key), never an unexpected error. A database that cannot be reached is
-    ``StoreUnavailable``.
+    ``StoreUnavailable`` (and only that turns health NOT_SERVING); a
+    transaction the database gave up is ``Aborted`` or ``DeadlineExceeded``
+    (``_operational_failure``), both retryable.
     """
     try:
         yield
@@ -298,7 +372,10 @@ def domain_errors() -> Iterator[None]:
             "(strings may not contain NUL; numbers must stay within their documented bounds)"
         ) from e
     except exc.OperationalError as e:
-        raise StoreUnavailable(f"database unavailable: {mask_credentials(str(e.orig or e))}") from e
+        failure = _operational_failure(e)
+        if failure is None:
+            raise  # neither the database's state nor the call's: a bug (INTERNAL, logged)
+        raise failure from e
     except exc.InterfaceError as e:
         raise StoreUnavailable(
             f"database connection lost: {mask_credentials(str(e.orig or e))}"
@@ -307,6 +384,61 @@ def domain_errors() -> Iterator[None]:
         # The pool had no connection to give within its timeout: every one is
         # held by a call the database has not answered.
         raise StoreUnavailable(f"no database connection free: {e}") from e
+
+
+# PostgreSQL SQLSTATEs of a transaction the server gave up while it is up:
+# serialization failure, deadlock, a lock not available (lock_timeout), and an
+# idle transaction ended by idle_in_transaction_session_timeout.
+_ABORTED_STATES = frozenset({"40001", "40P01", "55P03", "25P03"})
+_STATEMENT_TIMEOUT = "57014"
+# SQLSTATE classes and codes of a server that cannot serve: connection
+# exceptions, insufficient resources (too many connections, disk full),
+# authorization, a database that does not exist, shutdown, crash recovery.
+_UNAVAILABLE_CLASSES = ("08", "53", "28", "3D", "57P", "58")
+# SQLite result codes of a database that is busy (another writer held the
+# lock past the busy timeout): the call may be sent again.
+_SQLITE_BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
+
+
+def _operational_failure(e: exc.OperationalError) -> Exception | None:
+    """What an ``OperationalError`` means for the call: the database cannot
+    be reached (``StoreUnavailable``), it gave the transaction up
+    (``Aborted``) or timed a statement out (``DeadlineExceeded``); None when it
+    is neither (a statement the coordinator should not have sent), which the
+    caller re-raises as the bug it is.
+
+    A PostgreSQL error without an SQLSTATE comes from the connection itself
+    (it could not be opened, broke, or went silent past its deadline), but for
+    the driver refusing a statement before sending it (more parameters than
+    the protocol carries).
+    """
+    orig = e.orig
+    text = mask_credentials(str(orig or e))
+    if e.connection_invalidated:
+        return StoreUnavailable(f"database unavailable: {text}")
+    name = getattr(orig, "sqlite_errorname", None)
+    if name is not None:
+        if name in _SQLITE_BUSY:
+            return Aborted(f"the database was busy; retry the call: {text}")
+        if name == "SQLITE_ERROR":
+            return None
+        return StoreUnavailable(f"database unavailable: {text}")
+    state = getattr(orig, "sqlstate", None)
+    if state in _ABORTED_STATES:
+        return Aborted(f"the database aborted this call's transaction ({state}); retry it: {text}")
+    if state == _STATEMENT_TIMEOUT:
+        return DeadlineExceeded(
+            f"a statement ran past the database's statement timeout; retry the call: {text}"
+        )
+    if state is None:
+        return (
+            None
+            if "number of parameters must be between" in text
+            else (StoreUnavailable(f"database unavailable: {text}"))
+        )
+    if state.startswith(_UNAVAILABLE_CLASSES):
+        return StoreUnavailable(f"database unavailable: {text}")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +604,7 @@ class StoreBase:
                 # A pooler that refuses startup options (see _without_options_if_refused).
                 self._loop_params = params = {k: v for k, v in params.items() if k != "options"}
                 conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            conn.adapters.register_dumper(BinaryList, ListBinaryDumper)
             self._loop_conn = conn
             return conn
 
@@ -479,22 +612,32 @@ class StoreBase:
         """One self-contained statement (``driver_sql`` text) on the event loop's
         own autocommit connection; its rows.
 
-        No thread hop and no SQLAlchemy on the way: the loop sends the
-        statement and is free until the answer comes. Database errors become
+        No thread hop, no SQLAlchemy and no parsing of the text on the way:
+        the statement goes as PostgreSQL's own text (``positional``) through a
+        raw cursor, prepared once per session like every statement of the
+        store, and the loop is free until the answer comes. Database errors become
         domain errors exactly as on the store's threads (``domain_errors``);
         a connection that broke is dropped, and the next statement connects
         again.
         """
         try:
             conn = await self._loop_connection()
-            cursor = await conn.execute(sql, params)
+            statement = positional(sql)
+            cursor = psycopg.AsyncRawCursor(conn)
+            await cursor.execute(statement.text, statement.values(params))
             return await cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as e:
-            if self._loop_conn is not None and self._loop_conn.broken:
+            broken = self._loop_conn is None or self._loop_conn.broken
+            if self._loop_conn is not None and broken:
                 await self._drop_loop_connection()
             with domain_errors():
                 raise exc.DBAPIError.instance(
-                    sql, params, e, psycopg.Error, hide_parameters=True
+                    sql,
+                    params,
+                    e,
+                    psycopg.Error,
+                    hide_parameters=True,
+                    connection_invalidated=broken,
                 ) from e
             raise
         except BaseException:

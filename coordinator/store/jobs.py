@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from coordinator.errors import FailedPrecondition, StoreUnavailable
+from coordinator.errors import Aborted, FailedPrecondition
 from coordinator.model import (
     ATTEMPT_CEILING,
     FINISHED_STATUSES,
@@ -258,9 +258,9 @@ def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGran
     )
 
 
-def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
+def _key_vanished(new_jobs: Sequence[NewJob]) -> Aborted:
     keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
-    return StoreUnavailable(
+    return Aborted(
         f"the job stored under idempotency key {keys} was deleted while this enqueue "
         "was reading it; retry the enqueue"
     )

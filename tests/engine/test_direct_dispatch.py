@@ -31,17 +31,21 @@ def test_idle_worker_gets_the_job_at_insert(store_url: str) -> None:
         await h.engine.enqueue([make_job()])  # tenant-a's lane, before any credit
         [(first, _)] = await h.lease(1, worker="drain-first")
         h.engine.grant(session, 2)
+        dispatcher = h.engine.dispatcher
+        at_insert = dispatcher.leased_at_insert
         row, _ = await h.engine.enqueue_one(make_job())
         stored, _ = await h.job(row.id)
         if h.engine.store.is_postgres:
-            # Leased in the insert statement, not by an acquisition pass.
+            # Leased in the insert statement, not by an acquisition pass, and counted so.
             assert (row.status, stored.status) == (JobStatus.RUNNING, JobStatus.RUNNING)
             assert stored.lease_owner == "idle" and session.credits == 1
             [delivered] = _delivered(session)
             assert delivered.id == row.id and delivered.lease_token == stored.lease_token
+            assert dispatcher.leased_at_insert == at_insert + 1
         else:
             # The SQLite store has no direct path: the job waits for a pass.
             assert stored.status == JobStatus.PENDING and session.credits == 2
+            assert dispatcher.leased_at_insert == at_insert == 0
 
     run(store_url, scenario)
 
@@ -57,6 +61,7 @@ def test_paused_job_is_not_leased_at_insert_and_credit_comes_back(store_url: str
         assert stored.status == JobStatus.PENDING and stored.lease_token is None
         assert session.credits == 1
         assert _delivered(session) == []
+        assert h.engine.dispatcher.leased_at_insert == 0
 
     run(store_url, scenario)
 

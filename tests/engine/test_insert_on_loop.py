@@ -8,7 +8,9 @@ switch."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import psycopg._queries as psycopg_queries
 import pytest
 import sqlalchemy as sa
 
@@ -58,6 +60,40 @@ def test_plain_single_enqueues_of_a_stored_lane_go_in_on_the_loop(store_url: str
             assert _events_of(h, row.id) == [JobEventKind.ENQUEUED]
         for row in (first, keyed, ordered):
             assert (await h.job(row.id))[0].status == JobStatus.PENDING
+
+    run(store_url, scenario)
+
+
+def test_the_loop_sends_the_insert_as_postgresql_text_without_parsing_it_again(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group-commit insert is longer than psycopg's 4,096-byte cache of
+    parsed statements: on the loop it goes as ``$n`` text through a raw cursor,
+    so psycopg's query conversion never sees it, and its values (arrays in
+    binary, NULLs among them) arrive as they were."""
+    converted: list[str] = []
+    convert = psycopg_queries.PostgresQuery.convert
+
+    def spy(self: Any, query: Any, params: Any) -> None:
+        text = query.decode() if isinstance(query, bytes) else str(query)
+        if "INSERT INTO wfj_jobs" in text:
+            converted.append(text)
+        convert(self, query, params)
+
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("SQLite has no loop statement")
+        await h.engine.enqueue_one(make_job())  # a new lane: through the threads
+        monkeypatch.setattr(psycopg_queries.PostgresQuery, "convert", spy)
+        job = make_job(payload=b"\x00\x01 binary", content_type="application/octet-stream")
+        row, _ = await h.engine.enqueue_one(job)
+        assert converted == []
+        stored, _ = await h.job(row.id)
+        assert stored.status == JobStatus.PENDING
+        assert stored.payload == b"\x00\x01 binary"
+        assert stored.content_type == "application/octet-stream"
+        assert stored.idempotency_key is None
+        assert _events_of(h, row.id) == [JobEventKind.ENQUEUED]
 
     run(store_url, scenario)
 
