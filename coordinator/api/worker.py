@@ -225,6 +225,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                         break
                     leased += [(row, following.lease_token) for row in following.jobs]
                 session.writing[:] = [(row.id, token) for row, token in leased]
+                if held and isinstance(held[0], LeaseBatch):
+                    # Out of the outbox but not yet written: handed back with
+                    # the rest if the stream ends first.
+                    session.writing += [(row.id, held[0].lease_token) for row in held[0].jobs]
                 for message, count in _batch_messages(leased, session.max_message_bytes):
                     if session.closed:
                         break  # the stream ended: the rest go back with the session
