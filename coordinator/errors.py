@@ -62,6 +62,17 @@ class StoreUnavailable(WorkflowJobsError):
     """The database cannot be reached right now; retrying later may work."""
 
 
+class Aborted(WorkflowJobsError):
+    """The database gave this call's transaction up (a deadlock, a serialization
+    failure, a lock it could not take); the database is reachable and the
+    call may be sent again as it was."""
+
+
+class DeadlineExceeded(WorkflowJobsError):
+    """A statement of this call ran past the database's statement timeout; the
+    database is reachable and the call may be sent again."""
+
+
 class SchemaMismatch(WorkflowJobsError):
     """The database schema is not the one this coordinator was built for."""
 

@@ -61,9 +61,11 @@ Package `workflowjobs.v1`, over gRPC (server reflection is on: `grpcurl
 -plaintext HOST:PORT list`). Every call may also answer `UNAUTHENTICATED` (no or
 unknown bearer token, when the coordinator has a token file), `PERMISSION_DENIED`
 (the token lacks the role or tenant: [security.md](security.md)),
-`INVALID_ARGUMENT` (a malformed or oversized request: [limits.md](limits.md))
-and `UNAVAILABLE` (the coordinator is starting, draining or has lost its
-database); the codes listed under an RPC are those its own comments name.
+`INVALID_ARGUMENT` (a malformed or oversized request: [limits.md](limits.md)),
+`UNAVAILABLE` (the coordinator is starting, draining or has lost its
+database), and `ABORTED` or `DEADLINE_EXCEEDED` (the database gave the call's
+transaction up, in a deadlock or past its statement timeout: send it again);
+the codes listed under an RPC are those its own comments name.
 The words of the model (lease, pause scope, fair share, cursor) are in
 [concepts.md](concepts.md).
 """

@@ -4,8 +4,9 @@ The login asks for a token only: the coordinator says whose it is
 (``WhoAmI``: name, roles, tenants). A token without the ``admin`` role is
 refused; a token of one tenant is scoped to it, one of several is asked to
 choose. A login makes the session (a new id: none planted before it counts).
-Failed logins (an unknown token, or one without ``admin``) are counted per
-client address and refused with 429 past the limit (:class:`.guard.LoginThrottle`).
+Every login with a token is counted per client address before the
+coordinator checks it, so concurrent guesses cannot all pass before one is
+counted, and refused with 429 past the limit (:class:`.guard.LoginThrottle`).
 """
 
 from __future__ import annotations
@@ -91,13 +92,15 @@ async def login(request: web.Request) -> web.StreamResponse:
     if not token:
         error = "enter a token"
     else:
+        # Counted before the check, which awaits the coordinator: a burst of
+        # concurrent guesses all passed the throttle before any was counted.
+        site.throttle.failed(address)
         try:
             # The coordinator says whose token this is and what it may touch.
             me = await site.backend.call(token, AdminClient.who_am_i)
         except WorkflowJobsError as exc:
             if exc.code == grpc.StatusCode.UNAUTHENTICATED:
                 error = "the coordinator does not know this token"
-                site.throttle.failed(address)
             else:
                 error = f"cannot check the token: {error_text(exc)}"
         else:
@@ -108,7 +111,6 @@ async def login(request: web.Request) -> web.StreamResponse:
                     f"the token {me.name!r} has no admin role (roles: "
                     f"{', '.join(me.roles) or 'none'}); log in with an admin token"
                 )
-                site.throttle.failed(address)
             elif "*" in me.tenants:
                 tenant = ""
             elif len(tenants) == 1:

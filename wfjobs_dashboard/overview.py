@@ -24,11 +24,25 @@ def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, A
     now_text = view.read_at.strftime("%Y-%m-%dT%H:%M:%S")
     due = views.jobs_href(status="PENDING", due_before=now_text, order="oldest")
     later = views.jobs_href(status="PENDING", due_after=now_text, order="oldest")
+    b = s.backlog
+    held = [
+        (f"held: {what}", n, "")
+        for what, n in (
+            ("paused", b.paused),
+            ("concurrency limit", b.limit),
+            ("rate limit", b.rate),
+            ("ordering key", b.ordering),
+            ("no worker", b.no_worker),
+            ("workers drained", b.drained),
+        )
+        if n
+    ]
     cards = [
         ("pending", s.pending, "/jobs?status=PENDING"),
-        ("of them due (ready to run)", s.pending - s.scheduled, due),
-        ("of them scheduled (not due yet)", s.scheduled, later),
-        ("of them held behind their ordering key", s.held, ""),
+        ("of them ready (runnable now)", b.ready, ""),
+        ("of them held", b.held, ""),
+        *held,
+        ("of them scheduled (not due yet)", b.scheduled, later),
         ("running", s.running, "/jobs?status=RUNNING"),
         ("oldest due pending", views.age(oldest) if s.pending - s.scheduled else "–", due),
         ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),

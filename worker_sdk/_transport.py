@@ -86,6 +86,22 @@ covers the largest message, and thus the largest job, a coordinator sends. The
 worker announces its limit in the hello and the coordinator sizes batches to it.
 """
 _RECEIVE_OPTION = "grpc.max_receive_message_length"
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    # gRPC core waits for a ping's ack this long (keepalive_timeout_ms alone is not enough).
+    ("grpc.http2.ping_timeout_ms", 5_000),
+)
+"""Keepalive of every channel the SDK opens (an option the caller sets wins).
+
+A ping every 10 s, each answered within 5 s or the connection is closed: a path
+to the coordinator that goes silent without a reset (a stalled NAT, a dead
+peer) is found within about 15 s, and the worker reconnects over a new
+connection instead of waiting on a dead stream. Pings go whether or not calls
+or data are in flight; the coordinator permits them (``coordinator/api/server.py``).
+"""
 # Channel options that already choose the load-balancing policy.
 _POLICY_OPTIONS = frozenset({"grpc.service_config", "grpc.lb_policy_name"})
 
@@ -142,6 +158,8 @@ class ChannelConfig:
         self.options = list(options)
         if not any(key == _RECEIVE_OPTION for key, _ in self.options):
             self.options.append((_RECEIVE_OPTION, MAX_RECEIVE_MESSAGE_BYTES))
+        given = {key for key, _ in self.options}
+        self.options.extend(option for option in KEEPALIVE_OPTIONS if option[0] not in given)
         self.load_balancing = settings.load_balancing
         if self.load_balancing and not any(key in _POLICY_OPTIONS for key, _ in self.options):
             config: dict[str, object] = {"loadBalancingConfig": [{self.load_balancing: {}}]}

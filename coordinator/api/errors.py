@@ -33,6 +33,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (errors.ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (errors.Aborted, grpc.StatusCode.ABORTED),
+    (errors.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.SchemaMismatch, grpc.StatusCode.FAILED_PRECONDITION),

@@ -98,6 +98,10 @@ class CoordinatorServer:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # The coordinator pings each connection every 20 s (10 s to answer),
+                # and permits the clients' own pings down to one every 5 s with
+                # or without calls (both SDKs ping every 10 s): a silent path is
+                # found from either end.
                 ("grpc.keepalive_time_ms", 20_000),
                 ("grpc.keepalive_timeout_ms", 10_000),
                 ("grpc.http2.max_pings_without_data", 0),

@@ -22,7 +22,14 @@ from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import event, exc
 from sqlalchemy.dialects import postgresql, sqlite
 
-from coordinator.errors import AlreadyExists, InvalidArgument, SchemaMismatch, StoreUnavailable
+from coordinator.errors import (
+    Aborted,
+    AlreadyExists,
+    DeadlineExceeded,
+    InvalidArgument,
+    SchemaMismatch,
+    StoreUnavailable,
+)
 from coordinator.masking import display_url, mask_credentials
 from coordinator.store.liveness import (
     DEFAULT_BOUNDS,
@@ -348,7 +355,9 @@ def domain_errors() -> Iterator[None]:
     A value the database refuses (out of range, NUL in text, a constraint) came
     from a caller: it is ``InvalidArgument`` (``AlreadyExists`` for a unique
     key), never an unexpected error. A database that cannot be reached is
-    ``StoreUnavailable``.
+    ``StoreUnavailable`` (and only that turns health NOT_SERVING); a
+    transaction the database gave up is ``Aborted`` or ``DeadlineExceeded``
+    (``_operational_failure``), both retryable.
     """
     try:
         yield
@@ -363,7 +372,10 @@ def domain_errors() -> Iterator[None]:
             "(strings may not contain NUL; numbers must stay within their documented bounds)"
         ) from e
     except exc.OperationalError as e:
-        raise StoreUnavailable(f"database unavailable: {mask_credentials(str(e.orig or e))}") from e
+        failure = _operational_failure(e)
+        if failure is None:
+            raise  # neither the database's state nor the call's: a bug (INTERNAL, logged)
+        raise failure from e
     except exc.InterfaceError as e:
         raise StoreUnavailable(
             f"database connection lost: {mask_credentials(str(e.orig or e))}"
@@ -372,6 +384,61 @@ def domain_errors() -> Iterator[None]:
         # The pool had no connection to give within its timeout: every one is
         # held by a call the database has not answered.
         raise StoreUnavailable(f"no database connection free: {e}") from e
+
+
+# PostgreSQL SQLSTATEs of a transaction the server gave up while it is up:
+# serialization failure, deadlock, a lock not available (lock_timeout), and an
+# idle transaction ended by idle_in_transaction_session_timeout.
+_ABORTED_STATES = frozenset({"40001", "40P01", "55P03", "25P03"})
+_STATEMENT_TIMEOUT = "57014"
+# SQLSTATE classes and codes of a server that cannot serve: connection
+# exceptions, insufficient resources (too many connections, disk full),
+# authorization, a database that does not exist, shutdown, crash recovery.
+_UNAVAILABLE_CLASSES = ("08", "53", "28", "3D", "57P", "58")
+# SQLite result codes of a database that is busy (another writer held the
+# lock past the busy timeout): the call may be sent again.
+_SQLITE_BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
+
+
+def _operational_failure(e: exc.OperationalError) -> Exception | None:
+    """What an ``OperationalError`` means for the call: the database cannot
+    be reached (``StoreUnavailable``), it gave the transaction up
+    (``Aborted``) or timed a statement out (``DeadlineExceeded``); None when it
+    is neither (a statement the coordinator should not have sent), which the
+    caller re-raises as the bug it is.
+
+    A PostgreSQL error without an SQLSTATE comes from the connection itself
+    (it could not be opened, broke, or went silent past its deadline), but for
+    the driver refusing a statement before sending it (more parameters than
+    the protocol carries).
+    """
+    orig = e.orig
+    text = mask_credentials(str(orig or e))
+    if e.connection_invalidated:
+        return StoreUnavailable(f"database unavailable: {text}")
+    name = getattr(orig, "sqlite_errorname", None)
+    if name is not None:
+        if name in _SQLITE_BUSY:
+            return Aborted(f"the database was busy; retry the call: {text}")
+        if name == "SQLITE_ERROR":
+            return None
+        return StoreUnavailable(f"database unavailable: {text}")
+    state = getattr(orig, "sqlstate", None)
+    if state in _ABORTED_STATES:
+        return Aborted(f"the database aborted this call's transaction ({state}); retry it: {text}")
+    if state == _STATEMENT_TIMEOUT:
+        return DeadlineExceeded(
+            f"a statement ran past the database's statement timeout; retry the call: {text}"
+        )
+    if state is None:
+        return (
+            None
+            if "number of parameters must be between" in text
+            else (StoreUnavailable(f"database unavailable: {text}"))
+        )
+    if state.startswith(_UNAVAILABLE_CLASSES):
+        return StoreUnavailable(f"database unavailable: {text}")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,11 +627,17 @@ class StoreBase:
             await cursor.execute(statement.text, statement.values(params))
             return await cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as e:
-            if self._loop_conn is not None and self._loop_conn.broken:
+            broken = self._loop_conn is None or self._loop_conn.broken
+            if self._loop_conn is not None and broken:
                 await self._drop_loop_connection()
             with domain_errors():
                 raise exc.DBAPIError.instance(
-                    sql, params, e, psycopg.Error, hide_parameters=True
+                    sql,
+                    params,
+                    e,
+                    psycopg.Error,
+                    hide_parameters=True,
+                    connection_invalidated=broken,
                 ) from e
             raise
         except BaseException:

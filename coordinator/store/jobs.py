@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from coordinator.errors import FailedPrecondition, StoreUnavailable
+from coordinator.errors import Aborted, FailedPrecondition
 from coordinator.model import (
     ATTEMPT_CEILING,
     FINISHED_STATUSES,
@@ -258,9 +258,9 @@ def _grant_for(rule: RetryGrantRule, row: Any, keep_attempts: bool) -> RetryGran
     )
 
 
-def _key_vanished(new_jobs: Sequence[NewJob]) -> StoreUnavailable:
+def _key_vanished(new_jobs: Sequence[NewJob]) -> Aborted:
     keys = ", ".join(sorted({repr(j.idempotency_key) for j in new_jobs}))
-    return StoreUnavailable(
+    return Aborted(
         f"the job stored under idempotency key {keys} was deleted while this enqueue "
         "was reading it; retry the enqueue"
     )
@@ -869,8 +869,11 @@ class JobQueries(EventQueries):
         """RUNNING → PENDING now, the attempt recorded as UNLOCKED.
 
         Clearing the lease token fences the old holder: its heartbeats answer
-        "lost" and its outcome is refused. The attempt still counts against
-        max attempts (history numbers stay unique). A cancel requested before
+        "lost" and its outcome is refused. The operator asks for the job to
+        run again, whatever its retry policy: the unlocked attempt counts
+        (history numbers stay unique) and, as a retry that keeps the attempts,
+        a job that spent its budget is given one attempt more (``max_attempts``
+        raised by one, ``operator_retry_grant``). A cancel requested before
         the unlock is honoured: the job ends CANCELLED instead. A job at the
         attempt ceiling can start no other attempt: it ends FAULTED (only a
         replay runs it again). ``wake`` tells every replica that the freed
@@ -891,10 +894,21 @@ class JobQueries(EventQueries):
                 )
             else:
                 new_status, outcome = JobStatus.PENDING, AttemptOutcome.UNLOCKED
+            budget: dict[str, Any] = {}
+            grant = operator_retry_grant(
+                row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, True
+            )
+            if (
+                new_status == JobStatus.PENDING
+                and grant is not None
+                and grant.max_attempts != row.max_attempts
+            ):
+                budget = {"max_attempts": grant.max_attempts, "retry_policy": grant.retry_policy}
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
                 .values(
+                    **budget,
                     status=int(new_status),
                     due_at=now,
                     finished_at=None if new_status == JobStatus.PENDING else now,

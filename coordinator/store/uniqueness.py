@@ -148,23 +148,32 @@ class UniqueQueries(JobQueries):
     def _unique_key_lock(
         self, conn: sa.Connection, job: NewJob, rule: Uniqueness, now: int
     ) -> UniqueKeyRow | None:
-        """Create the key's row naming ``job`` (None), or lock and return the stored one."""
-        created = conn.execute(
-            self._insert(unique_keys)
-            .values(_key_values(job, rule, now))
-            .on_conflict_do_nothing(
-                index_elements=[unique_keys.c.tenant_id, unique_keys.c.unique_key]
-            )
-            .returning(unique_keys.c.job_id)
-        ).first()
-        if created is not None:
-            return None
-        row = conn.execute(
-            sa.select(unique_keys)
-            .where(unique_keys.c.tenant_id == job.tenant_id, unique_keys.c.unique_key == rule.key)
-            .with_for_update()
-        ).one()
-        return UniqueKeyRow(*row)
+        """Create the key's row naming ``job`` (None), or lock and return the stored one.
+
+        A row that retention deletes between the two statements (the INSERT
+        saw it, the lock finds it gone) leaves the key free: the INSERT is
+        tried again, and creates the row unless another enqueue did first.
+        """
+        while True:
+            created = conn.execute(
+                self._insert(unique_keys)
+                .values(_key_values(job, rule, now))
+                .on_conflict_do_nothing(
+                    index_elements=[unique_keys.c.tenant_id, unique_keys.c.unique_key]
+                )
+                .returning(unique_keys.c.job_id)
+            ).first()
+            if created is not None:
+                return None
+            row = conn.execute(
+                sa.select(unique_keys)
+                .where(
+                    unique_keys.c.tenant_id == job.tenant_id, unique_keys.c.unique_key == rule.key
+                )
+                .with_for_update()
+            ).first()
+            if row is not None:
+                return UniqueKeyRow(*row)
 
     def _unique_keyed_job(self, conn: sa.Connection, job: NewJob) -> tuple[str, int] | None:
         """(id, status) of the job stored under ``job``'s idempotency key, if any."""

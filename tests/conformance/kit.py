@@ -9,6 +9,7 @@ README.md) started with ``--target``, ``--worker-id``, ``--concurrency``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -140,6 +141,7 @@ class Api:
         tenant: str = TENANT,
         max_attempts: int = 3,
         lease_s: float | None = None,
+        execution_timeout_s: float | None = None,
         traceparent: str = "",
     ) -> str:
         spec = job_pb2.JobSpec(
@@ -158,6 +160,8 @@ class Api:
         )
         if lease_s is not None:
             spec.heartbeat_timeout.FromMilliseconds(int(lease_s * 1000))
+        if execution_timeout_s is not None:
+            spec.execution_timeout.FromMilliseconds(int(execution_timeout_s * 1000))
         response = self.retrying(
             lambda: self.scheduler.Enqueue(
                 scheduler_service_pb2.EnqueueRequest(job=spec), metadata=self.metadata, timeout=10
@@ -513,3 +517,74 @@ class _Handler(grpc.GenericRpcHandler):
                 pumping.cancel()
 
         return grpc.stream_stream_rpc_method_handler(stream)
+
+
+class SilenceableProxy:
+    """TCP forwarding to ``upstream`` (``host:port``) on an event loop of its own.
+
+    ``silence()`` makes every connection open at that moment stop forwarding,
+    both ways, while its sockets stay open: a path that went silent without a
+    reset (no FIN, no RST). Connections opened afterwards forward normally, as
+    a fresh path would.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        host, port = upstream.rsplit(":", 1)
+        self._upstream = (host, int(port))
+        self._silenced: list[asyncio.Event] = []
+        self._writers: list[asyncio.StreamWriter] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        ).result(10)
+        self.target = f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        self.connections = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self._upstream)
+        self.connections += 1
+        silenced = asyncio.Event()
+        self._silenced.append(silenced)
+        self._writers += [writer, up_writer]
+        await asyncio.gather(
+            self._pump(reader, up_writer, silenced),
+            self._pump(up_reader, writer, silenced),
+        )
+
+    @staticmethod
+    async def _pump(
+        src: asyncio.StreamReader, dst: asyncio.StreamWriter, silenced: asyncio.Event
+    ) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await src.read(65536):
+                if silenced.is_set():
+                    continue  # dropped: the peer hears nothing, and no reset
+                dst.write(data)
+                await dst.drain()
+        if not silenced.is_set():
+            dst.close()
+
+    def silence(self) -> int:
+        """Silence the connections open now; returns how many."""
+
+        def silence_all() -> int:
+            for event in self._silenced:
+                event.set()
+            return len(self._silenced)
+
+        async def run() -> int:
+            return silence_all()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
+
+    def close(self) -> None:
+        def stop() -> None:
+            self._server.close()
+            for writer in self._writers:
+                writer.close()
+            self._loop.stop()
+
+        self._loop.call_soon_threadsafe(stop)
+        self._thread.join(10)

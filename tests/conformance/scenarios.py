@@ -27,6 +27,7 @@ from conformance.kit import (
     Coordinator,
     RecordingProxy,
     Sdk,
+    SilenceableProxy,
     WorkerUnderTest,
     max_overlap,
     outcomes,
@@ -296,6 +297,25 @@ def test_a_lost_lease_stops_the_handler_and_reports_nothing(
     assert lines(log, f"job {job_id} finished after its lease was lost; outcome not reported")
 
 
+def test_an_attempt_past_its_execution_timeout_fails_and_is_retried(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    """The worker's clock starts when the job arrives: an attempt that runs past
+    the job's execution timeout ends as a retryable TimeoutError failure (before
+    the coordinator's own deadline, 2 s later), and the next attempt runs."""
+    worker = start_worker(sdk, coordinator.target, tmp_path, "timeout")
+    try:
+        job_id = api.enqueue(
+            "sleep", {"ms": 50, "first_attempt_ms": 10_000}, max_attempts=2, execution_timeout_s=1.0
+        )
+        job = api.wait(job_id)
+    finally:
+        worker.stop()
+    assert (job.status, outcomes(job)) == (COMPLETED, ["FAILED", "COMPLETED"]), outcomes(job)
+    assert job.attempts[0].error_kind == "TimeoutError", job.attempts[0]
+    assert "execution timeout" in job.attempts[0].error
+
+
 # -- protocol.md "Stream end and lease expiry" ------------------------------------------------
 
 
@@ -449,6 +469,34 @@ def test_the_worker_reconnects_after_the_coordinator_restarts(
 
 
 # -- protocol.md "Outcomes" (idempotent resend) -----------------------------------------------
+
+
+def test_a_silent_path_is_found_by_keepalive_and_the_worker_reconnects(
+    sdk: Sdk, coordinator: Coordinator, api: Api, tmp_path: Path
+) -> None:
+    """The path goes silent without a reset: the worker's keepalive pings go
+    unanswered, it drops the dead connection, reconnects over a fresh one and
+    runs the next job through it."""
+    proxy = SilenceableProxy(coordinator.target)
+    worker = start_worker(sdk, proxy.target, tmp_path, "silent-path")
+    try:
+        before = api.wait(api.enqueue("echo", {"n": 1}))
+        assert proxy.silence() >= 1
+        wait_until(
+            lambda: lines(worker.log(), "reconnected to coordinator"),
+            60,  # keepalive: a ping every 10 s, 5 s to answer
+            "the worker to find the silent path and reconnect",
+        )
+        after = api.wait(api.enqueue("echo", {"n": 2}))
+        log = worker.log()
+    finally:
+        worker.stop()
+        proxy.close()
+    assert (before.status, after.status) == (COMPLETED, COMPLETED)
+    assert [a.worker_id for a in after.attempts] == [worker.worker_id]
+    assert outcomes(after) == ["COMPLETED"]
+    assert proxy.connections >= 2, "the job ran over a fresh connection"
+    assert lines(log, "lost the connection to the coordinator")
 
 
 def test_an_outcome_resent_after_a_dropped_answer_is_recorded_once(

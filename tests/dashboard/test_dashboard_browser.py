@@ -802,3 +802,35 @@ def test_a_unique_job_shows_its_key_and_rule_and_a_plain_job_none(
     page.goto(f"{cluster['url']}/jobs/{plain.id}")
     expect()(page.locator("#identity")).to_be_visible()
     expect()(page.locator("#unique-key")).to_have_count(0)
+
+
+def test_the_overview_counts_ready_held_and_scheduled_apart_as_get_stats_does(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    admin.pause("job_type", "frozen-card", tenant_id="acme", reason="cards")
+    jobs = [
+        scheduler.enqueue("nobody-serves-this", {}, tenant_id="acme"),
+        scheduler.enqueue("nobody-serves-this", {}, tenant_id="acme"),
+        scheduler.enqueue("frozen-card", {}, tenant_id="acme"),
+        scheduler.enqueue("noop", {}, tenant_id="acme", delay=timedelta(hours=1)),
+    ]
+    try:
+        page = log_in(context, cluster["url"], ACME_ADMIN)
+
+        def card(name: str) -> int:
+            return int(page.locator(f'[data-card="{name}"] .value').inner_text())
+
+        backlog = admin.get_stats(tenant_id="acme").backlog
+        assert backlog.no_worker >= 2 and backlog.paused >= 1 and backlog.scheduled >= 1
+        # Jobs no worker can take, or a pause holds, are held, not ready.
+        assert card("held: no worker") == backlog.no_worker
+        assert card("held: paused") == backlog.paused
+        assert card("of them held") == backlog.held
+        assert card("of them ready (runnable now)") == backlog.ready
+        assert card("of them scheduled (not due yet)") == backlog.scheduled
+        assert page.locator('[data-card="of them due (ready to run)"]').count() == 0
+    finally:
+        for job in jobs:
+            admin.cancel_job(job.id)
+        admin.unpause("job_type", "frozen-card", tenant_id="acme")

@@ -12,6 +12,7 @@ import random
 import re
 import urllib.parse
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -464,3 +465,27 @@ def test_a_pause_recorded_without_a_name_reads_unauthenticated(
     finally:
         with AdminClient(open_cluster.target) as admin:
             admin.unpause("job_type", "nameless-type")
+
+
+def test_concurrent_wrong_tokens_are_throttled_too(secured: Coordinator, tmp_path: Path) -> None:
+    """Each login is counted before the coordinator checks its token: 100
+    guesses sent at once do not all pass the throttle while the checks run."""
+    dashboard = Dashboard(
+        tmp_path / "dash.log", "--target", secured.target, "--login", "--listen", "127.0.0.1:0"
+    )
+    try:
+        url = dashboard.url()
+        cookie, csrf = login_form(url)
+
+        def guess(n: int) -> int:
+            status, _, _ = fetch(
+                url + "/login", data=form(csrf=csrf, token=f"burst-{n}"), headers=cookie
+            )
+            return status
+
+        with ThreadPoolExecutor(max_workers=100) as pool:
+            answers = list(pool.map(guess, range(100)))
+        assert sorted(set(answers)) == [401, 429]
+        assert answers.count(401) == 10
+    finally:
+        dashboard.stop()

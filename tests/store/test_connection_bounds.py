@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from faults.harness import StalledPath
 
-from coordinator.errors import StoreUnavailable
+from coordinator.errors import DeadlineExceeded, StoreUnavailable
 from coordinator.store import open_store
 from coordinator.store.liveness import ConnectionBounds
 from coordinator.store.migrate import upgrade
@@ -107,10 +107,12 @@ def test_behind_a_transaction_pooler_nothing_is_set_on_the_session(pg_database: 
         store.dispose()
 
 
-def test_a_statement_past_the_limit_is_cancelled_as_unavailable(pg_database: str) -> None:
+def test_a_statement_past_the_limit_is_cancelled_as_a_deadline_not_an_outage(
+    pg_database: str,
+) -> None:
     store = open_store(pg_database, bounds=ConnectionBounds(statement_timeout_s=0.2))
     try:
-        with pytest.raises(StoreUnavailable, match="statement timeout"):
+        with pytest.raises(DeadlineExceeded, match="statement timeout"):
             with store.statement() as conn:
                 conn.exec_driver_sql("SELECT pg_sleep(5)")
         store.ping()  # the pool goes on with a working connection
@@ -140,7 +142,7 @@ def test_migrations_are_exempt_from_the_statement_limit(pg_database: str) -> Non
             result = migrating.result(60)
         assert (result.before, result.after) == ("0014", store.schema_revision())
         # Outside migrations the limit holds.
-        with pytest.raises(StoreUnavailable, match="statement timeout"):
+        with pytest.raises(DeadlineExceeded, match="statement timeout"):
             with store.statement() as conn:
                 conn.exec_driver_sql("SELECT pg_sleep(5)")
     finally:

@@ -73,3 +73,30 @@ def test_enqueues_racing_an_uncommitted_first_enqueue_of_their_key(
         assert key.debounced == (RACERS if commit else RACERS - 1)
         payload = store.job_get(stored).payload  # type: ignore[union-attr]
         assert payload in {j.payload for j in mine}
+
+
+def test_a_key_row_purged_between_the_insert_and_its_lock_leaves_the_key_free(
+    store_url: str, store: Store
+) -> None:
+    """The enqueue's INSERT sees the key's row, retention deletes it (with its
+    job) before the enqueue locks it: the key is free and the job is stored
+    under it (it was NoResultFound, INTERNAL). PostgreSQL: SQLite's one writer
+    cannot interleave them."""
+    if not store_url.startswith("postgres"):
+        pytest.skip("one writer at a time on SQLite: nothing runs between the two statements")
+    [(old, _, _)] = store.job_insert_unique([make_job(tenant_id="t-u")], [WHILE], T0)
+    mine = make_job(tenant_id="t-u", payload=b"mine")
+    with Gate(store_url) as gate:
+        gate._conn.execute(  # noqa: SLF001 - the gate's own transaction holds the key row
+            sa.text("SELECT 1 FROM wfj_unique_keys WHERE unique_key = 'storm' FOR UPDATE")
+        )
+        racer = gate.race(gate.store().job_insert_unique, [mine], [WHILE], T0)
+        gate.wait_blocked(1)  # its INSERT saw the row; its lock waits
+        gate._conn.execute(sa.text("DELETE FROM wfj_unique_keys WHERE unique_key = 'storm'"))  # noqa: SLF001
+        gate._conn.execute(sa.text("DELETE FROM wfj_jobs WHERE id = :id"), {"id": old})  # noqa: SLF001
+        gate.open(waiting=1)
+        outcome = outcome_of(racer)
+    assert outcome == [(mine.id, UniqueOutcome.CREATED, int(JobStatus.PENDING))], outcome
+    with store.engine.connect() as conn:
+        key = conn.execute(sa.select(unique_keys).where(unique_keys.c.unique_key == "storm")).one()
+    assert key.job_id == mine.id

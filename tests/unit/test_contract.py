@@ -58,10 +58,10 @@ def test_every_quoted_longest_span_or_backoff_is_the_contracts() -> None:
 
 def test_quoted_string_traceback_and_text_limits_are_the_contracts() -> None:
     # Besides the two limits, the docs quote the ingress's hashed-key length (its own
-    # choice, below the string limit), an example of a refusal's message, and how much
-    # of a bad value error messages quote (40 to 80 characters).
-    others = {40, 80, 200, 10_485_760}
-    strings = {n for _, _, n in _quotes(r"\b(\d[\d,]*) characters")} - others
+    # choice, below the string limit) and how much of a bad value error messages quote
+    # (40 to 80 characters); "N characters long" is an example of a refusal's message.
+    others = {40, 80, 200}
+    strings = {n for _, _, n in _quotes(r"\b(\d[\d,]*) characters(?! long)")} - others
     assert strings == {contract.MAX_STRING_LENGTH, contract.MAX_TEXT_LENGTH}
     tracebacks = {n for _, around, n in _quotes(r"\b(\d+) KiB") if "traceback" in around.lower()}
     assert tracebacks == {contract.MAX_TRACEBACK_BYTES // 1024}

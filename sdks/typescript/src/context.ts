@@ -54,6 +54,7 @@ export class JobContext<P = unknown> {
   pushBackMs: number | null | undefined;
   private readonly cancel = new AbortController();
   private readonly stop = new AbortController();
+  private lost = false;
   private children = 0;
 
   constructor(args: {
@@ -112,8 +113,13 @@ export class JobContext<P = unknown> {
   isStopping(): boolean {
     return this.stopping.aborted;
   }
+  /**
+   * True once the coordinator answered the lease LOST, whatever aborted
+   * `signal` first (a cancel request, the deadline, the shutdown): the worker
+   * then reports nothing for this attempt.
+   */
   get leaseLost(): boolean {
-    return this.cancelReason === CancelReason.LEASE_LOST;
+    return this.lost;
   }
 
   /** Ask for an early heartbeat of this job's lease (leases are heartbeated anyway). */
@@ -171,6 +177,7 @@ export class JobContext<P = unknown> {
 
   /** @internal */
   abort(reason: CancelReason): void {
+    if (reason === CancelReason.LEASE_LOST) this.lost = true;
     if (!this.cancel.signal.aborted) this.cancel.abort(new JobCancelledError(reason));
   }
 

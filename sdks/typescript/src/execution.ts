@@ -40,6 +40,8 @@ export interface HandlerSpec {
   jobType: string;
   fn: HandlerFn;
   retryPolicy?: HandlerRetryPolicy;
+  /** Checks the decoded payload before the handler runs (HandlerOptions.validate). */
+  validate?: (payload: unknown) => unknown;
 }
 
 export interface Attempt {
@@ -197,6 +199,18 @@ async function invoke(attempt: Attempt, workerId: string, span: Span): Promise<O
       nonRetryable: true,
       traceback: (error as Error).stack,
     });
+  }
+  if (handler.validate !== undefined) {
+    try {
+      payload = handler.validate(payload);
+    } catch (error) {
+      // A payload that does not validate would not validate on a retry either.
+      const message = error instanceof Error ? error.message : String(error);
+      return failure(`PayloadValidationError: ${message}`, "PayloadValidationError", {
+        nonRetryable: true,
+        traceback: error instanceof Error ? error.stack : undefined,
+      });
+    }
   }
   (ctx as { payload: unknown }).payload = payload;
   const timeoutMs = durationMs(attempt.leased.job?.executionTimeout);

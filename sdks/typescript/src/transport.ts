@@ -5,6 +5,19 @@ import * as grpc from "@grpc/grpc-js";
 /** Largest message the SDK's channels accept by default (the Python SDK's too). */
 export const MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Keepalive of every channel the SDK opens (channelOptions given win): a ping
+ * every 10 s, answered within 5 s or the connection is closed, with or without
+ * calls in flight. A path to the coordinator that goes silent without a reset
+ * is found within about 15 s and the worker reconnects over a new connection.
+ * The coordinator permits these pings (one every 5 s at most).
+ */
+export const KEEPALIVE_OPTIONS: grpc.ChannelOptions = {
+  "grpc.keepalive_time_ms": 10_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+};
+
 /** TLS settings: PEM contents or file names. `true`: TLS with the system's roots. */
 export interface TlsOptions {
   /** CA bundle to verify the coordinator with (default: the system's roots). */
@@ -79,6 +92,7 @@ export class Connection {
     if (token) this.pairs.push(["authorization", `Bearer ${token}`]);
     this.channelOptions = {
       "grpc.max_receive_message_length": MAX_RECEIVE_MESSAGE_BYTES,
+      ...KEEPALIVE_OPTIONS,
       ...(serverName ? { "grpc.ssl_target_name_override": serverName, "grpc.default_authority": serverName } : {}),
       ...(options.channelOptions ?? {}),
     };

@@ -95,9 +95,18 @@ export interface WorkerOptions extends ConnectionOptions {
   logSink?: LogSink;
 }
 
-export interface HandlerOptions {
+export interface HandlerOptions<P = any> {
   /** Applied by the worker to this handler's failures (error kinds, attempts, backoff). */
   retryPolicy?: HandlerRetryPolicy;
+  /**
+   * Checks the decoded payload before the handler runs; the SDK does not check
+   * payload types itself (`P` is what the handler assumes, not what arrives).
+   * Return the payload to hand to the handler (the same value, or a parsed
+   * one: `(p) => schema.parse(p)` with zod and the like); throw to refuse it:
+   * the attempt fails for good (non-retryable, kind `PayloadValidationError`,
+   * the error's message as its error) and the handler is not called.
+   */
+  validate?: (payload: unknown) => P;
 }
 
 type State = "new" | "running" | "stopping" | "stopped";
@@ -184,11 +193,16 @@ export class Worker {
   handler<P = any, R = unknown>(
     jobType: string,
     fn: (payload: P, ctx: JobContext<P>) => Promise<R> | R,
-    options: HandlerOptions = {},
+    options: HandlerOptions<P> = {},
   ): this {
     if (this.state !== "new") throw new Error("handlers must be registered before the worker starts");
     if (this.handlers.has(jobType)) throw new Error(`a handler for job type '${jobType}' is already registered`);
-    this.handlers.set(jobType, { jobType, fn: fn as HandlerFn, retryPolicy: options.retryPolicy });
+    this.handlers.set(jobType, {
+      jobType,
+      fn: fn as HandlerFn,
+      retryPolicy: options.retryPolicy,
+      validate: options.validate,
+    });
     return this;
   }
 

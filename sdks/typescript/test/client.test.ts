@@ -8,7 +8,9 @@ import { after, before, test } from "node:test";
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import * as grpc from "@grpc/grpc-js";
 import { Client, JobEventKind, JobStatus, RetryAfterError, Worker, resultOf, statusOf } from "../src/index";
+import { AdminServiceClient } from "../src/gen/workflowjobs/v1/admin_service";
 import type { LogRecord } from "../src/log";
 
 const REPO = path.resolve(__dirname, "../../../..");
@@ -130,4 +132,92 @@ test("enqueue, enqueue a batch, run, wait and watch: the client and the worker a
     spans.some((s) => s.parentSpanContext?.spanId === enqueueSpan.spanContext().spanId),
     "an attempt's span is the enqueue span's child",
   );
+});
+
+test("a lease lost after a cancel request is lost: ctx.leaseLost turns true and nothing is reported", async () => {
+  const client = new Client({ target });
+  const admin = new AdminServiceClient(target, grpc.credentials.createInsecure());
+  const adminCall = <T>(call: (done: (error: grpc.ServiceError | null, value?: T) => void) => void) =>
+    new Promise<T>((resolve, reject) => call((error, value) => (error ? reject(error) : resolve(value as T))));
+  const records: LogRecord[] = [];
+  const worker = new Worker({
+    target,
+    concurrency: 1,
+    workerId: "ts-lost-after-cancel",
+    heartbeatIntervalMs: 100,
+    cancelGraceMs: 60_000, // the attempt is not settled by the cancel grace meanwhile
+    logSink: (r) => records.push(r),
+  });
+  let started!: () => void;
+  const handlerStarted = new Promise<void>((resolve) => (started = resolve));
+  let sawCancel!: () => void;
+  const cancelSeen = new Promise<void>((resolve) => (sawCancel = resolve));
+  const seen: { reason: string | undefined; leaseLost: boolean }[] = [];
+  worker.handler("cancel-then-lost", async (_payload, ctx) => {
+    started();
+    await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+    sawCancel();
+    const deadline = Date.now() + 20_000;
+    while (!ctx.leaseLost && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    seen.push({ reason: ctx.cancelReason, leaseLost: ctx.leaseLost });
+    return { finished: true };
+  });
+  const running = worker.run({ handleSignals: false });
+  try {
+    const job = await client.enqueue("cancel-then-lost", {}, { tenantId: "t1" });
+    await handlerStarted;
+    await adminCall((done) => admin.cancelJob({ jobId: job.id, reason: "" }, done));
+    await cancelSeen; // CANCEL_REQUESTED came first
+    await adminCall((done) => admin.unlockJob({ jobId: job.id }, done)); // then LOST
+    const ended = await client.waitForJob(job.id, { timeoutMs: 30_000 });
+    assert.equal(statusOf(ended), "CANCELLED");
+    const deadline = Date.now() + 20_000;
+    while (seen.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  } finally {
+    await worker.shutdown();
+    await running;
+    client.close();
+    admin.close();
+  }
+  assert.deepEqual(seen, [{ reason: "cancel requested", leaseLost: true }]);
+  const messages = records.map((r) => r.message);
+  assert.ok(messages.some((m) => m.endsWith("finished after its lease was lost; outcome not reported")), messages.join("\n"));
+  assert.ok(!messages.some((m) => m.includes("lease lost") && m.includes("rejected")), "nothing was sent under the lost lease");
+});
+
+test("a handler's validate option refuses a payload for good before the handler runs, and hands on what it returns", async () => {
+  const client = new Client({ target });
+  const worker = new Worker({ target, concurrency: 2, workerId: "ts-validate", logSink: () => undefined });
+  const handled: unknown[] = [];
+  worker.handler<{ n: number }>(
+    "validated",
+    async (payload) => {
+      handled.push(payload);
+      return { doubled: payload.n * 2 };
+    },
+    {
+      validate: (payload) => {
+        const n = (payload as { n?: unknown } | null)?.n;
+        if (typeof n !== "number") throw new TypeError(`n must be a number, got ${JSON.stringify(n)}`);
+        return { n };
+      },
+    },
+  );
+  const running = worker.run({ handleSignals: false });
+  try {
+    const bad = await client.enqueue("validated", { n: "2" }, { tenantId: "t1", retryPolicy: { maxAttempts: 3 } });
+    const good = await client.enqueue("validated", { n: 2, extra: true }, { tenantId: "t1" });
+    const refused = await client.getJob((await client.waitForJob(bad.id, { timeoutMs: 30_000 })).id, { attempts: true });
+    assert.equal(statusOf(refused), "FAULTED");
+    assert.equal(refused.attempts.length, 1, "not retried");
+    assert.equal(refused.attempts[0].errorKind, "PayloadValidationError");
+    assert.equal(refused.attempts[0].error, 'PayloadValidationError: n must be a number, got "2"');
+    const done = await client.waitForJob(good.id, { timeoutMs: 30_000 });
+    assert.deepEqual(resultOf(done), { doubled: 4 });
+  } finally {
+    await worker.shutdown();
+    await running;
+    client.close();
+  }
+  assert.deepEqual(handled, [{ n: 2 }], "the handler got what validate returned, and only that");
 });
