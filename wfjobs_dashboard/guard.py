@@ -193,6 +193,15 @@ class LoginThrottle:
             return 0.0
         return self._window - (now - times[0])
 
+    def forgive(self, address: str) -> None:
+        """Take back the last count of ``address``: a login that checked out
+        (every login is counted before its check; only failures are held)."""
+        times = self._seen.get(address)
+        if times:
+            times.pop()
+            if not times:
+                del self._seen[address]
+
     def failed(self, address: str) -> None:
         times = self._seen.pop(address, None) or deque()
         times.append(self._clock())

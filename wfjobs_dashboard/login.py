@@ -127,6 +127,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         if token and token not in site.sessions.tokens_in_use():
             site.backend.forget(token)
         return login_page(site, csrf, error, choices)
+    site.throttle.forgive(address)  # counted before the check, which it passed
     fresh = site.sessions.new(token=token, tenant_id=tenant, name=name, by_login=True)
     log.info("dashboard login as %s (%s)", fresh.name, tenant or "all tenants")
     response = web.HTTPSeeOther("/")

@@ -87,6 +87,17 @@ def test_failed_logins_are_refused_past_the_limit_until_the_window_passes() -> N
     assert throttle.wait_s("10.0.0.1") == 0
 
 
+def test_logins_that_check_out_are_not_held_against_their_address() -> None:
+    throttle = LoginThrottle(3, 60.0, clock=lambda: 0.0)
+    for _ in range(10):  # counted before the check, forgiven once it passes
+        assert throttle.wait_s("10.0.0.1") == 0
+        throttle.failed("10.0.0.1")
+        throttle.forgive("10.0.0.1")
+    for _ in range(3):
+        throttle.failed("10.0.0.1")
+    assert throttle.wait_s("10.0.0.1") > 0
+
+
 def test_the_throttle_remembers_a_bounded_number_of_addresses() -> None:
     throttle = LoginThrottle(1, 60.0, clock=lambda: 0.0, max_addresses=2)
     for address in ("a", "b", "c"):
