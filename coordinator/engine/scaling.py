@@ -290,8 +290,6 @@ class Scaling:
         self._monotonic = monotonic
         self._cached: OrderedDict[Shape, tuple[float, list[ScalingFigures]]] = OrderedDict()
         self._refreshing: dict[Shape, asyncio.Task[list[ScalingFigures]]] = {}
-        # Scaler refreshes done (each one computation of ``backlog``).
-        self.refreshes = 0
 
     def compute(
         self,
@@ -350,7 +348,6 @@ class Scaling:
         return await asyncio.shield(task)
 
     async def _refresh(self, shape: Shape) -> list[ScalingFigures]:
-        self.refreshes += 1
         job_types, tenant_id, category = shape
         figures = by_job_type(await self.backlog(job_types, tenant_id, category))
         self._cached.pop(shape, None)

@@ -119,7 +119,11 @@ def test_readme_followed_in_order(coordinator: Coordinator, tmp_path: Path) -> N
     # The worker ran the first job; the second waits its hour, and is listed as pending.
     assert re.search(r"^\S+ completed\nresult: \{\"greeting\": \"Hello, Ada!\"\}$", out, re.M), out
     assert "not_due: not due until" in out
-    assert "would retry 0 job(s)" in out
+    # What the README's comments say these commands print.
+    assert "would retry 0 job(s) (dry run; nothing changed)" in out
+    assert re.search(r"^retried \S+: now pending, due now$", out, re.M), out
+    assert re.search(r"^line 2: \S+ pending$", out, re.M), out
+    assert "enqueued 2 of 2 line(s) of standard input" in out
     assert "drained coordinator" in out and "undrained" in out
     assert "definition greeter" in out
 

@@ -90,11 +90,12 @@ def add_filter_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--tenant", default="", help="tenant id")
     g.add_argument(
-        "--type",
+        "--job-type",
+        "--type",  # the spelling before job-type was the one; kept for scripts
         dest="job_type",
         action="append",
         metavar="TYPE",
-        help="job type (repeat or comma-separate for any of several)",
+        help="job type (repeat or comma-separate for any of several; --type is the same)",
     )
     g.add_argument("--definition", default="", help="workflow definition id")
     g.add_argument("--instance", default="", help="workflow instance id")

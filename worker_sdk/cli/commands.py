@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ import grpc
 from worker_sdk import (
     AdminClient,
     DeadlineExceededError,
+    EnqueueResult,
     GroupView,
     JobEvent,
     JobEventFilter,
@@ -37,9 +38,10 @@ from worker_sdk import (
 )
 from worker_sdk import WorkflowRef as SdkWorkflowRef
 from workflowjobs.v1 import admin_service_pb2 as apb
+from workflowjobs.v1 import job_pb2
 
 from .._connection import ConnectionSettings
-from .arguments import STATUSES
+from .arguments import STATUSES, int32, parse_duration
 from .completion import completion_script
 from .exit_codes import (
     EXIT_BY_CODE,
@@ -47,6 +49,7 @@ from .exit_codes import (
     EXIT_JOB_FAILED,
     EXIT_NOT_CONFIRMED,
     EXIT_OK,
+    EXIT_USAGE,
     EXIT_WAIT_ENDED,
 )
 from .output import (
@@ -194,7 +197,7 @@ class Commands:
         if self.out.as_json:
             self.out.line(json.dumps(message_dict(event.raw), separators=(",", ":")))
         else:
-            when = event.time.isoformat(timespec="milliseconds") if event.time else ""
+            when = time_text(event.time, milliseconds=True) if event.time else ""
             detail = event.error or (
                 payload_text(event.result, event.result_content_type)
                 if event.result is not None
@@ -256,6 +259,14 @@ class Commands:
             self.out.line(f"(more: --page-token {token}, or --all)")
         return EXIT_OK
 
+    def jobs_count(self) -> int:
+        page = self.admin.list_jobs(_filter(self.args), page_size=1, include_total=True)
+        if self.out.as_json:
+            self.out.json({"count": page.total_count})
+        else:
+            self.out.line(str(page.total_count))
+        return EXIT_OK
+
     def jobs_show(self) -> int:
         job = self.admin.get_job(self.args.job_id)
         if self.out.as_json:
@@ -275,20 +286,30 @@ class Commands:
 
     def _show(self, job: JobView) -> None:
         wf = job.workflow
+        running = job.status.name == "RUNNING"
         fields = [
             ("id", job.id),
             ("type", job.job_type),
             ("tenant", job.tenant_id),
             (
                 "status",
-                enum_name(job.status) + (" (cancel requested)" if job.cancel_requested else ""),
+                # Once it ended, the cancel is its status (and its reason below).
+                enum_name(job.status)
+                + (" (cancel requested)" if job.cancel_requested and running else ""),
             ),
             ("attempt", _attempt_text(job)),
             ("priority", job.priority),
             ("category", enum_name(job.category)),
             (
                 "definition",
-                f"{wf.definition_id} v{wf.definition_version}" if wf.definition_id else None,
+                # Version 0 is "none given", not a version.
+                (
+                    f"{wf.definition_id} v{wf.definition_version}"
+                    if wf.definition_version
+                    else wf.definition_id
+                )
+                if wf.definition_id
+                else None,
             ),
             ("instance", wf.instance_id or None),
             ("activity", wf.activity_id or None),
@@ -296,18 +317,21 @@ class Commands:
             ("created", job.create_time),
             ("due", job.due_time),
             ("finished", job.finish_time),
-            ("lease owner", job.lease_owner or None),
-            ("lease expires", job.lease_expire_time),
+            # A lease describes a running attempt; an ended job's last owner is in attempts.
+            ("lease owner", (job.lease_owner or None) if running else None),
+            ("lease expires", job.lease_expire_time if running else None),
             ("last error", job.last_error or None),
+            ("cancel reason", job.cancel_reason or None),
             ("replay of", job.replay_of or None),
             ("parent", job.parent_job_id or None),
             ("ordering key", job.ordering_key or None),
             ("group", job.group_id or None),
             ("payload", payload_text(job.payload, job.payload_content_type)),
+            # A job cancelled while running keeps the result its attempt returned.
             (
                 "result",
                 payload_text(job.result, job.result_content_type)
-                if job.status.name == "COMPLETED"
+                if job.status.name == "COMPLETED" or job.result
                 else None,
             ),
         ]
@@ -349,6 +373,8 @@ class Commands:
                 a.job_ids,
                 lambda j: self.admin.retry_job(j, keep_attempts=a.keep_attempts),
                 "retried",
+                # Retrying runs the job again now; a due time it waited for is not kept.
+                note=", due now",
             )
         self._need_filter("retry")
 
@@ -359,7 +385,7 @@ class Commands:
 
         if not self._confirmed(run, "retry"):
             return EXIT_NOT_CONFIRMED
-        return self._bulk(run(a.dry_run), "retry")
+        return self._bulk(run(a.dry_run), "retry", note=", each due now")
 
     def jobs_cancel(self) -> int:
         a = self.args
@@ -559,7 +585,15 @@ class Commands:
                 self.out.line(failure.traceback.rstrip("\n"))
         return EXIT_OK
 
-    def _each(self, job_ids: Sequence[str], action: Callable[[str], JobView], verb: str) -> int:
+    def _each(
+        self,
+        job_ids: Sequence[str],
+        action: Callable[[str], JobView],
+        verb: str,
+        *,
+        note: str = "",
+    ) -> int:
+        """Act on each job; ``note`` follows the state of each PENDING job in the text."""
         code = EXIT_OK
         results = []
         for job_id in job_ids:
@@ -580,6 +614,8 @@ class Commands:
                 state = enum_name(job.status)
                 if job.cancel_requested and job.status.name == "RUNNING":
                     state = "running, cancel requested (the handler is told at its next heartbeat)"
+                elif job.status.name == "PENDING":
+                    state += note
                 self.out.line(f"{verb} {job.id}: now {state}")
         if self.out.as_json:
             self.out.json(results[0] if len(job_ids) == 1 and code == EXIT_OK else results)
@@ -588,7 +624,7 @@ class Commands:
     def _need_filter(self, verb: str) -> None:
         if not _has_filter(self.args) and not self.args.all_jobs:
             raise UsageError(
-                f"give job ids, or a filter (--status, --tenant, --type, ...) to {verb} "
+                f"give job ids, or a filter (--status, --tenant, --job-type, ...) to {verb} "
                 f"in bulk (--all-jobs: every job it applies to)"
             )
 
@@ -619,14 +655,18 @@ class Commands:
         sys.stderr.write("wfjobs: not confirmed; nothing changed\n")
         return False
 
-    def _bulk(self, result: Any, verb: str) -> int:
+    def _bulk(self, result: Any, verb: str, *, note: str = "") -> int:
         dry = self.args.dry_run
         if self.out.as_json:
             self.out.json({"matched": result.matched, "changed": result.changed, "dry_run": dry})
         elif dry:
-            self.out.line(f"would {verb} {result.matched} job(s) (dry run; nothing changed)")
+            note = note if result.matched else ""
+            self.out.line(f"would {verb} {result.matched} job(s){note} (dry run; nothing changed)")
         else:
-            self.out.line(f"{verb}: {result.changed} of {result.matched} matching job(s) changed")
+            note = note if result.changed else ""
+            self.out.line(
+                f"{verb}: {result.changed} of {result.matched} matching job(s) changed{note}"
+            )
         return EXIT_OK
 
     # pauses -------------------------------------------------------------------------------
@@ -657,7 +697,26 @@ class Commands:
         else:
             until = f" until {time_text(record.expire_time)}" if record.expire_time else ""
             self.out.line(f"paused {scope_text(record.scope)}{until} (pause {record.id})")
+        if kind == "job_type" and not self._job_type_known(value, tenant):
+            sys.stderr.write(
+                f"wfjobs: warning: no job{f' of tenant {tenant}' if tenant else ''} and no "
+                f"connected worker has job type {value!r}; check its spelling (the pause "
+                "holds jobs of that type enqueued from now on)\n"
+            )
         return EXIT_OK
+
+    def _job_type_known(self, job_type: str, tenant: str) -> bool:
+        """Whether a stored job (of ``tenant``, if given) or a connected worker has the type.
+
+        True when the credential may not read jobs or workers: no warning it cannot back.
+        """
+        try:
+            if any(job_type in w.job_types for w in self.admin.list_workers()):
+                return True
+            flt = JobFilter(tenant_id=tenant, job_types=[job_type])
+            return bool(self.admin.list_jobs(flt, page_size=1).jobs)
+        except (PermissionDeniedError, UnauthenticatedError):
+            return True
 
     def unpause(self) -> int:
         kind, value, tenant = self._scope()
@@ -689,8 +748,10 @@ class Commands:
         if self.out.as_json:
             self.out.json({"pauses": [raw_dict(r) for r in records]})
             return EXIT_OK
+        now = datetime.now(UTC)
+        ended = [r.ended(now) for r in records]
         self.out.table(
-            ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
+            ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED", "LIFTED BY"],
             [
                 (
                     r.id,
@@ -700,9 +761,10 @@ class Commands:
                     r.reason or None,
                     r.create_time,
                     r.expire_time,
-                    r.lift_time,
+                    end[0] if end else None,
+                    end[1] if end else None,
                 )
-                for r in records
+                for r, end in zip(records, ended, strict=True)
             ],
         )
         return EXIT_OK
@@ -1019,33 +1081,20 @@ class Commands:
 
     def enqueue(self) -> int:
         a = self.args
-        payload = _json_payload(a.payload)
-        workflow = None
-        if a.definition or a.instance or a.correlation:
-            workflow = SdkWorkflowRef(
-                definition_id=a.definition, instance_id=a.instance, correlation_id=a.correlation
+        if a.from_file is not None:
+            return self._enqueue_lines()
+        if a.job_type is None:
+            raise UsageError(
+                "give the job type: wfjobs enqueue TYPE [PAYLOAD] (or --from-file PATH)"
             )
+        payload = _json_payload(a.payload)
+        workflow = _workflow(a)
         with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
             if a.schedule_id is not None:
                 return self._enqueue_tick(scheduler, payload, workflow)
             if a.tick_time or a.misfire or a.misfire_grace:
                 raise UsageError("--tick-time, --misfire and --misfire-grace need --schedule-id")
-            job = scheduler.enqueue(
-                a.job_type,
-                payload,
-                tenant_id=a.tenant,
-                workflow=workflow,
-                priority=a.priority,
-                delay=a.delay,
-                max_attempts=a.max_attempts,
-                execution_timeout=a.execution_timeout,
-                heartbeat_timeout=a.heartbeat_timeout,
-                idempotency_key=a.idempotency_key,
-                category=a.category,
-                ordering_key=a.ordering_key,
-                uniqueness=_uniqueness(a),
-                group_id=a.group,
-            )
+            job = scheduler.enqueue(a.job_type, payload, **_job_options(a))
             if a.wait is None:
                 return self._enqueued(job)
             if not self.out.as_json:
@@ -1135,7 +1184,10 @@ class Commands:
 
     def _enqueued(self, job: JobView) -> int:
         if self.out.as_json:
-            self.out.json(job_json(job))
+            # As EnqueueResponse says them (the job itself does not).
+            self.out.json(
+                {**job_json(job), "deduplicated": job.deduplicated, "debounced": job.debounced}
+            )
         else:
             note = (
                 " (debounced: the existing job took this payload)"
@@ -1146,6 +1198,339 @@ class Commands:
             )
             self.out.line(f"{job.id} {enum_name(job.status)}{note}")
         return EXIT_OK
+
+    # enqueue --from-file -----------------------------------------------------------------
+
+    def _enqueue_lines(self) -> int:
+        """``enqueue --from-file``: check every line, then enqueue them in batches.
+
+        A line is enqueued or reported with its number, never dropped: a bad line
+        stops the file before anything is sent; a batch the coordinator refuses
+        (one EnqueueBatch is all or none) is sent again line by line, so the
+        refused lines are named and the others enqueued; a failure that is not
+        the input's (unreachable, not allowed) stops and says which lines were
+        enqueued before it.
+        """
+        a = self.args
+        source = "standard input" if a.from_file == "-" else a.from_file
+        given = [
+            flag
+            for flag, value in (
+                ("PAYLOAD", a.payload),
+                ("--wait", a.wait),
+                ("--schedule-id", a.schedule_id),
+                ("--tick-time", a.tick_time),
+                ("--misfire", a.misfire),
+                ("--misfire-grace", a.misfire_grace),
+                ("--idempotency-key", a.idempotency_key),
+                ("--unique-key", a.unique_key),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"--from-file takes each job's payload and keys from its line: leave out "
+                f"{', '.join(given)} (a line may give payload, idempotency_key, unique_key)"
+            )
+        specs: list[tuple[int, job_pb2.JobSpec]] = []
+        refused: list[tuple[int, str, str]] = []
+        for number, text in self._lines(a.from_file):
+            try:
+                specs.append((number, _line_spec(a, text)))
+            except (UsageError, ValueError, TypeError) as e:
+                refused.append((number, str(e), "INVALID_ARGUMENT"))
+        if refused:
+            self._line_report([], refused)
+            sys.stderr.write(
+                f"wfjobs: {len(refused)} line(s) of {source} are not valid; nothing was enqueued\n"
+            )
+            return EXIT_USAGE
+        enqueued: list[tuple[int, EnqueueResult]] = []
+        with SchedulerClient(self.target, **self.connection.client_options()) as scheduler:
+            for batch in _batches(specs):
+                try:
+                    self._send_lines(scheduler, batch, enqueued, refused)
+                except WorkflowJobsError as e:
+                    self._line_report(enqueued, refused)
+                    self._stopped(source, specs, batch, enqueued, refused, e)
+                    raise
+        self._line_report(enqueued, refused)
+        if not self.out.as_json:
+            self.out.line(
+                f"enqueued {len(enqueued)} of {len(specs)} line(s) of {source}"
+                + (f"; refused: line {_line_ranges([n for n, _, _ in refused])}" if refused else "")
+            )
+        if not refused:
+            return EXIT_OK
+        return min(EXIT_BY_CODE.get(grpc.StatusCode[code], EXIT_ERROR) for _, _, code in refused)
+
+    def _stopped(
+        self,
+        source: str,
+        specs: list[tuple[int, job_pb2.JobSpec]],
+        batch: list[tuple[int, job_pb2.JobSpec]],
+        enqueued: list[tuple[int, EnqueueResult]],
+        refused: list[tuple[int, str, str]],
+        error: WorkflowJobsError,
+    ) -> None:
+        """Say which lines were enqueued before a failure that is not the input's."""
+        done = {n for n, _ in enqueued} | {n for n, _, _ in refused}
+        left = [n for n, _ in specs if n not in done]
+        # A call that timed out or broke may have committed before its answer was lost.
+        doubt = (
+            [n for n, _ in batch if n not in done]
+            if error.code
+            in (
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                grpc.StatusCode.UNKNOWN,
+                grpc.StatusCode.INTERNAL,
+            )
+            else []
+        )
+        sys.stderr.write(
+            f"wfjobs: stopped at line {batch[0][0]} of {source}: {len(enqueued)} line(s) "
+            f"enqueued ({_line_ranges(sorted(n for n, _ in enqueued)) or 'none'}), "
+            f"{len(left)} not ({_line_ranges(left)})"
+            + (f", of which {_line_ranges(doubt)} may have been (no answer came)" if doubt else "")
+            + "; a line with an idempotency_key is safe to send again\n"
+        )
+
+    def _lines(self, path: str) -> list[tuple[int, str]]:
+        """The numbered lines of ``path`` ('-': standard input) that are not blank."""
+        try:
+            if path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+        except OSError as e:
+            raise UsageError(f"--from-file {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise UsageError(f"--from-file {path}: not UTF-8 text ({e.reason})") from None
+        return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+    def _send_lines(
+        self,
+        scheduler: SchedulerClient,
+        batch: list[tuple[int, job_pb2.JobSpec]],
+        enqueued: list[tuple[int, EnqueueResult]],
+        refused: list[tuple[int, str, str]],
+    ) -> None:
+        """Enqueue one batch; when the coordinator refuses it, each of its lines alone."""
+        try:
+            results = scheduler.enqueue_batch([spec for _, spec in batch])
+        except WorkflowJobsError as e:
+            if e.code not in _LINE_REFUSALS:
+                raise
+            # Nothing of the batch was enqueued (all or none): find the line(s) it refuses.
+            for number, spec in batch:
+                try:
+                    [result] = scheduler.enqueue_batch([spec])
+                except WorkflowJobsError as one:
+                    if one.code not in _LINE_REFUSALS:
+                        raise
+                    refused.append((number, one.message.removeprefix("jobs[0]: "), one.code.name))
+                    continue
+                enqueued.append((number, result))
+            return
+        enqueued.extend((number, r) for (number, _), r in zip(batch, results, strict=True))
+
+    def _line_report(
+        self, enqueued: list[tuple[int, EnqueueResult]], refused: list[tuple[int, str, str]]
+    ) -> None:
+        """Each enqueued line (stdout) and each refused one (stderr; in --json, stdout)."""
+        if self.out.as_json:
+            self.out.json(
+                {
+                    "enqueued": [
+                        {
+                            "line": n,
+                            "job_id": r.job_id,
+                            "status": enum_name(r.status),
+                            "deduplicated": r.deduplicated,
+                            "debounced": r.debounced,
+                        }
+                        for n, r in enqueued
+                    ],
+                    "refused": [
+                        {"line": n, "error": message, "code": code} for n, message, code in refused
+                    ],
+                }
+            )
+            return
+        for n, r in enqueued:
+            note = (
+                " (debounced: the existing job took this payload)"
+                if r.debounced
+                else " (already existed)"
+                if r.deduplicated
+                else ""
+            )
+            self.out.line(f"line {n}: {r.job_id} {enum_name(r.status)}{note}")
+        for n, message, _ in sorted(refused):
+            sys.stderr.write(f"wfjobs: line {n}: {message}\n")
+
+
+def _workflow(a: argparse.Namespace) -> SdkWorkflowRef | None:
+    if a.definition or a.instance or a.correlation:
+        return SdkWorkflowRef(
+            definition_id=a.definition, instance_id=a.instance, correlation_id=a.correlation
+        )
+    return None
+
+
+def _job_options(a: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``wfjobs enqueue`` as ``SchedulerClient.enqueue``/``JobRequest`` take them."""
+    return {
+        "tenant_id": a.tenant,
+        "workflow": _workflow(a),
+        "priority": a.priority,
+        "delay": a.delay,
+        "max_attempts": a.max_attempts,
+        "execution_timeout": a.execution_timeout,
+        "heartbeat_timeout": a.heartbeat_timeout,
+        "idempotency_key": a.idempotency_key,
+        "category": a.category,
+        "ordering_key": a.ordering_key,
+        "uniqueness": _uniqueness(a),
+        "group_id": a.group,
+    }
+
+
+# Refusals of a batch that name something in its lines (the rest is not the
+# input's: unreachable, not allowed, too slow), so each line is tried alone.
+_LINE_REFUSALS = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    }
+)
+# One EnqueueBatch call: at most this many lines, and about this many bytes
+# (well under the 64 MiB a message may have; a line's payload is at most 1 MiB).
+_BATCH_LINES = 500
+_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _batches(
+    specs: list[tuple[int, job_pb2.JobSpec]],
+) -> Iterator[list[tuple[int, job_pb2.JobSpec]]]:
+    batch: list[tuple[int, job_pb2.JobSpec]] = []
+    size = 0
+    for number, spec in specs:
+        spec_size = spec.ByteSize()
+        if batch and (len(batch) >= _BATCH_LINES or size + spec_size > _BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((number, spec))
+        size += spec_size
+    if batch:
+        yield batch
+
+
+def _line_ranges(numbers: Sequence[int]) -> str:
+    """``1-3, 7`` for lines 1, 2, 3 and 7."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
+
+
+def _line_text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{key} must be a string, not {json.dumps(value)}")
+    return value
+
+
+def _line_int32(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{key} must be an integer, not {json.dumps(value)}")
+    try:
+        return int32(str(value))
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"{key}: {e}") from None
+
+
+def _line_duration(key: str, value: Any) -> timedelta:
+    """A duration as the command line writes it ("5m"), or a number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UsageError(f'{key} must be a duration ("5m") or seconds, not {json.dumps(value)}')
+    try:
+        return parse_duration(str(value))
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"{key}: {e}") from None
+
+
+def _line_statuses(key: str, value: Any) -> str:
+    """``unique_while``: "pending,running" or ["pending", "running"]."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    return _line_text(key, value)
+
+
+def _line_payload(key: str, value: Any) -> Any:
+    return value
+
+
+# The keys a line of ``enqueue --from-file`` takes: the command's options by
+# their JSON names, each read as the command line reads it.
+_LINE_KEYS: dict[str, Callable[[str, Any], Any]] = {
+    "job_type": _line_text,
+    "payload": _line_payload,
+    "tenant": _line_text,
+    "definition": _line_text,
+    "instance": _line_text,
+    "correlation": _line_text,
+    "priority": _line_int32,
+    "delay": _line_duration,
+    "max_attempts": _line_int32,
+    "execution_timeout": _line_duration,
+    "heartbeat_timeout": _line_duration,
+    "idempotency_key": _line_text,
+    "category": _line_text,
+    "ordering_key": _line_text,
+    "unique_key": _line_text,
+    "unique_while": _line_statuses,
+    "unique_for": _line_duration,
+    "debounce": _line_duration,
+    "max_wait": _line_duration,
+    "group": _line_text,
+}
+
+
+def _line_spec(defaults: argparse.Namespace, text: str) -> job_pb2.JobSpec:
+    """One line of ``enqueue --from-file`` as the job it asks for, checked as the SDK checks.
+
+    Raises:
+        UsageError, ValueError, TypeError: What is wrong with the line.
+    """
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"not JSON: {e}") from None
+    if not isinstance(line, dict):
+        raise UsageError(
+            'a line is a JSON object of enqueue options, e.g. {"job_type": "mail", '
+            '"payload": {"to": "a@example.com"}}'
+        )
+    unknown = sorted(set(line) - set(_LINE_KEYS))
+    if unknown:
+        raise UsageError(
+            f"unknown key(s) {', '.join(map(repr, unknown))}; a line takes: {', '.join(_LINE_KEYS)}"
+        )
+    options = argparse.Namespace(**vars(defaults))
+    options.payload = None
+    for key, value in line.items():
+        setattr(options, key, _LINE_KEYS[key](key, value))
+    if not options.job_type:
+        raise UsageError("no job_type: give it on the line, or TYPE for every line")
+    return JobRequest(options.job_type, options.payload, **_job_options(options)).to_proto()
 
 
 def _draining(s: JobStats) -> str:
@@ -1178,6 +1563,8 @@ def _uniqueness(a: argparse.Namespace) -> Uniqueness | None:
         if a.unique_while or a.unique_for or a.debounce or a.max_wait:
             raise UsageError("--unique-while, --unique-for and --debounce need --unique-key")
         return None
+    if sum(x is not None for x in (a.unique_while, a.unique_for, a.debounce)) > 1:
+        raise UsageError("give one of --unique-while, --unique-for and --debounce")
     if a.max_wait is not None and a.debounce is None:
         raise UsageError("--max-wait goes with --debounce")
     if a.debounce is not None:

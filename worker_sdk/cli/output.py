@@ -1,6 +1,8 @@
 """How ``wfjobs`` prints: tables and key/value blocks for people, JSON for scripts.
 
-JSON uses protobuf field names, as grpcurl prints them; times in tables are UTC.
+JSON uses protobuf field names, as grpcurl prints them; times for people are
+written as the dashboard and the text logs write them (``2026-12-04 03:12:45 UTC``,
+:mod:`workflowjobs.times`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from google.protobuf.message import Message
 
 from worker_sdk import JobView
 from worker_sdk._admin_types import category_name, pause_scope_text
+from workflowjobs import times
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 __all__ = [
@@ -76,10 +79,11 @@ def cell(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def time_text(value: datetime | None) -> str:
+def time_text(value: datetime | None, *, milliseconds: bool = False) -> str:
+    """A time as every surface writes it for people (:mod:`workflowjobs.times`); "-" for none."""
     if value is None:
         return "-"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
+    return times.time_text(value, milliseconds=milliseconds)
 
 
 def timestamp(ts: Any) -> datetime | None:

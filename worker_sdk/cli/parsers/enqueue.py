@@ -1,4 +1,4 @@
-"""``wfjobs enqueue``: enqueue one job."""
+"""``wfjobs enqueue``: enqueue one job, or one per line of a JSON lines file."""
 
 from __future__ import annotations
 
@@ -8,9 +8,30 @@ from ..arguments import CommandParsers, Subcommands, int32, parse_duration, utc_
 
 
 def add_commands(sub: Subcommands, parsers: CommandParsers) -> None:
-    p = parsers.add(sub, "enqueue", "enqueue", "enqueue a job")
-    p.add_argument("job_type", help="the job type a worker serves")
+    p = parsers.add(
+        sub,
+        "enqueue",
+        "enqueue",
+        "enqueue a job (--from-file: one job per line of a JSON lines file, in batches)",
+    )
+    p.add_argument(
+        "job_type",
+        nargs="?",
+        default=None,
+        help="the job type a worker serves (with --from-file: the type of lines without job_type)",
+    )
     p.add_argument("payload", nargs="?", default=None, help="JSON payload (default: null)")
+    p.add_argument(
+        "--from-file",
+        metavar="PATH",
+        default=None,
+        help="enqueue one job per line of PATH ('-': standard input), each a JSON object of "
+        'this command\'s options by their JSON names ({"job_type": "mail", "payload": {...}, '
+        '"tenant": "acme", "delay": "5m", ...}); the options given here are every line\'s '
+        "defaults. Every line is checked first (a bad one: nothing is enqueued), then sent in "
+        "batches; a line the coordinator refuses is reported with its number, the others are "
+        "enqueued",
+    )
     p.add_argument("--tenant", default="default", help="owning tenant (default: default)")
     p.add_argument("--definition", default="", help="workflow definition id")
     p.add_argument("--instance", default="", help="workflow instance id")

@@ -19,7 +19,13 @@ def add_commands(sub: Subcommands, parsers: CommandParsers) -> None:
     p.add_argument("--definition", default="", help="only jobs of this workflow definition")
     p.add_argument("--instance", default="", help="only jobs of this workflow instance")
     p.add_argument("--correlation", default="", help="only jobs with this correlation id")
-    p.add_argument("--type", dest="job_type", default="", help="only jobs of this type")
+    p.add_argument(
+        "--job-type",
+        "--type",  # the spelling before job-type was the one; kept for scripts
+        dest="job_type",
+        default="",
+        help="only jobs of this type (--type is the same)",
+    )
     p.add_argument("--job", default="", help="only this job")
     p.add_argument("--group", default="", help="only the members of this job group")
     p.add_argument(

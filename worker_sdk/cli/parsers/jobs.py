@@ -21,10 +21,22 @@ def add_commands(sub: Subcommands, parsers: CommandParsers) -> None:
     p.add_argument("--limit", type=int32, default=50, help="jobs per page (1..1000, default 50)")
     p.add_argument("--page-token", default="", help="continue a previous listing")
     p.add_argument("--all", action="store_true", help="follow every page")
+    p = parsers.add(
+        jsub,
+        "count",
+        "jobs_count",
+        "print how many jobs match the filter (the options of jobs list; none: every job)",
+    )
+    add_filter_options(p)
     p = parsers.add(jsub, "show", "jobs_show", "show a job with its attempt history")
     p.add_argument("job_id", help="the job's id")
     for name, verb, text in (
-        ("retry", "jobs_retry", "make FAULTED or CANCELLED jobs PENDING again (by id or filter)"),
+        (
+            "retry",
+            "jobs_retry",
+            "make FAULTED or CANCELLED jobs PENDING again, due now: a delay or backoff "
+            "they waited for is not kept (by id or filter)",
+        ),
         (
             "cancel",
             "jobs_cancel",
