@@ -93,7 +93,7 @@ class Gate:
     def advance_bucket(self, kind: int, value: str, tat: int) -> None:
         """Hold a claim's advance of a rate bucket (``tat`` rewritten as a
         claim's charge writes it), uncommitted."""
-        self._holder_store._rate_buckets_write(self._conn, {(kind, value): (tat, 0, 0)})
+        self._holder_store._settings.rate_buckets_write(self._conn, {(kind, value): (tat, 0, 0)})
 
     def share_limit_gate(self) -> None:
         """Hold the limit gate's share lock, as a claim in flight does (PostgreSQL)."""

@@ -5,7 +5,9 @@ a name the dashboard does not answer), the form (400 for a body no form
 sends) and its ``Origin`` (403 cross-site), the session (made here without
 login; else a redirect to the login), the CSRF token; then it runs the page's
 handler and turns a coordinator's refusal into an error page with the right
-status. Every response then gets the security headers.
+status (a live part whose coordinator is not answering gets the banner every
+page shows then, 503 with ``X-Coordinator-Down``, which the page's script
+puts above what it shows). Every response then gets the security headers.
 
 The pages are one module each (:mod:`.overview`, :mod:`.jobs`,
 :mod:`.pauses`, :mod:`.tenants`, :mod:`.limits`, :mod:`.workers`), the
@@ -23,7 +25,7 @@ from aiohttp import web
 from worker_sdk import WorkflowJobsError
 
 from . import actions, groups, jobs, limits, login, overview, pauses, templating, tenants, workers
-from .backend import Backend
+from .backend import OUTAGE_CODES, Backend
 from .events import end_streams
 from .guard import HostCheck, LoginThrottle
 from .session import COOKIE, FormError, Sessions, read_form, same_csrf
@@ -121,7 +123,10 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
             grpc.StatusCode.FAILED_PRECONDITION: 409,
             grpc.StatusCode.UNAVAILABLE: 503,
         }.get(exc.code, 502)
-        if live:
+        if live and exc.code in OUTAGE_CODES and site.backend.outage is not None:
+            # The same banner, in the same words, as a page opened now shows.
+            response = site.outage_part(site.backend.outage)
+        elif live:
             response = refused(status, error_text(exc))
         else:
             response = site.error_page(request, error_text(exc), status)

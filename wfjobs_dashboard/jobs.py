@@ -104,7 +104,8 @@ async def payload_search(
     site: Site, session: Session, job_filter: JobFilter, values: FilterValues
 ) -> tuple[list[JobView], int]:
     """The jobs among the first :data:`PAYLOAD_SCAN_JOBS` of the filter whose
-    payload holds the text (as UTF-8 bytes), at most a page of them."""
+    payload holds the text, as sent or as the job page shows it
+    (:func:`.views.payload_holds`), at most a page of them."""
     wanted = values.page_size
     found: list[JobView] = []
     scanned, token = 0, ""
@@ -118,7 +119,11 @@ async def payload_search(
             newest_first=values.order == "newest",
         )
         scanned += len(chunk.jobs)
-        found.extend(j for j in chunk.jobs if values.q.encode() in j.payload)
+        found.extend(
+            j
+            for j in chunk.jobs
+            if views.payload_holds(j.payload, j.payload_content_type, values.q)
+        )
         token = chunk.next_page_token
         if not token:
             break

@@ -19,7 +19,7 @@ from aiohttp import web
 from worker_sdk import WorkflowJobsError
 
 from . import templating, views
-from .backend import Backend
+from .backend import Backend, Outage
 from .guard import HostCheck, LoginThrottle
 from .session import COOKIE, Session, Sessions
 
@@ -114,6 +114,14 @@ class Site:
             ),
             status=status,
         )
+
+    def outage_part(self, outage: Outage) -> web.Response:
+        """What a live part answers while the coordinator is not answering: the
+        banner every page shows then (503; the page's script shows it above its
+        live part and greys what it shows)."""
+        response = self.html(templating.render("outage.html", outage=outage), status=503)
+        response.headers["X-Coordinator-Down"] = "1"
+        return response
 
     def error_page(self, request: web.Request, text: str, status: int) -> web.Response:
         return self.page(request, "error.html", "Error", status=status, text=text)

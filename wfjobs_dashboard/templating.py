@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from worker_sdk import pause_scope_text
+from worker_sdk import pause_scope, pause_scope_text
 
 from . import filters, views
 
@@ -48,6 +48,7 @@ ENV.globals.update(
     jobs_href=views.jobs_href,
     payload=views.payload,
     scope_text=pause_scope_text,
+    pause_scope=pause_scope,
     trace_id=views.trace_id,
     schedule_tick=views.schedule_tick,
     limit_value=views.limit_value,

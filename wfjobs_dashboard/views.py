@@ -138,6 +138,16 @@ def payload(data: bytes, content_type: str) -> Payload:
     )
 
 
+def payload_holds(data: bytes, content_type: str, needle: str) -> bool:
+    """Whether a payload holds ``needle``: as its bytes are (UTF-8), or as the
+    job page shows it (JSON pretty-printed, so ``"order": 191`` is found in
+    ``{"order":191}``)."""
+    if needle.encode() in data:
+        return True
+    text = json_text(data, content_type)
+    return text is not None and needle in text
+
+
 def actor_text(actor: str) -> str:
     """Who a pause is recorded as; only a coordinator without authentication records none."""
     return actor or "unauthenticated"

@@ -663,8 +663,10 @@ class PauseRecord:
         reason: Why.
         create_time: When it was paused.
         expire_time: When it lifts by itself; None when it does not.
-        lift_time: When it was lifted or expired; None while in force.
-        lifted_by: Who lifted it ("" while in force or once expired).
+        lift_time: When it was lifted; None while in force and for one that
+            expired (:meth:`ended` says when and by whom it ended either way).
+        lifted_by: Who lifted it ("" while in force, once expired, or lifted
+            through a coordinator without authentication by a caller naming no one).
         raw: The ``workflowjobs.v1.PauseRecord`` message itself.
     """
 
@@ -694,6 +696,17 @@ class PauseRecord:
             lifted_by=record.lifted_by,
             raw=record,
         )
+
+    def ended(self, now: datetime) -> tuple[datetime, str] | None:
+        """When the pause stopped holding jobs, and who or what ended it: the
+        name of who lifted it (``"unauthenticated"`` when a coordinator without
+        authentication recorded none, as for :attr:`actor`), or ``"expiry"``
+        for one whose expiry came; None while it is in force."""
+        if self.lift_time is not None:
+            return self.lift_time, self.lifted_by or "unauthenticated"
+        if self.expire_time is not None and self.expire_time <= now:
+            return self.expire_time, "expiry"
+        return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import grpc
 
@@ -21,6 +21,7 @@ from coordinator.engine import (
     OutcomesAnswered,
     WorkerSession,
 )
+from coordinator.engine.sessions import OutboxItem
 from coordinator.engine.validation import check_job_type_name, check_length
 from coordinator.errors import (
     InvalidArgument,
@@ -30,7 +31,7 @@ from coordinator.errors import (
     StoreUnavailable,
     Unauthenticated,
 )
-from coordinator.model import Completion, Failure, Release
+from coordinator.model import Completion, Failure, JobRow, Release
 from coordinator.telemetry import stages
 from workflowjobs.contract import MAX_MESSAGE_BYTES
 from workflowjobs.v1 import worker_service_pb2 as wpb
@@ -181,8 +182,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     outcomes_on_stream=True,
                 )
             )
+            # An item taken from the outbox while coalescing, sent next.
+            held: list[OutboxItem] = []
             while True:
-                item = await session.outbox.get()
+                item = held.pop() if held else await session.outbox.get()
                 if session.ended_by is not None:
                     # Ended by the coordinator (revoked credential): send nothing more.
                     raise session.ended_by
@@ -208,8 +211,25 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 # back at once if the stream ends. A message handed to gRPC may
                 # reach the worker however the call ends (its completion can come
                 # after the worker received it and cancelled): its jobs stay leased.
-                session.writing[:] = [(row.id, item.lease_token) for row in item.jobs]
-                for message, count in _batch_messages(item, session.max_message_bytes):
+                # Lease batches queued behind this one go in the same message
+                # (up to the worker's batch size): one write for what one loop
+                # turn leased to this stream, not one per enqueue.
+                leased = [(row, item.lease_token) for row in item.jobs]
+                while not session.outbox.empty():
+                    following = session.outbox.get_nowait()
+                    if (
+                        not isinstance(following, LeaseBatch)
+                        or len(leased) + len(following.jobs) > session.max_batch_size
+                    ):
+                        held.append(following)
+                        break
+                    leased += [(row, following.lease_token) for row in following.jobs]
+                session.writing[:] = [(row.id, token) for row, token in leased]
+                if held and isinstance(held[0], LeaseBatch):
+                    # Out of the outbox but not yet written: handed back with
+                    # the rest if the stream ends first.
+                    session.writing += [(row.id, held[0].lease_token) for row in held[0].jobs]
+                for message, count in _batch_messages(leased, session.max_message_bytes):
                     if session.closed:
                         break  # the stream ended: the rest go back with the session
                     if stages.ENABLED:
@@ -436,27 +456,30 @@ _PER_JOB_FRAMING = 8
 _ENVELOPE = 16
 
 
-def _batch_messages(batch: LeaseBatch, limit: int) -> Iterator[tuple[wpb.AcquireJobsResponse, int]]:
-    """``batch`` as AcquireJobsResponse messages of at most ``limit`` bytes each,
-    with the number of jobs in each. A single job larger than ``limit`` goes
-    alone (it cannot be split; the worker's channel decides)."""
+def _batch_messages(
+    leased: Sequence[tuple[JobRow, str]], limit: int
+) -> Iterator[tuple[wpb.AcquireJobsResponse, int]]:
+    """``leased`` jobs (each with its lease token) as AcquireJobsResponse
+    messages of at most ``limit`` bytes each, with the number of jobs in each.
+    A single job larger than ``limit`` goes alone (it cannot be split; the
+    worker's channel decides)."""
     message = wpb.AcquireJobsResponse()
     jobs = message.jobs
-    for row in batch.jobs:
-        convert.add_leased_job(jobs, row, batch.lease_token)
+    for row, token in leased:
+        convert.add_leased_job(jobs, row, token)
     if message.ByteSize() <= limit:
-        yield message, len(batch.jobs)
+        yield message, len(leased)
         return
     message = wpb.AcquireJobsResponse()
     size = _ENVELOPE
-    for row in batch.jobs:
-        convert.add_leased_job(message.jobs, row, batch.lease_token)
+    for row, token in leased:
+        convert.add_leased_job(message.jobs, row, token)
         added = message.jobs.jobs[-1].ByteSize() + _PER_JOB_FRAMING
         if len(message.jobs.jobs) > 1 and size + added > limit:
             del message.jobs.jobs[-1]
             yield message, len(message.jobs.jobs)
             message = wpb.AcquireJobsResponse()
-            convert.add_leased_job(message.jobs, row, batch.lease_token)
+            convert.add_leased_job(message.jobs, row, token)
             size = _ENVELOPE
         if size + added > limit:
             log.warning(

@@ -1,4 +1,5 @@
-"""Connection handling shared by every query module.
+"""Connection handling shared by every query module: the store's one core
+(``StoreCore``) and what every table family takes from it (``Family``).
 
 The store is synchronous SQLAlchemy Core; the engine calls it from a thread
 pool so the gRPC event loop never blocks on the database. Database errors are
@@ -496,8 +497,9 @@ def _take_events_mark(conn: sa.Connection) -> bool:
     return bool(conn.info.pop(_EVENTS_WRITTEN, False))
 
 
-class StoreBase:
-    """Owns the SQLAlchemy engine and the transaction helper."""
+class StoreCore:
+    """The one core every table family shares: the SQLAlchemy engine, the
+    transaction helpers, the dialect and the connection bounds."""
 
     def __init__(
         self,
@@ -708,3 +710,27 @@ class StoreBase:
     def ping(self) -> None:
         with self.statement() as conn:
             conn.exec_driver_sql("SELECT 1")
+
+
+class Family:
+    """A table family's queries, over the store's one core.
+
+    Each family (jobs, leases, groups, events, ...) is an object of its own
+    module, built over the ``StoreCore`` and handed the other families' parts
+    it uses when the store is composed (``store/__init__.py``). This class
+    only gives every family the same names for what it takes from the core
+    (bound once here, so a statement costs no extra lookup); it holds no
+    state of its own and no family inherits another's class.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
+        self.is_postgres = core.is_postgres
+        self.tx = core.tx
+        self.statement = core.statement
+        self._insert = core._insert
+        self._notify_wake = core._notify_wake
+        self._events_written = core._events_written
+        self._after_commit = core._after_commit
+        self._run_on_loop = core._run_on_loop
+        self._loop_statements = core._loop_statements

@@ -68,7 +68,7 @@ from coordinator.model import (
     JobStatus,
     NewJob,
 )
-from coordinator.store.base import StoreBase, driver_sql
+from coordinator.store.base import Family, driver_sql
 from coordinator.store.schema import cluster_flags
 
 # The writing transaction's id, as a bigint (PostgreSQL).
@@ -319,10 +319,10 @@ def _parse_flag(value: str | None) -> EventCursor | None:
     return EventCursor.parse(value) if value else None
 
 
-class EventQueries(StoreBase):
+class EventQueries(Family):
     """Writes events for changed jobs; reads, bounds and purges the log."""
 
-    def _record_events(
+    def record_events(
         self, conn: sa.Connection, entries: Sequence[EventEntry], now: int, *, bump: bool
     ) -> None:
         """Write ``entries`` (in order) from their jobs as this transaction left them.
@@ -380,7 +380,7 @@ class EventQueries(StoreBase):
         )
         conn.exec_driver_sql(driver_sql(sql), {**_entries_params(entries), "now": now})
 
-    def _record_enqueued(self, conn: sa.Connection, new_jobs: Sequence[NewJob], now: int) -> None:
+    def record_enqueued(self, conn: sa.Connection, new_jobs: Sequence[NewJob], now: int) -> None:
         """Write ENQUEUED, at ``now``, for ``new_jobs``, stored PENDING by this transaction.
 
         On PostgreSQL the log row is built from the jobs' own values (every
@@ -391,7 +391,7 @@ class EventQueries(StoreBase):
         if not new_jobs:
             return
         if not self.is_postgres:
-            self._record_events(
+            self.record_events(
                 conn, [EventEntry(j.id, JobEventKind.ENQUEUED) for j in new_jobs], now, bump=False
             )
             return

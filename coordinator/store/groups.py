@@ -45,8 +45,9 @@ from coordinator.model import (
     JobStatus,
     NewJob,
 )
+from coordinator.store.base import Family, StoreCore
 from coordinator.store.events import EventEntry
-from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.job_end import Ended, JobEnd
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import groups, jobs
 
@@ -82,12 +83,17 @@ class GroupCreated(NamedTuple):
     deduplicated: bool
 
 
-class GroupQueries(JobQueries):
+class GroupQueries(Family):
     """Job groups (design note above)."""
 
-    # Called (in the store's thread) when a completion job was stored, on a
-    # store whose replicas hear no NOTIFY (SQLite): the engine wakes itself.
-    _completion_listener: Callable[[], None] | None = None
+    def __init__(self, core: StoreCore, jobs: JobQueries, job_end: JobEnd) -> None:
+        super().__init__(core)
+        # Members and completion jobs are stored as any job is.
+        self._jobs = jobs
+        self._jobs_ended = job_end.jobs_ended
+        # Called (in the store's thread) when a completion job was stored, on a
+        # store whose replicas hear no NOTIFY (SQLite): the engine wakes itself.
+        self._completion_listener: Callable[[], None] | None = None
 
     def set_completion_listener(self, listener: Callable[[], None] | None) -> None:
         """Call ``listener`` whenever a group's completion job is stored."""
@@ -141,7 +147,7 @@ class GroupQueries(JobQueries):
                 self._insert_members(conn, members, lambda i: f"members[{i}]: ") if members else []
             )
             if close:
-                jobs_ended(self, conn, Ended(groups={group_id}), now)
+                self._jobs_ended(conn, Ended(groups={group_id}), now)
         return GroupCreated(group_id, result, False)
 
     def _group_by_key(
@@ -201,12 +207,7 @@ class GroupQueries(JobQueries):
         """Store jobs (members, or a completion job); a member deduplicated by its
         idempotency key to a job that is not a member of its group is refused,
         so a group never counts without a job its caller gave it."""
-        lanes_needed = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
-        lanes_needed -= self._known_lanes
-        if lanes_needed:
-            self._lane_upsert(conn, lanes_needed)
-        result = self._insert_in(conn, new_jobs, any(j.idempotency_key for j in new_jobs), None)
-        self._known_lanes |= lanes_needed
+        result = self._jobs.insert_with_lanes(conn, new_jobs)
         deduplicated = {
             job_id: job for job, (job_id, dedup, _) in zip(new_jobs, result, strict=True) if dedup
         }
@@ -252,7 +253,7 @@ class GroupQueries(JobQueries):
                     .where(groups.c.id == group_id)
                     .values(status=int(GroupStatus.CLOSED), closed_at=now)
                 )
-                jobs_ended(self, conn, Ended(groups={group_id}), now)
+                self._jobs_ended(conn, Ended(groups={group_id}), now)
             return self._group_read(conn, group_id)
 
     def group_cancel(
@@ -295,8 +296,7 @@ class GroupQueries(JobQueries):
             )
             if cancelled:
                 # A group's members have no ordering key (engine/groups.py).
-                jobs_ended(
-                    self,
+                self._jobs_ended(
                     conn,
                     Ended(groups={group_id}),
                     now,
@@ -359,7 +359,7 @@ class GroupQueries(JobQueries):
             for row in rows
         ]
 
-    def _groups_after_end(
+    def groups_after_end(
         self,
         conn: sa.Connection,
         group_ids: Collection[str],
@@ -368,7 +368,7 @@ class GroupQueries(JobQueries):
         """Members of ``group_ids`` ended (or the groups closed) in this
         transaction: store the completion of each closed group none of whose
         members is left. Returns the completion jobs stored. Called by
-        ``job_end.jobs_ended`` alone."""
+        ``JobEnd.jobs_ended`` alone."""
         stored: list[str] = []
         for group_id in sorted(group_ids):
             row = conn.execute(

@@ -1,7 +1,7 @@
 """The end of a job, written once: what follows in the transaction that ended it.
 
 Design note. Every statement that leaves jobs in a final status (COMPLETED,
-FAULTED, CANCELLED) calls ``jobs_ended`` in its own transaction, after its
+FAULTED, CANCELLED) calls ``JobEnd.jobs_ended`` in its own transaction, after its
 writes: a completion, a failure to the dead letter, an attempt budget used
 up, a lease or an execution timeout reclaimed (all through
 ``store/leases.py``), a cancel, a bulk cancel, an unlock (``store/jobs.py``)
@@ -29,31 +29,19 @@ end a job cannot forget a key or a group.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
-from coordinator.store.events import EventEntry
+from coordinator.store.base import Family, StoreCore
+from coordinator.store.events import EventEntry, EventQueries
 from coordinator.store.ordering import Key, lock_keys, release_next
 
-
-class EndingStore(Protocol):
-    """What ``jobs_ended`` uses of the store."""
-
-    @property
-    def is_postgres(self) -> bool: ...
-
-    def _record_events(
-        self, conn: sa.Connection, entries: Sequence[EventEntry], now: int, *, bump: bool
-    ) -> None: ...
-
-    def _notify_wake(self, conn: sa.Connection, due_at: int | Iterable[int]) -> None: ...
-
-    def _groups_after_end(
-        self, conn: sa.Connection, group_ids: Collection[str], now: int
-    ) -> list[str]: ...
+# Store the completion of each closed group of ``group_ids`` none of whose
+# members is left (``GroupQueries.groups_after_end``): (conn, group_ids, now).
+CompleteGroups = Callable[[sa.Connection, Collection[str], int], list[str]]
 
 
 @dataclass(slots=True)
@@ -78,42 +66,57 @@ class Ended:
         return ended
 
 
-def jobs_ended(
-    store: EndingStore,
-    conn: sa.Connection,
-    ended: Ended,
-    now: int | None,
-    *,
-    events: Sequence[EventEntry] = (),
-    bump: bool = False,
-    keys_locked: bool = False,
-    wake: Iterable[int] = (),
-) -> list[int]:
-    """What follows jobs ending in the transaction of ``conn`` (design note above).
+class JobEnd(Family):
+    """What follows jobs' ends (design note above), handed to every family
+    whose statements end jobs."""
 
-    ``ended``: the ended jobs' keys and groups. ``now``: when they ended (the
-    events' time, a completion job's creation); None only for a purge, which
-    records nothing and completes no group. ``events`` are written with
-    ``bump`` as ``EventQueries._record_events`` does. ``keys_locked``: the
-    statement took the keys' locks. ``wake``: due times to notify besides
-    the released jobs'. Returns every due time notified.
-    """
-    if now is None and (events or ended.groups):
-        raise ValueError("jobs_ended records events and completes groups at a time: give now")
-    if events:
-        assert now is not None
-        store._record_events(conn, events, now, bump=bump)
-    due = list(wake)
-    if ended.keys:
-        if not keys_locked:
-            lock_keys(conn, store.is_postgres, ended.keys)
-        due.extend(release_next(conn, store.is_postgres, ended.keys))
-    if ended.groups:
-        assert now is not None
-        store._groups_after_end(conn, ended.groups, now)
-    if due:
-        store._notify_wake(conn, due)
-    return due
+    def __init__(self, core: StoreCore, events: EventQueries) -> None:
+        super().__init__(core)
+        self._record_events = events.record_events
+        self._complete_groups: CompleteGroups | None = None
+
+    def complete_groups_by(self, complete: CompleteGroups) -> None:
+        """Complete groups with ``complete`` (the groups family's; the store sets
+        it once it has built that family, which inserts through the jobs family,
+        which ends jobs through this object)."""
+        self._complete_groups = complete
+
+    def jobs_ended(
+        self,
+        conn: sa.Connection,
+        ended: Ended,
+        now: int | None,
+        *,
+        events: Sequence[EventEntry] = (),
+        bump: bool = False,
+        keys_locked: bool = False,
+        wake: Iterable[int] = (),
+    ) -> list[int]:
+        """What follows jobs ending in the transaction of ``conn`` (design note above).
+
+        ``ended``: the ended jobs' keys and groups. ``now``: when they ended (the
+        events' time, a completion job's creation); None only for a purge, which
+        records nothing and completes no group. ``events`` are written with
+        ``bump`` as ``EventQueries.record_events`` does. ``keys_locked``: the
+        statement took the keys' locks. ``wake``: due times to notify besides
+        the released jobs'. Returns every due time notified.
+        """
+        if now is None and (events or ended.groups):
+            raise ValueError("jobs_ended records events and completes groups at a time: give now")
+        if events:
+            assert now is not None
+            self._record_events(conn, events, now, bump=bump)
+        due = list(wake)
+        if ended.keys:
+            if not keys_locked:
+                lock_keys(conn, self.is_postgres, ended.keys)
+            due.extend(release_next(conn, self.is_postgres, ended.keys))
+        if ended.groups:
+            assert now is not None and self._complete_groups is not None
+            self._complete_groups(conn, ended.groups, now)
+        if due:
+            self._notify_wake(conn, due)
+        return due
 
 
-__all__ = ["Ended", "EndingStore", "jobs_ended"]
+__all__ = ["CompleteGroups", "Ended", "JobEnd"]

@@ -45,14 +45,14 @@ from coordinator.model import (
     events_of_ended_attempt,
     operator_retry_grant,
 )
-from coordinator.store.base import driver_sql, wake_payload
+from coordinator.store.base import Family, StoreCore, driver_sql, wake_payload
 from coordinator.store.events import (
     EVENT_SOURCE_COLUMNS,
     EventEntry,
     EventQueries,
     event_ctes,
 )
-from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.job_end import Ended, JobEnd
 from coordinator.store.ordering import Key, busy_keys, key_busy, lock_keys
 from coordinator.store.pauses import pause_blocks
 from coordinator.store.schema import (
@@ -70,6 +70,7 @@ from coordinator.store.scope_settings import (
     AdmissionFor,
     AdmitIn,
     BucketsWrite,
+    ScopeSettingQueries,
 )
 
 log = logging.getLogger(__name__)
@@ -305,20 +306,46 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
     return clauses
 
 
-class JobQueries(EventQueries):
+class JobQueries(Family):
     """Queries over ``wfj_jobs`` (and ``wfj_lanes``) as stored, outside the life of a lease."""
 
-    # Members of these groups ended in this transaction (store/groups.py;
-    # called by job_end.jobs_ended).
-    _groups_after_end: Callable[..., list[str]]
-    # Admit a claim under the limits in force, and charge its rate buckets
-    # (store/scope_settings.py).
-    _admit_in: AdmitIn
-    _rate_buckets_write: BucketsWrite
-
-    def __init__(self, url: str, **options: Any) -> None:
-        super().__init__(url, **options)
+    def __init__(
+        self,
+        core: StoreCore,
+        events: EventQueries,
+        settings: ScopeSettingQueries,
+        job_end: JobEnd,
+    ) -> None:
+        super().__init__(core)
+        self._record_events = events.record_events
+        self._record_enqueued = events.record_enqueued
+        # Admit a claim under the limits in force, and charge its rate buckets.
+        self._admit_in: AdmitIn = settings.admit_in
+        self._rate_buckets_write: BucketsWrite = settings.rate_buckets_write
+        self._jobs_ended = job_end.jobs_ended
         self._known_lanes: set[tuple[str, str, str]] = set()
+
+    # -- what the families that store jobs of their own use (a group's members and
+    # completion, jobs under uniqueness keys) -----------------------------------
+
+    def insert_with_lanes(
+        self, conn: sa.Connection, new_jobs: Sequence[NewJob]
+    ) -> list[tuple[str, bool, int]]:
+        """``insert_in`` of ``new_jobs``, their lanes stored first (in this transaction)."""
+        new_lanes = self.lanes_unknown(new_jobs)
+        if new_lanes:
+            self.lane_upsert(conn, new_lanes)
+        result = self.insert_in(conn, new_jobs, any(j.idempotency_key for j in new_jobs), None)
+        self.lanes_stored(new_lanes)
+        return result
+
+    def lanes_unknown(self, new_jobs: Sequence[NewJob]) -> set[tuple[str, str, str]]:
+        """The lanes of ``new_jobs`` this store has not stored yet."""
+        return {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs} - self._known_lanes
+
+    def lanes_stored(self, new_lanes: set[tuple[str, str, str]]) -> None:
+        """``new_lanes`` are stored: later inserts skip their upsert."""
+        self._known_lanes |= new_lanes
 
     def job_insert_many(
         self,
@@ -361,8 +388,8 @@ class JobQueries(EventQueries):
                 )
         with self.tx() as conn:
             if new_lanes:
-                self._lane_upsert(conn, new_lanes)
-            result = self._insert_in(conn, new_jobs, keyed, existing)
+                self.lane_upsert(conn, new_lanes)
+            result = self.insert_in(conn, new_jobs, keyed, existing)
         self._known_lanes |= new_lanes
         return result
 
@@ -394,7 +421,7 @@ class JobQueries(EventQueries):
         pending = int(JobStatus.PENDING)
         return [(j.id, False, stored.get(j.id, pending)) for j in new_jobs]
 
-    def _insert_in(
+    def insert_in(
         self,
         conn: sa.Connection,
         new_jobs: Sequence[NewJob],
@@ -435,7 +462,7 @@ class JobQueries(EventQueries):
         keys = {(j.tenant_id, j.ordering_key) for j in new_jobs if j.ordering_key is not None}
         with self.tx() as conn:
             if new_lanes:
-                self._lane_upsert(conn, new_lanes)
+                self.lane_upsert(conn, new_lanes)
             lock_keys(conn, self.is_postgres, keys)
             busy = busy_keys(conn, self.is_postgres, keys)
             for job in new_jobs:
@@ -451,11 +478,11 @@ class JobQueries(EventQueries):
                     existing,
                 )
             else:
-                result = self._insert_in(conn, new_jobs, keyed, existing)
+                result = self.insert_in(conn, new_jobs, keyed, existing)
             if keyed:
                 # A job held behind one of the batch that was deduplicated (not
                 # stored) may have nothing live ahead of it.
-                jobs_ended(self, conn, Ended(keys=keys), None, keys_locked=True)
+                self._jobs_ended(conn, Ended(keys=keys), None, keys_locked=True)
         return result
 
     def job_insert_leased(
@@ -507,7 +534,7 @@ class JobQueries(EventQueries):
                 limited = not admitted
             lane = (job.tenant_id, job.job_type, job.definition_id)
             if lane not in self._known_lanes:
-                self._lane_upsert(conn, {lane})
+                self.lane_upsert(conn, {lane})
             lease_ms = job.heartbeat_timeout_ms or default_lease_ms
             row = _insert_row(job)
             if not limited:
@@ -615,7 +642,7 @@ class JobQueries(EventQueries):
         except psycopg.Error as e:
             raise sa.exc.DBAPIError.instance(statement, None, e, psycopg.Error) from e
 
-    def _lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
+    def lane_upsert(self, conn: sa.Connection, new_lanes: set[tuple[str, str, str]]) -> None:
         values = [{"tenant_id": t, "job_type": jt, "definition_id": d} for t, jt, d in new_lanes]
         conn.execute(self._insert(lanes).on_conflict_do_nothing(), values)
 
@@ -824,7 +851,7 @@ class JobQueries(EventQueries):
             ).rowcount
             if pending:
                 events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
-                jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
+                self._jobs_ended(conn, ended, now, events=events, bump=True, keys_locked=True)
                 return StateChange(self._read_job(conn, job_id), True)
             if not keys:
                 return self._request_cancel(conn, job_id, reason)
@@ -854,7 +881,7 @@ class JobQueries(EventQueries):
         ).rowcount
         if changed:
             events = [EventEntry(job_id, JobEventKind.CANCELLED, note)]
-            jobs_ended(self, conn, ended, now, events=events, bump=True, keys_locked=True)
+            self._jobs_ended(conn, ended, now, events=events, bump=True, keys_locked=True)
         return StateChange(self._read_job(conn, job_id), bool(changed))
 
     def _request_cancel(self, conn: sa.Connection, job_id: str, reason: str) -> StateChange:
@@ -869,8 +896,11 @@ class JobQueries(EventQueries):
         """RUNNING → PENDING now, the attempt recorded as UNLOCKED.
 
         Clearing the lease token fences the old holder: its heartbeats answer
-        "lost" and its outcome is refused. The attempt still counts against
-        max attempts (history numbers stay unique). A cancel requested before
+        "lost" and its outcome is refused. The operator asks for the job to
+        run again, whatever its retry policy: the unlocked attempt counts
+        (history numbers stay unique) and, as a retry that keeps the attempts,
+        a job that spent its budget is given one attempt more (``max_attempts``
+        raised by one, ``operator_retry_grant``). A cancel requested before
         the unlock is honoured: the job ends CANCELLED instead. A job at the
         attempt ceiling can start no other attempt: it ends FAULTED (only a
         replay runs it again). ``wake`` tells every replica that the freed
@@ -891,10 +921,21 @@ class JobQueries(EventQueries):
                 )
             else:
                 new_status, outcome = JobStatus.PENDING, AttemptOutcome.UNLOCKED
+            budget: dict[str, Any] = {}
+            grant = operator_retry_grant(
+                row.attempt, row.released_attempts, row.max_attempts, row.retry_policy, True
+            )
+            if (
+                new_status == JobStatus.PENDING
+                and grant is not None
+                and grant.max_attempts != row.max_attempts
+            ):
+                budget = {"max_attempts": grant.max_attempts, "retry_policy": grant.retry_policy}
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status == int(JobStatus.RUNNING))
                 .values(
+                    **budget,
                     status=int(new_status),
                     due_at=now,
                     finished_at=None if new_status == JobStatus.PENDING else now,
@@ -921,8 +962,7 @@ class JobQueries(EventQueries):
                 else EventEntry(job_id, kind)
                 for kind in events_of_ended_attempt(outcome, new_status)
             ]
-            jobs_ended(
-                self,
+            self._jobs_ended(
                 conn,
                 Ended.of([row]) if new_status != JobStatus.PENDING else Ended(),
                 now,
@@ -1154,8 +1194,7 @@ class JobQueries(EventQueries):
                     )
                     changed += len(cancelled)
                     done = set(cancelled)
-                    jobs_ended(
-                        self,
+                    self._jobs_ended(
                         conn,
                         Ended.of(r for r in rows if r.id in done),
                         now,
@@ -1296,7 +1335,7 @@ class JobQueries(EventQueries):
                 for r in found
                 if r.id in gone and r.status == JobStatus.FAULTED and not r.ordering_skip_failed
             )
-            jobs_ended(self, conn, Ended(keys=holding), None)
+            self._jobs_ended(conn, Ended(keys=holding), None)
             return len(gone)
 
     def job_purge_matching(

@@ -39,7 +39,7 @@ from coordinator.model import (
     RunningDeadline,
     events_of_ended_attempt,
 )
-from coordinator.store.base import ROW_WRITE_ERRORS, driver_sql
+from coordinator.store.base import ROW_WRITE_ERRORS, Family, StoreCore, driver_sql
 from coordinator.store.events import (
     EventEntry,
     EventQueries,
@@ -47,7 +47,7 @@ from coordinator.store.events import (
     event_returning,
     event_tx_bump,
 )
-from coordinator.store.job_end import Ended, jobs_ended
+from coordinator.store.job_end import Ended, JobEnd
 from coordinator.store.ordering import key_locks_sql, ordering_allows
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.schema import (
@@ -62,6 +62,7 @@ from coordinator.store.scope_settings import (
     AdmissionFor,
     AdmitIn,
     BucketsWrite,
+    ScopeSettingQueries,
 )
 
 log = logging.getLogger(__name__)
@@ -205,16 +206,22 @@ def _completion_event(row: Any) -> EventEntry:
     return EventEntry(row.id, JobEventKind.COMPLETED)
 
 
-class LeaseQueries(EventQueries):
+class LeaseQueries(Family):
     """Queries that lease jobs, end attempts and keep leases alive."""
 
-    # Members of these groups ended in this transaction (store/groups.py;
-    # called by job_end.jobs_ended).
-    _groups_after_end: Callable[..., list[str]]
-    # Admit a claim under the limits in force, and charge its rate buckets
-    # (store/scope_settings.py).
-    _admit_in: AdmitIn
-    _rate_buckets_write: BucketsWrite
+    def __init__(
+        self,
+        core: StoreCore,
+        events: EventQueries,
+        settings: ScopeSettingQueries,
+        job_end: JobEnd,
+    ) -> None:
+        super().__init__(core)
+        self._record_events = events.record_events
+        # Admit a claim under the limits in force, and charge its rate buckets.
+        self._admit_in: AdmitIn = settings.admit_in
+        self._rate_buckets_write: BucketsWrite = settings.rate_buckets_write
+        self._jobs_ended = job_end.jobs_ended
 
     def job_candidates(
         self,
@@ -612,7 +619,7 @@ class LeaseQueries(EventQueries):
             if out:
                 # The statement wrote the events (``_COMPLETION_EVENTS_SQL``).
                 self._events_written(conn)
-            jobs_ended(self, conn, ended, now, keys_locked=True, wake=[now] if out and wake else [])
+            self._jobs_ended(conn, ended, now, keys_locked=True, wake=[now] if out and wake else [])
             return out
         update = sa.text(
             f"""
@@ -658,7 +665,7 @@ class LeaseQueries(EventQueries):
                     "reported_token": c.lease_token,
                 },
             )
-        jobs_ended(self, conn, ended, now, events=events, wake=[now] if applied and wake else [])
+        self._jobs_ended(conn, ended, now, events=events, wake=[now] if applied and wake else [])
         return applied
 
     def job_end_attempts(
@@ -904,7 +911,7 @@ class LeaseQueries(EventQueries):
             if e.new_status != JobStatus.PENDING:
                 row = by_id[e.job_id]
                 ended.add(row.tenant_id, row.ordering_key, row.group_id)
-        jobs_ended(self, conn, ended, now, events=events, wake=due)
+        self._jobs_ended(conn, ended, now, events=events, wake=due)
 
     def attempt_reported_many(self, refs: Sequence[tuple[str, str]]) -> dict[str, int]:
         """Of (job id, lease token) pairs, the outcome of each job's attempt that a

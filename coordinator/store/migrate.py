@@ -10,7 +10,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 
-from coordinator.store.base import StoreBase, domain_errors
+from coordinator.store.base import domain_errors
+from coordinator.store.protocol import Store
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The table Alembic keeps the schema revision in (migrations/env.py).
@@ -34,7 +35,7 @@ class MigrationResult:
         return f"schema of {where} is up to date (revision {self.after}); nothing to do"
 
 
-def upgrade(store: StoreBase, revision: str = "head") -> MigrationResult:
+def upgrade(store: Store, revision: str = "head") -> MigrationResult:
     """Bring the database schema of ``store`` up to ``revision``.
 
     Raises:

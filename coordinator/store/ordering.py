@@ -71,7 +71,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from coordinator.model import JobStatus
-from coordinator.store.base import StoreBase, driver_sql
+from coordinator.store.base import Family, driver_sql
 from coordinator.store.rows import OrderingBlockerRow
 
 _RUNNING = int(JobStatus.RUNNING)
@@ -199,7 +199,7 @@ def release_next(conn: sa.Connection, is_postgres: bool, keys: Iterable[Key]) ->
     return out
 
 
-class OrderingQueries(StoreBase):
+class OrderingQueries(Family):
     """Reads over the jobs of an ordering key."""
 
     def job_ordering_blocker(

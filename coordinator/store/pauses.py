@@ -25,7 +25,7 @@ from coordinator.model import (
     PauseRecord,
     PauseScope,
 )
-from coordinator.store.base import StoreBase
+from coordinator.store.base import Family
 from coordinator.store.schema import (
     pauses,
 )
@@ -117,7 +117,7 @@ def _active(now: int) -> Any:
     return sa.text(ACTIVE_PAUSE).bindparams(now=now)
 
 
-class PauseQueries(StoreBase):
+class PauseQueries(Family):
     """Queries over ``wfj_pauses``."""
 
     def pause_create(

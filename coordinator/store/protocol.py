@@ -1,19 +1,24 @@
 """The store as the engine sees it: every named query, one line each.
 
 Names are Entity-Verb-Qualifier (``job_insert_many``, ``lease_extend_many``,
-``pause_create``), grouped as the modules that implement them: ``jobs.py``,
-``leases.py``, ``groups.py``, ``ordering.py``, ``uniqueness.py``,
+``pause_create``), grouped as the table families that implement them:
+``jobs.py``, ``leases.py``, ``groups.py``, ``ordering.py``, ``uniqueness.py``,
 ``pauses.py``, ``scope_settings.py``, ``workers.py``, ``stats.py``,
-``scaling.py``, ``events.py``, with connection handling in ``base.py`` (and
-``liveness.py``, ``pooler.py``, ``urls.py``, ``notify.py``); what follows a
-job's end, whichever query ended it, is ``job_end.py``; rows answered as
-stored are typed by the protocols of ``rows.py``. PostgreSQL and SQLite implement every
-query under the same name with the same meaning (one class, ``SqlStore``;
-the dialect differences stay inside each query); what only one dialect can do
-is said by ``capabilities``, never by asking which dialect it is. Time is a
-parameter (``now``, in µs since the epoch). The rules (which statuses an
-operator may retry, the budget a retry grants, how a failed attempt ends) are
-the engine's and the model's, passed in as parameters or callbacks.
+``scaling.py``, ``events.py``. What follows a job's end, whichever query
+ended it, is ``job_end.py``. Connection handling is ``base.py`` (the core
+every family shares), with ``liveness.py`` (connection bounds),
+``pooler.py`` (transaction poolers), ``urls.py`` (database URLs),
+``notify.py`` (LISTEN) and ``filelock.py`` (one coordinator per SQLite
+file); the tables are ``schema.py``, their migrations ``migrations/`` applied
+by ``migrate.py``; rows answered as stored are typed by the protocols of
+``rows.py``. PostgreSQL and SQLite implement every query under the same name
+with the same meaning (one class, ``SqlStore``, composed of the table
+families in ``__init__.py``, each query answered by one of them; the dialect
+differences stay inside each query); what only one dialect can do is said by
+``capabilities``, never by asking which dialect it is. Time is a parameter
+(``now``, in µs since the epoch). The rules (which statuses an operator may
+retry, the budget a retry grants, how a failed attempt ends) are the
+engine's and the model's, passed in as parameters or callbacks.
 
 ``tests/store/test_store_protocol.py`` checks that ``SqlStore`` implements
 every member here with the same parameters, and has no public member that is

@@ -18,11 +18,11 @@ from collections.abc import Collection, Sequence
 import sqlalchemy as sa
 
 from coordinator.model import BacklogGroup, BacklogState, JobStatus, LimitKind
-from coordinator.store.base import StoreBase
+from coordinator.store.base import Family
 from coordinator.store.pauses import pause_blocks
 
 
-class ScalingQueries(StoreBase):
+class ScalingQueries(Family):
     """The backlog KEDA, GetStats and the gauges read."""
 
     def job_backlog_groups(

@@ -14,7 +14,7 @@ from coordinator.model import (
     JobStatus,
     LimitKind,
 )
-from coordinator.store.base import StoreBase
+from coordinator.store.base import Family
 from coordinator.store.rows import ConcurrencyLimitRow, JobTypeDefaultsRow, RateLimitRow
 from coordinator.store.schema import (
     category_weights as category_weight_rows,
@@ -92,7 +92,7 @@ class LimitAdmission(Protocol):
 # transaction.
 AdmissionFor = Callable[[Sequence[ConcurrencyLimitRow], Sequence[RateLimitRow]], LimitAdmission]
 
-# ``ScopeSettingQueries._admit_in`` and ``_rate_buckets_write``, as the claiming
+# ``ScopeSettingQueries.admit_in`` and ``rate_buckets_write``, as the claiming
 # queries of the other families (store/jobs.py, store/leases.py) name them.
 AdmitIn = Callable[
     [sa.Connection, AdmissionFor, Sequence[Claim]], tuple[LimitAdmission, Sequence[Claim]]
@@ -100,7 +100,7 @@ AdmitIn = Callable[
 BucketsWrite = Callable[[sa.Connection, BucketRows], None]
 
 
-class ScopeSettingQueries(StoreBase):
+class ScopeSettingQueries(Family):
     """Queries over ``wfj_concurrency_limits``, ``wfj_tenants`` and ``wfj_job_type_defaults``."""
 
     def limit_gate_ensure(self, now: int) -> None:
@@ -264,7 +264,7 @@ class ScopeSettingQueries(StoreBase):
             self._advisory_locks(conn, [f"wfj_rate:{k}:{v}" for k, v in keys])
             rows = list(conn.execute(sa.select(rate_limits)))
             written = update(rows, self._rate_buckets_read(conn, keys))
-            self._rate_buckets_write(conn, written)
+            self.rate_buckets_write(conn, written)
             return written
 
     def _rate_buckets_read(
@@ -282,7 +282,7 @@ class ScopeSettingQueries(StoreBase):
                 out[(r.kind, r.value)] = (r.tat, r.slow_level, r.slowed_at)
         return out
 
-    def _rate_buckets_write(self, conn: sa.Connection, rows: BucketRows) -> None:
+    def rate_buckets_write(self, conn: sa.Connection, rows: BucketRows) -> None:
         if not rows:
             return
         stmt = self._insert(rate_buckets)
@@ -339,7 +339,7 @@ class ScopeSettingQueries(StoreBase):
             return {}
         return self.job_running_counts(admission.kinds, conn)
 
-    def _admit_in(
+    def admit_in(
         self, conn: sa.Connection, limits: AdmissionFor, claims: Sequence[Claim]
     ) -> tuple[LimitAdmission, Sequence[Claim]]:
         """Build the admission from the limits in force and let it decide,

@@ -15,7 +15,7 @@ from coordinator.model import (
     Exclusions,
     JobStatus,
 )
-from coordinator.store.base import StoreBase
+from coordinator.store.base import Family
 from coordinator.store.pauses import JOB_PAUSE_KINDS, LANE_PAUSE_KINDS, pause_blocks
 from coordinator.store.rows import BacklogRow, StatusCountRow
 from coordinator.store.schema import (
@@ -44,7 +44,7 @@ class ScheduledCount:
     n: int
 
 
-class StatsQueries(StoreBase):
+class StatsQueries(Family):
     """Aggregates over ``wfj_jobs`` and ``wfj_job_attempts``."""
 
     def job_count_by_status(self, tenant_id: str = "", category: int = 0) -> list[StatusCountRow]:

@@ -40,6 +40,7 @@ from coordinator.model import (
     UniqueOutcome,
     UniqueRule,
 )
+from coordinator.store.base import Family, StoreCore
 from coordinator.store.jobs import JobQueries
 from coordinator.store.schema import jobs, unique_keys
 
@@ -48,8 +49,13 @@ from coordinator.store.schema import jobs, unique_keys
 _Current = tuple[str, int, int]
 
 
-class UniqueQueries(JobQueries):
+class UniqueQueries(Family):
     """Enqueue under uniqueness keys (design note above) and reads of the keys."""
+
+    def __init__(self, core: StoreCore, jobs: JobQueries) -> None:
+        super().__init__(core)
+        # The jobs admitted under their keys are stored as any job is.
+        self._jobs = jobs
 
     def job_insert_unique(
         self, new_jobs: Sequence[NewJob], uniqueness: Sequence[Uniqueness | None], now: int
@@ -72,11 +78,10 @@ class UniqueQueries(JobQueries):
         ruled = [(i, u) for i, u in enumerate(uniqueness) if u is not None]
         ruled.sort(key=lambda ruled_job: (new_jobs[ruled_job[0]].tenant_id, ruled_job[1].key))
         order = [i for i, _ in ruled]
-        new_lanes = {(j.tenant_id, j.job_type, j.definition_id) for j in new_jobs}
-        new_lanes -= self._known_lanes
+        new_lanes = self._jobs.lanes_unknown(new_jobs)
         with self.tx() as conn:
             if new_lanes:
-                self._lane_upsert(conn, new_lanes)
+                self._jobs.lane_upsert(conn, new_lanes)
             for i in order:
                 job, rule = new_jobs[i], uniqueness[i]
                 assert rule is not None
@@ -120,7 +125,7 @@ class UniqueQueries(JobQueries):
             if stored_order:
                 batch = [to_store[i] for i in stored_order]
                 with_keys = any(j.idempotency_key for j in batch)
-                results = self._insert_in(conn, batch, with_keys, None)
+                results = self._jobs.insert_in(conn, batch, with_keys, None)
             # What each job stored by this call became: (its answer id, status).
             became: dict[str, tuple[str, int]] = {}
             for i, (job_id, deduplicated, status) in zip(stored_order, results, strict=True):
@@ -142,7 +147,7 @@ class UniqueQueries(JobQueries):
             for i, (job_id, answered, _) in list(answers.items()):
                 if job_id in became and i not in to_store:
                     answers[i] = (became[job_id][0], answered, became[job_id][1])
-        self._known_lanes |= new_lanes
+        self._jobs.lanes_stored(new_lanes)
         return [answers[i] for i in range(len(new_jobs))]
 
     def _unique_key_lock(

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from coordinator.model import (
     WorkerRecord,
 )
-from coordinator.store.base import ROW_WRITE_ERRORS, StoreBase
+from coordinator.store.base import ROW_WRITE_ERRORS, Family
 from coordinator.store.rows import WorkerRow
 from coordinator.store.schema import (
     cluster_flags,
@@ -21,7 +21,7 @@ from coordinator.store.schema import (
 log = logging.getLogger(__name__)
 
 
-class WorkerQueries(StoreBase):
+class WorkerQueries(Family):
     """Queries over ``wfj_workers`` and ``wfj_cluster_flags``."""
 
     def worker_sync(

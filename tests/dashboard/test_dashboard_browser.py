@@ -8,10 +8,12 @@ so cookies and sessions do not leak between tests.
 from __future__ import annotations
 
 import http.client
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -174,6 +176,21 @@ def test_pause_from_the_ui_shows_in_explain_then_unpause_completes_live(
     other.reload()
     history = other.locator("table").last
     expect()(history.locator("tr", has_text="billing-flow")).to_contain_text("by ops")
+
+
+def test_the_pause_history_says_a_pause_expired_not_that_it_is_active(
+    cluster: dict[str, Any], context: Any
+) -> None:
+    admin = cluster["admin"]
+    admin.pause("job_type", "lapse-type", expire_time=datetime.now(UTC) + timedelta(seconds=1))
+    deadline = datetime.now(UTC) + timedelta(seconds=30)
+    while any(p.scope.value == "lapse-type" for p in admin.list_pauses()):
+        assert datetime.now(UTC) < deadline, "the pause never expired"
+        time.sleep(0.2)
+    page = log_in(context, cluster["url"], OPS)
+    page.goto(cluster["url"] + "/pauses")
+    row = page.locator("table").last.locator("tr", has_text="lapse-type")
+    expect()(row.locator("td").last).to_contain_text(" UTC by expiry")
 
 
 def read_events(stream: Any, until: str) -> list[str]:
@@ -556,9 +573,22 @@ def test_search_finds_a_job_by_id_correlation_id_and_payload_text(
         page.click("#filters button[type=submit]")
         expect()(page.locator("tbody td a.mono")).to_have_text([wanted.id])
     expect()(page.locator("#search-note")).to_contain_text("have 'needle-4711' in their payload")
+    # JSON is found as the job page shows it ("order": 191) and as it was sent ("order":191).
+    numbered = scheduler.enqueue(
+        "noop", {"order": 191}, tenant_id="search", delay=timedelta(hours=1)
+    )
+    for text in ('"order": 191', '"order":191'):
+        page.goto(
+            cluster["url"]
+            + "/jobs?"
+            + urlencode({"tenant_id": "search", "q": text, "q_in": "payload"})
+        )
+        expect()(page.locator("tbody td a.mono")).to_have_text([numbered.id])
+    page.goto(f"{cluster['url']}/jobs/{numbered.id}")
+    expect()(page.locator("#payload pre")).to_contain_text('"order": 191')
     # The list says which pending jobs are scheduled (not due yet).
     expect()(page.locator("tbody tr").first).to_contain_text("scheduled, due in")
-    for job in (wanted, other):
+    for job in (wanted, other, numbered):
         cluster["admin"].cancel_job(job.id)
 
 
@@ -689,9 +719,21 @@ def test_a_job_paused_by_its_definition_offers_unpause_not_another_pause(
         # No version was given: none is shown (no "v0").
         expect()(page.locator("#workflow")).to_contain_text("unversioned-flow")
         expect()(page.locator("#workflow")).not_to_contain_text(" v0")
-    finally:
+        # Unpaused, the page offers to pause the definition again, naming the
+        # one tenant it pauses it in (the pauses page and the CLI default to all).
         admin.unpause("definition", "unversioned-flow", tenant_id="acme")
-        admin.cancel_job(job.id)
+        page.reload()
+        pause = actions.locator('button[data-op="pause"]')
+        expect()(pause).to_have_text("Pause definition unversioned-flow (tenant acme)")
+        pause.click()
+        assert "Pause definition unversioned-flow in tenant acme" in confirm(page)
+        paused = [p.scope for p in admin.list_pauses() if p.scope.value == "unversioned-flow"]
+        assert [s.tenant_id for s in paused] == ["acme"]
+    finally:
+        if any(p.scope.value == "unversioned-flow" for p in admin.list_pauses()):
+            admin.unpause("definition", "unversioned-flow", tenant_id="acme")
+        if admin.get_job(job.id).status.value in ("PENDING", "RUNNING"):
+            admin.cancel_job(job.id)
 
 
 def test_a_typed_cancel_reason_stays_in_the_job_s_view_after_its_handler_returns(

@@ -91,3 +91,61 @@ def test_a_hung_then_stopped_coordinator_shows_a_banner_and_stale_figures(
             assert "stale" in (page.locator("#live").get_attribute("class") or "")
         finally:
             browser.close()
+
+
+def test_open_job_and_workers_pages_show_the_same_banner_when_the_coordinator_stops_answering(
+    setup: dict[str, Any],
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    coordinator, url = setup["coordinator"], setup["url"]
+    with SchedulerClient(coordinator.target) as scheduler:
+        job = scheduler.enqueue("noop", {}, tenant_id="outage")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context()
+            context.set_default_timeout(40_000)
+            pages = {"job": context.new_page(), "workers": context.new_page()}
+            pages["job"].goto(f"{url}/jobs/{job.id}")
+            pages["workers"].goto(f"{url}/workers")
+            for page in pages.values():
+                page.bring_to_front()
+                expect(page.locator("#live-status")).to_contain_text("live")
+                expect(page.locator("#coordinator-down")).to_have_count(0)
+
+            coordinator.proc.send_signal(signal.SIGSTOP)  # hung: connected, silent
+            for name, page in pages.items():
+                page.bring_to_front()  # a page refreshes while it is shown
+                banner = page.locator("#coordinator-down")
+                # Its next refresh (events or not, within 10 s) waits out the 5 s deadline.
+                expect(banner).to_contain_text(
+                    f"The coordinator at {coordinator.target}", timeout=40_000
+                )
+                expect(banner).to_contain_text("has not answered since")
+                expect(banner).to_contain_text("DEADLINE_EXCEEDED")
+                expect(page.locator("#stale-banner")).to_have_count(0)
+                assert "stale" in (page.locator("#live").get_attribute("class") or ""), name
+            # The live part itself answers with the banner's words, not gRPC's text.
+            answer = context.request.get(f"{url}/live/jobs/{job.id}")
+            assert answer.status == 503
+            assert answer.headers.get("x-coordinator-down") == "1"
+            assert f"The coordinator at <b>{coordinator.target}</b> has not answered" in (
+                answer.text()
+            )
+
+            coordinator.proc.send_signal(signal.SIGCONT)
+            coordinator.stop()  # stopped: refused at once
+            for page in pages.values():
+                page.bring_to_front()
+                banner = page.locator("#coordinator-down")
+                expect(banner).to_contain_text("UNAVAILABLE", timeout=40_000)
+                expect(page.locator("#stale-banner")).to_have_count(0)
+                # The words of the banner a page opened now shows, up to the error itself.
+                fresh = context.new_page()
+                fresh.goto(f"{url}/jobs")
+                opened = fresh.inner_text("#coordinator-down")
+                fresh.close()
+                assert banner.inner_text().split(" (")[0] == opened.split(" (")[0]
+        finally:
+            browser.close()

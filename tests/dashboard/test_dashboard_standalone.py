@@ -267,9 +267,10 @@ def test_the_jobs_filter_takes_several_job_types(
     assert comma == {"jt-a", "jt-b"}
     assert repeated == {"jt-a", "jt-c"}
     assert one == {"jt-b"}
-    # The field shows the types as one comma-separated value, and the bulk forms carry it.
+    # The field shows the types as one comma-separated value, and the bulk forms
+    # (retry, cancel, purge) carry it.
     assert 'name="job_type" value="jt-a, jt-b"' in body
-    assert body.count('type="hidden" name="job_type" value="jt-a, jt-b"') == 2
+    assert body.count('type="hidden" name="job_type" value="jt-a, jt-b"') == 3
     assert "job_type=jt-a%2C+jt-b" in paged.split('id="next-page"', 1)[1].split(">", 1)[0]
     assert status == 200
     assert (

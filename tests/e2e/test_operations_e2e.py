@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,34 @@ def grpcurl(target: str, *args: str, data: str | None = None) -> subprocess.Comp
     if data is not None:
         cmd += ["-d", data]
     return subprocess.run([*cmd, target, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_pauses_all_says_who_lifted_each_pause_or_that_it_expired(sqlite_coordinator: Any) -> None:
+    target = sqlite_coordinator.target
+    for args in (
+        ("pause", "job-type", "lift-me", "--actor", "alice"),
+        ("unpause", "job-type", "lift-me", "--actor", "bob"),
+        ("pause", "job-type", "anonymous-lift", "--actor", ""),
+        ("unpause", "job-type", "anonymous-lift", "--actor", ""),
+        ("pause", "job-type", "lapse-me", "--actor", "alice", "--for", "1s"),
+    ):
+        done = wfjobs(target, *args)
+        assert done.returncode == 0, done.stderr
+    # The last pause lifts by itself a second after it was made.
+    deadline = time.monotonic() + 30
+    while "lapse-me" in wfjobs(target, "pauses").stdout:
+        assert time.monotonic() < deadline, "the pause never expired"
+        time.sleep(0.2)
+    table = wfjobs(target, "pauses", "--all").stdout.splitlines()
+    header = table[0].split()
+    assert header[-2:] == ["LIFTED", "BY"] and "LIFTED" in header[:-2]
+    rows = {
+        name: next(line for line in table if name in line)
+        for name in ("lift-me", "anonymous-lift", "lapse-me")
+    }
+    assert rows["lift-me"].rstrip().endswith("bob")
+    assert rows["anonymous-lift"].rstrip().endswith("unauthenticated")
+    assert rows["lapse-me"].rstrip().endswith("expiry")
 
 
 def test_stats_say_how_many_pending_jobs_wait_behind_their_ordering_key(

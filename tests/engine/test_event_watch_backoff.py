@@ -74,7 +74,7 @@ async def _held_back_episode(
         with side.engine.connect() as conn:
             tx = conn.begin()
             # The lower id, left uncommitted; then a later event commits here.
-            side._record_events(
+            side._events.record_events(
                 conn, [EventEntry(first, JobEventKind.RETRY_SCHEDULED)], 0, bump=True
             )
             [(second, _, _)] = await engine.enqueue([make_job(due_at=0)])

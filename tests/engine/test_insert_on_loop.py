@@ -1,4 +1,4 @@
-"""Statements the event loop runs itself (``StoreBase._run_on_loop``): which single
+"""Statements the event loop runs itself (``StoreCore._run_on_loop``): which single
 enqueues go in there on each store (``job_insert_on_loop``), that a job the
 database refuses there fails only its own caller, that a connection the
 database dropped fails one commit as UNAVAILABLE and the next connects again,
@@ -145,7 +145,7 @@ def test_a_dropped_loop_connection_fails_one_commit_and_the_next_reconnects(
             pytest.skip("SQLite has no loop statement")
         await h.engine.enqueue_one(make_job())
         await h.engine.enqueue_one(make_job())  # on the loop: its connection is open
-        conn = store._loop_conn
+        conn = store._core._loop_conn
         assert conn is not None
         with store.engine.begin() as admin:
             admin.execute(
@@ -155,7 +155,7 @@ def test_a_dropped_loop_connection_fails_one_commit_and_the_next_reconnects(
         with pytest.raises(StoreUnavailable):
             await h.engine.enqueue_one(lost)
         row, _ = await h.engine.enqueue_one(make_job())
-        assert store._loop_conn is not None and store._loop_conn is not conn
+        assert store._core._loop_conn is not None and store._core._loop_conn is not conn
         assert (await h.job(row.id))[0].status == JobStatus.PENDING
         with pytest.raises(Exception, match="not found"):
             await h.job(lost.id)
@@ -211,7 +211,7 @@ def test_a_url_naming_several_hosts_gives_the_loop_connection_every_host() -> No
         "?target_session_attrs=read-write&connect_timeout=5"
     )
     try:
-        params = store._loop_params
+        params = store._core._loop_params
         assert params is not None
         assert (params["host"], params["port"]) == ("127.0.0.1,127.0.0.1", "5432,5433")
         assert params["target_session_attrs"] == "read-write"

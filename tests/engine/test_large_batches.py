@@ -136,3 +136,51 @@ def test_jobs_a_broken_stream_never_sent_are_handed_back_at_once(store_url: str)
         assert 1 <= len(kept) <= 10, kept
 
     _run(store_url, scenario)
+
+
+def test_lease_batches_queued_in_one_turn_go_out_in_one_message_up_to_the_batch_size(
+    store_url: str,
+) -> None:
+    async def hello_only(max_batch_size: int, stop: asyncio.Event) -> Any:
+        yield _hello(4 * MIB, max_batch_size=max_batch_size)
+        await stop.wait()  # no credit: no pass leases anything on its own
+
+    async def messages(max_batch_size: int, server: CoordinatorServer) -> list[list[str]]:
+        jobs = [make_job(heartbeat_timeout_ms=600_000, due_at=0) for _ in range(3)]
+        await server.engine.enqueue(jobs)
+        rows = [(await server.engine.get_job(j.id))[0] for j in jobs]
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+        stop = asyncio.Event()
+        call = wpb_grpc.WorkerServiceStub(channel).AcquireJobs(hello_only(max_batch_size, stop))
+        dispatcher = server.engine.dispatcher
+        await _wait(
+            lambda: asyncio.sleep(0, "raw-worker" in dispatcher.sessions),
+            10,
+            "the stream's session",
+        )
+        session = dispatcher.sessions["raw-worker"]
+        # Two deliveries in one loop turn, as two enqueues' direct dispatch make.
+        dispatcher.deliver([(session, rows[:1])], "token-1")
+        dispatcher.deliver([(session, rows[1:])], "token-2")
+        received: list[list[str]] = []
+        async for message in call:
+            if message.WhichOneof("kind") == "jobs":
+                received.append([f"{j.job.id}/{j.lease_token}" for j in message.jobs.jobs])
+                if sum(map(len, received)) == 3:
+                    break
+        stop.set()
+        call.cancel()
+        await channel.close()
+        tokens = ["token-1", "token-2", "token-2"]
+        assert [item for m in received for item in m] == [
+            f"{r.id}/{t}" for r, t in zip(rows, tokens, strict=True)
+        ]
+        return received
+
+    async def scenario(server: CoordinatorServer) -> None:
+        # One message for both batches, each job with its own lease token.
+        assert [len(m) for m in await messages(100, server)] == [3]
+        # Never more jobs in one message than the worker's batch size.
+        assert [len(m) for m in await messages(2, server)] == [1, 2]
+
+    _run(store_url, scenario)

@@ -546,3 +546,28 @@ def test_retention_purges_pauses_lifted_or_expired_before_their_keep_time(store_
         assert sorted(p.value for p in left) == ["in-force", "timed"]
 
     run(store_url, scenario)
+
+
+def test_unlock_runs_the_job_again_even_with_its_budget_spent(store_url: str) -> None:
+    """An unlock asks for another attempt whatever the retry policy: a job of
+    max_attempts=1 goes back to PENDING with one attempt more, and that
+    attempt's failure faults it (the budget is spent again)."""
+
+    async def scenario(h: Harness) -> None:
+        job_id = await h.enqueue(max_attempts=1)
+        [(_, _)] = await h.lease(worker="hung")
+        row = await h.engine.ops.unlock_job(job_id)
+        assert (row.status, row.attempt, row.max_attempts) == (JobStatus.PENDING, 1, 2)
+        assert row.due_at <= h.clock.now_us()  # at once, no backoff
+        [(again, token)] = await h.lease(worker="w2")
+        assert (again.id, again.attempt) == (job_id, 2)
+        await h.engine.report([Failure(job_id, token, "boom")])
+        job, attempts = await h.job(job_id)
+        assert (job.status, job.max_attempts) == (JobStatus.FAULTED, 2)
+        assert [a.outcome for a in attempts] == [AttemptOutcome.UNLOCKED, AttemptOutcome.FAILED]
+        # A job with attempts left keeps its budget as it was.
+        other = await h.enqueue(max_attempts=3)
+        await h.lease(worker="hung")
+        assert (await h.engine.ops.unlock_job(other)).max_attempts == 3
+
+    run(store_url, scenario)

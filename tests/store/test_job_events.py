@@ -346,7 +346,9 @@ def test_a_reader_never_skips_an_event_committed_later_with_a_lower_id(store_url
             with side.engine.connect() as conn:
                 tx = conn.begin()
                 # This transaction writes an event (the lower id) and stays open.
-                side._record_events(conn, [EventEntry(first, K.RETRY_SCHEDULED)], T0, bump=True)
+                side._events.record_events(
+                    conn, [EventEntry(first, K.RETRY_SCHEDULED)], T0, bump=True
+                )
                 second = await h.enqueue()  # commits with a higher id
                 page = store.event_read(EventFilter(), _log_start(h, first), 10)
                 assert page.events == [] and page.held_back
@@ -410,7 +412,9 @@ def test_a_job_s_events_keep_commit_order_when_an_older_transaction_writes_last(
                 # A younger transaction cancels the job and commits first ...
                 await h.engine.ops.cancel_job(job_id, "")
                 # ... then the older one writes the job's next event.
-                side._record_events(conn, [EventEntry(job_id, K.RETRY_SCHEDULED)], T0, bump=True)
+                side._events.record_events(
+                    conn, [EventEntry(job_id, K.RETRY_SCHEDULED)], T0, bump=True
+                )
                 tx.commit()
         finally:
             side.dispose()
@@ -428,7 +432,7 @@ def test_events_are_in_the_same_transaction_as_the_change(store_url: str) -> Non
         job_id = await h.enqueue()
         store = h.engine.store
         with pytest.raises(RuntimeError), store.tx() as conn:
-            store._record_events(conn, [EventEntry(job_id, K.FAULTED)], T0, bump=True)
+            store._events.record_events(conn, [EventEntry(job_id, K.FAULTED)], T0, bump=True)
             raise RuntimeError("roll back")
         assert _kinds(h, job_id) == [K.ENQUEUED]
         with store.tx() as conn:

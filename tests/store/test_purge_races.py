@@ -74,7 +74,7 @@ def test_the_bucket_purge_keeps_a_bucket_a_claim_just_advanced(
     kind = int(LimitKind.JOB_TYPE)
     # An idle bucket: due (tat <= now) and not slowed, a candidate for the purge.
     with store.tx() as conn:
-        store._rate_buckets_write(conn, {(kind, "send"): (T0 - SECOND, 0, 0)})
+        store._settings.rate_buckets_write(conn, {(kind, "send"): (T0 - SECOND, 0, 0)})
     advanced = T0 + 5 * SECOND
     with Gate(store_url) as gate:
         gate.advance_bucket(kind, "send", advanced)  # a claim's charge, not committed yet

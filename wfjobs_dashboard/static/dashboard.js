@@ -7,7 +7,10 @@
 // the coordinator refuses the watch: "unavailable") the page polls every
 // data-interval ms (2 s unless the page says otherwise, never more often than
 // once a second). Either way: one request at a time, paused while the tab is
-// hidden or while one of the live part's forms is being filled in.
+// hidden or while one of the live part's forms is being filled in. While the
+// coordinator is not answering, the live part is answered with the banner every
+// page shows then (X-Coordinator-Down): it is shown above what the page shows,
+// greyed; a dashboard that does not answer at all gets a banner of its own.
 (function () {
   "use strict";
   var main = document.querySelector("main[data-live]");
@@ -29,6 +32,7 @@
   var following = false;
   var queued = null;
   var banner = null;
+  var downBanner = null;
   var failingSince = null;
 
   // Typing in (or having filled in) one of the live part's forms holds the refresh,
@@ -74,7 +78,12 @@
           return null;
         }
         if (!r.ok) {
-          return r.text().then(function (t) { throw new Error(t || r.statusText); });
+          var down = r.headers.get("X-Coordinator-Down");
+          return r.text().then(function (t) {
+            var err = new Error(down ? "the coordinator is not answering" : (t || r.statusText));
+            if (down) err.bannerHtml = t;
+            throw err;
+          });
         }
         return r.text();
       })
@@ -88,6 +97,7 @@
         status.classList.remove("stale");
         target.classList.remove("stale");
         if (banner) { banner.remove(); banner = null; }
+        if (downBanner) { downBanner.remove(); downBanner = null; }
         failingSince = null;
       })
       .catch(function (err) {
@@ -96,6 +106,18 @@
         status.textContent = "not updating since " + failingSince + ": " + err.message;
         status.classList.add("stale");
         target.classList.add("stale");
+        if (err.bannerHtml) {
+          // The dashboard answers but its coordinator does not: the banner every
+          // page shows then (#coordinator-down), in place of the one below.
+          if (banner) { banner.remove(); banner = null; }
+          if (!downBanner) {
+            downBanner = document.createElement("div");
+            target.parentNode.insertBefore(downBanner, target);
+          }
+          downBanner.innerHTML = err.bannerHtml;
+          return;
+        }
+        if (downBanner) { downBanner.remove(); downBanner = null; }
         if (!banner) {
           banner = document.createElement("div");
           banner.className = "banner down";

@@ -748,8 +748,10 @@ class Commands:
         if self.out.as_json:
             self.out.json({"pauses": [raw_dict(r) for r in records]})
             return EXIT_OK
+        now = datetime.now(UTC)
+        ended = [r.ended(now) for r in records]
         self.out.table(
-            ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED"],
+            ["ID", "SCOPE", "BY", "REASON", "SINCE", "EXPIRES", "LIFTED", "LIFTED BY"],
             [
                 (
                     r.id,
@@ -759,9 +761,10 @@ class Commands:
                     r.reason or None,
                     r.create_time,
                     r.expire_time,
-                    r.lift_time,
+                    end[0] if end else None,
+                    end[1] if end else None,
                 )
-                for r in records
+                for r, end in zip(records, ended, strict=True)
             ],
         )
         return EXIT_OK

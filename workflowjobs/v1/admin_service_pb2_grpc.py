@@ -305,8 +305,13 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UnlockJob(self, request, context):
-        """End a running job's attempt now, as failed, and take its lease back (a
-        worker that hung); the job's retry policy decides what follows.
+        """End a running job's attempt now (recorded UNLOCKED) and take its lease
+        back (a worker that hung): the old holder is fenced and the job is PENDING
+        again at once, whatever its retry policy. The unlocked attempt counts; a
+        job whose attempt budget it spent gets one attempt more (max_attempts
+        raised by one, as RetryJob keeping the attempts does), and that attempt's
+        failure is judged by the retry policy as usual. A job whose cancel was
+        requested ends CANCELLED instead.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -196,7 +196,7 @@ def test_interceptors_rebuild_handlers_through_rewrap_alone() -> None:
 
 JOB_END_HOME = "coordinator/store/job_end.py"
 # Releasing a key's next held job, and completing the groups whose members ended.
-JOB_END_STEPS = {"release_next", "_groups_after_end"}
+JOB_END_STEPS = {"release_next", "groups_after_end"}
 
 
 def job_end_steps(source: str) -> list[str]:
@@ -210,8 +210,8 @@ def job_end_steps(source: str) -> list[str]:
 
 def test_the_job_end_check_finds_both_steps() -> None:
     assert job_end_steps("due = release_next(conn, self.is_postgres, keys)")
-    assert job_end_steps("self._groups_after_end(conn, {group_id}, now)")
-    assert job_end_steps("jobs_ended(self, conn, Ended.of(rows), now, bump=True)") == []
+    assert job_end_steps("self._groups.groups_after_end(conn, {group_id}, now)")
+    assert job_end_steps("self._jobs_ended(conn, Ended.of(rows), now, bump=True)") == []
 
 
 def test_a_keys_next_job_and_a_groups_completion_follow_only_the_job_end() -> None:
@@ -224,4 +224,4 @@ def test_a_keys_next_job_and_a_groups_completion_follow_only_the_job_end() -> No
         found = job_end_steps(path.read_text())
         if found:
             elsewhere[rel] = found
-    assert elsewhere == {}, f"call job_end.jobs_ended ({JOB_END_HOME}) instead: {elsewhere}"
+    assert elsewhere == {}, f"call JobEnd.jobs_ended ({JOB_END_HOME}) instead: {elsewhere}"

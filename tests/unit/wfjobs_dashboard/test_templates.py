@@ -194,6 +194,31 @@ def test_the_scope_kinds_offered_are_the_contract_s() -> None:
         ]
 
 
+def test_the_pause_history_names_who_lifted_each_pause_or_its_expiry() -> None:
+    from worker_sdk import PauseRecord, PauseScope
+
+    scope = PauseScope.from_proto(apb.PauseScope(kind=apb.PAUSE_SCOPE_KIND_JOB_TYPE, value="t"))
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    history = [
+        PauseRecord("1", scope, "alice", "by hand", at, lift_time=at, lifted_by="bob"),
+        # A coordinator without authentication, lifted by a caller naming no one.
+        PauseRecord("2", scope, "", "anonymous", at, lift_time=at),
+        PauseRecord("3", scope, "alice", "lapsed", at, expire_time=at),
+        PauseRecord(
+            "4", scope, "alice", "holding", at, expire_time=datetime(2999, 1, 1, tzinfo=UTC)
+        ),
+    ]
+    html = pauses_body([], history, {})
+    rows = html[html.index("<h2>History</h2>") :].split("<tr>")[2:]
+    lifted = [re.findall(r"<td>([^<]*)</td>", row)[-1] for row in rows]
+    assert lifted == [
+        "2026-12-01 12:00:00 UTC by bob",
+        "2026-12-01 12:00:00 UTC by unauthenticated",
+        "2026-12-01 12:00:00 UTC by expiry",
+        "active",
+    ]
+
+
 def test_rate_limits_show_their_period_and_when_they_next_admit() -> None:
     from worker_sdk import LimitKind, RateLimit
 

@@ -9722,8 +9722,13 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): ListGroupsResponse => ListGroupsResponse.decode(value),
   },
   /**
-   * End a running job's attempt now, as failed, and take its lease back (a
-   * worker that hung); the job's retry policy decides what follows.
+   * End a running job's attempt now (recorded UNLOCKED) and take its lease
+   * back (a worker that hung): the old holder is fenced and the job is PENDING
+   * again at once, whatever its retry policy. The unlocked attempt counts; a
+   * job whose attempt budget it spent gets one attempt more (max_attempts
+   * raised by one, as RetryJob keeping the attempts does), and that attempt's
+   * failure is judged by the retry policy as usual. A job whose cancel was
+   * requested ends CANCELLED instead.
    */
   unlockJob: {
     path: "/workflowjobs.v1.AdminService/UnlockJob" as const,
@@ -10078,8 +10083,13 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    */
   listGroups: handleUnaryCall<ListGroupsRequest, ListGroupsResponse>;
   /**
-   * End a running job's attempt now, as failed, and take its lease back (a
-   * worker that hung); the job's retry policy decides what follows.
+   * End a running job's attempt now (recorded UNLOCKED) and take its lease
+   * back (a worker that hung): the old holder is fenced and the job is PENDING
+   * again at once, whatever its retry policy. The unlocked attempt counts; a
+   * job whose attempt budget it spent gets one attempt more (max_attempts
+   * raised by one, as RetryJob keeping the attempts does), and that attempt's
+   * failure is judged by the retry policy as usual. A job whose cancel was
+   * requested ends CANCELLED instead.
    */
   unlockJob: handleUnaryCall<UnlockJobRequest, UnlockJobResponse>;
   /**
@@ -10378,8 +10388,13 @@ export interface AdminServiceClient extends Client {
     callback: (error: ServiceError | null, response: ListGroupsResponse) => void,
   ): ClientUnaryCall;
   /**
-   * End a running job's attempt now, as failed, and take its lease back (a
-   * worker that hung); the job's retry policy decides what follows.
+   * End a running job's attempt now (recorded UNLOCKED) and take its lease
+   * back (a worker that hung): the old holder is fenced and the job is PENDING
+   * again at once, whatever its retry policy. The unlocked attempt counts; a
+   * job whose attempt budget it spent gets one attempt more (max_attempts
+   * raised by one, as RetryJob keeping the attempts does), and that attempt's
+   * failure is judged by the retry policy as usual. A job whose cancel was
+   * requested ends CANCELLED instead.
    */
   unlockJob(
     request: UnlockJobRequest,
