@@ -134,7 +134,12 @@ class JobExplainer:
             )
         if row.due_at > now:
             reasons.append(
-                WaitReason("NOT_DUE", f"not due until {_when(row.due_at)}", until=row.due_at)
+                WaitReason(
+                    "NOT_DUE",
+                    f"not due until {_when(row.due_at)} (`wfjobs jobs run-now {row.id}` makes "
+                    "it due now)",
+                    until=row.due_at,
+                )
             )
             unique_key = await self._run(self._store.unique_key_of_job, row.id)
             if unique_key is not None and unique_key.debounced:
@@ -259,8 +264,8 @@ class JobExplainer:
             row.due_at,
             row.id,
             now,
-            served,
-            exclude,
+            job_types=served,
+            exclude=exclude,
         )
         if ahead:
             reasons.append(

@@ -36,7 +36,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 from coordinator import tenancy
 from coordinator.clock import Clock
@@ -68,6 +68,7 @@ from coordinator.store.rows import WorkerRow
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 CLUSTER_DRAIN_FLAG = "drain"
@@ -589,8 +590,8 @@ class Operations:
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._run(fn, *args)
+    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(fn, *args, **kwargs)
 
     def _now(self) -> int:
         return self._clock.now_us()

@@ -109,6 +109,18 @@ def test_explain_s_suggestions_work(
         assert len(starts) == 1, starts  # its one faulted attempt: never run again
         assert status(scheduler, head) == JobStatus.CANCELLED
 
+        # A job not due yet: run-now makes it due, and the worker runs it at once.
+        later = scheduler.enqueue("noop", {}, delay=3600).id
+        message = wait_until(lambda: reason(admin, later, "KIND_NOT_DUE"), 30, "NOT_DUE")
+        [run_now] = suggested(message)
+        assert run_now == f"wfjobs jobs run-now {later}", message
+        run_ok(target, run_now)
+        wait_until(
+            lambda: status(scheduler, later) == JobStatus.COMPLETED or None,
+            30,
+            "the job made due now to run",
+        )
+
         # While its only worker is drained, a job names the undrain command.
         run_ok(target, "wfjobs drain --worker w-suggest")
         behind = scheduler.enqueue("noop", {}, ordering_key="key-3").id
