@@ -26,6 +26,7 @@ from worker_sdk import (
     category_name,
 )
 from workflowjobs.contract import LIVE_STATUSES
+from workflowjobs.times import time_text
 from workflowjobs.v1 import admin_service_pb2 as apb
 
 from .backend import Bucket
@@ -59,10 +60,10 @@ ALL_TENANT_PAGES = frozenset({"/limits", "/workers"})
 
 
 def when(value: datetime | None) -> str:
-    """A time as every page shows one: UTC, to the second."""
+    """A time as every page shows one: UTC, to the second, as the CLI and the logs write it."""
     if value is None:
         return ""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return time_text(value)
 
 
 def age(seconds: float | None) -> str:

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Mapping
 
 from workflowjobs.jsonlog import JsonFormatter
+from workflowjobs.times import TimeFormatter
 
 __all__ = ["LEVEL_ENV", "FORMAT_ENV", "install_default_logging"]
 
@@ -68,9 +69,7 @@ def install_default_logging(env: Mapping[str, str] | None = None) -> logging.Han
     if logging.getLogger().handlers or sdk_logger.handlers:
         return None
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
-    )
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TimeFormatter(TEXT_FORMAT))
     sdk_logger.addHandler(handler)
     if not level_name:
         sdk_logger.setLevel(logging.INFO)

@@ -648,5 +648,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from workflowjobs.times import TimeFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(TimeFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     raise SystemExit(main())

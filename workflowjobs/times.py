@@ -10,9 +10,10 @@ JSON log lines, the API) keeps RFC 3339 as machines read it.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
-__all__ = ["TIME_FORMAT", "time_text"]
+__all__ = ["TIME_FORMAT", "TimeFormatter", "time_text"]
 
 # strftime's spelling of the seconds form (``time_text`` adds milliseconds itself).
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
@@ -29,3 +30,15 @@ def time_text(value: datetime, *, milliseconds: bool = False) -> str:
     if not milliseconds:
         return utc.strftime(TIME_FORMAT)
     return f"{utc.strftime('%Y-%m-%d %H:%M:%S')}.{utc.microsecond // 1000:03d} UTC"
+
+
+class TimeFormatter(logging.Formatter):
+    """A log formatter whose ``%(asctime)s`` is :func:`time_text` with milliseconds.
+
+    The text logs of the coordinator, the worker SDK and the ingress adapters
+    use it, so their lines carry the time as the CLI and the dashboard write it
+    (not the host's local time with a comma).
+    """
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        return time_text(datetime.fromtimestamp(record.created, UTC), milliseconds=True)

@@ -12,6 +12,7 @@ makes the decision fail are set aside (``engine/set_aside.py``).
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -144,7 +145,11 @@ class LeaseReaper(Chore[ReaperResult]):
 
         skipped = self._set_aside.skipped(NAME, now)
         ends, _ = await attempts.in_store(
-            NAME, now, store.lease_reclaim_expired, decide, now, self.config.batch_size, skipped
+            NAME,
+            now,
+            functools.partial(
+                store.lease_reclaim_expired, decide, now, self.config.batch_size, skipped
+            ),
         )
         attempts.ended(
             ends,

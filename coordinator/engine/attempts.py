@@ -32,7 +32,7 @@ import asyncio
 import collections
 import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.engine.runner import StoreRunner
@@ -46,11 +46,21 @@ from coordinator.model import (
     Release,
 )
 from coordinator.store import Store
+from coordinator.store.leases import SetAside
 from coordinator.telemetry.hooks import EngineTelemetry
 
 Ref = str | tuple[str, str]
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 Decide = Callable[[LeasedForFailure], AttemptEnd]
+
+
+class EndsAttempts(Protocol[T_co]):
+    """A store call that ends attempts, its arguments bound but the two that
+    ``Attempts.in_store`` gives (mypy checks the bound ones against the
+    query's signature in ``Store``)."""
+
+    def __call__(self, *, set_aside: SetAside | None, wake: bool) -> T_co: ...
 
 
 class FinishWaiters:
@@ -142,19 +152,20 @@ class Attempts:
         Rows the store could not process are set aside under ``chore`` and
         returned with their errors; nothing else follows (see ``end``).
         """
-        return await self.in_store(chore, now, self._store.job_end_attempts, refs, decide, now)
+        return await self.in_store(
+            chore, now, functools.partial(self._store.job_end_attempts, refs, decide, now)
+        )
 
-    async def in_store(
-        self, chore: str, now: int, query: Callable[..., T], *args: Any
-    ) -> tuple[T, Collected]:
-        """Run ``query`` (a store call that ends attempts) with the poisoned-row
-        set-aside: rows it refuses are logged, counted and skipped under
-        ``chore``, and returned with their errors beside its result. The call
-        is given ``set_aside=`` and ``wake=`` (wake every replica when limits
-        or ordering keys are in use)."""
+    async def in_store(self, chore: str, now: int, query: EndsAttempts[T]) -> tuple[T, Collected]:
+        """Run ``query`` (a store call that ends attempts, its arguments bound:
+        ``functools.partial(store.job_complete_many, completions, now)``) with
+        the poisoned-row set-aside: rows it refuses are logged, counted and
+        skipped under ``chore``, and returned with their errors beside its
+        result. The call is given ``set_aside=`` and ``wake=`` (wake every
+        replica when limits or ordering keys are in use)."""
         refused, set_aside = self._set_aside.collector()
         result = await self._run(
-            functools.partial(query, *args, set_aside=set_aside, wake=self.wake_replicas)
+            functools.partial(query, set_aside=set_aside, wake=self.wake_replicas)
         )
         self._set_aside.record(chore, refused, now)
         return result, refused

@@ -264,8 +264,8 @@ class JobExplainer:
             row.due_at,
             row.id,
             now,
-            served,
-            exclude,
+            job_types=served,
+            exclude=exclude,
         )
         if ahead:
             reasons.append(

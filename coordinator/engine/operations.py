@@ -36,7 +36,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 from coordinator import tenancy
 from coordinator.clock import Clock
@@ -68,6 +68,7 @@ from coordinator.store.rows import WorkerRow
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 CLUSTER_DRAIN_FLAG = "drain"
@@ -469,7 +470,10 @@ class Operations:
         drain state) and those of the others as last registered. Last seen
         comes from the registry for every worker, so every replica shows the
         same time for the same worker. Workers of different coordinators that
-        announce the same id are different workers: each is listed.
+        announce the same id are different workers: each is listed. One worker
+        process (the same id, host and pid) registered by two coordinators
+        reconnected from one to the other (the first died before its rows
+        went): it is listed once, under the coordinator it connected to last.
         """
         me = self._coordinator_id
         rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
@@ -480,7 +484,14 @@ class Operations:
             seen = row.last_seen_at if row is not None else s.connected_at
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
         remote = [_row_view(r) for r in rows if r.coordinator_id != me]
-        return sorted(local + remote, key=lambda w: (w.worker_id, w.coordinator_id))
+        latest: dict[tuple[str, str, int] | int, WorkerView] = {}
+        for n, view in enumerate([*remote, *local]):  # of equal times, this replica's wins
+            # A worker that announced no host and pid is told apart by nothing.
+            process = (view.worker_id, view.hostname, view.pid) if view.pid else n
+            kept = latest.get(process)
+            if kept is None or view.connected_at >= kept.connected_at:
+                latest[process] = view
+        return sorted(latest.values(), key=lambda w: (w.worker_id, w.coordinator_id))
 
     async def window_counts(
         self, tenant_id: str, windows_us: Sequence[int], category: int = 0
@@ -592,8 +603,8 @@ class Operations:
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._run(fn, *args)
+    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(fn, *args, **kwargs)
 
     def _now(self) -> int:
         return self._clock.now_us()

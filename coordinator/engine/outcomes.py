@@ -232,7 +232,7 @@ class Outcomes:
         if completions:
             # A completion the database refuses is set aside; its neighbours land.
             completed, refused_completions = await self.attempts.in_store(
-                "outcomes", now, self.store.job_complete_many, completions, now
+                "outcomes", now, functools.partial(self.store.job_complete_many, completions, now)
             )
             unstorable = {job_id: _unstorable(job_id, e) for job_id, e in refused_completions}
             done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}

@@ -12,18 +12,24 @@ import asyncio
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
 class StoreRunner:
-    """``await run(fn, *args, **kwargs)`` runs ``fn`` in the store's threads."""
+    """``await run(fn, *args, **kwargs)`` runs ``fn`` in the store's threads.
+
+    Typed with ``ParamSpec``: mypy checks the arguments against ``fn``'s own
+    signature, so every ``run(store.job_claim, ...)`` is checked against the
+    ``Store`` protocol, and a reader follows the call to its query there.
+    """
 
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wfj-store")
 
-    async def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 

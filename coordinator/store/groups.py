@@ -173,8 +173,11 @@ class GroupQueries(Family):
         self, new_jobs: Sequence[NewJob], now: int
     ) -> list[tuple[str, bool, int]]:
         """Store jobs of which some join groups: each group must be OPEN and the
-        job's tenant the group's (else nothing is stored)."""
+        job's tenant the group's (else nothing is stored). A job of the batch
+        with an ordering key is held behind its key as by ``job_insert_many``;
+        the keys are locked before the groups, the order a job's end takes."""
         with self.tx() as conn:
+            keys = self._jobs.hold_behind_keys(conn, new_jobs)
             wanted = sorted({j.group_id for j in new_jobs if j.group_id is not None})
             found = {
                 r.id: r
@@ -197,9 +200,14 @@ class GroupQueries(Family):
                         f"{where}job group {job.group_id} is {GroupStatus(group.status).name}: "
                         "it takes no more members (create another group)"
                     )
-            return self._insert_members(
+            result = self._insert_members(
                 conn, new_jobs, lambda i: f"jobs[{i}]: " if len(new_jobs) > 1 else ""
             )
+            if keys and any(j.idempotency_key for j in new_jobs):
+                # A job held behind one of the batch that was deduplicated (not
+                # stored) may have nothing live ahead of it.
+                self._jobs_ended(conn, Ended(keys=keys), None, keys_locked=True)
+            return result
 
     def _insert_members(
         self, conn: sa.Connection, new_jobs: Sequence[NewJob], where: Callable[[int], str]

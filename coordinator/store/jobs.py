@@ -459,17 +459,10 @@ class JobQueries(Family):
         """``job_insert_many`` for a batch with ordering keys: under the keys'
         locks, each job of a key whose head is live, or that follows another
         job of its key in the batch, is stored held (``store/ordering.py``)."""
-        keys = {(j.tenant_id, j.ordering_key) for j in new_jobs if j.ordering_key is not None}
         with self.tx() as conn:
             if new_lanes:
                 self.lane_upsert(conn, new_lanes)
-            lock_keys(conn, self.is_postgres, keys)
-            busy = busy_keys(conn, self.is_postgres, keys)
-            for job in new_jobs:
-                if job.ordering_key is not None:
-                    key = (job.tenant_id, job.ordering_key)
-                    job.ordering_held = key in busy
-                    busy.add(key)
+            keys = self.hold_behind_keys(conn, new_jobs)
             if self.is_postgres and len(new_jobs) <= _SMALL_BATCH:
                 result = self._insert_deduplicated(
                     conn,
@@ -484,6 +477,22 @@ class JobQueries(Family):
                 # stored) may have nothing live ahead of it.
                 self._jobs_ended(conn, Ended(keys=keys), None, keys_locked=True)
         return result
+
+    def hold_behind_keys(self, conn: sa.Connection, new_jobs: Sequence[NewJob]) -> set[Key]:
+        """Lock the ordering keys of ``new_jobs`` and mark held each job of a key
+        whose head is live, or that follows another job of its key in the batch
+        (``store/ordering.py``); the keys locked."""
+        keys = {(j.tenant_id, j.ordering_key) for j in new_jobs if j.ordering_key is not None}
+        if not keys:
+            return keys
+        lock_keys(conn, self.is_postgres, keys)
+        busy = busy_keys(conn, self.is_postgres, keys)
+        for job in new_jobs:
+            if job.ordering_key is not None:
+                key = (job.tenant_id, job.ordering_key)
+                job.ordering_held = key in busy
+                busy.add(key)
+        return keys
 
     def job_insert_leased(
         self,

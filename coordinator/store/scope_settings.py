@@ -67,11 +67,16 @@ BucketRows = dict[tuple[int, str], tuple[int, int, int]]
 class LimitAdmission(Protocol):
     """What ``job_claim`` needs to honour concurrency and rate limits."""
 
-    lock_keys: Sequence[str]
-    kinds: Sequence[int]
-    rate_keys: Sequence[tuple[int, str]]
+    # Read-only here (properties), so any sequence or collection will do.
+    @property
+    def lock_keys(self) -> Sequence[str]: ...
+    @property
+    def kinds(self) -> Sequence[int]: ...
+    @property
+    def rate_keys(self) -> Sequence[tuple[int, str]]: ...
     # Ids of the claims ``admit`` turned away for a rate limit.
-    rate_refused: Collection[str]
+    @property
+    def rate_refused(self) -> Collection[str]: ...
 
     @property
     def limited(self) -> bool:

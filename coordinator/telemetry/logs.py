@@ -13,6 +13,7 @@ import sys
 
 from coordinator.masking import mask_credentials
 from workflowjobs.jsonlog import JsonFormatter
+from workflowjobs.times import TimeFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -42,7 +43,7 @@ def configure_logging(log_format: str = "text", level: str = "INFO") -> None:
     if log_format == "json":
         handler.setFormatter(MaskingFormatter(JsonFormatter()))
     elif log_format == "text":
-        handler.setFormatter(MaskingFormatter(logging.Formatter(TEXT_FORMAT)))
+        handler.setFormatter(MaskingFormatter(TimeFormatter(TEXT_FORMAT)))
     else:
         raise ValueError(f"WFJOBS_LOG_FORMAT must be 'text' or 'json', not {log_format!r}")
     root = logging.getLogger()

@@ -580,11 +580,19 @@ class SilenceableProxy:
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
 
     def close(self) -> None:
-        def stop() -> None:
+        async def shutdown() -> None:
             self._server.close()
             for writer in self._writers:
                 writer.close()
-            self._loop.stop()
+            for writer in self._writers:
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        self._loop.call_soon_threadsafe(stop)
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()

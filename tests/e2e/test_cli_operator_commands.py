@@ -38,13 +38,18 @@ TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
     tmp = tmp_path_factory.mktemp("cli-operator")
     coordinator = Coordinator(f"sqlite:///{tmp / 'cli.db'}", tmp / "coordinator.log")
     try:
-        yield coordinator.target
+        yield coordinator
     finally:
         coordinator.stop()
+
+
+@pytest.fixture(scope="module")
+def target(coordinator: Coordinator) -> str:
+    return coordinator.target
 
 
 def wfjobs(target: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -312,6 +317,34 @@ def test_jobs_show_writes_times_as_the_dashboard_does_and_no_version_when_none(
     assert re.fullmatch(TIME, fields["created"]) and re.fullmatch(TIME, fields["due"])
     assert re.search(TIME, listed.stdout.splitlines()[1])
     assert other["definition"] == "billing"  # no version was given: no "v0"
+
+
+def test_text_logs_write_times_as_the_cli_and_the_dashboard_do(
+    coordinator: Coordinator,
+) -> None:
+    logged = TIME.replace(" UTC", r"\.\d{3} UTC")
+    lines = coordinator.log_path.read_text().splitlines()
+    assert lines and all(
+        re.match(logged + " [A-Z]+ ", line) for line in lines if line[:1].isdigit()
+    )
+    assert re.match(logged + " INFO ", lines[0]), lines[0]
+    # A worker's default stderr logging (no logging set up by the application).
+    worker = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import logging\n"
+            "from worker_sdk._logging import install_default_logging\n"
+            "install_default_logging({})\n"
+            "logging.getLogger('worker_sdk.worker').info('started')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=subprocess_env(),
+    )
+    assert re.fullmatch(logged + " INFO worker_sdk.worker started\n", worker.stderr), worker.stderr
 
 
 def test_a_running_job_shows_its_lease(target: str) -> None:

@@ -263,3 +263,24 @@ def test_keys_queued_key_by_key_leave_their_heads_alone_in_the_ready_index(
         assert "ix_wfj_jobs_ordering_held" in plan, plan
     finally:
         store.dispose()
+
+
+def test_an_ordered_job_in_a_batch_with_a_group_member_is_held_behind_its_key(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        head = await h.enqueue(ordering_key="acct-9")
+        group, _, _ = await h.engine.groups.create(make_job(job_type="fan-in"), [], close=False)
+        [(member, _, _), (behind, _, _)] = await h.engine.groups.enqueue(
+            [make_job(group_id=group.id), make_job(ordering_key="acct-9")]
+        )
+        row, _ = await h.job(behind)
+        assert row.ordering_held  # stored held, never a candidate while its head lives
+        _, reasons = await explain(h.engine, behind)
+        assert any(r.kind == "ORDERING" and head in r.message for r in reasons)
+        leased = dict(await _ids(h))
+        assert set(leased) == {head, member}
+        await h.engine.report([Completion(head, leased[head])])
+        assert [i for i, _ in await _ids(h)] == [behind]
+
+    run(store_url, scenario)

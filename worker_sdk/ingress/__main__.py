@@ -18,6 +18,8 @@ from pathlib import Path
 
 import grpc
 
+from workflowjobs.times import TimeFormatter
+
 from .._convert import JobCategory
 from .._scheduler import AsyncSchedulerClient
 from ._envelope import EnvelopeFormat
@@ -152,11 +154,9 @@ async def _run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the adapter the arguments describe; returns the exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TimeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     try:
         asyncio.run(_run(args))
     except KeyboardInterrupt:

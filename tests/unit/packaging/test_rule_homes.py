@@ -225,3 +225,44 @@ def test_a_keys_next_job_and_a_groups_completion_follow_only_the_job_end() -> No
         if found:
             elsewhere[rel] = found
     assert elsewhere == {}, f"call JobEnd.jobs_ended ({JOB_END_HOME}) instead: {elsewhere}"
+
+
+# -- engine -> store calls are typed: forwarding takes ParamSpec, never *args: Any ----
+
+TYPED_FORWARDING = ("coordinator/engine", "coordinator/chores")
+
+
+def untyped_forwarding(source: str) -> list[str]:
+    """Functions in ``source`` that forward a call's arguments untyped
+    (``*args: Any``), so mypy cannot check them against the callee."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.vararg:
+            annotation = node.args.vararg.annotation
+            untyped = annotation is None or ast.unparse(annotation) == "Any"
+            name = node.args.vararg.arg
+            # Arguments taken and dropped (a no-op hook) forward nothing.
+            forwards = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+            if untyped and forwards:
+                found.append(f"line {node.lineno}: {node.name}")
+    return found
+
+
+def test_the_forwarding_check_finds_untyped_arguments() -> None:
+    assert untyped_forwarding(
+        "async def run(fn: Callable[..., T], *args: Any) -> T:\n    return fn(*args)"
+    )
+    assert untyped_forwarding("def run(fn, *args):\n    return fn(*args)")
+    assert untyped_forwarding("def _ignore(*_: Any) -> None:\n    return None") == []
+    typed = "async def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ..."
+    assert untyped_forwarding(typed) == []
+
+
+def test_engine_and_chores_forward_store_calls_typed() -> None:
+    elsewhere = {}
+    for folder in TYPED_FORWARDING:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            found = untyped_forwarding(path.read_text())
+            if found:
+                elsewhere[path.relative_to(REPO).as_posix()] = found
+    assert elsewhere == {}, f"type forwarded arguments with ParamSpec: {elsewhere}"
