@@ -468,7 +468,10 @@ class Operations:
         drain state) and those of the others as last registered. Last seen
         comes from the registry for every worker, so every replica shows the
         same time for the same worker. Workers of different coordinators that
-        announce the same id are different workers: each is listed.
+        announce the same id are different workers: each is listed. One worker
+        process (the same id, host and pid) registered by two coordinators
+        reconnected from one to the other (the first died before its rows
+        went): it is listed once, under the coordinator it connected to last.
         """
         me = self._coordinator_id
         rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
@@ -479,7 +482,14 @@ class Operations:
             seen = row.last_seen_at if row is not None else s.connected_at
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
         remote = [_row_view(r) for r in rows if r.coordinator_id != me]
-        return sorted(local + remote, key=lambda w: (w.worker_id, w.coordinator_id))
+        latest: dict[tuple[str, str, int] | int, WorkerView] = {}
+        for n, view in enumerate([*remote, *local]):  # of equal times, this replica's wins
+            # A worker that announced no host and pid is told apart by nothing.
+            process = (view.worker_id, view.hostname, view.pid) if view.pid else n
+            kept = latest.get(process)
+            if kept is None or view.connected_at >= kept.connected_at:
+                latest[process] = view
+        return sorted(latest.values(), key=lambda w: (w.worker_id, w.coordinator_id))
 
     async def window_counts(
         self, tenant_id: str, windows_us: Sequence[int], category: int = 0

@@ -9,7 +9,14 @@ import pytest
 from coordinator.engine import Engine, EngineConfig, WorkerSession
 from coordinator.engine.explain import _when, explain
 from coordinator.errors import FailedPrecondition, InvalidArgument, NotFound
-from coordinator.model import ConcurrencyLimit, JobStatus, LimitKind, PauseKind, PauseScope
+from coordinator.model import (
+    ConcurrencyLimit,
+    JobStatus,
+    LimitKind,
+    PauseKind,
+    PauseScope,
+    WorkerRecord,
+)
 from coordinator.store import open_store
 from wfj_engine import Harness, chores_of, run
 from wfj_testing import SECOND, T0, make_job
@@ -424,5 +431,27 @@ def test_queued_behind_counts_only_jobs_acquisition_would_take_first(store_url: 
         _, reasons = await explain(h.engine, target)
         [queued] = [r for r in reasons if r.kind == "QUEUED_BEHIND"]
         assert queued.message == "3 eligible job(s) of tenant t are ahead of it in its share"
+
+    run(store_url, scenario)
+
+
+def test_a_worker_that_reconnected_from_a_dead_replica_is_listed_once(store_url: str) -> None:
+    """The replica it left was killed before its registry rows went: the worker
+    process (same id, host and pid) is listed under the replica it is connected
+    to now, not under both; another process announcing the same id still is."""
+
+    async def scenario(h: Harness) -> None:
+        announced = WorkerRecord("w-1", "host-a", 4242, "1.0", ["noop"], 4, T0)
+        twin = WorkerRecord("w-1", "host-b", 7, "1.0", ["noop"], 4, T0)
+        await h.engine.run_store(h.engine.store.worker_sync, "dead-replica", [announced], T0)
+        await h.engine.run_store(h.engine.store.worker_sync, "other-replica", [twin], T0)
+        h.clock.advance(1)
+        session = WorkerSession("w-1", frozenset({"noop"}), hostname="host-a", pid=4242)
+        h.engine.open_session(session)
+        listed = [
+            (w.worker_id, w.hostname, w.coordinator_id) for w in await h.engine.ops.list_workers()
+        ]
+        me = h.engine.ops._coordinator_id  # noqa: SLF001 - the replica's own id
+        assert sorted(listed) == sorted([("w-1", "host-a", me), ("w-1", "host-b", "other-replica")])
 
     run(store_url, scenario)

@@ -459,6 +459,9 @@ class AdminServiceServicer:
 
     def ListWorkers(self, request, context):
         """Every worker connected to any replica, with its jobs in flight and credit.
+        A worker process (the same worker_id, hostname and pid) that reconnected
+        to another replica is listed once, under the replica it connected to
+        last, while the replica it left (killed) still has it registered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

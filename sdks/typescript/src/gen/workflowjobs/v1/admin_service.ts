@@ -9973,7 +9973,12 @@ export const AdminServiceService = {
     responseSerialize: (value: UndrainResponse): Buffer => Buffer.from(UndrainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UndrainResponse => UndrainResponse.decode(value),
   },
-  /** Every worker connected to any replica, with its jobs in flight and credit. */
+  /**
+   * Every worker connected to any replica, with its jobs in flight and credit.
+   * A worker process (the same worker_id, hostname and pid) that reconnected
+   * to another replica is listed once, under the replica it connected to
+   * last, while the replica it left (killed) still has it registered.
+   */
   listWorkers: {
     path: "/workflowjobs.v1.AdminService/ListWorkers" as const,
     requestStream: false as const,
@@ -10160,7 +10165,12 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   drain: handleUnaryCall<DrainRequest, DrainResponse>;
   /** Hand out jobs again after Drain (the same scope). */
   undrain: handleUnaryCall<UndrainRequest, UndrainResponse>;
-  /** Every worker connected to any replica, with its jobs in flight and credit. */
+  /**
+   * Every worker connected to any replica, with its jobs in flight and credit.
+   * A worker process (the same worker_id, hostname and pid) that reconnected
+   * to another replica is listed once, under the replica it connected to
+   * last, while the replica it left (killed) still has it registered.
+   */
   listWorkers: handleUnaryCall<ListWorkersRequest, ListWorkersResponse>;
   /**
    * Defaults for jobs of one type (retry policy, timeouts); a job's own
@@ -10731,7 +10741,12 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UndrainResponse) => void,
   ): ClientUnaryCall;
-  /** Every worker connected to any replica, with its jobs in flight and credit. */
+  /**
+   * Every worker connected to any replica, with its jobs in flight and credit.
+   * A worker process (the same worker_id, hostname and pid) that reconnected
+   * to another replica is listed once, under the replica it connected to
+   * last, while the replica it left (killed) still has it registered.
+   */
   listWorkers(
     request: ListWorkersRequest,
     callback: (error: ServiceError | null, response: ListWorkersResponse) => void,
