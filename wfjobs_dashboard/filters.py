@@ -20,6 +20,7 @@ from aiohttp import web
 
 from worker_sdk import JobFilter
 from workflowjobs.contract import LATEST_YEAR
+from workflowjobs.times import time_text
 
 from .session import Session, tenant_for
 
@@ -203,9 +204,15 @@ def describe(values: FilterValues) -> str:
         parts.append("status " + "/".join(s.lower() for s in values.statuses))
     if values.tenant_id:
         parts.append(f"tenant {values.tenant_id}")
-    for f in TEXT_FIELDS + TIME_FIELDS:
+    for f in TEXT_FIELDS:
         if values.get(f.name):
             parts.append(f"{f.label} {values.get(f.name)}")
+    for f in TIME_FIELDS:
+        at = _utc(values.get(f.name), f.label)
+        if at is not None:
+            # As every time is written (workflowjobs.times), to the millisecond:
+            # a list's bound may fall within a second.
+            parts.append(f"{f.label} {time_text(at, milliseconds=True)}")
     if values.category:
         parts.append(f"category {values.category.lower()}")
     if values.search:

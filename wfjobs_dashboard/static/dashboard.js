@@ -56,9 +56,10 @@
     return open;
   }
 
-  // The time in UTC, as every other time on the dashboard.
+  // The time in UTC, as every other time on the dashboard (2026-12-04 03:12:45 UTC).
   function utcNow() {
-    return new Date().toISOString().slice(11, 19) + " UTC";
+    var iso = new Date().toISOString();
+    return iso.slice(0, 10) + " " + iso.slice(11, 19) + " UTC";
   }
 
   function label() {

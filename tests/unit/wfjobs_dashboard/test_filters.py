@@ -46,6 +46,8 @@ def test_every_field_reaches_the_job_filter_and_the_wording() -> None:
     text = filters.describe(values)
     for f in filters.TEXT_FIELDS + filters.TIME_FIELDS:
         assert f.label in text
+    # A time as every surface writes one (workflowjobs.times), to the millisecond.
+    assert "due before 2026-12-04 02:06:49.007 UTC" in text
     assert "tenant acme" in text and "category integration" in text
     assert "payload text search 'needle'" in text
     unset = dataclasses.replace(values, fields={}, statuses=(), tenant_id="", category="", q="")
