@@ -467,6 +467,34 @@ def test_a_pause_recorded_without_a_name_reads_unauthenticated(
             admin.unpause("job_type", "nameless-type")
 
 
+def test_successful_logins_are_not_counted_as_failures(
+    secured: Coordinator, tmp_path: Path
+) -> None:
+    """A login is counted before its token is checked and taken back once it
+    proves good: an operator who logs in again and again is never refused."""
+    dashboard = Dashboard(
+        tmp_path / "dash.log", "--target", secured.target, "--login", "--listen", "127.0.0.1:0"
+    )
+    try:
+        url = dashboard.url()
+        cookie, csrf = login_form(url)
+        answers = []
+        for _ in range(12):
+            status, _, _ = fetch(
+                url + "/login", data=form(csrf=csrf, token=TOKENS["ops"][0]), headers=cookie
+            )
+            answers.append(status)
+        assert answers == [303] * 12
+        # Failures still count from zero: ten are answered, the next refused.
+        wrong = [
+            fetch(url + "/login", data=form(csrf=csrf, token=f"g-{n}"), headers=cookie)[0]
+            for n in range(11)
+        ]
+        assert wrong == [401] * 10 + [429]
+    finally:
+        dashboard.stop()
+
+
 def test_concurrent_wrong_tokens_are_throttled_too(secured: Coordinator, tmp_path: Path) -> None:
     """Each login is counted before the coordinator checks its token: 100
     guesses sent at once do not all pass the throttle while the checks run."""
