@@ -268,7 +268,7 @@ def _check_dashboard(settings: Settings) -> None:
             "'workflow-jobs[dashboard]' (or leave WFJOBS_DASHBOARD_LISTEN empty)"
         )
     try:
-        loopback = is_loopback(settings.dashboard_listen)
+        loopback = is_loopback(settings.dashboard_listen, "dashboard address")
     except ValueError as e:
         raise ValueError(f"--dashboard-listen: {e}") from None
     if not loopback and not settings.tokens_file:

@@ -40,7 +40,6 @@ import grpc
 
 from worker_sdk import AdminClient, WorkflowJobsError
 from workflowjobs import addresses
-from workflowjobs.addresses import is_loopback
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -84,6 +83,11 @@ class DashboardError(Exception):
 def split_listen(listen: str) -> tuple[str, int]:
     """``host:port`` (IPv6 in brackets) into its parts; ValueError says what is wrong."""
     return addresses.split_listen(listen, "dashboard address")
+
+
+def is_loopback(listen: str) -> bool:
+    """True when the dashboard's ``listen`` is reachable from this machine only."""
+    return addresses.is_loopback(listen, "dashboard address")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,13 +21,13 @@ def split_listen(listen: str, what: str = "address") -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def is_loopback(listen: str) -> bool:
+def is_loopback(listen: str, what: str = "address") -> bool:
     """True when ``listen`` (``host:port``) is reachable from this machine only.
 
     Raises:
-        ValueError: ``listen`` is not ``HOST:PORT``.
+        ValueError: ``listen`` is not ``HOST:PORT``; the message names ``what`` was given.
     """
-    host, _ = split_listen(listen)
+    host, _ = split_listen(listen, what)
     if host == "localhost":
         return True
     try:
