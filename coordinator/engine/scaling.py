@@ -343,9 +343,16 @@ class Scaling:
         if task is None:
             task = asyncio.ensure_future(self._refresh(shape))
             self._refreshing[shape] = task
-            task.add_done_callback(lambda _: self._refreshing.pop(shape, None))
+            task.add_done_callback(lambda done: self._refreshed(shape, done))
         # Shielded: one caller going away does not cancel the others' refresh.
         return await asyncio.shield(task)
+
+    def _refreshed(self, shape: Shape, done: asyncio.Task[list[ScalingFigures]]) -> None:
+        self._refreshing.pop(shape, None)
+        # Its callers may all have gone away: its failure is theirs, not the loop's
+        # to report as never retrieved.
+        if not done.cancelled():
+            done.exception()
 
     async def _refresh(self, shape: Shape) -> list[ScalingFigures]:
         job_types, tenant_id, category = shape
