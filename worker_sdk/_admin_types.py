@@ -727,6 +727,8 @@ class WorkerView:
         coordinator_id: The coordinator holding its stream.
         credits: Jobs it asked for and has not been sent yet.
         draining: Drained: it takes no new jobs.
+        stale: Its coordinator (another replica) has not refreshed it for
+            35 s (by default): that replica is likely dead.
         raw: The ``workflowjobs.v1.WorkerInfo`` message itself.
     """
 
@@ -742,6 +744,7 @@ class WorkerView:
     coordinator_id: str = ""
     credits: int = 0
     draining: bool = False
+    stale: bool = False
     raw: admin_service_pb2.WorkerInfo | None = dataclasses.field(
         default=None, repr=False, compare=False
     )
@@ -762,6 +765,7 @@ class WorkerView:
             coordinator_id=worker.coordinator_id,
             credits=worker.credits,
             draining=worker.draining,
+            stale=worker.stale,
             raw=worker,
         )
 

@@ -665,6 +665,7 @@ def worker_to_proto(w: Any) -> apb.WorkerInfo:
         coordinator_id=w.coordinator_id,
         credits=w.credits,
         draining=w.draining,
+        stale=w.stale,
     )
 
 

@@ -18,6 +18,10 @@ class OperationsConfig:
     # Worker registry rows not refreshed for this long are treated as gone
     # (their coordinator died): not listed, and deleted by the cluster sync.
     stale_after_s: float = 60.0
+    # Another replica's registry rows not refreshed for this long (it rewrites
+    # them every 15 s, so two rewrites were missed: it is likely dead) are
+    # listed with ``stale`` set until ``stale_after_s`` removes them.
+    quiet_after_s: float = 35.0
 
 
 @dataclass

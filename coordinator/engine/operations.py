@@ -96,6 +96,10 @@ class WorkerView:
     draining: bool
     # The tenants its credential covers; None: every tenant.
     tenants: tuple[str, ...] | None = None
+    # Another replica's worker whose registry row that replica has not
+    # refreshed for ``quiet_after_s``: the replica is likely dead (never set
+    # for this replica's own workers).
+    stale: bool = False
 
     def takes(self, job_type: str, tenant_id: str) -> bool:
         """True when this worker may be given a job of ``job_type`` for ``tenant_id``."""
@@ -470,20 +474,29 @@ class Operations:
         drain state) and those of the others as last registered. Last seen
         comes from the registry for every worker, so every replica shows the
         same time for the same worker. Workers of different coordinators that
-        announce the same id are different workers: each is listed. One worker
+        announce the same id are different workers: each is listed. Another
+        replica's worker whose row that replica has not refreshed for
+        ``quiet_after_s`` is marked stale (the replica likely died; the row
+        goes after ``stale_after_s``). One worker
         process (the same id, host and pid) registered by two coordinators
         reconnected from one to the other (the first died before its rows
         went): it is listed once, under the coordinator it connected to last.
         """
         me = self._coordinator_id
-        rows = await self._call(self._store.worker_list, self._now() - self.stale_us())
+        now = self._now()
+        rows = await self._call(self._store.worker_list, now - self.stale_us())
         registered = {r.worker_id: r for r in rows if r.coordinator_id == me}
         local = []
         for s in self._dispatcher.sessions.values():
             row = registered.get(s.worker_id)
             seen = row.last_seen_at if row is not None else s.connected_at
             local.append(_session_view(s, me, self._told_to_drain(s), max(seen, s.connected_at)))
-        remote = [_row_view(r) for r in rows if r.coordinator_id != me]
+        quiet_before = now - int(self.config.quiet_after_s * 1_000_000)
+        remote = [
+            _row_view(r, stale=r.last_seen_at < quiet_before)
+            for r in rows
+            if r.coordinator_id != me
+        ]
         latest: dict[tuple[str, str, int] | int, WorkerView] = {}
         for n, view in enumerate([*remote, *local]):  # of equal times, this replica's wins
             # A worker that announced no host and pid is told apart by nothing.
@@ -688,7 +701,7 @@ def _session_view(
     )
 
 
-def _row_view(r: WorkerRow) -> WorkerView:
+def _row_view(r: WorkerRow, *, stale: bool = False) -> WorkerView:
     # Another replica's worker: in-flight jobs and credits live in that
     # replica's memory; last_seen_at is when it last vouched for the stream.
     return WorkerView(
@@ -705,6 +718,7 @@ def _row_view(r: WorkerRow) -> WorkerView:
         credits=0,
         draining=bool(r.draining),
         tenants=None if r.tenants is None else tuple(json.loads(r.tenants)),
+        stale=stale,
     )
 
 

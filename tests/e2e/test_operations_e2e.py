@@ -267,6 +267,10 @@ def test_cli_commands_against_a_live_coordinator(
     assert "noop" in workers[0]["job_types"] and workers[0]["pid"] == worker.proc.pid
     table = wfjobs(target, "workers").stdout
     assert "WORKER" in table and workers[0]["worker_id"] in table
+    # This coordinator's own worker is never stale (the last column).
+    header, *rows = table.splitlines()
+    [row] = [r for r in rows if workers[0]["worker_id"] in r]
+    assert (header.split()[-1], row.split()[-1]) == ("STALE", "no")
 
     # Unlock a running job: the old attempt is fenced, the job runs again.
     gated = wfjobs_json(target, "enqueue", "gate", json.dumps({"path": str(gate)}))["id"]

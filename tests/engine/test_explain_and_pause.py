@@ -455,3 +455,34 @@ def test_a_worker_that_reconnected_from_a_dead_replica_is_listed_once(store_url:
         assert sorted(listed) == sorted([("w-1", "host-a", me), ("w-1", "host-b", "other-replica")])
 
     run(store_url, scenario)
+
+
+def test_a_worker_of_a_replica_that_stopped_refreshing_is_listed_stale(store_url: str) -> None:
+    """Another replica's worker whose row that replica has not refreshed for
+    quiet_after_s (the replica died) is listed with stale set; a worker of a
+    replica that keeps refreshing, and this replica's own, are not."""
+
+    async def scenario(h: Harness) -> None:
+        quiet = h.engine.config.operations.quiet_after_s
+        start = h.clock.now_us()
+        dead = WorkerRecord("w-dead", "host-a", 11, "1.0", ["noop"], 4, start)
+        live = WorkerRecord("w-live", "host-b", 12, "1.0", ["noop"], 4, start)
+        await h.engine.run_store(h.engine.store.worker_sync, "dead-replica", [dead], start)
+        await h.engine.run_store(h.engine.store.worker_sync, "live-replica", [live], start)
+        h.engine.open_session(WorkerSession("w-here", frozenset({"noop"}), hostname="c", pid=13))
+
+        def stale() -> dict[str, bool]:
+            return {w.worker_id: w.stale for w in listed}
+
+        listed = await h.engine.ops.list_workers()
+        assert stale() == {"w-dead": False, "w-live": False, "w-here": False}
+        h.clock.advance(quiet - 1)
+        now = h.clock.now_us()
+        await h.engine.run_store(h.engine.store.worker_sync, "live-replica", [live], now)
+        listed = await h.engine.ops.list_workers()
+        assert stale() == {"w-dead": False, "w-live": False, "w-here": False}
+        h.clock.advance(2)
+        listed = await h.engine.ops.list_workers()
+        assert stale() == {"w-dead": True, "w-live": False, "w-here": False}
+
+    run(store_url, scenario)

@@ -1052,6 +1052,7 @@ class Commands:
                 "LAST SEEN",
                 "COORDINATOR",
                 "DRAINING",
+                "STALE",
             ],
             [
                 (
@@ -1065,6 +1066,7 @@ class Commands:
                     w.last_heartbeat_time,
                     w.coordinator_id[:8],
                     w.draining,
+                    w.stale,
                 )
                 for w in workers
             ],

@@ -772,7 +772,7 @@ class UndrainResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ("worker_id", "hostname", "pid", "sdk_version", "job_types", "slots", "in_flight_job_ids", "connect_time", "last_heartbeat_time", "coordinator_id", "credits", "draining")
+    __slots__ = ("worker_id", "hostname", "pid", "sdk_version", "job_types", "slots", "in_flight_job_ids", "connect_time", "last_heartbeat_time", "coordinator_id", "credits", "draining", "stale")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -785,6 +785,7 @@ class WorkerInfo(_message.Message):
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     hostname: str
     pid: int
@@ -797,7 +798,8 @@ class WorkerInfo(_message.Message):
     coordinator_id: str
     credits: int
     draining: bool
-    def __init__(self, worker_id: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., in_flight_job_ids: _Optional[_Iterable[str]] = ..., connect_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., coordinator_id: _Optional[str] = ..., credits: _Optional[int] = ..., draining: _Optional[bool] = ...) -> None: ...
+    stale: bool
+    def __init__(self, worker_id: _Optional[str] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., in_flight_job_ids: _Optional[_Iterable[str]] = ..., connect_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., coordinator_id: _Optional[str] = ..., credits: _Optional[int] = ..., draining: _Optional[bool] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class ListWorkersRequest(_message.Message):
     __slots__ = ()

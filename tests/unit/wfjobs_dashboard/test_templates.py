@@ -353,3 +353,22 @@ def test_every_template_escapes_by_default() -> None:
     assert "layout.html" in names and "macros.html" in names
     assert ENV.autoescape is True  # for every template, whatever its name
     assert ENV.from_string("{{ v }}").render(v=HOSTILE).startswith("&lt;script&gt;")
+
+
+def test_the_workers_page_marks_a_stale_worker_and_only_it() -> None:
+    from wfjobs_dashboard import templating
+    from worker_sdk import WorkerView
+
+    html = templating.render(
+        "workers_live.html",
+        SESSION,  # type: ignore[arg-type]
+        workers=[
+            WorkerView("w-gone", coordinator_id="dead", stale=True),
+            WorkerView("w-here", coordinator_id="live"),
+        ],
+        stats=SimpleNamespace(draining=False),
+        now=datetime.now(UTC),
+    )
+    [gone, here] = html.split("<tr>")[-2:]
+    assert "w-gone" in gone and ">stale</span>" in gone
+    assert "w-here" in here and ">stale</span>" not in here

@@ -203,9 +203,11 @@ def test_pause_records_workers_stats_and_identity_read_as_python_values() -> Non
             slots=4,
             in_flight_job_ids=["j-1"],
             last_heartbeat_time=_timestamp(created),
+            stale=True,
         )
     )
     assert (worker.job_types, worker.in_flight_job_ids) == (["mail"], ["j-1"])
+    assert worker.stale
     assert (worker.last_heartbeat_time, worker.connect_time) == (created, None)
 
     stats = JobStats.from_proto(

@@ -1067,6 +1067,14 @@ export interface WorkerInfo {
   coordinatorId: string;
   credits: number;
   draining: boolean;
+  /**
+   * Set for another replica's worker when that replica has not refreshed the
+   * worker's registry row for 35 s by default (it does every 15 s): the replica is likely
+   * dead, and the entry goes 60 s after the last refresh. Never set for the
+   * answering replica's own workers, so never on SQLite (one coordinator per
+   * file).
+   */
+  stale: boolean;
 }
 
 export interface ListWorkersRequest {
@@ -8607,6 +8615,7 @@ function createBaseWorkerInfo(): WorkerInfo {
     coordinatorId: "",
     credits: 0,
     draining: false,
+    stale: false,
   };
 }
 
@@ -8647,6 +8656,9 @@ export const WorkerInfo: MessageFns<WorkerInfo> = {
     }
     if (message.draining !== false) {
       writer.uint32(96).bool(message.draining);
+    }
+    if (message.stale !== false) {
+      writer.uint32(104).bool(message.stale);
     }
     return writer;
   },
@@ -8760,6 +8772,14 @@ export const WorkerInfo: MessageFns<WorkerInfo> = {
             message.draining = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.stale = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8814,6 +8834,7 @@ export const WorkerInfo: MessageFns<WorkerInfo> = {
         : "",
       credits: isSet(object.credits) ? globalThis.Number(object.credits) : 0,
       draining: isSet(object.draining) ? globalThis.Boolean(object.draining) : false,
+      stale: isSet(object.stale) ? globalThis.Boolean(object.stale) : false,
     };
   },
 
@@ -8855,6 +8876,9 @@ export const WorkerInfo: MessageFns<WorkerInfo> = {
     if (message.draining !== false) {
       obj.draining = message.draining;
     }
+    if (message.stale !== false) {
+      obj.stale = message.stale;
+    }
     return obj;
   },
 
@@ -8875,6 +8899,7 @@ export const WorkerInfo: MessageFns<WorkerInfo> = {
     message.coordinatorId = object.coordinatorId ?? "";
     message.credits = object.credits ?? 0;
     message.draining = object.draining ?? false;
+    message.stale = object.stale ?? false;
     return message;
   },
 };
