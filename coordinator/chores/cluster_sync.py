@@ -9,9 +9,10 @@ stream is alive (gRPC keepalive closes one whose peer is gone), whether or
 not the worker sent anything. That time is the "last seen" ``ListWorkers``
 shows on every replica, local workers included, so all replicas agree. Rows
 not refreshed for ``stale_after_s`` belong to a coordinator that died and are
-deleted. Heartbeats and credit grants do not write here, so the registry
-costs one small write per coordinator per ``refresh_s`` however busy the
-workers are.
+deleted; before that, once they have gone ``quiet_after_s`` without a rewrite,
+``ListWorkers`` marks them stale. Heartbeats and credit grants do not write
+here, so the registry costs one small write per coordinator per ``refresh_s``
+however busy the workers are.
 
 The same run reads ``wfj_cluster_flags`` (the cluster drain, and drain and
 undrain requests for workers connected to this replica), so a flag set
