@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,3 +216,89 @@ def csrf_of(body: str) -> str:
     match = re.search(r'name="csrf" value="([^"]+)"', body)
     assert match is not None, body[:2000]
     return match.group(1)
+
+
+# -- browser tests: one coordinator with its dashboard, a worker and clients ---------------
+
+
+@contextlib.contextmanager
+def browser_cluster(tmp: Path) -> Iterator[dict[str, Any]]:
+    """A coordinator on SQLite serving the dashboard (tokens of ``TOKENS``), a worker
+    recording to ``record``, and scheduler and admin clients with the ops token."""
+    from worker_sdk import AdminClient, SchedulerClient
+
+    need_chromium()
+    tokens = write_tokens(tmp / "tokens.jsonl")
+    coordinator = CoordinatorWithDashboard(
+        f"sqlite:///{tmp / 'jobs.db'}", tmp / "coordinator.log", "--tokens-file", str(tokens)
+    )
+    record = tmp / "record.txt"
+    worker = Worker(coordinator.target, record, tmp / "worker.log")
+    ops = TOKENS["ops"][0]
+    scheduler = SchedulerClient(coordinator.target, token=ops)
+    admin = AdminClient(coordinator.target, token=ops)
+    try:
+        yield {
+            "url": coordinator.url,
+            "scheduler": scheduler,
+            "admin": admin,
+            "coordinator": coordinator,
+            "tmp": tmp,
+            "tokens": tokens,
+            "record": record,
+        }
+    finally:
+        scheduler.close()
+        admin.close()
+        worker.stop()
+        coordinator.stop()
+
+
+@contextlib.contextmanager
+def chromium_browser() -> Iterator[Any]:
+    """Debian's chromium under Playwright, closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@contextlib.contextmanager
+def browser_context(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (no cookies) at the tests' viewport."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    ctx.set_default_timeout(15_000)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def log_in(context: Any, url: str, token: str) -> Any:
+    """Log in with nothing but the token: name and tenant come from the coordinator."""
+    page = context.new_page()
+    page.goto(url + "/")
+    assert page.url.endswith("/login")
+    page.fill("input[name=token]", token)
+    page.click("#login button[type=submit]")
+    page.wait_for_url(url + "/")
+    return page
+
+
+def confirm(page: Any) -> str:
+    """Click Confirm on the confirmation page; returns what it asked."""
+    summary: str = page.inner_text("#confirm-summary")
+    page.click("#confirm")
+    page.wait_for_selector(".flash")
+    return summary
+
+
+def expect() -> Any:
+    """Playwright's ``expect``, imported where a browser test needs it."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect

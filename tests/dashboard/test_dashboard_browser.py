@@ -19,20 +19,18 @@ from urllib.parse import urlencode
 import pytest
 
 from wfj_dashboard import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TOKENS,
-    CoordinatorWithDashboard,
-    Worker,
-    need_chromium,
+    browser_cluster,
+    browser_context,
+    chromium_browser,
+    confirm,
+    expect,
+    log_in,
     screenshot,
-    write_tokens,
 )
 from worker_sdk import (
-    AdminClient,
     JobRequest,
     RetryPolicy,
-    SchedulerClient,
     Uniqueness,
     WorkflowRef,
 )
@@ -45,76 +43,20 @@ ACME_ADMIN = TOKENS["acme-admin"][0]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    need_chromium()
-    tmp = tmp_path_factory.mktemp("dashboard")
-    tokens = write_tokens(tmp / "tokens.jsonl")
-    coordinator = CoordinatorWithDashboard(
-        f"sqlite:///{tmp / 'jobs.db'}", tmp / "coordinator.log", "--tokens-file", str(tokens)
-    )
-    worker = Worker(coordinator.target, tmp / "record.txt", tmp / "worker.log")
-    scheduler = SchedulerClient(coordinator.target, token=OPS)
-    admin = AdminClient(coordinator.target, token=OPS)
-    try:
-        yield {
-            "url": coordinator.url,
-            "scheduler": scheduler,
-            "admin": admin,
-            "coordinator": coordinator,
-            "tmp": tmp,
-            "tokens": tokens,
-        }
-    finally:
-        scheduler.close()
-        admin.close()
-        worker.stop()
-        coordinator.stop()
+    with browser_cluster(tmp_path_factory.mktemp("dashboard")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
 def browser(cluster: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium_browser() as chromium:
+        yield chromium
 
 
 @pytest.fixture
 def context(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
-    ctx.set_default_timeout(15_000)
-    try:
+    with browser_context(browser) as ctx:
         yield ctx
-    finally:
-        ctx.close()
-
-
-def log_in(context: Any, url: str, token: str) -> Any:
-    """Log in with nothing but the token: name and tenant come from the coordinator."""
-    page = context.new_page()
-    page.goto(url + "/")
-    assert page.url.endswith("/login")
-    page.fill("input[name=token]", token)
-    page.click("#login button[type=submit]")
-    page.wait_for_url(url + "/")
-    return page
-
-
-def confirm(page: Any) -> str:
-    """Click Confirm on the confirmation page; returns what it asked."""
-    summary = page.inner_text("#confirm-summary")
-    page.click("#confirm")
-    page.wait_for_selector(".flash")
-    return summary
-
-
-def expect() -> Any:
-    from playwright.sync_api import expect as playwright_expect
-
-    return playwright_expect
 
 
 def test_overview_shows_live_backlog(cluster: dict[str, Any], context: Any) -> None:

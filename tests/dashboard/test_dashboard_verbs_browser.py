@@ -9,7 +9,7 @@ serve the module; each test opens its own browser context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,15 +17,16 @@ from typing import Any
 import pytest
 
 from wfj_dashboard import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TOKENS,
-    CoordinatorWithDashboard,
-    Worker,
-    need_chromium,
+    browser_cluster,
+    browser_context,
+    chromium_browser,
+    confirm,
+    expect,
+    log_in,
 )
 from wfj_testing import read_records, wait_until
-from worker_sdk import AdminClient, JobFilter, JobRequest, JobStatus, SchedulerClient
+from worker_sdk import AdminClient, JobFilter, JobRequest, JobStatus
 
 pytestmark = pytest.mark.e2e
 
@@ -34,71 +35,20 @@ OPS = TOKENS["ops"][0]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    need_chromium()
-    from wfj_dashboard import write_tokens
-
-    tmp = tmp_path_factory.mktemp("dashboard-verbs")
-    tokens = write_tokens(tmp / "tokens.jsonl")
-    coordinator = CoordinatorWithDashboard(
-        f"sqlite:///{tmp / 'jobs.db'}", tmp / "coordinator.log", "--tokens-file", str(tokens)
-    )
-    record = tmp / "record.txt"
-    worker = Worker(coordinator.target, record, tmp / "worker.log")
-    scheduler = SchedulerClient(coordinator.target, token=OPS)
-    admin = AdminClient(coordinator.target, token=OPS)
-    try:
-        yield {
-            "url": coordinator.url,
-            "scheduler": scheduler,
-            "admin": admin,
-            "record": record,
-        }
-    finally:
-        scheduler.close()
-        admin.close()
-        worker.stop()
-        coordinator.stop()
+    with browser_cluster(tmp_path_factory.mktemp("dashboard-verbs")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
 def browser(cluster: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium_browser() as chromium:
+        yield chromium
 
 
 @pytest.fixture
 def page(browser: Any, cluster: dict[str, Any]) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
-    ctx.set_default_timeout(15_000)
-    try:
-        page = ctx.new_page()
-        url = cluster["url"]
-        page.goto(url + "/")
-        page.fill("input[name=token]", OPS)
-        page.click("#login button[type=submit]")
-        page.wait_for_url(url + "/")
-        yield page
-    finally:
-        ctx.close()
-
-
-def expect() -> Callable[..., Any]:
-    from playwright.sync_api import expect as playwright_expect
-
-    return playwright_expect
-
-
-def confirm(page: Any) -> str:
-    summary: str = page.inner_text("#confirm-summary")
-    page.click("#confirm")
-    page.wait_for_selector(".flash")
-    return summary
+    with browser_context(browser) as ctx:
+        yield log_in(ctx, cluster["url"], OPS)
 
 
 def status_of(admin: AdminClient, job_id: str) -> JobStatus:
