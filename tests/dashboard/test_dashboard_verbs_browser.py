@@ -165,15 +165,8 @@ def test_the_failures_number_lists_the_jobs_that_failed_though_retried_since(
     for job_id in failed:
         assert scheduler.wait_for_job(job_id, timeout=30).status == JobStatus.COMPLETED
     # The tenant's own login: its overview counts only these failures.
-    ctx = browser.new_context()
-    ctx.set_default_timeout(15_000)
-    try:
-        page = ctx.new_page()
-        url = cluster["url"]
-        page.goto(url + "/")
-        page.fill("input[name=token]", TOKENS["acme-admin"][0])
-        page.click("#login button[type=submit]")
-        page.wait_for_url(url + "/")
+    with browser_context(browser) as ctx:
+        page = log_in(ctx, cluster["url"], TOKENS["acme-admin"][0])
         card = page.locator('a.card[data-card="failures, last 5 min"]')
         expect()(card.locator(".value")).to_have_text("3")
         card.click()
@@ -181,5 +174,3 @@ def test_the_failures_number_lists_the_jobs_that_failed_though_retried_since(
         listed = page.locator("tbody td a.mono").all_inner_texts()
         assert sorted(listed) == sorted(failed)
         expect()(page.locator("tbody")).not_to_contain_text("FAULTED")
-    finally:
-        ctx.close()
