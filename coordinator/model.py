@@ -1034,6 +1034,8 @@ class JobFilter:
     created_before: int | None = None
     due_after: int | None = None
     due_before: int | None = None
+    # Jobs with an attempt that ended in a FAILED_OUTCOMES outcome at or after it.
+    failed_after: int | None = None
     parent_job_id: str = ""
     group_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

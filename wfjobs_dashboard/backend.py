@@ -258,7 +258,13 @@ class Backend:
             ]
         )
         answers: list[Any] = await asyncio.gather(
-            self.call(token, AdminClient.get_stats, tenant_id=tenant_id, windows=windows),
+            self.call(
+                token,
+                AdminClient.get_stats,
+                tenant_id=tenant_id,
+                window=BUCKET,
+                windows=windows,
+            ),
             self.call(token, AdminClient.list_pauses, tenant_id=tenant_id),
             *samples,
         )

@@ -63,6 +63,7 @@ TIME_FIELDS = (
     FilterField("created_before", "created before"),
     FilterField("due_after", "due after"),
     FilterField("due_before", "due before"),
+    FilterField("failed_after", "failed after", "an attempt failed at or after it"),
 )
 
 
@@ -185,6 +186,7 @@ def job_filter(values: FilterValues) -> JobFilter:
         created_before=times["created_before"],
         due_after=times["due_after"],
         due_before=times["due_before"],
+        failed_after=times["failed_after"],
         statuses=values.statuses,
         tenant_id=values.tenant_id,
         job_types=job_types(values.get("job_type")),

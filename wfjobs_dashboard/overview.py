@@ -10,7 +10,7 @@ from aiohttp import web
 from worker_sdk import JobEventFilter
 
 from . import templating, views
-from .backend import Overview
+from .backend import BUCKET, Overview
 from .events import event_stream
 from .session import Session
 from .site import Site
@@ -21,7 +21,10 @@ def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, A
     outage too); ``sort``: the backlog's column (``-`` before it: descending)."""
     s = view.stats
     oldest = s.oldest_pending_age.total_seconds() if s.oldest_pending_age else None
-    now_text = views.counted_at(s.read_time or view.read_at)
+    read_time = s.read_time or view.read_at
+    now_text = views.counted_at(read_time)
+    # GetStats counted the attempts failed from read_time minus its window (BUCKET).
+    failed = views.jobs_href(failed_after=views.utc_text(read_time - BUCKET))
     due = views.jobs_href(status="PENDING", due_before=now_text, order="oldest")
     later = views.jobs_href(status="PENDING", due_after=now_text, order="oldest")
     b = s.backlog
@@ -53,7 +56,7 @@ def live_values(view: Overview, session: Session, sort: str = "") -> dict[str, A
         ("oldest due pending", views.age(oldest) if s.pending - s.scheduled else "–", due),
         ("faulted (dead letter)", s.dead_letter, "/jobs?status=FAULTED"),
         ("retries, last 5 min", s.retries_in_window, ""),
-        ("failures, last 5 min", s.failures_in_window, "/jobs?status=FAULTED"),
+        ("failures, last 5 min", s.failures_in_window, failed),
         ("completed, last 5 min", s.completions_in_window, "/jobs?status=COMPLETED"),
         ("connected workers", s.connected_workers, "" if session.tenant_id else "/workers"),
     ]

@@ -86,8 +86,12 @@ def counted_at(read_time: datetime) -> str:
     ``read_time`` as due / scheduled (due after it): one microsecond past it,
     as a UTC datetime-local value to the microsecond (a job due in the same
     second, or millisecond, as the count is on the list its number links to)."""
-    after = read_time.astimezone(UTC) + timedelta(microseconds=1)
-    return after.replace(tzinfo=None).isoformat(timespec="microseconds")
+    return utc_text(read_time + timedelta(microseconds=1))
+
+
+def utc_text(value: datetime) -> str:
+    """A time filter's value in a link: UTC datetime-local text to the microsecond."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def form_time(text: str) -> str:

@@ -143,6 +143,8 @@ class JobFilter:
         created_before: Created before.
         due_after: Due at or after.
         due_before: Due before.
+        failed_after: With an attempt that failed (FAILED, LEASE_EXPIRED or
+            TIMED_OUT) at or after it, whatever the status now.
         parent_job_id: Only the child jobs of this job.
         job_types: Only jobs of any of these types (with ``job_type`` too, both must match).
         group_id: Only the members of this job group.
@@ -159,6 +161,7 @@ class JobFilter:
     created_before: datetime | None = None
     due_after: datetime | None = None
     due_before: datetime | None = None
+    failed_after: datetime | None = None
     parent_job_id: str = ""
     job_types: Sequence[str] = ()
     group_id: str = ""
@@ -177,7 +180,13 @@ class JobFilter:
             job_types=list(self.job_types),
             group_id=self.group_id,
         )
-        for field in ("created_after", "created_before", "due_after", "due_before"):
+        for field in (
+            "created_after",
+            "created_before",
+            "due_after",
+            "due_before",
+            "failed_after",
+        ):
             value = getattr(self, field)
             if value is not None:
                 getattr(message, field).CopyFrom(to_timestamp(value))

@@ -535,6 +535,9 @@ def filter_from_proto(f: apb.JobFilter) -> JobFilter:
         ),
         due_after=ts_to_us(f.due_after, "due_after") if f.HasField("due_after") else None,
         due_before=ts_to_us(f.due_before, "due_before") if f.HasField("due_before") else None,
+        failed_after=(
+            ts_to_us(f.failed_after, "failed_after") if f.HasField("failed_after") else None
+        ),
         parent_job_id=f.parent_job_id,
         group_id=f.group_id,
     )

@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql
 from coordinator.errors import Aborted, FailedPrecondition
 from coordinator.model import (
     ATTEMPT_CEILING,
+    FAILED_OUTCOMES,
     FINISHED_STATUSES,
     RETRYABLE_STATUSES,
     AttemptOutcome,
@@ -303,6 +304,15 @@ def _filter_clauses(flt: JobFilter) -> list[Any]:
         clauses.append(c.due_at >= flt.due_after)
     if flt.due_before is not None:
         clauses.append(c.due_at < flt.due_before)
+    if flt.failed_after is not None:
+        a = job_attempts
+        clauses.append(
+            sa.exists().where(
+                a.c.job_id == c.id,
+                a.c.ended_at >= flt.failed_after,
+                a.c.outcome.in_([int(o) for o in FAILED_OUTCOMES]),
+            )
+        )
     return clauses
 
 

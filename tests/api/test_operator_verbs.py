@@ -239,3 +239,41 @@ def test_list_groups_pages_newest_first_with_counts_and_filters(stubs: Stubs) ->
     with pytest.raises(grpc.RpcError) as bad:
         stubs.admin.ListGroups(apb.ListGroupsRequest(statuses=[7]))  # type: ignore[list-item]
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+# -- ListJobs failed_after ---------------------------------------------------------------
+
+
+def test_failed_after_lists_the_jobs_of_the_failures_get_stats_counts_retried_or_not(
+    stubs: Stubs,
+) -> None:
+    first, second = _faulted(stubs, tenant_id="fl"), _faulted(stubs, tenant_id="fl")
+    stubs.enqueue(tenant_id="fl")  # never failed
+    stubs.admin.RetryJob(apb.RetryJobRequest(job_id=first))
+    stats = stubs.admin.GetStats(apb.GetStatsRequest(tenant_id="fl"))
+    assert stats.failures_in_window == 2
+    # The window the count read: read_time minus the default five minutes.
+    start = Timestamp()
+    start.FromMicroseconds(stats.read_time.ToMicroseconds() - 5 * 60 * 1_000_000)
+
+    def listed(after: Timestamp, *statuses: int) -> set[str]:
+        flt = apb.JobFilter(tenant_id="fl", failed_after=after, statuses=statuses)
+        return {j.id for j in stubs.admin.ListJobs(apb.ListJobsRequest(filter=flt)).jobs}
+
+    assert stubs.job(first).status == job_pb2.JOB_STATUS_PENDING
+    assert listed(start) == {first, second}
+    # With the other fields like any filter field: of them, the one still faulted.
+    assert listed(start, job_pb2.JOB_STATUS_FAULTED) == {second}
+    # Failed at or after: the last failure's own end time keeps it, a moment past drops it.
+    job = stubs.admin.GetJob(apb.AdminServiceGetJobRequest(job_id=second)).job
+    ended = max(a.end_time.ToMicroseconds() for a in job.attempts)
+    at, past = Timestamp(), Timestamp()
+    at.FromMicroseconds(ended)
+    past.FromMicroseconds(stats.read_time.ToMicroseconds() + 1)
+    assert second in listed(at)
+    assert listed(past) == set()
+    # A bad time is refused naming the field.
+    with pytest.raises(grpc.RpcError) as refused:
+        listed(Timestamp(seconds=-(10**12)))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "failed_after" in str(refused.value.details())

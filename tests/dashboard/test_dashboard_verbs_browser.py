@@ -1,6 +1,7 @@
 """The operator verbs in a real browser (Playwright driving Debian's chromium):
 Run now on a scheduled job, Set aside on a FAULTED ordering head, the /groups
-page, and Purge matching finished jobs on the jobs list.
+page, Purge matching finished jobs on the jobs list, and the overview's
+failures number listing the jobs it counts once they were retried.
 
 One coordinator (token authentication on, dashboard beside it) and one worker
 serve the module; each test opens its own browser context.
@@ -148,3 +149,28 @@ def test_purge_matching_finished_jobs_counts_first_and_refuses_a_search(
     expect()(page.locator(".flash.ok")).to_contain_text("purged 2 of 2 matching finished job(s)")
     left = admin.list_jobs(JobFilter(tenant_id="verbs-purge")).jobs
     assert [j.id for j in left] == [ids[2]]
+
+
+def test_the_failures_number_lists_the_jobs_that_failed_though_retried_since(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    scheduler, admin = cluster["scheduler"], cluster["admin"]
+    failed = [
+        scheduler.enqueue("flaky", {"succeed_on": 2}, tenant_id="acme", max_attempts=1).id
+        for _ in range(3)
+    ]
+    for job_id in failed:
+        assert scheduler.wait_for_job(job_id, timeout=30).status == JobStatus.FAULTED
+        admin.retry_job(job_id, keep_attempts=True)
+    for job_id in failed:
+        assert scheduler.wait_for_job(job_id, timeout=30).status == JobStatus.COMPLETED
+    # The tenant's own login: its overview counts only these failures.
+    with browser_context(browser) as ctx:
+        page = log_in(ctx, cluster["url"], TOKENS["acme-admin"][0])
+        card = page.locator('a.card[data-card="failures, last 5 min"]')
+        expect()(card.locator(".value")).to_have_text("3")
+        card.click()
+        expect()(page.locator(".pager .total")).to_have_text("3 job(s) match")
+        listed = page.locator("tbody td a.mono").all_inner_texts()
+        assert sorted(listed) == sorted(failed)
+        expect()(page.locator("tbody")).not_to_contain_text("FAULTED")

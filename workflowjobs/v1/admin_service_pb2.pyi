@@ -84,7 +84,7 @@ class AdminServiceGetJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class JobFilter(_message.Message):
-    __slots__ = ("statuses", "tenant_id", "job_type", "definition_id", "instance_id", "correlation_id", "category", "created_after", "created_before", "due_after", "due_before", "parent_job_id", "job_types", "group_id")
+    __slots__ = ("statuses", "tenant_id", "job_type", "definition_id", "instance_id", "correlation_id", "category", "created_after", "created_before", "due_after", "due_before", "parent_job_id", "job_types", "group_id", "failed_after")
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,7 @@ class JobFilter(_message.Message):
     PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILED_AFTER_FIELD_NUMBER: _ClassVar[int]
     statuses: _containers.RepeatedScalarFieldContainer[_job_pb2.JobStatus]
     tenant_id: str
     job_type: str
@@ -113,7 +114,8 @@ class JobFilter(_message.Message):
     parent_job_id: str
     job_types: _containers.RepeatedScalarFieldContainer[str]
     group_id: str
-    def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., group_id: _Optional[str] = ...) -> None: ...
+    failed_after: _timestamp_pb2.Timestamp
+    def __init__(self, statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, str]]] = ..., tenant_id: _Optional[str] = ..., job_type: _Optional[str] = ..., definition_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., category: _Optional[_Union[_job_pb2.JobCategory, str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., due_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., group_id: _Optional[str] = ..., failed_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("filter", "page_size", "page_token", "order", "include_total", "last_page")

@@ -320,6 +320,14 @@ export interface JobFilter {
   jobTypes: string[];
   /** Only the members of this job group (Job.group_id). */
   groupId: string;
+  /**
+   * Only jobs with an attempt that failed (ended FAILED, LEASE_EXPIRED or
+   * TIMED_OUT) at or after this time, whatever the job's status now (a job
+   * retried since is listed too). GetStatsResponse.failures_in_window counts
+   * such attempts from read_time minus the window: this filter at that time
+   * lists their jobs (a job that failed twice in it is listed once).
+   */
+  failedAfter: Date | undefined;
 }
 
 export interface ListJobsRequest {
@@ -1292,6 +1300,7 @@ function createBaseJobFilter(): JobFilter {
     parentJobId: "",
     jobTypes: [],
     groupId: "",
+    failedAfter: undefined,
   };
 }
 
@@ -1342,6 +1351,9 @@ export const JobFilter: MessageFns<JobFilter> = {
     }
     if (message.groupId !== "") {
       writer.uint32(114).string(message.groupId);
+    }
+    if (message.failedAfter !== undefined) {
+      Timestamp.encode(toTimestamp(message.failedAfter), writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -1481,6 +1493,14 @@ export const JobFilter: MessageFns<JobFilter> = {
             message.groupId = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.failedAfter = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1557,6 +1577,11 @@ export const JobFilter: MessageFns<JobFilter> = {
         : isSet(object.group_id)
         ? globalThis.String(object.group_id)
         : "",
+      failedAfter: isSet(object.failedAfter)
+        ? fromJsonTimestamp(object.failedAfter)
+        : isSet(object.failed_after)
+        ? fromJsonTimestamp(object.failed_after)
+        : undefined,
     };
   },
 
@@ -1604,6 +1629,9 @@ export const JobFilter: MessageFns<JobFilter> = {
     if (message.groupId !== "") {
       obj.groupId = message.groupId;
     }
+    if (message.failedAfter !== undefined) {
+      obj.failedAfter = message.failedAfter.toISOString();
+    }
     return obj;
   },
 
@@ -1626,6 +1654,7 @@ export const JobFilter: MessageFns<JobFilter> = {
     message.parentJobId = object.parentJobId ?? "";
     message.jobTypes = object.jobTypes?.map((e) => e) || [];
     message.groupId = object.groupId ?? "";
+    message.failedAfter = object.failedAfter ?? undefined;
     return message;
   },
 };
