@@ -166,3 +166,21 @@ def test_workers_with_one_id_on_two_replicas_are_both_listed(pg_url, processes) 
         60,
         "the worker that left to be gone from both replicas, the other kept",
     )
+
+
+def test_a_worker_of_a_killed_replica_is_listed_stale_until_it_goes(pg_url, processes) -> None:
+    """A replica SIGKILLed leaves its registry rows: the surviving replica lists
+    its worker with stale set once the rows go unrefreshed, its own worker not."""
+    doomed = processes["coordinator"](pg_url)
+    kept = processes["coordinator"](pg_url)
+    processes["worker"](doomed.target, "--worker-id", "orphan")
+    processes["worker"](kept.target, "--worker-id", "steady")
+
+    def listed() -> dict[str, bool]:
+        with AdminClient(kept.target) as admin:
+            return {w.worker_id: w.stale for w in admin.list_workers()}
+
+    wait_until(lambda: listed() == {"orphan": False, "steady": False}, 60, "both workers")
+    doomed.kill()
+    wait_until(lambda: listed().get("orphan"), 120, "the killed replica's worker to be stale")
+    assert listed().get("steady") is False
