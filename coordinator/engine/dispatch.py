@@ -10,6 +10,14 @@ queues what was leased on the sessions' outboxes. When a pass
 leases fewer jobs than wanted, nothing more is eligible and the loop sleeps
 again. While idle with credit outstanding it re-checks only every
 ``idle_poll_s`` as a safety net; with no credit outstanding it never queries.
+
+Credit alone does not start a pass. Everything that can make a job eligible
+calls ``wake`` (an enqueue that leased its jobs at insert does not), and each
+wake bumps a count; a pass that found nothing for a stream notes that count
+on it. Credit a worker grants afterwards (a handler ended) starts a pass only
+if something woke since, or a wake-up time has passed: otherwise the pass
+would find what the last one found, and hold the stream's credit while it
+did, so that enqueues could not lease at insert meanwhile.
 """
 
 from __future__ import annotations
@@ -95,7 +103,12 @@ class Dispatcher:
         self._idle_poll_s = idle_poll_s
         self.sessions: dict[str, WorkerSession] = {}
         self._wake = asyncio.Event()
+        # How many times something may have made jobs eligible (``wake``):
+        # credit starts a pass only for a stream that has not seen the latest.
+        self._wakes = 0
         self._due: list[int] = []
+        # The loop sleeps until woken, with no wake-up time (``_sleep_for``).
+        self._sleeps_untimed = True
         # When the last pass began: due times up to it were seen by that pass;
         # one that came due while it ran was not, and needs a pass of its own.
         self._pass_started_us = 0
@@ -139,16 +152,20 @@ class Dispatcher:
         """Something may have become eligible at ``due_at`` (0 = now)."""
         if due_at and due_at > self._clock.now_us():
             heapq.heappush(self._due, due_at)
+        else:
+            self._wakes += 1
         self._wake.set()
 
     def wake_at(self, due_times: Iterable[int]) -> None:
         """Jobs become eligible at each of ``due_times``: a pass runs at each
         (times closer than ``WAKE_GRAIN_US`` share one). No-op when empty."""
         now = self._clock.now_us()
-        times = {-(-t // WAKE_GRAIN_US) * WAKE_GRAIN_US for t in due_times}
-        if not times:
+        exact = list(due_times)
+        if not exact:
             return
-        for t in times:
+        if min(exact) <= now:
+            self._wakes += 1
+        for t in {-(-t // WAKE_GRAIN_US) * WAKE_GRAIN_US for t in exact}:
             if t > now:
                 heapq.heappush(self._due, t)
         self._wake.set()
@@ -249,10 +266,14 @@ class Dispatcher:
             session.in_flight_audited = len(session.in_flight)
 
     def grant(self, session: WorkerSession, credits: int) -> None:
+        """Add a stream's credit; a pass runs if it may find something for it."""
         if session.closed or credits <= 0:
             return
         session.credits += credits
-        self._wake.set()
+        # A wake-up time still queued has no pass waiting for it while the
+        # loop sleeps without a timeout (no stream had credit).
+        if session.found_nothing_at != self._wakes or (self._due and self._sleeps_untimed):
+            self._wake.set()
 
     # -- the loop ----------------------------------------------------------------
 
@@ -279,6 +300,7 @@ class Dispatcher:
         while self._due and self._due[0] <= self._pass_started_us:
             heapq.heappop(self._due)
         waiting = any(s.credits > 0 for s in self.sessions.values())
+        self._sleeps_untimed = not waiting
         if not waiting:
             return None
         timeout = self._idle_poll_s
@@ -301,9 +323,14 @@ class Dispatcher:
         more = False
         for (job_types, tenants), sessions in groups.items():
             started_ns = time.time_ns()
+            wakes = self._wakes
             result = await self._acquire(job_types, sessions, tenants)
             self.telemetry.acquired(job_types, result, started_ns)
-            more = more or result.more_may_wait
+            if result.more_may_wait:
+                more = True
+            elif result.leased < result.wanted:
+                for session in sessions:
+                    session.found_nothing_at = wakes
         return more
 
     async def _acquire(

@@ -316,6 +316,7 @@ class Engine:
         """
         if not self._started:
             self.run_store.shutdown()
+            await self.store.loop_close()
             self.store.dispose()
             return
         self._started = False

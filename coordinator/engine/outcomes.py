@@ -19,7 +19,7 @@ from coordinator.engine.limit_settings import LimitSettings
 from coordinator.engine.rate_limits import RateBucket, push_back, rate_book_of
 from coordinator.engine.retries import decide_failure
 from coordinator.engine.runner import StoreRunner
-from coordinator.engine.set_aside import OutcomeNotRecorded
+from coordinator.engine.set_aside import Collected, OutcomeNotRecorded
 from coordinator.engine.validation import check_refs
 from coordinator.errors import (
     InvalidArgument,
@@ -230,10 +230,7 @@ class Outcomes:
         # Completions whose values the database refused (nothing changed).
         unstorable: dict[str, InvalidArgument] = {}
         if completions:
-            # A completion the database refuses is set aside; its neighbours land.
-            completed, refused_completions = await self.attempts.in_store(
-                "outcomes", now, functools.partial(self.store.job_complete_many, completions, now)
-            )
+            completed, refused_completions = await self._complete(completions, now)
             unstorable = {job_id: _unstorable(job_id, e) for job_id, e in refused_completions}
             done = {j for j, status in completed.items() if status == JobStatus.COMPLETED}
             # A cancel was requested: the job ended CANCELLED, its attempt COMPLETED.
@@ -353,6 +350,28 @@ class Outcomes:
             job_id = outcomes[i].job_id
             results[i] = OutcomeResult(job_id, True, status.get(job_id), already_recorded=True)
         return results
+
+    async def _complete(
+        self, completions: list[Completion], now: int
+    ) -> tuple[dict[str, JobStatus], Collected]:
+        """Record completions: plain jobs in one statement on the event loop when
+        the store can and no ended attempt must wake the replicas; the rest (and
+        all of them when the database refused a value) through the store's
+        threads, where a completion the database refuses is set aside and its
+        neighbours land."""
+        completed: dict[str, JobStatus] = {}
+        if not self.attempts.wake_replicas:
+            try:
+                completed = await self.store.job_complete_on_loop(completions, now) or {}
+            except InvalidArgument:
+                completed = {}
+        rest = [c for c in completions if c.job_id not in completed]
+        if not rest:
+            return completed, []
+        more, refused = await self.attempts.in_store(
+            "outcomes", now, functools.partial(self.store.job_complete_many, rest, now)
+        )
+        return {**completed, **more}, refused
 
     async def report_each(self, outcomes: Sequence[Outcome | OutcomeResult]) -> list[OutcomeResult]:
         """Like ``report``, but nothing one outcome carries fails its neighbours.

@@ -80,6 +80,9 @@ class WorkerSession:
     # Credit an acquisition pass holds while it awaits the store (part of
     # ``credits``): not for enqueue's direct path meanwhile.
     reserved: int = 0
+    # The dispatcher's wake count when a pass last found nothing eligible for
+    # this stream (``Dispatcher.grant``); -1: no such pass yet.
+    found_nothing_at: int = -1
     draining: bool = False
     closed: bool = False
     # Jobs delivered on this stream whose attempt has not ended: job id -> lease token.

@@ -158,6 +158,7 @@ class SqlStore:
     job_candidates = _Via("_leases", LeaseQueries.job_candidates)
     job_claim_fair = _Via("_leases", LeaseQueries.job_claim_fair)
     job_claim = _Via("_leases", LeaseQueries.job_claim)
+    job_complete_on_loop = _Via("_leases", LeaseQueries.job_complete_on_loop)
     job_complete_many = _Via("_leases", LeaseQueries.job_complete_many)
     job_end_attempts = _Via("_leases", LeaseQueries.job_end_attempts)
     lease_reclaim_expired = _Via("_leases", LeaseQueries.lease_reclaim_expired)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import psycopg_pool
 import sqlalchemy as sa
 from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import event, exc
@@ -289,6 +290,10 @@ def postgres_connect_args(
 
 
 LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"
+# Connections the event loop's statements hold at most at once. A statement that
+# waits on a row lock (a completion racing a cancel's transaction) holds one
+# while the others go on; one connection is kept open.
+LOOP_POOL_SIZE = 4
 
 
 def loop_statements_setting() -> bool:
@@ -442,6 +447,11 @@ def _operational_failure(e: exc.OperationalError) -> Exception | None:
     return None
 
 
+async def _configure_loop_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """A new loop connection sends ``BinaryList`` parameters as binary arrays."""
+    conn.adapters.register_dumper(BinaryList, ListBinaryDumper)
+
+
 @dataclass(frozen=True, slots=True)
 class StoreCapabilities:
     """What the store's dialect can do, so the engine never asks which dialect it is."""
@@ -538,8 +548,8 @@ class StoreCore:
                     sqlalchemy_url(url), prepare=session_url is None, bounds=bounds
                 ),
             }
-        self._loop_conn: psycopg.AsyncConnection[Any] | None = None
-        self._loop_connecting: asyncio.Lock | None = None
+        self._loop_pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
+        self._loop_opening: asyncio.Lock | None = None
 
     def add_event_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from the store's thread) after every commit that wrote job events."""
@@ -585,53 +595,80 @@ class StoreCore:
                 wrote = _take_events_mark(conn)
         self._after_commit(wrote)
 
-    async def _loop_connection(self) -> psycopg.AsyncConnection[Any]:
-        """The event loop's connection, (re)connected when there is none or it broke."""
-        conn = self._loop_conn
-        if conn is not None and not conn.closed:
-            return conn
-        if self._loop_connecting is None:
-            self._loop_connecting = asyncio.Lock()
-        async with self._loop_connecting:
-            conn = self._loop_conn
-            if conn is not None and not conn.closed:
-                return conn
+    async def _loop_connections(self) -> psycopg_pool.AsyncConnectionPool[Any]:
+        """The event loop's connections (psycopg's async pool), opened on first use.
+
+        The first connection is opened here, so a server that refuses the
+        startup options (a pooler in between, see ``_without_options_if_refused``)
+        is found before the pool connects without them. The pool drops a
+        connection that broke, or that a cancelled statement left busy, and
+        opens another in its place.
+        """
+        pool = self._loop_pool
+        if pool is not None:
+            return pool
+        if self._loop_opening is None:
+            self._loop_opening = asyncio.Lock()
+        async with self._loop_opening:
+            if self._loop_pool is not None:
+                return self._loop_pool
             assert self._loop_params is not None
             params = self._loop_params
             try:
-                conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+                first = await psycopg.AsyncConnection.connect(autocommit=True, **params)
             except psycopg.OperationalError as e:
                 if "options" not in params or not refuses_options(str(e)):
                     raise
-                # A pooler that refuses startup options (see _without_options_if_refused).
                 self._loop_params = params = {k: v for k, v in params.items() if k != "options"}
-                conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
-            conn.adapters.register_dumper(BinaryList, ListBinaryDumper)
-            self._loop_conn = conn
-            return conn
+                first = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            await first.close()
+            pool = psycopg_pool.AsyncConnectionPool(
+                kwargs={**params, "autocommit": True},
+                min_size=1,
+                max_size=LOOP_POOL_SIZE,
+                open=False,
+                configure=_configure_loop_connection,
+                name="wfj-loop",
+                # A caller waits this long for a connection while the database
+                # cannot be reached, then hears UNAVAILABLE.
+                timeout=float(self.bounds.connect_timeout_s),
+            )
+            await pool.open()
+            self._loop_pool = pool
+            return pool
 
     async def _run_on_loop(self, sql: str, params: dict[str, Any]) -> list[Any]:
-        """One self-contained statement (``driver_sql`` text) on the event loop's
-        own autocommit connection; its rows.
+        """One self-contained statement (``driver_sql`` text) on one of the event
+        loop's own autocommit connections; its rows.
 
         No thread hop, no SQLAlchemy and no parsing of the text on the way:
         the statement goes as PostgreSQL's own text (``positional``) through a
         raw cursor, prepared once per session like every statement of the
         store, and the loop is free until the answer comes. Database errors become
         domain errors exactly as on the store's threads (``domain_errors``);
-        a connection that broke is dropped, and the next statement connects
-        again.
+        a connection that broke is dropped, and the next statement takes another.
         """
+        conn: psycopg.AsyncConnection[Any] | None = None
         try:
-            conn = await self._loop_connection()
-            statement = positional(sql)
-            cursor = psycopg.AsyncRawCursor(conn)
-            await cursor.execute(statement.text, statement.values(params))
-            return await cursor.fetchall() if cursor.description is not None else []
+            pool = await self._loop_connections()
+            async with pool.connection() as conn:
+                statement = positional(sql)
+                cursor = psycopg.AsyncRawCursor(conn)
+                await cursor.execute(statement.text, statement.values(params))
+                return await cursor.fetchall() if cursor.description is not None else []
+        except psycopg_pool.PoolTimeout as e:
+            raise StoreUnavailable(f"database unavailable: {e}") from e
+        except (OverflowError, ValueError, TypeError) as e:
+            # A parameter the driver cannot send (a lone surrogate, a number out
+            # of range): nothing was sent, as a value the database refuses.
+            raise InvalidArgument(f"the database refused a value of this request: {e}") from e
         except psycopg.Error as e:
-            broken = self._loop_conn is None or self._loop_conn.broken
-            if self._loop_conn is not None and broken:
-                await self._drop_loop_connection()
+            broken = conn is None or conn.broken
+            if conn is not None and conn.broken and self._loop_pool is not None:
+                # The server may have dropped them all (a restart): the idle
+                # ones are checked now, so the next statement does not fail too.
+                with contextlib.suppress(Exception):
+                    await self._loop_pool.check()
             with domain_errors():
                 raise exc.DBAPIError.instance(
                     sql,
@@ -642,20 +679,13 @@ class StoreCore:
                     connection_invalidated=broken,
                 ) from e
             raise
-        except BaseException:
-            # Cancelled mid-statement: the connection's state is unknown.
-            await self._drop_loop_connection()
-            raise
-
-    async def _drop_loop_connection(self) -> None:
-        conn, self._loop_conn = self._loop_conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
 
     async def loop_close(self) -> None:
-        """Close the event loop's connection (the engine stops). Idempotent."""
-        await self._drop_loop_connection()
+        """Close the event loop's connections (the engine stops). Idempotent."""
+        pool, self._loop_pool = self._loop_pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                await pool.close()
 
     def _insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
         """An INSERT of ``table`` in the dialect's own flavour (it has ON CONFLICT)."""

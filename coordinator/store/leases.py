@@ -199,6 +199,66 @@ _COMPLETION_EVENTS_SQL = event_ctes(
 # requires RUNNING, so a token left on a COMPLETED job fences nothing.
 _COMPLETED_TOKEN_SQL = "CASE WHEN NOT cancel_requested AND attempt = 1 THEN lease_token END"
 
+# A completed attempt's job: COMPLETED, or CANCELLED when a cancel was requested.
+_COMPLETED_STATUS_SQL = (
+    f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
+    f"ELSE {int(JobStatus.COMPLETED)} END"
+)
+# A COMPLETED job has no last error: an earlier attempt's failure, a
+# hand-back reason or a cancel before a retry no longer describes it.
+_COMPLETED_ERROR_SQL = "CASE WHEN cancel_requested THEN :cancel_note ELSE NULL END"
+_COMPLETED_KIND_SQL = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE NULL END"
+
+
+@functools.lru_cache(maxsize=2)
+def _completion_sql(ordered: bool) -> str:
+    """The PostgreSQL completion statement (``driver_sql`` text), built once per shape.
+
+    With ``ordered`` false (a statement on its own), jobs with an ordering key
+    or a group are skipped (not in the answer); with ``ordered``, the
+    completed jobs' keys are locked by the statement, after their rows.
+    """
+    return driver_sql(
+        f"""
+        WITH input AS (
+            SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
+                                 CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
+                AS t(id, token, result, ctype)
+        ), done AS (
+            UPDATE wfj_jobs j
+            SET status = {_COMPLETED_STATUS_SQL}, last_error = {_COMPLETED_ERROR_SQL},
+                last_error_kind = {_COMPLETED_KIND_SQL}, result = i.result,
+                result_content_type = i.ctype, finished_at = :now,
+                lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL,
+                {event_tx_bump("j")}
+            FROM input i
+            WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
+              {"" if ordered else "AND j.ordering_key IS NULL AND j.group_id IS NULL"}
+            RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
+                j.last_error, j.last_error_kind, i.token, j.ordering_key
+        ), recorded AS (
+            INSERT INTO wfj_job_attempts
+                (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
+            SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d}, token
+            FROM done WHERE NOT {first_attempt_completed()}
+        ), {_COMPLETION_EVENTS_SQL}
+        {f", lk AS ({key_locks_sql('done')})" if ordered else ""}
+        SELECT id, status, tenant_id, ordering_key, group_id
+            {", (SELECT count(*) FROM lk)" if ordered else ""} FROM done
+        """
+    )
+
+
+def _completion_params(completions: Sequence[Completion], now: int) -> dict[str, Any]:
+    return {
+        "ids": [c.job_id for c in completions],
+        "tokens": [c.lease_token for c in completions],
+        "results": [c.result for c in completions],
+        "ctypes": [c.content_type for c in completions],
+        "now": now,
+        "cancel_note": CANCELLED_AFTER_COMPLETION,
+    }
+
 
 def _completion_event(row: Any) -> EventEntry:
     if row.status == JobStatus.CANCELLED:
@@ -477,6 +537,27 @@ class LeaseQueries(Family):
         )
         return out
 
+    async def job_complete_on_loop(
+        self, completions: Sequence[Completion], now: int
+    ) -> dict[str, JobStatus] | None:
+        """``job_complete_many`` of plain jobs on the event loop (``_run_on_loop``),
+        or None when completions take the store's threads (SQLite, or
+        ``WFJOBS_STORE_ON_LOOP=0``).
+
+        One autocommit statement, the one ``job_complete_many`` sends first on
+        the threads: jobs with an ordering key or a group are skipped (their
+        end needs a transaction, ``job_end.jobs_ended``) and left out of the
+        answer, like leases no longer valid. A value the database refuses
+        raises ``InvalidArgument`` and changes nothing; the threads' path then
+        sets that completion aside and writes its neighbours.
+        """
+        if not self._loop_statements or not completions:
+            return None
+        rows = await self._run_on_loop(_completion_sql(False), _completion_params(completions, now))
+        out = {row[0]: JobStatus(row[1]) for row in rows}
+        self._after_commit(bool(out))
+        return out
+
     def job_complete_many(
         self,
         completions: Sequence[Completion],
@@ -566,53 +647,11 @@ class LeaseQueries(Family):
         ``ordered``, the completed jobs' keys are locked by the same statement
         (after their rows), then the job end follows (``job_end.jobs_ended``).
         ``wake`` tells every replica that running slots were freed."""
-        status_sql = (
-            f"CASE WHEN cancel_requested THEN {int(JobStatus.CANCELLED)} "
-            f"ELSE {int(JobStatus.COMPLETED)} END"
-        )
-        # A COMPLETED job has no last error: an earlier attempt's failure, a
-        # hand-back reason or a cancel before a retry no longer describes it.
-        error_sql = "CASE WHEN cancel_requested THEN :cancel_note ELSE NULL END"
-        kind_sql = "CASE WHEN cancel_requested THEN 'Cancelled' ELSE NULL END"
         if self.is_postgres:
-            sql = f"""
-                WITH input AS (
-                    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
-                                         CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
-                        AS t(id, token, result, ctype)
-                ), done AS (
-                    UPDATE wfj_jobs j
-                    SET status = {status_sql}, last_error = {error_sql},
-                        last_error_kind = {kind_sql}, result = i.result, result_content_type = i.ctype,
-                        finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL,
-                        {event_tx_bump("j")}
-                    FROM input i
-                    WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
-                      {"" if ordered else "AND j.ordering_key IS NULL AND j.group_id IS NULL"}
-                    RETURNING {event_returning("j")}, j.lease_owner, j.started_at,
-                        j.last_error, j.last_error_kind, i.token, j.ordering_key
-                ), recorded AS (
-                    INSERT INTO wfj_job_attempts
-                        (job_id, number, worker_id, started_at, ended_at, outcome, reported_token)
-                    SELECT id, attempt, lease_owner, started_at, :now, {AttemptOutcome.COMPLETED:d}, token
-                    FROM done WHERE NOT {first_attempt_completed()}
-                ), {_COMPLETION_EVENTS_SQL}
-                {f", lk AS ({key_locks_sql('done')})" if ordered else ""}
-                SELECT id, status, tenant_id, ordering_key, group_id
-                    {", (SELECT count(*) FROM lk)" if ordered else ""} FROM done
-                """
-            params = {
-                "ids": [c.job_id for c in completions],
-                "tokens": [c.lease_token for c in completions],
-                "results": [c.result for c in completions],
-                "ctypes": [c.content_type for c in completions],
-                "now": now,
-                "cancel_note": CANCELLED_AFTER_COMPLETION,
-            }
             out: dict[str, JobStatus] = {}
             ended = Ended()
             for job_id, status, tenant_id, ordering_key, group_id, *_ in conn.exec_driver_sql(
-                driver_sql(sql), params
+                _completion_sql(ordered), _completion_params(completions, now)
             ):
                 out[job_id] = JobStatus(status)
                 ended.add(tenant_id, ordering_key, group_id)
@@ -623,8 +662,9 @@ class LeaseQueries(Family):
             return out
         update = sa.text(
             f"""
-            UPDATE wfj_jobs SET status = {status_sql}, last_error = {error_sql},
-                last_error_kind = {kind_sql}, result = :result, result_content_type = :ctype,
+            UPDATE wfj_jobs SET status = {_COMPLETED_STATUS_SQL},
+                last_error = {_COMPLETED_ERROR_SQL},
+                last_error_kind = {_COMPLETED_KIND_SQL}, result = :result, result_content_type = :ctype,
                 finished_at = :now, lease_token = {_COMPLETED_TOKEN_SQL}, lease_expires_at = NULL
             WHERE id = :id AND lease_token = :token AND status = {JobStatus.RUNNING:d}
             RETURNING id, attempt, lease_owner, started_at, status, last_error, last_error_kind,

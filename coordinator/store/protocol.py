@@ -275,6 +275,10 @@ class Store(Protocol):
         default_lease_ms: int,
         limits: AdmissionFor | None = None,
     ) -> list[JobRow]: ...
+    # ``job_complete_many`` of plain jobs on the event loop; None: completions take the threads.
+    async def job_complete_on_loop(
+        self, completions: Sequence[Completion], now: int
+    ) -> dict[str, JobStatus] | None: ...
     # Record completions under a valid lease; the new status of each applied (one the
     # database refuses is handed to ``set_aside``; a first attempt that completes its
     # job writes no attempt row: the job row describes it).
