@@ -15,9 +15,10 @@ Credit alone does not start a pass. Everything that can make a job eligible
 calls ``wake`` (an enqueue that leased its jobs at insert does not), and each
 wake bumps a count; a pass that found nothing for a stream notes that count
 on it. Credit a worker grants afterwards (a handler ended) starts a pass only
-if something woke since, or a wake-up time has passed: otherwise the pass
-would find what the last one found, and hold the stream's credit while it
-did, so that enqueues could not lease at insert meanwhile.
+if something woke since, or the loop sleeps without a timeout (no stream had
+credit, so no pass waits for a wake-up time): otherwise the pass would find
+what the last one found, and hold the stream's credit while it did, so that
+enqueues could not lease at insert meanwhile.
 """
 
 from __future__ import annotations
@@ -270,9 +271,10 @@ class Dispatcher:
         if session.closed or credits <= 0:
             return
         session.credits += credits
-        # A wake-up time still queued has no pass waiting for it while the
-        # loop sleeps without a timeout (no stream had credit).
-        if session.found_nothing_at != self._wakes or (self._due and self._sleeps_untimed):
+        # While the loop sleeps without a timeout (no stream had credit), no
+        # pass waits for a wake-up time, nor for the idle re-check: the first
+        # credit starts one.
+        if session.found_nothing_at != self._wakes or self._sleeps_untimed:
             self._wake.set()
 
     # -- the loop ----------------------------------------------------------------

@@ -359,17 +359,22 @@ class Outcomes:
         all of them when the database refused a value) through the store's
         threads, where a completion the database refuses is set aside and its
         neighbours land."""
-        completed: dict[str, JobStatus] = {}
+        completed: dict[str, JobStatus] | None = None
         if not self.attempts.wake_replicas:
             try:
-                completed = await self.store.job_complete_on_loop(completions, now) or {}
+                completed = await self.store.job_complete_on_loop(completions, now)
             except InvalidArgument:
-                completed = {}
+                completed = None
+        # Left: keyed and grouped jobs, leases no longer valid, or everything.
+        tried = completed is not None
+        completed = completed or {}
         rest = [c for c in completions if c.job_id not in completed]
         if not rest:
             return completed, []
         more, refused = await self.attempts.in_store(
-            "outcomes", now, functools.partial(self.store.job_complete_many, rest, now)
+            "outcomes",
+            now,
+            functools.partial(self.store.job_complete_many, rest, now, plain_tried=tried),
         )
         return {**completed, **more}, refused
 

@@ -565,6 +565,7 @@ class LeaseQueries(Family):
         *,
         wake: bool = False,
         set_aside: SetAside | None = None,
+        plain_tried: bool = False,
     ) -> dict[str, JobStatus]:
         """Record successful outcomes; returns the new status of each job whose
         lease was still valid.
@@ -581,13 +582,15 @@ class LeaseQueries(Family):
         store) changes nothing and is handed to ``set_aside`` (logged when it
         is None); the others are written. The batch is written at once; only
         when the database refuses it is it written again one completion at a
-        time, each under its own savepoint.
+        time, each under its own savepoint. ``plain_tried``: these completions
+        were just tried by ``job_complete_on_loop`` (its statement is not sent
+        again).
         """
         if not completions:
             return {}
         out: dict[str, JobStatus] = {}
         try:
-            if wake or not self.is_postgres:
+            if wake or not self.is_postgres or plain_tried:
                 return self._complete_in_tx(completions, now, wake)
             with self.statement() as conn:
                 # Jobs with an ordering key or a group are left to a

@@ -289,6 +289,7 @@ class Store(Protocol):
         *,
         wake: bool = False,
         set_aside: SetAside | None = None,
+        plain_tried: bool = False,
     ) -> dict[str, JobStatus]: ...
     # End the attempts named by (job id, lease token) as ``decide`` rules.
     def job_end_attempts(

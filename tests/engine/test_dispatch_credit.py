@@ -218,14 +218,6 @@ def test_a_job_that_fell_due_while_the_stream_had_no_credit_is_leased_at_its_gra
     _run(store_url, scenario)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="product bug (found writing these tests): a wake-up time that passes during a "
-    "pass in which no stream has credit is dropped from the queue (Dispatcher._sleep_for), "
-    "and nothing woke, so the grant that follows starts no pass; the loop then sleeps "
-    "without a timeout while the stream holds credit, so not even the idle poll leases the job",
-)
 def test_a_job_whose_due_time_passed_in_a_pass_without_credit_is_leased_at_the_next_grant(
     store_url: str,
 ) -> None:
