@@ -69,8 +69,9 @@ def test_the_loop_sends_the_insert_as_postgresql_text_without_parsing_it_again(
 ) -> None:
     """The group-commit insert is longer than psycopg's 4,096-byte cache of
     parsed statements: on the loop it goes as ``$n`` text through a raw cursor,
-    so psycopg's query conversion never sees it, and its values (arrays in
-    binary, NULLs among them) arrive as they were."""
+    so psycopg's query conversion never sees it, and its values (one JSON
+    parameter: bytes, text beyond ASCII, the largest integers, booleans and
+    NULLs) arrive as they were."""
     converted: list[str] = []
     convert = psycopg_queries.PostgresQuery.convert
 
@@ -85,13 +86,25 @@ def test_the_loop_sends_the_insert_as_postgresql_text_without_parsing_it_again(
             pytest.skip("SQLite has no loop statement")
         await h.engine.enqueue_one(make_job())  # a new lane: through the threads
         monkeypatch.setattr(psycopg_queries.PostgresQuery, "convert", spy)
-        job = make_job(payload=b"\x00\x01 binary", content_type="application/octet-stream")
+        payload = bytes(range(256)) * 3
+        job = make_job(
+            payload=payload,
+            content_type="application/octet-stream",
+            correlation_id='"quoted" \\ back\\slash \u00e9t\u00e9 \U0001f680 \n tab\t',
+            priority=-(2**31),
+            execution_timeout_ms=366 * 86_400_000,
+            definition_version=2**31 - 1,
+            ordering_skip_failed=True,
+        )
         row, _ = await h.engine.enqueue_one(job)
         assert converted == []
         stored, _ = await h.job(row.id)
         assert stored.status == JobStatus.PENDING
-        assert stored.payload == b"\x00\x01 binary"
+        assert stored.payload == payload
         assert stored.content_type == "application/octet-stream"
+        assert stored.correlation_id == job.correlation_id
+        assert (stored.priority, stored.execution_timeout_ms) == (-(2**31), 366 * 86_400_000)
+        assert stored.definition_version == 2**31 - 1
         assert stored.idempotency_key is None
         assert _events_of(h, row.id) == [JobEventKind.ENQUEUED]
 

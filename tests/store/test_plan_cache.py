@@ -3,6 +3,9 @@ again is not planned again (``plan_cache_mode``, coordinator/store/base.py)."""
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from coordinator.store import open_store
@@ -56,7 +59,7 @@ def test_an_unknown_plan_cache_mode_is_refused(monkeypatch) -> None:
 
 def test_the_group_commit_insert_is_one_statement_for_every_size() -> None:
     """A group commit of 1 or of 12 single enqueues sends the same statement
-    text (one array per column), so a session plans it once for every size."""
+    text (the jobs are one JSON parameter), so a session plans it once for every size."""
     from coordinator.model import DirectLeases
     from coordinator.store.jobs import _insert_small_statement
     from wfj_testing import make_job
@@ -66,8 +69,10 @@ def test_the_group_commit_insert_is_one_statement_for_every_size() -> None:
         batch = [make_job() for _ in range(size)]
         sql, params = _insert_small_statement(batch, None, keyed=False)
         texts.add(sql)
-        assert params["v_id"] == [j.id for j in batch]
-        assert params["v_owner"] == [None] * size
+        records = json.loads(params["records"])
+        assert [r["id"] for r in records] == [j.id for j in batch]
+        assert [r["owner"] for r in records] == [None] * size
+        assert [base64.b64decode(r["payload"]) for r in records] == [j.payload for j in batch]
     assert len(texts) == 1
     # Offered jobs (direct dispatch) and keyed jobs are a shape each, again one for every size.
     offered = set()
