@@ -34,7 +34,7 @@ import asyncpg
 import grpc
 from pgqueuer import AsyncpgPoolDriver, Queries
 
-from bench import anatomy, profiling, statements, wfjobs
+from bench import anatomy, grpc_floor, profiling, statements, wfjobs
 from bench.config import BenchConfig
 from bench.cpu import BACKENDS, CpuMeter, per_job_us
 from bench.database import PostgresServer
@@ -319,6 +319,7 @@ async def _run(config: BenchConfig) -> list[Row]:
     cpu: dict[str, list[dict[str, float]]] = {"ours": [], "PgQueuer": []}
     notes: dict[str, str] = {}
     anatomy_runs: list[dict[str, tuple[float, float, int]]] = []
+    floor: list[float] = []
     for run_index in range(config.runs):
         last = run_index == config.runs - 1
         statements_title = (
@@ -373,6 +374,15 @@ async def _run(config: BenchConfig) -> list[Row]:
                 flush=True,
             )
             print(render_cpu([used], f"CPU per job, run {run_index + 1} {who}"), flush=True)
+        try:
+            floor.append(
+                await grpc_floor.cpu_per_call_us(
+                    sizes.latency_rate, min(sizes.latency_seconds, FLOOR_SECONDS)
+                )
+            )
+            print(f"  bare grpc.aio unary call: {floor[-1]:.0f} µs of server CPU", flush=True)
+        except Exception as exc:  # the row is then left without its baseline
+            print(f"  bare grpc.aio probe failed: {type(exc).__name__}: {exc}", flush=True)
 
     label = f"enqueue→handler-start latency at {sizes.latency_rate} jobs/s for {sizes.latency_seconds:.0f} s"
     add_section(
@@ -402,8 +412,24 @@ async def _run(config: BenchConfig) -> list[Row]:
         )
         for name in ("p50", "p95", "p99")
     ]
-    return rows + cpu_rows(label, cpu["ours"], cpu["PgQueuer"])
+    floor_row = Row(
+        figure=f"{label}: CPU per job, coordinator, beside one bare grpc.aio unary call",
+        unit="µs",
+        ours=[run[COORDINATOR] for run in cpu["ours"] if COORDINATOR in run],
+        comparison=floor,
+        comparison_name=f"a bare grpc.aio Health.Check server, CPU per call at {sizes.latency_rate}/s",
+        higher_is_better=False,
+        note=(
+            "the floor: a server with only the health service, no interceptor, no "
+            "database (bench/grpc_floor.py); a job costs the coordinator one unary Enqueue "
+            "and three stream messages"
+        ),
+    )
+    return rows + cpu_rows(label, cpu["ours"], cpu["PgQueuer"]) + [floor_row]
 
+
+# Seconds of load offered to the bare grpc.aio server (at most the latency run's).
+FLOOR_SECONDS = 10.0
 
 CPU_TARGETS = {
     COORDINATOR: Target.at_most(300.0, "≤ 300 µs"),
