@@ -15,9 +15,7 @@ partial index is used only when its predicate matches a literal.
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
 import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -223,9 +221,9 @@ def _completion_sql(ordered: bool) -> str:
     return driver_sql(
         f"""
         WITH input AS (
-            SELECT t.id, t.token, decode(t.result, 'base64') AS result, t.ctype
-            FROM json_to_recordset(CAST(:completions AS json))
-                AS t(id text, token text, result text, ctype text)
+            SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]),
+                                 CAST(:results AS bytea[]), CAST(:ctypes AS text[]))
+                AS t(id, token, result, ctype)
         ), done AS (
             UPDATE wfj_jobs j
             SET status = {_COMPLETED_STATUS_SQL}, last_error = {_COMPLETED_ERROR_SQL},
@@ -252,19 +250,11 @@ def _completion_sql(ordered: bool) -> str:
 
 
 def _completion_params(completions: Sequence[Completion], now: int) -> dict[str, Any]:
-    """The completions as one JSON parameter (results base64-encoded): the json
-    module dumps it in C, where the driver dumped four arrays element by element."""
-    records = [
-        {
-            "id": c.job_id,
-            "token": c.lease_token,
-            "result": base64.b64encode(c.result).decode("ascii"),
-            "ctype": c.content_type,
-        }
-        for c in completions
-    ]
     return {
-        "completions": json.dumps(records, separators=(",", ":")),
+        "ids": [c.job_id for c in completions],
+        "tokens": [c.lease_token for c in completions],
+        "results": [c.result for c in completions],
+        "ctypes": [c.content_type for c in completions],
         "now": now,
         "cancel_note": CANCELLED_AFTER_COMPLETION,
     }
