@@ -65,6 +65,19 @@ async def _settled(dispatcher: Dispatcher) -> None:
             await asyncio.sleep(0.002)
 
 
+async def _leased_by_the_pass_of_a_grant(h: Harness, session: WorkerSession, job_id: str) -> None:
+    """One credit granted to ``session`` (a handler of its ended) starts a pass
+    that leases ``job_id`` to it."""
+    dispatcher = h.engine.dispatcher
+    passes = dispatcher.passes
+    h.engine.grant(session, 1)
+    await _settled(dispatcher)
+    assert dispatcher.passes > passes
+    assert _delivered(session) == [job_id]
+    row, _ = await h.job(job_id)
+    assert (row.status, row.lease_owner) == (JobStatus.RUNNING, session.worker_id)
+
+
 def _delivered(session: WorkerSession) -> list[str]:
     """Ids of the jobs queued on the stream so far (taken off its outbox)."""
     ids: list[str] = []
@@ -183,13 +196,7 @@ def test_a_job_that_became_eligible_while_the_stream_had_no_credit_is_leased_at_
         job_id = await h.enqueue()  # a wake; no stream has credit to lease it
         await _settled(dispatcher)
         assert (await h.job(job_id))[0].status == JobStatus.PENDING
-        passes = dispatcher.passes
-        h.engine.grant(session, 1)  # the handler of its job ended
-        await _settled(dispatcher)
-        assert dispatcher.passes > passes
-        assert _delivered(session) == [job_id]
-        row, _ = await h.job(job_id)
-        assert (row.status, row.lease_owner) == (JobStatus.RUNNING, session.worker_id)
+        await _leased_by_the_pass_of_a_grant(h, session, job_id)
 
     _run(store_url, scenario)
 
@@ -207,13 +214,7 @@ def test_a_job_that_fell_due_while_the_stream_had_no_credit_is_leased_at_its_gra
         assert session.found_nothing_at == dispatcher._wakes
         assert dispatcher._sleeps_untimed
         h.clock.advance(2)
-        passes = dispatcher.passes
-        h.engine.grant(session, 1)
-        await _settled(dispatcher)
-        assert dispatcher.passes > passes
-        assert _delivered(session) == [job_id]
-        row, _ = await h.job(job_id)
-        assert (row.status, row.lease_owner) == (JobStatus.RUNNING, session.worker_id)
+        await _leased_by_the_pass_of_a_grant(h, session, job_id)
 
     _run(store_url, scenario)
 
