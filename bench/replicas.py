@@ -65,7 +65,7 @@ async def _run(config: BenchConfig) -> list[Row]:
                 errors.setdefault(f"throughput, {key}", _error(exc))
                 print(f"  replicas throughput, {key} failed: {_error(exc)}", flush=True)
             try:
-                samples, note = await latency.measure_ours(
+                samples, note, _ = await latency.measure_ours(
                     config.server,
                     sizes.latency_rate,
                     sizes.latency_seconds,
