@@ -290,10 +290,14 @@ def postgres_connect_args(
 
 
 LOOP_STATEMENTS_ENV = "WFJOBS_STORE_ON_LOOP"
-# Connections the event loop's statements hold at most at once. A statement that
-# waits on a row lock (a completion racing a cancel's transaction) holds one
-# while the others go on; one connection is kept open.
+# Connections the event loop's statements hold at most at once; one is kept
+# open. The group-commit insert and the events notification each run one at
+# a time; completions take at most the rest (``LOOP_COMPLETIONS``) and go
+# through the store's threads beyond that, so a completion waiting on a row
+# lock, or a burst of slow ones under a long-held snapshot, never leaves an
+# enqueue waiting for a connection.
 LOOP_POOL_SIZE = 4
+LOOP_COMPLETIONS = LOOP_POOL_SIZE - 2
 
 
 def loop_statements_setting() -> bool:

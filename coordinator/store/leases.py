@@ -39,7 +39,13 @@ from coordinator.model import (
     RunningDeadline,
     events_of_ended_attempt,
 )
-from coordinator.store.base import ROW_WRITE_ERRORS, Family, StoreCore, driver_sql
+from coordinator.store.base import (
+    LOOP_COMPLETIONS,
+    ROW_WRITE_ERRORS,
+    Family,
+    StoreCore,
+    driver_sql,
+)
 from coordinator.store.events import (
     EventEntry,
     EventQueries,
@@ -282,6 +288,8 @@ class LeaseQueries(Family):
         self._admit_in: AdmitIn = settings.admit_in
         self._rate_buckets_write: BucketsWrite = settings.rate_buckets_write
         self._jobs_ended = job_end.jobs_ended
+        # Completion statements on the event loop's connections now (``job_complete_on_loop``).
+        self._completing_on_loop = 0
 
     def job_candidates(
         self,
@@ -541,8 +549,9 @@ class LeaseQueries(Family):
         self, completions: Sequence[Completion], now: int
     ) -> dict[str, JobStatus] | None:
         """``job_complete_many`` of plain jobs on the event loop (``_run_on_loop``),
-        or None when completions take the store's threads (SQLite, or
-        ``WFJOBS_STORE_ON_LOOP=0``).
+        or None when completions take the store's threads (SQLite,
+        ``WFJOBS_STORE_ON_LOOP=0``, or ``LOOP_COMPLETIONS`` completions already
+        on the loop).
 
         One autocommit statement, the one ``job_complete_many`` sends first on
         the threads: jobs with an ordering key or a group are skipped (their
@@ -551,9 +560,19 @@ class LeaseQueries(Family):
         raises ``InvalidArgument`` and changes nothing; the threads' path then
         sets that completion aside and writes its neighbours.
         """
-        if not self._loop_statements or not completions:
+        if (
+            not self._loop_statements
+            or not completions
+            or self._completing_on_loop >= LOOP_COMPLETIONS
+        ):
             return None
-        rows = await self._run_on_loop(_completion_sql(False), _completion_params(completions, now))
+        self._completing_on_loop += 1
+        try:
+            rows = await self._run_on_loop(
+                _completion_sql(False), _completion_params(completions, now)
+            )
+        finally:
+            self._completing_on_loop -= 1
         out = {row[0]: JobStatus(row[1]) for row in rows}
         self._after_commit(bool(out))
         return out

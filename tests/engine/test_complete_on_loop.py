@@ -38,8 +38,10 @@ from coordinator.model import (
     LimitKind,
 )
 from coordinator.store import open_store
+from coordinator.store.base import LOOP_COMPLETIONS
 from coordinator.store.groups import completion_key
 from wfj_engine import Harness, run
+from wfj_races import Gate
 from wfj_testing import T0, make_job
 
 
@@ -254,3 +256,43 @@ def test_store_on_loop_switch_sends_completions_to_the_threads(
         assert answer is None
     finally:
         store.dispose()
+
+
+def test_completions_beyond_the_loops_share_take_the_threads_and_enqueues_go_on(
+    store_url: str,
+) -> None:
+    """``LOOP_COMPLETIONS`` completions blocked on the loop's connections (rows
+    locked by another transaction) leave the next completion to the store's
+    threads and a connection to the group-commit insert: an enqueue is stored
+    on the loop meanwhile, and every completion lands once the rows are free."""
+
+    async def scenario(h: Harness) -> None:
+        if not h.engine.store.is_postgres:
+            pytest.skip("SQLite has no loop statement")
+        for _ in range(LOOP_COMPLETIONS + 1):
+            await h.enqueue()
+        tokens = await _leased(h, LOOP_COMPLETIONS + 1)
+        calls = _Calls(h)
+        with Gate(store_url) as gate:
+            for job_id in tokens:
+                gate.lock_job(job_id)
+            racers = []
+            for job_id, token in tokens.items():
+                racers.append(
+                    asyncio.create_task(h.engine.report([Completion(job_id, token, b"done")]))
+                )
+                await asyncio.sleep(0.05)  # each reaches its statement in turn
+            await asyncio.to_thread(gate.wait_blocked, LOOP_COMPLETIONS + 1)
+            # Two wait on the loop's connections, the third on a store thread.
+            assert len(calls.loop) == LOOP_COMPLETIONS + 1
+            assert calls.loop_answers == [None]
+            assert len(calls.threads) == 1
+            row, _ = await h.engine.enqueue_one(make_job())
+            assert (await h.job(row.id))[0].status == JobStatus.PENDING
+            await asyncio.to_thread(gate.open, waiting=LOOP_COMPLETIONS + 1)
+            results = [result for [result] in await asyncio.gather(*racers)]
+        assert [r.accepted for r in results] == [True] * (LOOP_COMPLETIONS + 1)
+        for job_id in tokens:
+            assert (await h.job(job_id))[0].status == JobStatus.COMPLETED
+
+    run(store_url, scenario)
