@@ -209,15 +209,21 @@ def test_concurrent_scaler_callers_cost_one_computation_per_shape(store_url: str
         engine.store.job_backlog_groups = counting  # type: ignore[method-assign]
         channels = [_channel(server) for _ in range(4)]
         stubs = [kpb_grpc.ExternalScalerStub(c) for c in channels]
-        # 200 callers at once over four connections, two shapes (types in any order).
+        # 200 callers at once over four connections, two shapes (types in any order):
+        # each shape is computed once per refresh period the burst spans (one,
+        # unless a busy machine stretches the burst past a period).
+        started = time.monotonic()
         answers = await asyncio.gather(
             *(
                 _metric(stubs[i % 4], ("a", "b,a", "a,b")[i % 3] if i % 2 else "a")
                 for i in range(200)
             )
         )
+        elapsed = time.monotonic() - started
         assert sorted(set(answers)) == [3, 6]
-        assert sorted(counted) == [("a",), ("a", "b")]
+        assert set(counted) == {("a",), ("a", "b")}
+        periods = int(elapsed / engine.scaling.refresh_s) + 1
+        assert all(counted.count(shape) <= periods for shape in set(counted)), (counted, elapsed)
         # Callers polling for a while: each shape is read again at most about once a second.
         counted.clear()
         started = time.monotonic()
