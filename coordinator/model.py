@@ -798,6 +798,18 @@ class FairSnapshot(NamedTuple):
     category_weights: Sequence[float] = ()
 
 
+class FairClaim(NamedTuple):
+    """What a one-statement fair claim leased (``job_claim_fair``).
+
+    ``skipped`` counts the picks it did not lease: another transaction held
+    their rows (a replica's claim) or changed them since they were read. A
+    claim that skipped picks may have left eligible jobs behind.
+    """
+
+    rows: list[Any]
+    skipped: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A pending job that acquisition may pick, with what ranking needs."""

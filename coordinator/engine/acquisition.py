@@ -29,7 +29,7 @@ from coordinator.engine.dispatch import AcquisitionBatch
 from coordinator.engine.fairness import FairScheduler
 from coordinator.engine.rate_limits import RateBook, RateBucket, merge_exclusions
 from coordinator.engine.runner import StoreRunner
-from coordinator.model import Candidate, Claim, Exclusions, JobRow
+from coordinator.model import Candidate, Claim, Exclusions, FairClaim, JobRow
 from coordinator.store import Store
 from coordinator.store.rows import ConcurrencyLimitRow, RateLimitRow
 from coordinator.telemetry.hooks import EngineTelemetry
@@ -91,10 +91,10 @@ class Acquisition:
         ``owners[i]``, under ``token``; every leased row is booked (``leased``)."""
         if not owners:
             return AcquisitionBatch([])
-        rows = await self._lease_in_one_statement(job_types, tenants, owners, token, now)
-        if rows is not None:
-            self.leased(rows, now)
-            return AcquisitionBatch(rows)
+        claimed = await self._lease_in_one_statement(job_types, tenants, owners, token, now)
+        if claimed is not None:
+            self.leased(claimed.rows, now)
+            return AcquisitionBatch(claimed.rows, claimed.skipped)
         wanted = len(owners)
         exclude, throttled = await self.exclusions(now)
         if throttled:
@@ -164,7 +164,7 @@ class Acquisition:
         owners: Sequence[str],
         token: str,
         now: int,
-    ) -> list[JobRow] | None:
+    ) -> FairClaim | None:
         """One-statement acquisition on PostgreSQL when no concurrency or rate limit applies.
 
         None sends the pass to the counting path: when this replica knows of
@@ -177,7 +177,7 @@ class Acquisition:
             or not self._store.capabilities.one_statement_claim
         ):
             return None
-        rows = await self._run(
+        claimed = await self._run(
             self._store.job_claim_fair,
             job_types,
             tenants,
@@ -187,9 +187,9 @@ class Acquisition:
             now,
             self._default_lease_ms,
         )
-        if rows is None:
+        if claimed is None:
             await self._settings.reload_limits()
-        return rows
+        return claimed
 
     async def _claim(
         self, claims: Sequence[Claim], picks: Sequence[Candidate], token: str, now: int

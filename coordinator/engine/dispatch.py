@@ -13,8 +13,10 @@ again. While idle with credit outstanding it re-checks only every
 
 Credit alone does not start a pass. Everything that can make a job eligible
 calls ``wake`` (an enqueue that leased its jobs at insert does not), and each
-wake bumps a count; a pass that found nothing for a stream notes that count
-on it. Credit a worker grants afterwards (a handler ended) starts a pass only
+wake bumps a count; a pass that found nothing more for a stream (fewer jobs
+than wanted, every pick leased) notes that count on it. A pass whose picks
+were taken by another replica's claim notes nothing: that replica tells no
+one when it is done with them. Credit a worker grants afterwards (a handler ended) starts a pass only
 if something woke since, or the loop sleeps without a timeout (no stream had
 credit, so no pass waits for a wake-up time): otherwise the pass would find
 what the last one found, and hold the stream's credit while it did, so that
@@ -43,6 +45,11 @@ log = logging.getLogger(__name__)
 
 # Due times closer than this (microseconds) share one wake-up.
 WAKE_GRAIN_US = 10_000
+
+# A pass whose every pick was taken by another claim (a replica's) runs again
+# after this long (seconds): that claim's jobs are leased, the ones behind
+# them may be eligible, and no one tells this replica when the rows are free.
+TAKEN_RETRY_S = 0.01
 
 
 @dataclass
@@ -83,6 +90,16 @@ class AcquisitionResult:
         """A full batch, or limits turned picks away: the next pass may find more."""
         return self.leased > 0 and (self.leased >= self.wanted or self.dropped > 0)
 
+    @property
+    def found_all(self) -> bool:
+        """Fewer than wanted, and every pick leased: nothing more was eligible.
+
+        A pass whose picks were taken elsewhere (a replica's claim held their
+        rows) or turned away by a limit did not see everything: the jobs
+        behind them may be eligible still.
+        """
+        return self.leased < self.wanted and self.dropped == 0
+
 
 class Dispatcher:
     """Matches eligible jobs to worker credit."""
@@ -110,6 +127,9 @@ class Dispatcher:
         self._due: list[int] = []
         # The loop sleeps until woken, with no wake-up time (``_sleep_for``).
         self._sleeps_untimed = True
+        # The last pass leased nothing for some stream because other claims
+        # held its picks: the loop runs another pass after ``TAKEN_RETRY_S``.
+        self._picks_taken = False
         # When the last pass began: due times up to it were seen by that pass;
         # one that came due while it ran was not, and needs a pass of its own.
         self._pass_started_us = 0
@@ -293,8 +313,11 @@ class Dispatcher:
             if more:
                 await asyncio.sleep(0)
                 continue
+            timeout = self._sleep_for()
+            if self._picks_taken:
+                timeout = TAKEN_RETRY_S if timeout is None else min(timeout, TAKEN_RETRY_S)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._sleep_for()):
+                async with asyncio.timeout(timeout):
                     await self._wake.wait()
 
     def _sleep_for(self) -> float | None:
@@ -313,6 +336,7 @@ class Dispatcher:
     async def run_pass(self) -> bool:
         """One round over every group of sessions with credit; True if more may wait."""
         self._pass_started_us = self._clock.now_us()
+        self._picks_taken = False
         if not self.leasing:
             return False
         self.passes += 1
@@ -330,9 +354,11 @@ class Dispatcher:
             self.telemetry.acquired(job_types, result, started_ns)
             if result.more_may_wait:
                 more = True
-            elif result.leased < result.wanted:
+            elif result.found_all:
                 for session in sessions:
                     session.found_nothing_at = wakes
+            elif result.dropped:
+                self._picks_taken = True
         return more
 
     async def _acquire(

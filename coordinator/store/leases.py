@@ -30,6 +30,7 @@ from coordinator.model import (
     Claim,
     Completion,
     Exclusions,
+    FairClaim,
     FairSnapshot,
     JobEventKind,
     JobRecord,
@@ -147,7 +148,8 @@ def _claim_fair_sql(scoped: bool, default_lease_ms: int) -> str:
             WHERE j.ctid = locked.tid AND j.id = locked.id
             RETURNING j.*
         ), {event_ctes("done", f"{JobEventKind.STARTED:d}", ":now")}
-        SELECT COALESCE((SELECT value FROM gate), '0') AS limits, done.*
+        SELECT COALESCE((SELECT value FROM gate), '0') AS limits,
+               (SELECT count(*) FROM picked) AS picked, done.*
         FROM (SELECT 1) AS one LEFT JOIN done ON true
         """
     return driver_sql(sql)
@@ -399,7 +401,7 @@ class LeaseQueries(Family):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-    ) -> list[JobRow] | None:
+    ) -> FairClaim | None:
         """Pick and lease up to ``len(owners)`` jobs in one statement (PostgreSQL).
 
         Candidates come from the unpaused lanes as in ``job_candidates``.
@@ -416,9 +418,10 @@ class LeaseQueries(Family):
         concurrency limit is stored: the statement reads the limit gate (see
         ``limit_set``) under a share lock and returns None, leasing nothing,
         when a limit exists (the caller then takes the counting path).
+        The answer counts the picks left unleased (``FairClaim.skipped``).
         """
         if tenants is not None and not tenants:
-            return []
+            return FairClaim([])
         fair = FairSnapshot(*fair)
         params = {
             "now": now,
@@ -442,11 +445,12 @@ class LeaseQueries(Family):
         sql = _claim_fair_sql(tenants is not None, int(default_lease_ms))
         with self.statement() as conn:
             rows = conn.exec_driver_sql(sql, params).all()
-            if len(rows) > 1 or (rows and rows[0][1] is not None):
+            if len(rows) > 1 or (rows and rows[0][2] is not None):
                 self._events_written(conn)
         if rows and rows[0][0] != "0":
             return None
-        return [JobRecord(*r[1:]) for r in rows if r[1] is not None]
+        leased = [JobRecord(*r[2:]) for r in rows if r[2] is not None]
+        return FairClaim(leased, int(rows[0][1]) - len(leased) if rows else 0)
 
     def job_claim(
         self,

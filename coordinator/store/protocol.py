@@ -46,6 +46,7 @@ from coordinator.model import (
     EventCursor,
     EventFilter,
     Exclusions,
+    FairClaim,
     FairSnapshot,
     GroupRow,
     JobFilter,
@@ -265,7 +266,7 @@ class Store(Protocol):
         lease_token: str,
         now: int,
         default_lease_ms: int,
-    ) -> list[JobRow] | None: ...
+    ) -> FairClaim | None: ...
     # Lease the claimed jobs still eligible (and admitted by ``limits``).
     def job_claim(
         self,

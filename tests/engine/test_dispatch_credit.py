@@ -14,9 +14,11 @@ sleeps without one. These tests prove, on both stores:
   the stream grants credit;
 - a job that fell due while the stream had no credit is leased when the
   stream grants credit after its due time, not at the 15 s idle poll;
-- (expected to fail, strict: a product bug these tests found) a job whose
-  due time passed during a pass in which no stream had credit is leased at
-  the next grant.
+- a job whose due time passed during a pass in which no stream had credit
+  is leased at the next grant;
+- (PostgreSQL) a job whose row another claim held when a pass picked it is
+  leased once the row is free, with no grant or wake: a pass whose picks
+  were taken elsewhere notes nothing and runs again shortly.
 
 Only the dispatcher's loop runs (the engine is not started: no wake listener,
 no chores), on the harness's manual clock, so every wake is one the test
@@ -30,10 +32,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import sqlalchemy as sa
 
 from coordinator.engine import LeaseBatch, WorkerSession
 from coordinator.engine.dispatch import Dispatcher
 from coordinator.model import JobStatus
+from coordinator.store import open_store
 from wfj_engine import Harness, run
 from wfj_testing import SECOND, make_job
 
@@ -248,5 +252,56 @@ def test_a_job_whose_due_time_passed_in_a_pass_without_credit_is_leased_at_the_n
         h.engine.grant(session, 1)  # the handler of its job ended
         await _settled(dispatcher)
         assert _delivered(session) == [later.id]
+
+    _run(store_url, scenario)
+
+
+def test_a_job_whose_row_another_claim_held_is_leased_when_it_lets_go(store_url: str) -> None:
+    """A pass skips a pick whose row another transaction holds (a replica's
+    claim, SKIP LOCKED). The jobs behind it may be eligible, and no one tells
+    this replica when the row is free: the pass must not count as one that
+    found nothing, or the stream would wait for the idle poll (15 s) with
+    credit in hand while the job waits with it."""
+    if store_url.startswith("sqlite"):
+        pytest.skip("SQLite serialises every write: no claim skips a held row")
+
+    async def scenario(h: Harness) -> None:
+        dispatcher = h.engine.dispatcher
+        session = await _found_nothing(h, credits=2)
+        held, free = await _store_unannounced(h), await _store_unannounced(h)
+        holder = open_store(store_url)
+        conn = holder.engine.connect()
+        try:
+            tx = conn.begin()
+            conn.execute(sa.text("SELECT id FROM wfj_jobs WHERE id = :id FOR UPDATE"), {"id": held})
+            dispatcher.wake()  # as another replica's NOTIFY of the two jobs would
+            delivered: list[str] = []
+            async with asyncio.timeout(SETTLE_BOUND_S):
+                while free not in delivered:
+                    await asyncio.sleep(0.005)
+                    delivered += _delivered(session)
+            assert delivered == [free]
+            # Passes keep skipping the held row; none noted that it found nothing.
+            passes = dispatcher.passes
+            async with asyncio.timeout(SETTLE_BOUND_S):
+                while dispatcher.passes < passes + 2:
+                    await asyncio.sleep(0.005)
+            assert session.found_nothing_at != dispatcher._wakes
+            assert (await h.job(held))[0].status == JobStatus.PENDING
+            tx.rollback()  # the other claim let go of the row, and tells no one
+        finally:
+            conn.close()
+            holder.dispose()
+        # No grant, no wake: the stream's remaining credit takes the job.
+        async with asyncio.timeout(SETTLE_BOUND_S):
+            while held not in delivered:
+                await asyncio.sleep(0.005)
+                delivered += _delivered(session)
+        row, _ = await h.job(held)
+        assert (row.status, row.lease_owner) == (JobStatus.RUNNING, session.worker_id)
+        assert session.credits == 0
+        # With no credit left, the loop sleeps until woken: no retry is left queued.
+        await _settled(dispatcher)
+        assert dispatcher._sleeps_untimed
 
     _run(store_url, scenario)

@@ -9,7 +9,7 @@ import pytest
 
 from coordinator.engine import LeaseBatch, WorkerSession
 from coordinator.errors import AlreadyExists, StoreUnavailable
-from coordinator.model import JobStatus
+from coordinator.model import FairClaim, JobStatus
 from wfj_engine import Harness, run
 from wfj_testing import make_job
 
@@ -41,10 +41,11 @@ def _after_claim(h: Harness, hook) -> None:
         original = getattr(store, name)
 
         def wrapped(*args, _original=original, **kwargs):
-            rows = _original(*args, **kwargs)
-            if rows:
+            answer = _original(*args, **kwargs)
+            leased = answer.rows if isinstance(answer, FairClaim) else answer
+            if leased:
                 loop.call_soon_threadsafe(hook)
-            return rows
+            return answer
 
         setattr(store, name, wrapped)
 

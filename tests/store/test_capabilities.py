@@ -52,9 +52,9 @@ def test_one_statement_claim_says_whether_job_claim_fair_leases(store: Store) ->
         pytest.skip("the engine never calls job_claim_fair on this dialect")
     job = make_job()
     store.job_insert_many([job])
-    rows = store.job_claim_fair(["noop"], None, ["w1"], ([], [], [], 0.0), "tok-1", T0, LEASE_MS)
-    assert rows is not None
-    assert [r.id for r in rows] == [job.id]
+    claimed = store.job_claim_fair(["noop"], None, ["w1"], ([], [], [], 0.0), "tok-1", T0, LEASE_MS)
+    assert claimed is not None
+    assert [r.id for r in claimed.rows] == [job.id]
 
 
 def test_postgresql_sessions_never_jit_compile(store: Store) -> None:

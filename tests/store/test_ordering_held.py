@@ -103,7 +103,7 @@ def test_two_unheld_jobs_of_a_key_still_lease_one_at_a_time(store: Store) -> Non
         fair = store.job_claim_fair(
             ["noop"], None, ["w1", "w2"], ([], [], [], 0.0), "t3", T0, LEASE_MS
         )
-        assert fair == []
+        assert fair is not None and fair.rows == []
     store.job_complete_many([Completion(ids[0], "tok")], T0)
     [row] = store.job_claim([Claim(ids[1], "w1")], "tok4", T0, LEASE_MS)
     assert row.id == ids[1]

@@ -112,10 +112,11 @@ def test_one_statement_acquisition_leases_in_priority_then_due_then_age_order(
     store.job_insert_many(jobs)
     leased: list[str] = []
     for n in range(len(jobs)):
-        rows = store.job_claim_fair(
+        claimed = store.job_claim_fair(
             ["noop"], None, ["w1"], ([], [], [], 0.0), f"tok-{n}", T0, LEASE_MS
         )
-        leased.extend(r.id for r in rows)
+        assert claimed is not None and claimed.skipped == 0
+        leased.extend(r.id for r in claimed.rows)
     assert leased == expected
 
 
