@@ -657,15 +657,19 @@ class StoreCore:
             pool = await self._loop_connections()
             async with pool.connection() as conn:
                 statement = positional(sql)
+                values = statement.values(params)
                 cursor = psycopg.AsyncRawCursor(conn)
-                await cursor.execute(statement.text, statement.values(params))
+                try:
+                    await cursor.execute(statement.text, values)
+                except (OverflowError, ValueError, TypeError) as e:
+                    # A parameter the driver cannot send (a lone surrogate, a number
+                    # out of range): nothing was sent, as a value the database refuses.
+                    raise InvalidArgument(
+                        f"the database refused a value of this request: {e}"
+                    ) from e
                 return await cursor.fetchall() if cursor.description is not None else []
         except psycopg_pool.PoolTimeout as e:
             raise StoreUnavailable(f"database unavailable: {e}") from e
-        except (OverflowError, ValueError, TypeError) as e:
-            # A parameter the driver cannot send (a lone surrogate, a number out
-            # of range): nothing was sent, as a value the database refuses.
-            raise InvalidArgument(f"the database refused a value of this request: {e}") from e
         except psycopg.Error as e:
             broken = conn is None or conn.broken
             if conn is not None and conn.broken and self._loop_pool is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import psycopg
 import psycopg._queries as psycopg_queries
 import pytest
 import sqlalchemy as sa
@@ -231,5 +232,28 @@ def test_a_url_naming_several_hosts_gives_the_loop_connection_every_host() -> No
         assert params is not None
         assert (params["host"], params["port"]) == ("127.0.0.1,127.0.0.1", "5432,5433")
         assert params["target_session_attrs"] == "read-write"
+    finally:
+        store.dispose()
+
+
+def test_a_fault_after_the_statement_is_not_answered_as_a_refused_value(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a value the driver cannot send is the caller's fault
+    (``InvalidArgument``); a ``ValueError`` raised once the statement ran (a
+    fault of the coordinator's own) stays what it is."""
+    if store_url.startswith("sqlite"):
+        pytest.skip("SQLite has no loop statement")
+
+    async def fetch_fails(self: psycopg.AsyncRawCursor[Any]) -> list[Any]:
+        raise ValueError("a fault in reading the rows")
+
+    store = open_store(store_url)
+    try:
+        store.job_insert_many([make_job()])  # the lane is stored: the next go on the loop
+        assert asyncio.run(store.job_insert_on_loop([make_job()])) is not None
+        monkeypatch.setattr(psycopg.AsyncRawCursor, "fetchall", fetch_fails)
+        with pytest.raises(ValueError, match="a fault in reading the rows"):
+            asyncio.run(store.job_insert_on_loop([make_job()]))
     finally:
         store.dispose()
