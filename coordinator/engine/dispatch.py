@@ -49,7 +49,11 @@ WAKE_GRAIN_US = 10_000
 # A pass whose every pick was taken by another claim (a replica's) runs again
 # after this long (seconds): that claim's jobs are leased, the ones behind
 # them may be eligible, and no one tells this replica when the rows are free.
+# While passes keep finding only taken picks (a row held for long, or a pick
+# the lease's re-check refuses, e.g. a job behind its ordering key) the wait
+# doubles, up to TAKEN_RETRY_MAX_S.
 TAKEN_RETRY_S = 0.01
+TAKEN_RETRY_MAX_S = 1.0
 
 
 @dataclass
@@ -128,8 +132,9 @@ class Dispatcher:
         # The loop sleeps until woken, with no wake-up time (``_sleep_for``).
         self._sleeps_untimed = True
         # The last pass leased nothing for some stream because other claims
-        # held its picks: the loop runs another pass after ``TAKEN_RETRY_S``.
+        # held its picks: the loop runs another pass after ``_taken_retry_s``.
         self._picks_taken = False
+        self._taken_retry_s = TAKEN_RETRY_S
         # When the last pass began: due times up to it were seen by that pass;
         # one that came due while it ran was not, and needs a pass of its own.
         self._pass_started_us = 0
@@ -315,7 +320,11 @@ class Dispatcher:
                 continue
             timeout = self._sleep_for()
             if self._picks_taken:
-                timeout = TAKEN_RETRY_S if timeout is None else min(timeout, TAKEN_RETRY_S)
+                retry = self._taken_retry_s
+                timeout = retry if timeout is None else min(timeout, retry)
+                self._taken_retry_s = min(2 * retry, TAKEN_RETRY_MAX_S)
+            else:
+                self._taken_retry_s = TAKEN_RETRY_S
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
