@@ -562,7 +562,6 @@ class Worker:
                 sdk_version=__version__,
                 max_batch_size=self._max_batch_size,
                 max_receive_message_bytes=self._channel_config.max_receive_message_bytes,
-                answers_with_jobs=True,
             )
         )
 
@@ -604,13 +603,7 @@ class Worker:
                 async for response in call:
                     kind = response.WhichOneof("kind")
                     if kind == "jobs":
-                        batch = response.jobs
-                        if batch.jobs:
-                            self._on_jobs(batch)
-                        if self._link is not None:
-                            # Answers riding on the batch (hello.answers_with_jobs).
-                            for answers in batch.answers:
-                                self._link.answered(answers)
+                        self._on_jobs(response.jobs)
                     elif kind == "outcomes":
                         if self._link is not None:
                             self._link.answered(response.outcomes)

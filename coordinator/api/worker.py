@@ -41,11 +41,6 @@ Outcome = Completion | Failure | Release
 
 log = logging.getLogger(__name__)
 
-# How long answers to outcome batches wait for a JobBatch to ride on, when the
-# worker takes them that way (seconds): at everyday load the next job for the
-# stream mostly comes sooner, and one write carries both.
-ANSWER_HOLD_S = 0.005
-
 _LEASE_STATES = {
     "extended": wpb.LEASE_STATE_EXTENDED,
     "lost": wpb.LEASE_STATE_LOST,
@@ -179,36 +174,18 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
         reader = asyncio.get_running_loop().create_task(
             self._read_requests(request_iterator, session, reports)
         )
-        # Answers ride on the next JobBatch (the worker asked): held here until
-        # a job is written to the stream, or ANSWER_HOLD_S after the first.
-        with_jobs = hello.answers_with_jobs
-        answers: list[OutcomesAnswered] = []
-        answers_due = 0.0
-        loop = asyncio.get_running_loop()
         try:
             yield wpb.AcquireJobsResponse(
                 accepted=wpb.WorkerAccepted(
                     coordinator_id=self._engine.coordinator_id,
                     heartbeat_interval_ms=self._heartbeat_interval_ms,
                     outcomes_on_stream=True,
-                    answers_with_jobs=with_jobs,
                 )
             )
             # An item taken from the outbox while coalescing, sent next.
             held: list[OutboxItem] = []
             while True:
-                if held:
-                    item = held.pop()
-                elif answers:
-                    try:
-                        async with asyncio.timeout_at(answers_due):
-                            item = await session.outbox.get()
-                    except TimeoutError:
-                        yield _answers_message(answers)
-                        answers.clear()
-                        continue
-                else:
-                    item = await session.outbox.get()
+                item = held.pop() if held else await session.outbox.get()
                 if session.ended_by is not None:
                     # Ended by the coordinator (revoked credential): send nothing more.
                     raise session.ended_by
@@ -221,20 +198,10 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                     while not session.outbox.empty():
                         late = session.outbox.get_nowait()
                         if isinstance(late, OutcomesAnswered):
-                            answers.append(late)
-                    if with_jobs and answers:
-                        yield _answers_message(answers)
-                    else:
-                        for late in answers:
                             yield convert.answers_message(late.batch_id, late.results)
                     break
                 if isinstance(item, OutcomesAnswered):
-                    if not with_jobs:
-                        yield convert.answers_message(item.batch_id, item.results)
-                    else:
-                        if not answers:
-                            answers_due = loop.time() + ANSWER_HOLD_S
-                        answers.append(item)
+                    yield convert.answers_message(item.batch_id, item.results)
                     continue
                 if isinstance(item, DrainSignal):
                     yield wpb.AcquireJobsResponse(drain=wpb.DrainRequested(reason=item.reason))
@@ -265,13 +232,6 @@ class WorkerServicer(wpb_grpc.WorkerServiceServicer):
                 for message, count in _batch_messages(leased, session.max_message_bytes):
                     if session.closed:
                         break  # the stream ended: the rest go back with the session
-                    if answers:
-                        riding = _answers_message(answers)
-                        answers.clear()
-                        if message.ByteSize() + riding.ByteSize() <= session.max_message_bytes:
-                            message.jobs.answers.extend(riding.jobs.answers)
-                        else:
-                            yield riding
                     if stages.ENABLED:
                         stages.mark("stream_write", (j.job.id for j in message.jobs.jobs))
                     del session.writing[:count]
@@ -494,16 +454,6 @@ def _check_hello_sizes(hello: wpb.WorkerHello, limit: int) -> None:
 # length prefix), and of the AcquireJobsResponse around the batch; rounded up.
 _PER_JOB_FRAMING = 8
 _ENVELOPE = 16
-
-
-def _answers_message(answers: Sequence[OutcomesAnswered]) -> wpb.AcquireJobsResponse:
-    """A JobBatch with no job carrying ``answers`` (``hello.answers_with_jobs``)."""
-    message = wpb.AcquireJobsResponse()
-    for answered in answers:
-        entry = message.jobs.answers.add()
-        entry.batch_id = answered.batch_id
-        convert.fill_outcome_results(entry.results, answered.results)
-    return message
 
 
 def _batch_messages(

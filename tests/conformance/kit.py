@@ -426,21 +426,16 @@ class RecordingProxy:
         with self._lock:
             if kind == "drain":
                 view.timeline.append(("drain", 0))
-            # Answers come alone, or inside a JobBatch (hello.answers_with_jobs).
-            answers = []
             if kind == "jobs":
-                if message.jobs.jobs:
-                    view.timeline.append(("push", len(message.jobs.jobs)))
+                view.timeline.append(("push", len(message.jobs.jobs)))
                 view.pushed += len(message.jobs.jobs)
                 view.over_pushed = max(view.over_pushed, view.pushed - view.granted)
-                answers = list(message.jobs.answers)
-            elif kind == "outcomes":
-                answers = [message.outcomes]
-            if answers and self.drop_first_answer and self.log.answers_dropped == 0:
-                if any(r.accepted for a in answers for r in a.results):
+            elif kind == "outcomes" and self.drop_first_answer and self.log.answers_dropped == 0:
+                if any(r.accepted for r in message.outcomes.results):
                     self.log.answers_dropped += 1
                     return False
-            self.log.answers_forwarded += len(answers)
+            if kind == "outcomes":
+                self.log.answers_forwarded += 1
         return True
 
 

@@ -24,7 +24,7 @@ LEASE_STATE_LOST: LeaseState
 LEASE_STATE_CANCEL_REQUESTED: LeaseState
 
 class WorkerHello(_message.Message):
-    __slots__ = ("worker_id", "job_types", "slots", "hostname", "pid", "sdk_version", "max_batch_size", "max_receive_message_bytes", "answers_with_jobs")
+    __slots__ = ("worker_id", "job_types", "slots", "hostname", "pid", "sdk_version", "max_batch_size", "max_receive_message_bytes")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
@@ -33,7 +33,6 @@ class WorkerHello(_message.Message):
     SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     MAX_RECEIVE_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
-    ANSWERS_WITH_JOBS_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     job_types: _containers.RepeatedScalarFieldContainer[str]
     slots: int
@@ -42,8 +41,7 @@ class WorkerHello(_message.Message):
     sdk_version: str
     max_batch_size: int
     max_receive_message_bytes: int
-    answers_with_jobs: bool
-    def __init__(self, worker_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., max_batch_size: _Optional[int] = ..., max_receive_message_bytes: _Optional[int] = ..., answers_with_jobs: _Optional[bool] = ...) -> None: ...
+    def __init__(self, worker_id: _Optional[str] = ..., job_types: _Optional[_Iterable[str]] = ..., slots: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., sdk_version: _Optional[str] = ..., max_batch_size: _Optional[int] = ..., max_receive_message_bytes: _Optional[int] = ...) -> None: ...
 
 class CreditGrant(_message.Message):
     __slots__ = ("credits",)
@@ -82,24 +80,20 @@ class LeasedJob(_message.Message):
     def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., lease_token: _Optional[str] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobBatch(_message.Message):
-    __slots__ = ("jobs", "answers")
+    __slots__ = ("jobs",)
     JOBS_FIELD_NUMBER: _ClassVar[int]
-    ANSWERS_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[LeasedJob]
-    answers: _containers.RepeatedCompositeFieldContainer[OutcomeAnswers]
-    def __init__(self, jobs: _Optional[_Iterable[_Union[LeasedJob, _Mapping]]] = ..., answers: _Optional[_Iterable[_Union[OutcomeAnswers, _Mapping]]] = ...) -> None: ...
+    def __init__(self, jobs: _Optional[_Iterable[_Union[LeasedJob, _Mapping]]] = ...) -> None: ...
 
 class WorkerAccepted(_message.Message):
-    __slots__ = ("coordinator_id", "heartbeat_interval_ms", "outcomes_on_stream", "answers_with_jobs")
+    __slots__ = ("coordinator_id", "heartbeat_interval_ms", "outcomes_on_stream")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     OUTCOMES_ON_STREAM_FIELD_NUMBER: _ClassVar[int]
-    ANSWERS_WITH_JOBS_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     heartbeat_interval_ms: int
     outcomes_on_stream: bool
-    answers_with_jobs: bool
-    def __init__(self, coordinator_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., outcomes_on_stream: _Optional[bool] = ..., answers_with_jobs: _Optional[bool] = ...) -> None: ...
+    def __init__(self, coordinator_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., outcomes_on_stream: _Optional[bool] = ...) -> None: ...
 
 class DrainRequested(_message.Message):
     __slots__ = ("reason",)

@@ -399,7 +399,6 @@ export class Worker {
           sdkVersion: `typescript/${VERSION}`,
           maxBatchSize: this.maxBatchSize,
           maxReceiveMessageBytes: this.connection.maxReceiveMessageBytes,
-          answersWithJobs: true,
         },
       },
     };
@@ -420,9 +419,7 @@ export class Worker {
           if (kind === undefined) return;
           switch (kind.$case) {
             case "jobs":
-              if (kind.jobs.jobs.length > 0) this.onJobs(kind.jobs);
-              // Answers riding on the batch (hello.answersWithJobs).
-              for (const answers of kind.jobs.answers) this.link?.answered(answers);
+              this.onJobs(kind.jobs);
               break;
             case "outcomes":
               this.link?.answered(kind.outcomes);

@@ -20,7 +20,6 @@ import grpc
 import grpc_testing
 import pytest
 
-from coordinator.api import worker as worker_module
 from coordinator.api.admin import AdminServicer
 from coordinator.api.errors import status_for
 from coordinator.api.scheduler import JobSchedulerServicer
@@ -372,105 +371,6 @@ def test_outcomes_on_the_stream_are_answered_one_by_one_and_free_their_credit(
     fetched, _, _ = unary(server, SCHEDULER, "GetJob", spb.GetJobRequest(job_id=leased.job.id))
     assert fetched.job.status == jpb.JOB_STATUS_COMPLETED
     rpc.requests_closed()
-    rpc.termination()
-
-
-def _stream_with_answers_with_jobs(server: Any, job_type: str) -> tuple[Any, Any]:
-    """An AcquireJobs stream whose hello asks for answers inside JobBatch,
-    holding the one job enqueued for it."""
-    unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type=job_type)))
-    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
-    rpc.send_request(
-        wpb.AcquireJobsRequest(
-            hello=wpb.WorkerHello(worker_id="w1", job_types=[job_type], answers_with_jobs=True)
-        )
-    )
-    assert rpc.take_response().accepted.answers_with_jobs
-    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
-    [leased] = rpc.take_response().jobs.jobs
-    return rpc, leased
-
-
-def _completed(leased: Any, batch_id: int, credits: int = 0) -> wpb.AcquireJobsRequest:
-    done = wpb.JobOutcome(
-        job_id=leased.job.id, lease_token=leased.lease_token, completed=wpb.Completion()
-    )
-    return wpb.AcquireJobsRequest(
-        outcomes=wpb.OutcomeBatch(batch_id=batch_id, outcomes=[done], credits=credits)
-    )
-
-
-def _wait_completed(server: Any, job_id: str) -> None:
-    for _ in range(1000):
-        fetched, _, _ = unary(server, SCHEDULER, "GetJob", spb.GetJobRequest(job_id=job_id))
-        if fetched.job.status == jpb.JOB_STATUS_COMPLETED:
-            return
-        threading.Event().wait(0.01)
-    raise AssertionError(f"job {job_id} was not completed")
-
-
-def test_without_answers_with_jobs_the_hello_gets_answers_as_their_own_messages(
-    server: Any,
-) -> None:
-    unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type="own")))
-    rpc = server.invoke_stream_stream(WORKER.methods_by_name["AcquireJobs"], (), None)
-    rpc.send_request(
-        wpb.AcquireJobsRequest(hello=wpb.WorkerHello(worker_id="w1", job_types=["own"]))
-    )
-    assert not rpc.take_response().accepted.answers_with_jobs
-    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
-    [leased] = rpc.take_response().jobs.jobs
-    rpc.send_request(_completed(leased, 3))
-    answer = rpc.take_response()
-    assert answer.WhichOneof("kind") == "outcomes" and answer.outcomes.batch_id == 3
-    rpc.requests_closed()
-    rpc.termination()
-
-
-def test_an_answer_rides_on_the_next_job_written_to_the_stream(
-    server: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Held as long as the test needs: only a job written to the stream sends it.
-    monkeypatch.setattr(worker_module, "ANSWER_HOLD_S", 60.0)
-    rpc, leased = _stream_with_answers_with_jobs(server, "ride")
-    rpc.send_request(_completed(leased, 11))
-    _wait_completed(server, leased.job.id)
-    second = unary(server, SCHEDULER, "Enqueue", spb.EnqueueRequest(job=spec(job_type="ride")))
-    rpc.send_request(wpb.AcquireJobsRequest(credit=wpb.CreditGrant(credits=1)))
-    message = rpc.take_response()
-    assert message.WhichOneof("kind") == "jobs"
-    assert [j.job.id for j in message.jobs.jobs] == [second[0].job.id]
-    [answers] = message.jobs.answers
-    assert answers.batch_id == 11
-    assert [(r.job_id, r.accepted, r.status) for r in answers.results] == [
-        (leased.job.id, True, jpb.JOB_STATUS_COMPLETED)
-    ]
-    rpc.requests_closed()
-    rpc.termination()
-
-
-def test_answers_no_job_comes_for_go_alone_in_a_job_batch(server: Any) -> None:
-    rpc, leased = _stream_with_answers_with_jobs(server, "alone")
-    rpc.send_request(_completed(leased, 12))
-    message = rpc.take_response()  # after the hold (5 ms): no job came
-    assert message.WhichOneof("kind") == "jobs" and not message.jobs.jobs
-    assert [(a.batch_id, len(a.results)) for a in message.jobs.answers] == [(12, 1)]
-    assert message.jobs.answers[0].results[0].accepted
-    rpc.requests_closed()
-    rpc.termination()
-
-
-def test_held_answers_go_out_when_the_worker_closes_its_side(
-    server: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(worker_module, "ANSWER_HOLD_S", 60.0)
-    rpc, leased = _stream_with_answers_with_jobs(server, "closing")
-    rpc.send_request(_completed(leased, 13))
-    _wait_completed(server, leased.job.id)
-    rpc.requests_closed()
-    message = rpc.take_response()
-    assert message.WhichOneof("kind") == "jobs" and not message.jobs.jobs
-    assert [a.batch_id for a in message.jobs.answers] == [13]
     rpc.termination()
 
 

@@ -90,11 +90,6 @@ export interface WorkerHello {
    * 0 = gRPC's default of 4 MiB. A single job larger than this is still sent alone.
    */
   maxReceiveMessageBytes: number;
-  /**
-   * The worker takes the answers to its OutcomeBatch messages inside JobBatch
-   * (JobBatch.answers) when the coordinator agrees (WorkerAccepted.answers_with_jobs).
-   */
-  answersWithJobs: boolean;
 }
 
 export interface CreditGrant {
@@ -130,12 +125,6 @@ export interface LeasedJob {
 
 export interface JobBatch {
   jobs: LeasedJob[];
-  /**
-   * Answers to OutcomeBatch messages, each as an OutcomeAnswers message would
-   * carry it; only on a stream whose WorkerAccepted.answers_with_jobs is set.
-   * A JobBatch may carry answers and no job.
-   */
-  answers: OutcomeAnswers[];
 }
 
 export interface WorkerAccepted {
@@ -144,11 +133,6 @@ export interface WorkerAccepted {
   heartbeatIntervalMs: number;
   /** The coordinator takes OutcomeBatch messages on this stream. */
   outcomesOnStream: boolean;
-  /**
-   * The coordinator sends the answers to OutcomeBatch messages inside JobBatch
-   * (never as OutcomeAnswers) on this stream; set only when the hello asked.
-   */
-  answersWithJobs: boolean;
 }
 
 /** The coordinator asks the worker to stop taking work (drain). */
@@ -330,7 +314,6 @@ function createBaseWorkerHello(): WorkerHello {
     sdkVersion: "",
     maxBatchSize: 0,
     maxReceiveMessageBytes: 0,
-    answersWithJobs: false,
   };
 }
 
@@ -359,9 +342,6 @@ export const WorkerHello: MessageFns<WorkerHello> = {
     }
     if (message.maxReceiveMessageBytes !== 0) {
       writer.uint32(64).int32(message.maxReceiveMessageBytes);
-    }
-    if (message.answersWithJobs !== false) {
-      writer.uint32(72).bool(message.answersWithJobs);
     }
     return writer;
   },
@@ -443,14 +423,6 @@ export const WorkerHello: MessageFns<WorkerHello> = {
             message.maxReceiveMessageBytes = reader.int32();
             continue;
           }
-          case 9: {
-            if (tag !== 72) {
-              break;
-            }
-
-            message.answersWithJobs = reader.bool();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -493,11 +465,6 @@ export const WorkerHello: MessageFns<WorkerHello> = {
         : isSet(object.max_receive_message_bytes)
         ? globalThis.Number(object.max_receive_message_bytes)
         : 0,
-      answersWithJobs: isSet(object.answersWithJobs)
-        ? globalThis.Boolean(object.answersWithJobs)
-        : isSet(object.answers_with_jobs)
-        ? globalThis.Boolean(object.answers_with_jobs)
-        : false,
     };
   },
 
@@ -527,9 +494,6 @@ export const WorkerHello: MessageFns<WorkerHello> = {
     if (message.maxReceiveMessageBytes !== 0) {
       obj.maxReceiveMessageBytes = Math.round(message.maxReceiveMessageBytes);
     }
-    if (message.answersWithJobs !== false) {
-      obj.answersWithJobs = message.answersWithJobs;
-    }
     return obj;
   },
 
@@ -546,7 +510,6 @@ export const WorkerHello: MessageFns<WorkerHello> = {
     message.sdkVersion = object.sdkVersion ?? "";
     message.maxBatchSize = object.maxBatchSize ?? 0;
     message.maxReceiveMessageBytes = object.maxReceiveMessageBytes ?? 0;
-    message.answersWithJobs = object.answersWithJobs ?? false;
     return message;
   },
 };
@@ -956,16 +919,13 @@ export const LeasedJob: MessageFns<LeasedJob> = {
 };
 
 function createBaseJobBatch(): JobBatch {
-  return { jobs: [], answers: [] };
+  return { jobs: [] };
 }
 
 export const JobBatch: MessageFns<JobBatch> = {
   encode(message: JobBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.jobs) {
       LeasedJob.encode(v!, writer.uint32(10).fork()).join();
-    }
-    for (const v of message.answers) {
-      OutcomeAnswers.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -991,14 +951,6 @@ export const JobBatch: MessageFns<JobBatch> = {
             message.jobs.push(LeasedJob.decode(reader, reader.uint32()));
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.answers.push(OutcomeAnswers.decode(reader, reader.uint32()));
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1012,21 +964,13 @@ export const JobBatch: MessageFns<JobBatch> = {
   },
 
   fromJSON(object: any): JobBatch {
-    return {
-      jobs: globalThis.Array.isArray(object?.jobs) ? object.jobs.map((e: any) => LeasedJob.fromJSON(e)) : [],
-      answers: globalThis.Array.isArray(object?.answers)
-        ? object.answers.map((e: any) => OutcomeAnswers.fromJSON(e))
-        : [],
-    };
+    return { jobs: globalThis.Array.isArray(object?.jobs) ? object.jobs.map((e: any) => LeasedJob.fromJSON(e)) : [] };
   },
 
   toJSON(message: JobBatch): unknown {
     const obj: any = {};
     if (message.jobs?.length) {
       obj.jobs = message.jobs.map((e) => LeasedJob.toJSON(e));
-    }
-    if (message.answers?.length) {
-      obj.answers = message.answers.map((e) => OutcomeAnswers.toJSON(e));
     }
     return obj;
   },
@@ -1037,13 +981,12 @@ export const JobBatch: MessageFns<JobBatch> = {
   fromPartial<I extends Exact<DeepPartial<JobBatch>, I>>(object: I): JobBatch {
     const message = createBaseJobBatch();
     message.jobs = object.jobs?.map((e) => LeasedJob.fromPartial(e)) || [];
-    message.answers = object.answers?.map((e) => OutcomeAnswers.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseWorkerAccepted(): WorkerAccepted {
-  return { coordinatorId: "", heartbeatIntervalMs: 0, outcomesOnStream: false, answersWithJobs: false };
+  return { coordinatorId: "", heartbeatIntervalMs: 0, outcomesOnStream: false };
 }
 
 export const WorkerAccepted: MessageFns<WorkerAccepted> = {
@@ -1056,9 +999,6 @@ export const WorkerAccepted: MessageFns<WorkerAccepted> = {
     }
     if (message.outcomesOnStream !== false) {
       writer.uint32(24).bool(message.outcomesOnStream);
-    }
-    if (message.answersWithJobs !== false) {
-      writer.uint32(32).bool(message.answersWithJobs);
     }
     return writer;
   },
@@ -1100,14 +1040,6 @@ export const WorkerAccepted: MessageFns<WorkerAccepted> = {
             message.outcomesOnStream = reader.bool();
             continue;
           }
-          case 4: {
-            if (tag !== 32) {
-              break;
-            }
-
-            message.answersWithJobs = reader.bool();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1137,11 +1069,6 @@ export const WorkerAccepted: MessageFns<WorkerAccepted> = {
         : isSet(object.outcomes_on_stream)
         ? globalThis.Boolean(object.outcomes_on_stream)
         : false,
-      answersWithJobs: isSet(object.answersWithJobs)
-        ? globalThis.Boolean(object.answersWithJobs)
-        : isSet(object.answers_with_jobs)
-        ? globalThis.Boolean(object.answers_with_jobs)
-        : false,
     };
   },
 
@@ -1156,9 +1083,6 @@ export const WorkerAccepted: MessageFns<WorkerAccepted> = {
     if (message.outcomesOnStream !== false) {
       obj.outcomesOnStream = message.outcomesOnStream;
     }
-    if (message.answersWithJobs !== false) {
-      obj.answersWithJobs = message.answersWithJobs;
-    }
     return obj;
   },
 
@@ -1170,7 +1094,6 @@ export const WorkerAccepted: MessageFns<WorkerAccepted> = {
     message.coordinatorId = object.coordinatorId ?? "";
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
     message.outcomesOnStream = object.outcomesOnStream ?? false;
-    message.answersWithJobs = object.answersWithJobs ?? false;
     return message;
   },
 };
