@@ -14,13 +14,14 @@ again. While idle with credit outstanding it re-checks only every
 Credit alone does not start a pass. Everything that can make a job eligible
 calls ``wake`` (an enqueue that leased its jobs at insert does not), and each
 wake bumps a count; a pass that found nothing more for a stream (fewer jobs
-than wanted, every pick leased) notes that count on it. A pass whose picks
-were taken by another replica's claim notes nothing: that replica tells no
-one when it is done with them. Credit a worker grants afterwards (a handler ended) starts a pass only
-if something woke since, or the loop sleeps without a timeout (no stream had
-credit, so no pass waits for a wake-up time): otherwise the pass would find
-what the last one found, and hold the stream's credit while it did, so that
-enqueues could not lease at insert meanwhile.
+than wanted, every pick leased) notes that count on it. Credit a worker
+grants afterwards (a handler ended) starts a pass only if something woke
+since, or the loop sleeps without a timeout (no stream had credit, so no pass
+waits for a wake-up time): otherwise the pass would find what the last one
+found, and hold the stream's credit while it did, so that enqueues could not
+lease at insert meanwhile. A pass whose picks were taken by another claim (a
+replica's) notes nothing, since no replica says when it is done with them:
+it runs again at once if it leased some, else after ``TAKEN_RETRY_S``.
 """
 
 from __future__ import annotations
