@@ -258,6 +258,10 @@ def _completion_sql(ordered: bool) -> str:
 
 
 def _completion_params(completions: Sequence[Completion], now: int) -> dict[str, Any]:
+    # In id order: the statement locks the rows in the order it is given them
+    # (its plan walks the arrays), and every statement writing several leased
+    # rows locks them in id order, so two naming the same rows cannot deadlock.
+    completions = sorted(completions, key=lambda c: c.job_id)
     return {
         "ids": [c.job_id for c in completions],
         "tokens": [c.lease_token for c in completions],
@@ -1039,7 +1043,13 @@ class LeaseQueries(Family):
                 WHERE j.id = i.id AND j.lease_token = i.token AND j.status + 0 = {JobStatus.RUNNING:d}
                 RETURNING j.id, j.lease_expires_at, j.cancel_requested
                 """
-            params = {"ids": [r[0] for r in refs], "tokens": [r[1] for r in refs], "now": now}
+            # In id order, as the completion's (``_completion_params``).
+            ordered = sorted(refs)
+            params = {
+                "ids": [r[0] for r in ordered],
+                "tokens": [r[1] for r in ordered],
+                "now": now,
+            }
             with self.statement() as conn:
                 return [tuple(r) for r in conn.exec_driver_sql(driver_sql(sql), params)]
         stmt = sa.text(
