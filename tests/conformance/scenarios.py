@@ -266,8 +266,11 @@ def test_cancel_reaches_the_handler_within_two_heartbeats(
         proxy.close()
     assert job.status == CANCELLED
     assert result(job)["cancelled"] is True, "ctx's cancel signal was set"
-    assert after, f"no heartbeat of the job followed the cancel: {beats}"
-    assert set(after) == {LEASE_STATE_CANCEL_REQUESTED}, (
+    # A heartbeat sent between the cancel's commit and the mark (a busy
+    # machine) carries it too, unmarked; it may be the only one, since its
+    # answer stops the handler and the job ends.
+    assert LEASE_STATE_CANCEL_REQUESTED in beats, f"no heartbeat carried the cancel: {beats}"
+    assert set(after) <= {LEASE_STATE_CANCEL_REQUESTED}, (
         f"every heartbeat after the cancel carries it: {beats}"
     )
     assert lines(worker.log(), f"cancel requested for job {job_id}")
