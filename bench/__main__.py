@@ -35,13 +35,7 @@ from bench.cluster import DATA_DIR, private_cluster
 from bench.config import QUICK_SIZES, BenchConfig, Sizes
 from bench.database import ServerBusy
 from bench.processes import LOG_DIR
-from bench.results import (
-    Row,
-    machine_description,
-    render_report,
-    render_table,
-    write_report,
-)
+from bench.results import RESULTS_DIR, Row, machine_description, render_report, render_table
 
 FIGURES = {
     "throughput": "bench.throughput",
@@ -140,6 +134,31 @@ def run(args: argparse.Namespace) -> int:
         os.environ[profiling.ENV] = str(args.profile.resolve())
 
     machine = machine_description(config.server.version())
+    if args.output is not None:
+        destination = args.output
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    elif args.quick:
+        destination = RESULTS_DIR / "quick.md"
+    elif set(figures) == set(FIGURES):
+        destination = RESULTS_DIR / "latest.md"
+    else:
+        destination = RESULTS_DIR / "partial.md"
+
+    def report(rows: list[Row], still_to_run: list[str]) -> str:
+        load = f"at start {load_before:.1f}, now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        if not still_to_run:
+            load = load.replace(", now ", ", at end ")
+        return render_report(
+            rows,
+            machine=machine,
+            runs=runs,
+            quick=args.quick,
+            figures=figures,
+            elapsed_s=time.monotonic() - started,
+            load=load,
+            still_to_run=still_to_run,
+        )
+
     try:
         with config.server.exclusive():
             print(
@@ -151,35 +170,17 @@ def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             load_before = os.getloadavg()[0]
             rows: list[Row] = []
-            for name in figures:
+            for index, name in enumerate(figures):
                 figure_started = time.monotonic()
                 print(f"== {name}", flush=True)
                 rows.extend(run_figure(name, config))
                 print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
+                # What has run is kept even if the run is stopped before its end.
+                destination.write_text(report(rows, figures[index + 1 :]))
     except ServerBusy as busy:
         print(f"bench: {busy}", file=sys.stderr)
         return 3
 
-    load = f"at start {load_before:.1f}, at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    report = render_report(
-        rows,
-        machine=machine,
-        runs=runs,
-        quick=args.quick,
-        figures=figures,
-        elapsed_s=time.monotonic() - started,
-        load=load,
-    )
-    if args.output is not None:
-        destination = args.output
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.write_text(report)
-    elif args.quick:
-        destination = write_report(report, "quick.md")
-    elif set(figures) == set(FIGURES):
-        destination = write_report(report, "latest.md")
-    else:
-        destination = write_report(report, "partial.md")
     print()
     print(render_table(rows))
     print()

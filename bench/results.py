@@ -14,7 +14,7 @@ import datetime
 import os
 import platform
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -205,8 +205,13 @@ def render_report(
     figures: list[str],
     elapsed_s: float,
     load: str = "",
+    still_to_run: Sequence[str] = (),
 ) -> str:
-    """The whole Markdown document written to `bench/results/latest.md`."""
+    """The whole Markdown document written to `bench/results/latest.md`.
+
+    `still_to_run` names the figures not run yet when the document is written
+    while the run goes on; the header then says the table is incomplete.
+    """
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick (reduced sizes, smoke check only)" if quick else "full"
     return "\n".join(
@@ -217,6 +222,14 @@ def render_report(
             f"- machine: {machine}",
             f"- mode: {mode}; median of {runs} run(s) per figure; figures: {', '.join(figures)}",
             f"- wall time: {elapsed_s:.0f} s",
+            *(
+                [
+                    "- **incomplete**: written while the run went on; not run yet: "
+                    + ", ".join(still_to_run)
+                ]
+                if still_to_run
+                else []
+            ),
             *(
                 [
                     f"- load average (1 min) {load}; the machine is shared, so other "
@@ -236,10 +249,3 @@ def render_report(
             *(f"{section}\n" for section in SECTIONS),
         ]
     )
-
-
-def write_report(text: str, name: str = "latest.md") -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / name
-    path.write_text(text)
-    return path
