@@ -332,8 +332,6 @@ class Dispatcher:
 
     def _sleep_for(self) -> float | None:
         now = self._clock.now_us()
-        while self._due and self._due[0] <= self._pass_started_us:
-            heapq.heappop(self._due)
         waiting = any(s.credits > 0 for s in self.sessions.values())
         self._sleeps_untimed = not waiting
         if not waiting:
@@ -347,6 +345,12 @@ class Dispatcher:
         """One round over every group of sessions with credit; True if more may wait."""
         self._pass_started_us = self._clock.now_us()
         self._picks_taken = False
+        # A due time reached counts as a wake: a stream that had no credit in
+        # this pass has not looked since, so its next grant starts a pass.
+        if self._due and self._due[0] <= self._pass_started_us:
+            self._wakes += 1
+            while self._due and self._due[0] <= self._pass_started_us:
+                heapq.heappop(self._due)
         if not self.leasing:
             return False
         self.passes += 1

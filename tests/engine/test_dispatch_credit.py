@@ -16,6 +16,9 @@ sleeps without one. These tests prove, on both stores:
   stream grants credit after its due time, not at the 15 s idle poll;
 - a job whose due time passed during a pass in which no stream had credit
   is leased at the next grant;
+- a job whose due time passed during a pass that ran only for streams of
+  other job types (a reached due time counts as a wake) is leased at the
+  next grant;
 - (PostgreSQL) a job whose row another claim held when a pass picked it is
   leased once the row is free, with no grant or wake: a pass whose picks
   were taken elsewhere notes nothing and runs again shortly, backing off
@@ -253,6 +256,33 @@ def test_a_job_whose_due_time_passed_in_a_pass_without_credit_is_leased_at_the_n
         h.engine.grant(session, 1)  # the handler of its job ended
         await _settled(dispatcher)
         assert _delivered(session) == [later.id]
+
+    _run(store_url, scenario)
+
+
+def test_a_job_that_fell_due_in_a_pass_for_other_streams_is_leased_at_the_next_grant(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        dispatcher = h.engine.dispatcher
+        session = await _spent_after_finding_nothing(h)
+        # A stream of another job type keeps credit, so the loop sleeps until
+        # the job below falls due, and the pass then runs for that stream alone.
+        other = WorkerSession("w-other", frozenset({"other-type"}), max_batch_size=100)
+        h.engine.open_session(other)
+        h.engine.grant(other, 1)
+        await _settled(dispatcher)
+        job_id = await h.enqueue(due_at=h.clock.now_us() + 20_000)
+        await _settled(dispatcher)
+        h.clock.advance(1)
+        passes = dispatcher.passes
+        async with asyncio.timeout(SETTLE_BOUND_S):
+            while dispatcher.passes == passes:
+                await asyncio.sleep(0.005)
+        await _settled(dispatcher)
+        assert not dispatcher._sleeps_untimed
+        assert (await h.job(job_id))[0].status == JobStatus.PENDING
+        await _leased_by_the_pass_of_a_grant(h, session, job_id)
 
     _run(store_url, scenario)
 
