@@ -14,6 +14,10 @@ sleeps without one. These tests prove, on both stores:
   the stream grants credit;
 - a job that fell due while the stream had no credit is leased when the
   stream grants credit after its due time, not at the 15 s idle poll;
+- a job another replica stored for later (its notification's due time,
+  rounded up, is all this coordinator hears) is leased at the stream's
+  first grant after that time, even when the pass at that time ran only
+  for a stream of other job types;
 - a job whose due time passed during a pass in which no stream had credit
   is leased at the next grant;
 - a job whose due time passed during a pass that ran only for streams of
@@ -136,6 +140,17 @@ async def _spent_after_finding_nothing(h: Harness) -> WorkerSession:
     return session
 
 
+async def _other_type_stream_with_credit(h: Harness) -> WorkerSession:
+    """A stream of another job type that keeps its credit: the loop sleeps
+    until the next due time it knows of, and that pass runs for this stream alone."""
+    other = WorkerSession("w-other", frozenset({"other-type"}), max_batch_size=100)
+    h.engine.open_session(other)
+    h.engine.grant(other, 1)
+    await _settled(h.engine.dispatcher)
+    assert not h.engine.dispatcher._sleeps_untimed
+    return other
+
+
 async def _store_unannounced(h: Harness) -> str:
     """Store a due job without telling the dispatcher (no wake): a pass, if
     one ran, would lease it."""
@@ -227,6 +242,33 @@ def test_a_job_that_fell_due_while_the_stream_had_no_credit_is_leased_at_its_gra
     _run(store_url, scenario)
 
 
+def test_a_job_another_replica_stored_for_later_is_leased_at_the_grant_after_its_due_time(
+    store_url: str,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        dispatcher = h.engine.dispatcher
+        session = await _spent_after_finding_nothing(h)
+        await _other_type_stream_with_credit(h)
+        due = h.clock.now_us() + 15_000
+        job = h.engine.prepare(make_job(due_at=due), h.clock.now_us())
+        await h.engine.run_store(h.engine.store.job_insert_many, [job])
+        # Another replica stored it; its notification carries the due time
+        # rounded up to 10 ms, and the wake listener hands that to ``wake``.
+        dispatcher.wake(-(-due // 10_000) * 10_000)
+        await _settled(dispatcher)
+        assert session.found_nothing_at == dispatcher._wakes
+        h.clock.advance(1)
+        passes = dispatcher.passes
+        async with asyncio.timeout(SETTLE_BOUND_S):
+            while dispatcher.passes == passes:
+                await asyncio.sleep(0.005)
+        await _settled(dispatcher)
+        assert (await h.job(job.id))[0].status == JobStatus.PENDING
+        await _leased_by_the_pass_of_a_grant(h, session, job.id)
+
+    _run(store_url, scenario)
+
+
 def test_a_job_whose_due_time_passed_in_a_pass_without_credit_is_leased_at_the_next_grant(
     store_url: str,
 ) -> None:
@@ -266,12 +308,7 @@ def test_a_job_that_fell_due_in_a_pass_for_other_streams_is_leased_at_the_next_g
     async def scenario(h: Harness) -> None:
         dispatcher = h.engine.dispatcher
         session = await _spent_after_finding_nothing(h)
-        # A stream of another job type keeps credit, so the loop sleeps until
-        # the job below falls due, and the pass then runs for that stream alone.
-        other = WorkerSession("w-other", frozenset({"other-type"}), max_batch_size=100)
-        h.engine.open_session(other)
-        h.engine.grant(other, 1)
-        await _settled(dispatcher)
+        await _other_type_stream_with_credit(h)
         job_id = await h.enqueue(due_at=h.clock.now_us() + 20_000)
         await _settled(dispatcher)
         h.clock.advance(1)
