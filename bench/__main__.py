@@ -13,6 +13,10 @@ ordering, fairness, rate_limits, idle, memory, snapshot, typescript. With no fig
 - a subset → `bench/results/partial.md`;
 - `--output PATH` overrides the destination.
 
+The destination is rewritten after every figure, its header marked
+incomplete and naming the figures still to run, so a run stopped part way
+keeps what it measured; the last figure's write is the finished table.
+
 A figure that fails is reported as a row with the error; the exit status is 0
 whatever the figures show (CI never fails on a figure), 2 for bad
 command-line usage, and 3 when another bench run holds the same PostgreSQL
