@@ -151,6 +151,18 @@ async def _other_type_stream_with_credit(h: Harness) -> WorkerSession:
     return other
 
 
+async def _pass_after_due_time(h: Harness) -> None:
+    """Move the clock past every queued due time and wait for the timed pass
+    the loop runs then, and for the loop to settle after it."""
+    dispatcher = h.engine.dispatcher
+    h.clock.advance(1)
+    passes = dispatcher.passes
+    async with asyncio.timeout(SETTLE_BOUND_S):
+        while dispatcher.passes == passes:
+            await asyncio.sleep(0.005)
+    await _settled(dispatcher)
+
+
 async def _store_unannounced(h: Harness) -> str:
     """Store a due job without telling the dispatcher (no wake): a pass, if
     one ran, would lease it."""
@@ -257,12 +269,7 @@ def test_a_job_another_replica_stored_for_later_is_leased_at_the_grant_after_its
         dispatcher.wake(-(-due // 10_000) * 10_000)
         await _settled(dispatcher)
         assert session.found_nothing_at == dispatcher._wakes
-        h.clock.advance(1)
-        passes = dispatcher.passes
-        async with asyncio.timeout(SETTLE_BOUND_S):
-            while dispatcher.passes == passes:
-                await asyncio.sleep(0.005)
-        await _settled(dispatcher)
+        await _pass_after_due_time(h)
         assert (await h.job(job.id))[0].status == JobStatus.PENDING
         await _leased_by_the_pass_of_a_grant(h, session, job.id)
 
@@ -288,12 +295,7 @@ def test_a_job_whose_due_time_passed_in_a_pass_without_credit_is_leased_at_the_n
         # ... but that stream leaves, and the due time passes: the timed pass
         # finds no stream with credit.
         h.engine.close_session(second if session is first else first)
-        h.clock.advance(1)
-        passes = dispatcher.passes
-        async with asyncio.timeout(SETTLE_BOUND_S):
-            while dispatcher.passes == passes:
-                await asyncio.sleep(0.005)
-        await _settled(dispatcher)
+        await _pass_after_due_time(h)
         assert (await h.job(later.id))[0].status == JobStatus.PENDING
         h.engine.grant(session, 1)  # the handler of its job ended
         await _settled(dispatcher)
@@ -311,12 +313,7 @@ def test_a_job_that_fell_due_in_a_pass_for_other_streams_is_leased_at_the_next_g
         await _other_type_stream_with_credit(h)
         job_id = await h.enqueue(due_at=h.clock.now_us() + 20_000)
         await _settled(dispatcher)
-        h.clock.advance(1)
-        passes = dispatcher.passes
-        async with asyncio.timeout(SETTLE_BOUND_S):
-            while dispatcher.passes == passes:
-                await asyncio.sleep(0.005)
-        await _settled(dispatcher)
+        await _pass_after_due_time(h)
         assert not dispatcher._sleeps_untimed
         assert (await h.job(job_id))[0].status == JobStatus.PENDING
         await _leased_by_the_pass_of_a_grant(h, session, job_id)
