@@ -31,6 +31,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -118,6 +119,23 @@ def run_figure(name: str, config: BenchConfig) -> list[Row]:
         return [Row(figure=name, unit="", note=f"failed: {type(exc).__name__}: {first_line}")]
 
 
+def run_figures(
+    figures: list[str],
+    run_one: Callable[[str], list[Row]],
+    write: Callable[[list[Row], list[str]], None],
+) -> list[Row]:
+    """Run the figures in order; after each, ``write`` gets the rows so far and
+    the figures still to run, so a run stopped part way keeps what it measured."""
+    rows: list[Row] = []
+    for index, name in enumerate(figures):
+        figure_started = time.monotonic()
+        print(f"== {name}", flush=True)
+        rows.extend(run_one(name))
+        print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
+        write(rows, figures[index + 1 :])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if not args.private_cluster:
@@ -148,21 +166,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         destination = RESULTS_DIR / "partial.md"
 
-    def report(rows: list[Row], still_to_run: list[str]) -> str:
-        load = f"at start {load_before:.1f}, now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-        if not still_to_run:
-            load = load.replace(", now ", ", at end ")
-        return render_report(
-            rows,
-            machine=machine,
-            runs=runs,
-            quick=args.quick,
-            figures=figures,
-            elapsed_s=time.monotonic() - started,
-            load=load,
-            still_to_run=still_to_run,
-        )
-
     try:
         with config.server.exclusive():
             print(
@@ -173,14 +176,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"machine: {machine}", flush=True)
             started = time.monotonic()
             load_before = os.getloadavg()[0]
-            rows: list[Row] = []
-            for index, name in enumerate(figures):
-                figure_started = time.monotonic()
-                print(f"== {name}", flush=True)
-                rows.extend(run_figure(name, config))
-                print(f"== {name} done in {time.monotonic() - figure_started:.0f} s", flush=True)
-                # What has run is kept even if the run is stopped before its end.
-                destination.write_text(report(rows, figures[index + 1 :]))
+
+            def write(rows: list[Row], still_to_run: list[str]) -> None:
+                when = "now" if still_to_run else "at end"
+                load = (
+                    f"at start {load_before:.1f}, {when} {os.getloadavg()[0]:.1f} "
+                    f"on {os.cpu_count()} cores"
+                )
+                report = render_report(
+                    rows,
+                    machine=machine,
+                    runs=runs,
+                    quick=args.quick,
+                    figures=figures,
+                    elapsed_s=time.monotonic() - started,
+                    load=load,
+                    still_to_run=still_to_run,
+                )
+                destination.write_text(report)
+
+            rows = run_figures(figures, lambda name: run_figure(name, config), write)
     except ServerBusy as busy:
         print(f"bench: {busy}", file=sys.stderr)
         return 3
