@@ -136,9 +136,6 @@ class Dispatcher:
         # held its picks: the loop runs another pass after ``_taken_retry_s``.
         self._picks_taken = False
         self._taken_retry_s = TAKEN_RETRY_S
-        # When the last pass began: due times up to it were seen by that pass;
-        # one that came due while it ran was not, and needs a pass of its own.
-        self._pass_started_us = 0
         # Which session holds each job in flight (for forget: one lookup a job).
         self._owner_of: dict[str, WorkerSession] = {}
         # Told (entries, entries after the last audit) when a stream's in-flight
@@ -343,13 +340,15 @@ class Dispatcher:
 
     async def run_pass(self) -> bool:
         """One round over every group of sessions with credit; True if more may wait."""
-        self._pass_started_us = self._clock.now_us()
+        started_us = self._clock.now_us()
         self._picks_taken = False
         # A due time reached counts as a wake: a stream that had no credit in
-        # this pass has not looked since, so its next grant starts a pass.
-        if self._due and self._due[0] <= self._pass_started_us:
+        # this pass has not looked since, so its next grant starts a pass. Due
+        # times up to the pass's start are seen by it; one that comes due while
+        # it runs stays queued and gets a pass of its own.
+        if self._due and self._due[0] <= started_us:
             self._wakes += 1
-            while self._due and self._due[0] <= self._pass_started_us:
+            while self._due and self._due[0] <= started_us:
                 heapq.heappop(self._due)
         if not self.leasing:
             return False
